@@ -1,0 +1,142 @@
+//! KitDiff: what an edit widens and what it narrows, in words (SPEC §4, §13).
+//!
+//! The console shows it before a save and the gateway stores it with every kit version.
+//! Each change says which way it moves authority, so a reviewer can read the widening ones
+//! first.
+
+use serde::{Deserialize, Serialize};
+
+use crate::kit::{CanRule, Kit, RuleEffect};
+use crate::money::Money;
+use crate::primitive::Primitive;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Lets agents do more.
+    Widens,
+    /// Lets agents do less.
+    Narrows,
+    /// Neither, such as a rename.
+    Neutral,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KitChange {
+    pub direction: Direction,
+    pub text: String,
+}
+
+/// Every difference between two kits, widening changes first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KitDiff {
+    pub changes: Vec<KitChange>,
+}
+
+impl KitDiff {
+    pub fn between(old: &Kit, new: &Kit) -> KitDiff {
+        let mut d = Vec::new();
+        let mut push = |direction, text: String| d.push(KitChange { direction, text });
+        if old.name != new.name {
+            push(Direction::Neutral, format!("renames the kit from \"{}\" to \"{}\"", old.name, new.name));
+        }
+        for p in Primitive::ALL {
+            match (old.primitives.contains(p), new.primitives.contains(p)) {
+                (false, true) => push(Direction::Widens, format!("enables primitive `{p}`")),
+                (true, false) => push(Direction::Narrows, format!("disables primitive `{p}`")),
+                _ => {}
+            }
+        }
+        match (old.toolkits.allow_all, new.toolkits.allow_all) {
+            (false, true) => push(Direction::Widens, "permits every toolkit".into()),
+            (true, false) => push(Direction::Narrows, "permits only the listed toolkits".into()),
+            _ => {}
+        }
+        for (name, f) in &new.toolkits.filters {
+            match old.toolkits.filters.get(name) {
+                None if new.toolkits.allow_all => push(Direction::Narrows, format!("filters the tools of toolkit `{name}`")),
+                None => push(Direction::Widens, format!("permits toolkit `{name}`")),
+                Some(of) if of != f => push(Direction::Neutral, format!("changes the tool filter of toolkit `{name}`")),
+                Some(_) => {}
+            }
+        }
+        for name in old.toolkits.filters.keys().filter(|n| !new.toolkits.filters.contains_key(*n)) {
+            if new.toolkits.allow_all {
+                push(Direction::Widens, format!("removes the tool filter of toolkit `{name}`"));
+            } else {
+                push(Direction::Narrows, format!("no longer permits toolkit `{name}`"));
+            }
+        }
+        for r in new.can.iter().filter(|r| !old.can.contains(r)) {
+            push(Direction::Narrows, format!("adds {}", describe_rule(r)));
+        }
+        for r in old.can.iter().filter(|r| !new.can.contains(r)) {
+            push(Direction::Widens, format!("removes {}", describe_rule(r)));
+        }
+        cap_change(&mut push, "hard cap", old.limits.budget.hard_cap, new.limits.budget.hard_cap);
+        cap_change(&mut push, "soft cap", old.limits.budget.soft_cap, new.limits.budget.soft_cap);
+        cap_change(&mut push, "approval threshold", old.limits.approve.above, new.limits.approve.above);
+        for a in new.limits.approve.always.iter().filter(|a| !old.limits.approve.always.contains(a)) {
+            push(Direction::Narrows, format!("requires approval for `{a}`"));
+        }
+        for a in old.limits.approve.always.iter().filter(|a| !new.limits.approve.always.contains(a)) {
+            push(Direction::Widens, format!("removes approval for `{a}`"));
+        }
+        match (old.limits.approve.destructive, new.limits.approve.destructive) {
+            (true, false) => push(Direction::Widens, "lets destructive tools run without approval".into()),
+            (false, true) => push(Direction::Narrows, "requires approval for destructive tools".into()),
+            _ => {}
+        }
+        d.sort_by_key(|c| match c.direction {
+            Direction::Widens => 0,
+            Direction::Narrows => 1,
+            Direction::Neutral => 2,
+        });
+        KitDiff { changes: d }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    pub fn widens(&self) -> impl Iterator<Item = &KitChange> {
+        self.changes.iter().filter(|c| c.direction == Direction::Widens)
+    }
+
+    pub fn narrows(&self) -> impl Iterator<Item = &KitChange> {
+        self.changes.iter().filter(|c| c.direction == Direction::Narrows)
+    }
+}
+
+/// A limit: higher widens, lower narrows, absent means unlimited.
+fn cap_change(push: &mut impl FnMut(Direction, String), what: &str, old: Option<Money>, new: Option<Money>) {
+    match (old, new) {
+        (Some(o), Some(n)) if n > o => push(Direction::Widens, format!("raises {what} from {o} to {n}")),
+        (Some(o), Some(n)) if n < o => push(Direction::Narrows, format!("lowers {what} from {o} to {n}")),
+        (None, Some(n)) => push(Direction::Narrows, format!("sets a {what} of {n}")),
+        (Some(o), None) => push(Direction::Widens, format!("removes the {what} of {o}")),
+        _ => {}
+    }
+}
+
+fn describe_rule(r: &CanRule) -> String {
+    let mut s = match r.effect {
+        RuleEffect::Deny => format!("a rule denying `{}`", r.action),
+        RuleEffect::Allow => format!("a rule allowing `{}`", r.action),
+    };
+    let mut conds = Vec::new();
+    if let Some(m) = r.max_amount {
+        conds.push(format!("up to {m}"));
+    }
+    if let Some(l) = &r.recipients {
+        conds.push(format!("only to {}", l.join(", ")));
+    }
+    if let Some(l) = &r.merchants {
+        conds.push(format!("only at {}", l.join(", ")));
+    }
+    if !conds.is_empty() {
+        s.push(' ');
+        s.push_str(&conds.join(", "));
+    }
+    s
+}

@@ -1,0 +1,370 @@
+//! The decision engine: SPEC §5 steps 2–8 as pure functions.
+//!
+//! The gateway supplies every fact (subject status, kit, action, budget views, company
+//! credit); the engine does no IO and allocates nothing in [`evaluate`]. Checks run in the
+//! SPEC's order: revocation, primitive, capability, effect, price, budget (hard cap, company
+//! credit, soft cap), approval thresholds. The first `deny` decides. A `freeze` never hides a
+//! later `deny`: approval can release a freeze but never a deny, so an action that would
+//! exceed a hard cap is refused outright even when it would also need approval. [`explain`]
+//! runs the same checks and lists every reason that applied.
+//!
+//! Invariant (checked by property tests): `allow` or `freeze` implies
+//! `posted + pending + cost <= hard_cap` for every budget view.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Effect, ToolSpec};
+use crate::kit::{Kit, RuleEffect, action_pattern_matches};
+use crate::money::Money;
+use crate::primitive::Primitive;
+use crate::verdict::{EngineVerdict, ExplainVerdict, explain_verdict};
+
+/// The acting profile's standing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubjectStatus {
+    Active,
+    Suspended,
+    Revoked,
+}
+
+impl SubjectStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SubjectStatus::Active => "active",
+            SubjectStatus::Suspended => "suspended",
+            SubjectStatus::Revoked => "revoked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SubjectStatus> {
+        [SubjectStatus::Active, SubjectStatus::Suspended, SubjectStatus::Revoked]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// One action to decide, as the gateway parsed it.
+#[derive(Clone, Copy, Debug)]
+pub struct ActionRequest<'a> {
+    pub tool: &'a ToolSpec,
+    /// The real-world amount (a card charge); zero for actions with platform price only.
+    pub amount: Money,
+    pub recipient: Option<&'a str>,
+    pub merchant: Option<&'a str>,
+    /// For connected apps: the toolkit and the tool within it.
+    pub toolkit: Option<(&'a str, &'a str)>,
+}
+
+/// One budget the action spends against: the profile's own, or a shared pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetView {
+    pub posted: Money,
+    pub pending: Money,
+    pub hard_cap: Option<Money>,
+    pub soft_cap: Option<Money>,
+}
+
+impl BudgetView {
+    /// A view whose caps come from `kit`.
+    pub fn from_kit(kit: &Kit, posted: Money, pending: Money) -> BudgetView {
+        BudgetView {
+            posted,
+            pending,
+            hard_cap: kit.limits.budget.hard_cap,
+            soft_cap: kit.limits.budget.soft_cap,
+        }
+    }
+
+    /// posted + pending + cost, or `None` if that overflows (which exceeds any cap).
+    pub fn would_be(&self, cost: Money) -> Option<Money> {
+        self.posted.checked_add(self.pending)?.checked_add(cost)
+    }
+}
+
+/// Everything the engine needs to decide one action.
+#[derive(Clone, Copy, Debug)]
+pub struct DecisionInput<'a> {
+    pub subject: SubjectStatus,
+    pub kit: &'a Kit,
+    pub action: ActionRequest<'a>,
+    /// Every budget the action counts against (own first, then shared pools).
+    pub budgets: &'a [BudgetView],
+    /// Platform credits the company has left (balance minus pending holds).
+    pub company_credit: Money,
+}
+
+/// The SPEC §5 step that produced a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    Revocation,
+    Primitive,
+    Capability,
+    Effect,
+    Price,
+    Budget,
+    Approval,
+}
+
+/// Why an action was refused or frozen. Cheap to copy; the envelope turns it into words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Refusal {
+    ProfileInactive { status: SubjectStatus },
+    PrimitiveDisabled { primitive: Primitive },
+    ToolkitNotPermitted,
+    ToolDisabledByKit,
+    DeniedByRule { rule: usize },
+    AboveRuleMax { rule: usize, max: Money },
+    RecipientNotAllowed { rule: usize },
+    MerchantNotAllowed { rule: usize },
+    DestructiveNeedsApproval,
+    PriceOverflow,
+    HardCapExceeded { budget: usize, cap: Money },
+    CompanyCreditExhausted { available: Money },
+    SoftCapCrossed { budget: usize, cap: Money },
+    AboveApprovalThreshold { threshold: Money },
+    AlwaysApprove { index: usize },
+}
+
+impl Refusal {
+    /// Deny or freeze, per SPEC §8: only what a human can release for this exact call freezes.
+    pub const fn verdict(self) -> EngineVerdict {
+        match self {
+            Refusal::DestructiveNeedsApproval
+            | Refusal::SoftCapCrossed { .. }
+            | Refusal::AboveApprovalThreshold { .. }
+            | Refusal::AlwaysApprove { .. } => EngineVerdict::Freeze,
+            Refusal::ProfileInactive { .. }
+            | Refusal::PrimitiveDisabled { .. }
+            | Refusal::ToolkitNotPermitted
+            | Refusal::ToolDisabledByKit
+            | Refusal::DeniedByRule { .. }
+            | Refusal::AboveRuleMax { .. }
+            | Refusal::RecipientNotAllowed { .. }
+            | Refusal::MerchantNotAllowed { .. }
+            | Refusal::PriceOverflow
+            | Refusal::HardCapExceeded { .. }
+            | Refusal::CompanyCreditExhausted { .. } => EngineVerdict::Deny,
+        }
+    }
+
+    pub const fn step(self) -> Step {
+        match self {
+            Refusal::ProfileInactive { .. } => Step::Revocation,
+            Refusal::PrimitiveDisabled { .. } => Step::Primitive,
+            Refusal::ToolkitNotPermitted
+            | Refusal::ToolDisabledByKit
+            | Refusal::DeniedByRule { .. }
+            | Refusal::AboveRuleMax { .. }
+            | Refusal::RecipientNotAllowed { .. }
+            | Refusal::MerchantNotAllowed { .. } => Step::Capability,
+            Refusal::DestructiveNeedsApproval => Step::Effect,
+            Refusal::PriceOverflow => Step::Price,
+            Refusal::HardCapExceeded { .. }
+            | Refusal::CompanyCreditExhausted { .. }
+            | Refusal::SoftCapCrossed { .. } => Step::Budget,
+            Refusal::AboveApprovalThreshold { .. } | Refusal::AlwaysApprove { .. } => Step::Approval,
+        }
+    }
+
+    /// The envelope's top-level `reason`.
+    pub const fn reason(self) -> &'static str {
+        match self {
+            Refusal::ProfileInactive { .. } => "agent_profile_revoked",
+            Refusal::PrimitiveDisabled { .. }
+            | Refusal::ToolkitNotPermitted
+            | Refusal::ToolDisabledByKit
+            | Refusal::DeniedByRule { .. }
+            | Refusal::AboveRuleMax { .. }
+            | Refusal::RecipientNotAllowed { .. }
+            | Refusal::MerchantNotAllowed { .. } => "capability_denied",
+            Refusal::PriceOverflow | Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. } => {
+                "budget_exceeded"
+            }
+            Refusal::DestructiveNeedsApproval
+            | Refusal::SoftCapCrossed { .. }
+            | Refusal::AboveApprovalThreshold { .. }
+            | Refusal::AlwaysApprove { .. } => "approval_required",
+        }
+    }
+
+    /// The envelope's `error.details.reason`: the precise rule.
+    pub const fn detail(self) -> &'static str {
+        match self {
+            Refusal::ProfileInactive { status: SubjectStatus::Suspended } => "profile_suspended",
+            Refusal::ProfileInactive { .. } => "profile_revoked",
+            Refusal::PrimitiveDisabled { .. } => "primitive_disabled_by_kit",
+            Refusal::ToolkitNotPermitted => "toolkit_not_permitted",
+            Refusal::ToolDisabledByKit => "tool_disabled_by_kit",
+            Refusal::DeniedByRule { .. } => "denied_by_rule",
+            Refusal::AboveRuleMax { .. } => "amount_above_rule_max",
+            Refusal::RecipientNotAllowed { .. } => "recipient_not_allowed",
+            Refusal::MerchantNotAllowed { .. } => "merchant_not_allowed",
+            Refusal::DestructiveNeedsApproval => "destructive_effect",
+            Refusal::PriceOverflow => "price_overflow",
+            Refusal::HardCapExceeded { .. } => "hard_cap_exceeded",
+            Refusal::CompanyCreditExhausted { .. } => "company_credit_exhausted",
+            Refusal::SoftCapCrossed { .. } => "soft_cap_crossed",
+            Refusal::AboveApprovalThreshold { .. } => "above_approval_threshold",
+            Refusal::AlwaysApprove { .. } => "always_requires_approval",
+        }
+    }
+}
+
+/// The engine's answer for one action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: EngineVerdict,
+    /// The refusal that decided: the first deny, else the first freeze.
+    pub refusal: Option<Refusal>,
+    /// Real amount plus platform price; what a hold reserves.
+    pub cost: Money,
+    pub effect: Effect,
+}
+
+/// Explain's answer: the verdict and every reason that applied, in check order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub verdict: ExplainVerdict,
+    pub reasons: Vec<Refusal>,
+    pub cost: Money,
+    pub effect: Effect,
+}
+
+/// Decides one action. Allocation-free; the hot path of every governed call.
+pub fn evaluate(input: &DecisionInput<'_>) -> Decision {
+    let mut first_freeze = None;
+    let mut first_deny = None;
+    let cost = run_checks(input, &mut |r| match r.verdict() {
+        EngineVerdict::Deny => {
+            first_deny = Some(r);
+            false
+        }
+        _ => {
+            first_freeze.get_or_insert(r);
+            true
+        }
+    });
+    let refusal = first_deny.or(first_freeze);
+    Decision {
+        verdict: refusal.map_or(EngineVerdict::Allow, Refusal::verdict),
+        refusal,
+        cost,
+        effect: input.action.tool.effect,
+    }
+}
+
+/// Runs every check and reports every reason; reserves nothing.
+pub fn explain(input: &DecisionInput<'_>) -> Explanation {
+    let mut reasons = Vec::new();
+    let cost = run_checks(input, &mut |r| {
+        reasons.push(r);
+        true
+    });
+    let engine = if reasons.iter().any(|r| r.verdict() == EngineVerdict::Deny) {
+        EngineVerdict::Deny
+    } else if reasons.is_empty() {
+        EngineVerdict::Allow
+    } else {
+        EngineVerdict::Freeze
+    };
+    Explanation { verdict: explain_verdict(engine), reasons, cost, effect: input.action.tool.effect }
+}
+
+/// The checks in SPEC order. `emit` returns whether to go on; returns the cost.
+fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) -> Money {
+    let kit = input.kit;
+    let action = &input.action;
+    let tool = action.tool;
+    let cost = action.amount.checked_add(tool.price);
+    let cost_or_max = cost.unwrap_or(Money::MAX);
+
+    macro_rules! refuse {
+        ($r:expr) => {
+            if !emit($r) {
+                return cost_or_max;
+            }
+        };
+    }
+
+    // Step 2: revocation binds on every call, reads included.
+    if input.subject != SubjectStatus::Active {
+        refuse!(Refusal::ProfileInactive { status: input.subject });
+    }
+    // Step 3: the primitive gate.
+    if !kit.primitives.contains(tool.primitive) {
+        refuse!(Refusal::PrimitiveDisabled { primitive: tool.primitive });
+    }
+    // Step 4: capability — toolkits, then every can rule that speaks about the action.
+    if let Some((toolkit, tool_name)) = action.toolkit {
+        match kit.toolkits.filters.get(toolkit) {
+            None if !kit.toolkits.allow_all => refuse!(Refusal::ToolkitNotPermitted),
+            Some(f) if !f.permits(tool_name) => refuse!(Refusal::ToolDisabledByKit),
+            _ => {}
+        }
+    }
+    for (i, rule) in kit.can.iter().enumerate() {
+        if !rule.matches(&tool.name) {
+            continue;
+        }
+        if rule.effect == RuleEffect::Deny {
+            refuse!(Refusal::DeniedByRule { rule: i });
+            continue;
+        }
+        if let Some(max) = rule.max_amount
+            && action.amount > max
+        {
+            refuse!(Refusal::AboveRuleMax { rule: i, max });
+        }
+        if let Some(list) = &rule.recipients
+            && !action.recipient.is_some_and(|r| list.iter().any(|x| x == r))
+        {
+            refuse!(Refusal::RecipientNotAllowed { rule: i });
+        }
+        if let Some(list) = &rule.merchants
+            && !action.merchant.is_some_and(|m| list.iter().any(|x| x == m))
+        {
+            refuse!(Refusal::MerchantNotAllowed { rule: i });
+        }
+    }
+    // Step 5: effect class, from the tool's declaration through the one classifier.
+    if tool.effect == Effect::Destructive && kit.limits.approve.destructive {
+        refuse!(Refusal::DestructiveNeedsApproval);
+    }
+    // Step 6: price.
+    let Some(cost) = cost else {
+        emit(Refusal::PriceOverflow);
+        return cost_or_max;
+    };
+    // Step 7: budget — hard caps and company credit deny, soft caps freeze.
+    for (i, b) in input.budgets.iter().enumerate() {
+        if let Some(cap) = b.hard_cap
+            && b.would_be(cost).is_none_or(|w| w > cap)
+        {
+            refuse!(Refusal::HardCapExceeded { budget: i, cap });
+        }
+    }
+    if tool.price > input.company_credit {
+        refuse!(Refusal::CompanyCreditExhausted { available: input.company_credit });
+    }
+    for (i, b) in input.budgets.iter().enumerate() {
+        if let Some(cap) = b.soft_cap
+            && b.would_be(cost).is_none_or(|w| w > cap)
+        {
+            refuse!(Refusal::SoftCapCrossed { budget: i, cap });
+        }
+    }
+    // Step 8: approval thresholds.
+    if let Some(threshold) = kit.limits.approve.above
+        && cost >= threshold
+        && !cost.is_zero()
+    {
+        refuse!(Refusal::AboveApprovalThreshold { threshold });
+    }
+    if let Some(index) = kit.limits.approve.always.iter().position(|p| action_pattern_matches(p, &tool.name)) {
+        refuse!(Refusal::AlwaysApprove { index });
+    }
+    cost
+}

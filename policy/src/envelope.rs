@@ -1,0 +1,298 @@
+//! The refusal envelope (SPEC §8): one structured verdict for every refused, parked or
+//! unavailable call, on every transport.
+//!
+//! Guarantees: fields serialize in the SPEC's order; `retryable` is true only for
+//! `unavailable`, which always carries a `retry_after` step; a park carries
+//! `wait_for_approval` with `on_expiry: "deny"`; from the third identical refusal on, the
+//! envelope carries exactly one `escalate_to_human` step and no alternatives. Recovery steps
+//! name a tool or a human act, never a shell command.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{ActionRequest, Refusal, Step};
+use crate::kit::Kit;
+use crate::verdict::EnvelopeVerdict;
+
+/// From this many identical refusals on, the agent is told to stop and ask a human.
+pub const ESCALATE_AT_REPEAT: u32 = 3;
+
+/// Which layer of governance answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The profile itself: revoked or suspended.
+    Subject,
+    /// The company's AccountKit.
+    Company,
+    /// Caps and credit.
+    Budget,
+    /// The connector behind the gateway.
+    Connector,
+}
+
+/// The layer a refusal comes from, step by step.
+pub const fn layer_of(step: Step) -> Layer {
+    match step {
+        Step::Revocation => Layer::Subject,
+        Step::Primitive | Step::Capability | Step::Effect | Step::Approval => Layer::Company,
+        Step::Price | Step::Budget => Layer::Budget,
+    }
+}
+
+/// The one thing that would change the outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecoveryStep {
+    RequestCapability { change: String, human_action: String },
+    RequestToolkit { toolkit: String, change: String, human_action: String },
+    RaiseBudget { change: String, human_action: String },
+    ReinstateProfile { change: String, human_action: String },
+    WaitForApproval { approval_id: String, expires_at: String, on_expiry: OnExpiry },
+    RetryAfter { seconds: u32 },
+    WaitForDelivery { command_id: String, human_action: String },
+    EscalateToHuman { human_action: String },
+}
+
+/// What happens when an approval window elapses: it becomes a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExpiry {
+    Deny,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetails {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub code: String,
+    pub hint: String,
+    pub details: ErrorDetails,
+}
+
+/// The verdict envelope, field for field as SPEC §8 shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub ok: bool,
+    pub verdict: EnvelopeVerdict,
+    pub reason: String,
+    pub action: String,
+    pub layer: Layer,
+    pub retryable: bool,
+    pub repeat: u32,
+    pub message: String,
+    pub error: ErrorBody,
+    pub recovery: Vec<RecoveryStep>,
+    pub alternatives: Vec<String>,
+}
+
+/// A parked call's approval handle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalHandle {
+    pub approval_id: String,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
+impl Envelope {
+    /// `isError` for MCP results.
+    pub fn is_error(&self) -> bool {
+        self.verdict.is_error()
+    }
+
+    /// The envelope for a `deny`: `repeat` counts identical refusals including this one.
+    pub fn deny(
+        kit: &Kit,
+        action: &ActionRequest<'_>,
+        refusal: Refusal,
+        repeat: u32,
+        alternatives: Vec<String>,
+    ) -> Envelope {
+        let step = recovery_for(kit, action, refusal);
+        Envelope::build(EnvelopeVerdict::Deny, refusal.reason(), refusal.detail(), layer_of(refusal.step()), action.tool.name.clone(), message_for(kit, action, refusal), hint_for(refusal), vec![step], alternatives, repeat)
+    }
+
+    /// The envelope for a `park`: a successful deferral with the approval to poll.
+    pub fn park(kit: &Kit, action: &ActionRequest<'_>, refusal: Refusal, approval: ApprovalHandle) -> Envelope {
+        let step = RecoveryStep::WaitForApproval {
+            approval_id: approval.approval_id,
+            expires_at: approval.expires_at,
+            on_expiry: OnExpiry::Deny,
+        };
+        Envelope::build(EnvelopeVerdict::Park, refusal.reason(), refusal.detail(), layer_of(refusal.step()), action.tool.name.clone(), message_for(kit, action, refusal), hint_for(refusal), vec![step], Vec::new(), 1)
+    }
+
+    /// The envelope for an outage: the only retryable verdict.
+    pub fn unavailable(action: &str, detail: &str, retry_after_seconds: u32, repeat: u32) -> Envelope {
+        Envelope::build(
+            EnvelopeVerdict::Unavailable,
+            "unavailable",
+            detail,
+            Layer::Connector,
+            action.to_string(),
+            format!("`{action}` could not be carried out just now ({detail}); nothing was charged"),
+            "The service behind the gateway is unreachable. Wait for the retry_after step, then call again with the same Idempotency-Key.".to_string(),
+            vec![RecoveryStep::RetryAfter { seconds: retry_after_seconds }],
+            Vec::new(),
+            repeat,
+        )
+    }
+
+    /// A refusal that does not come from the engine, for example an agent trying to decide
+    /// an approval: `reason` and `detail` are stable codes.
+    pub fn deny_with(
+        action: &str,
+        layer: Layer,
+        reason: &str,
+        detail: &str,
+        message: String,
+        recovery: RecoveryStep,
+        repeat: u32,
+    ) -> Envelope {
+        Envelope::build(EnvelopeVerdict::Deny, reason, detail, layer, action.to_string(), message, hint_text(reason).to_string(), vec![recovery], Vec::new(), repeat)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        verdict: EnvelopeVerdict,
+        reason: &str,
+        detail: &str,
+        layer: Layer,
+        action: String,
+        message: String,
+        hint: String,
+        mut recovery: Vec<RecoveryStep>,
+        mut alternatives: Vec<String>,
+        repeat: u32,
+    ) -> Envelope {
+        let repeat = repeat.max(1);
+        if verdict != EnvelopeVerdict::Park && verdict != EnvelopeVerdict::Unavailable && repeat >= ESCALATE_AT_REPEAT {
+            recovery = vec![RecoveryStep::EscalateToHuman {
+                human_action: format!(
+                    "This exact call to `{action}` was refused {repeat} times. Tell the user what you were trying to do and why it was refused, then stop."
+                ),
+            }];
+            alternatives.clear();
+        }
+        Envelope {
+            ok: false,
+            verdict,
+            reason: reason.to_string(),
+            action,
+            layer,
+            retryable: verdict.retryable(),
+            repeat,
+            message,
+            error: ErrorBody {
+                code: error_code(verdict).to_string(),
+                hint,
+                details: ErrorDetails { reason: detail.to_string() },
+            },
+            recovery,
+            alternatives,
+        }
+    }
+}
+
+/// `error.code`, per verdict.
+const fn error_code(v: EnvelopeVerdict) -> &'static str {
+    match v {
+        EnvelopeVerdict::Deny => "forbidden",
+        EnvelopeVerdict::Park => "approval_required",
+        EnvelopeVerdict::Unavailable => "unavailable",
+        EnvelopeVerdict::Attest => "attestation_required",
+    }
+}
+
+fn hint_for(r: Refusal) -> String {
+    hint_text(r.reason()).to_string()
+}
+
+fn hint_text(reason: &str) -> &'static str {
+    match reason {
+        "agent_profile_revoked" => "This agent profile is not active. Only an admin can reinstate it; calling again cannot help.",
+        "capability_denied" => "The company's AccountKit does not allow this call. Calling again cannot help; a human must change the kit.",
+        "budget_exceeded" => "This call would exceed a hard cap or the company's credit. Calling again cannot help until a human raises the cap or adds credit.",
+        "approval_required" => "A human must approve this exact call. Poll the approval; do not send the call again.",
+        _ => "A human must act before this call can succeed.",
+    }
+}
+
+fn message_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> String {
+    let name = &action.tool.name;
+    match r {
+        Refusal::ProfileInactive { status } => {
+            format!("Agent profile is {}: every call is refused", status.as_str())
+        }
+        Refusal::PrimitiveDisabled { .. }
+        | Refusal::ToolkitNotPermitted
+        | Refusal::ToolDisabledByKit
+        | Refusal::DeniedByRule { .. }
+        | Refusal::AboveRuleMax { .. }
+        | Refusal::RecipientNotAllowed { .. }
+        | Refusal::MerchantNotAllowed { .. } => {
+            format!("Not allowed by AccountKit \"{}\": {}", kit.name, r.detail())
+        }
+        Refusal::DestructiveNeedsApproval => format!("`{name}` is destructive and waits for a human's approval"),
+        Refusal::PriceOverflow => format!("The cost of `{name}` is too large to reserve"),
+        Refusal::HardCapExceeded { cap, .. } => {
+            format!("Over budget: `{name}` would take spend past the hard cap of {cap}")
+        }
+        Refusal::CompanyCreditExhausted { available } => {
+            format!("Over budget: the company has {available} of platform credit left, less than `{name}` costs")
+        }
+        Refusal::SoftCapCrossed { cap, .. } => {
+            format!("`{name}` would cross the soft cap of {cap} and waits for a human's approval")
+        }
+        Refusal::AboveApprovalThreshold { threshold } => {
+            format!("`{name}` costs at least the approval threshold of {threshold} and waits for a human's approval")
+        }
+        Refusal::AlwaysApprove { .. } => format!("AccountKit \"{}\" sends every `{name}` to a human for approval", kit.name),
+    }
+}
+
+fn recovery_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> RecoveryStep {
+    let name = &action.tool.name;
+    let stop = "Tell the user this capability is switched off for their account and stop.".to_string();
+    match r {
+        Refusal::ProfileInactive { .. } => RecoveryStep::ReinstateProfile {
+            change: "An admin must reinstate this agent profile.".into(),
+            human_action: "Tell the user this agent has been stopped by an admin, and stop.".into(),
+        },
+        Refusal::PrimitiveDisabled { primitive } => RecoveryStep::RequestCapability {
+            change: format!("Enable the '{primitive}' primitive for this tenant."),
+            human_action: stop,
+        },
+        Refusal::ToolkitNotPermitted | Refusal::ToolDisabledByKit => {
+            let toolkit = action.toolkit.map(|(t, _)| t.to_string()).unwrap_or_default();
+            RecoveryStep::RequestToolkit {
+                change: format!("Permit the '{toolkit}' toolkit in AccountKit \"{}\".", kit.name),
+                toolkit,
+                human_action: stop,
+            }
+        }
+        Refusal::DeniedByRule { .. }
+        | Refusal::AboveRuleMax { .. }
+        | Refusal::RecipientNotAllowed { .. }
+        | Refusal::MerchantNotAllowed { .. } => RecoveryStep::RequestCapability {
+            change: format!("Change the can rule for '{name}' in AccountKit \"{}\".", kit.name),
+            human_action: "Tell the user this call is outside what their AccountKit allows, and stop.".into(),
+        },
+        Refusal::PriceOverflow | Refusal::HardCapExceeded { .. } => RecoveryStep::RaiseBudget {
+            change: "Raise the hard cap for this agent profile.".into(),
+            human_action: "Tell the user the budget is spent, and stop.".into(),
+        },
+        Refusal::CompanyCreditExhausted { .. } => RecoveryStep::RaiseBudget {
+            change: "Add platform credit to the company account.".into(),
+            human_action: "Tell the user the company is out of platform credit, and stop.".into(),
+        },
+        Refusal::DestructiveNeedsApproval
+        | Refusal::SoftCapCrossed { .. }
+        | Refusal::AboveApprovalThreshold { .. }
+        | Refusal::AlwaysApprove { .. } => RecoveryStep::EscalateToHuman {
+            human_action: "Ask a human approver to review this call.".into(),
+        },
+    }
+}

@@ -1,0 +1,374 @@
+//! AccountKit: the policy a tenant declares (SPEC §4).
+//!
+//! Guarantees: a [`Kit`] obtained from [`Kit::from_json`] or [`Kit::validate`] is well formed:
+//! no unknown fields or primitives, no negative money, a soft cap no higher than the hard cap,
+//! and action names that name a known primitive. Errors name the JSON path of the problem.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::money::Money;
+use crate::primitive::{Primitive, PrimitiveSet};
+
+/// A kit version: 1 for the first save, one more for each edit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct KitVersion(pub u32);
+
+impl KitVersion {
+    pub const FIRST: KitVersion = KitVersion(1);
+    pub fn next(self) -> KitVersion {
+        KitVersion(self.0.saturating_add(1))
+    }
+}
+
+impl fmt::Display for KitVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+/// The policy a tenant declares for its agents.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kit {
+    pub name: String,
+    #[serde(default = "first_version")]
+    pub version: KitVersion,
+    /// Enabled primitives. `brain` is opt-in: a kit without it refuses brain tools.
+    pub primitives: PrimitiveSet,
+    #[serde(default)]
+    pub toolkits: Toolkits,
+    /// Capability rules. Every rule that matches an action must be satisfied.
+    #[serde(default)]
+    pub can: Vec<CanRule>,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+fn first_version() -> KitVersion {
+    KitVersion::FIRST
+}
+
+/// Which connected-app toolkits an agent may use, and per-tool filters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Toolkits {
+    /// When true every toolkit is permitted (filters still apply); when false only the
+    /// toolkits named in `filters` are.
+    #[serde(default = "yes")]
+    pub allow_all: bool,
+    #[serde(default)]
+    pub filters: BTreeMap<String, ToolFilter>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Toolkits {
+    fn default() -> Self {
+        Toolkits { allow_all: true, filters: BTreeMap::new() }
+    }
+}
+
+/// Per-tool enable/disable filter for one toolkit.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFilter {
+    /// When set, only these tools of the toolkit are enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only: Option<Vec<String>>,
+    /// Tools that are disabled even if `only` lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disable: Vec<String>,
+}
+
+impl ToolFilter {
+    pub fn permits(&self, tool: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o.iter().any(|t| t == tool))
+            && !self.disable.iter().any(|t| t == tool)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleEffect {
+    Allow,
+    Deny,
+}
+
+/// A capability rule for one action (`cards.charge`), a primitive (`cards.*`) or all (`*`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanRule {
+    pub action: String,
+    pub effect: RuleEffect,
+    /// Allow only at or below this amount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_amount: Option<Money>,
+    /// Allow only these recipients (email, sms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipients: Option<Vec<String>>,
+    /// Allow only these merchants (cards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merchants: Option<Vec<String>>,
+}
+
+impl CanRule {
+    /// Whether this rule speaks about `action`.
+    pub fn matches(&self, action: &str) -> bool {
+        action_pattern_matches(&self.action, action)
+    }
+}
+
+/// `*` matches everything, `cards.*` every action of `cards`, anything else itself.
+pub fn action_pattern_matches(pattern: &str, action: &str) -> bool {
+    if pattern.len() == action.len() {
+        return pattern == action;
+    }
+    match pattern.strip_suffix('*') {
+        Some("") => true,
+        Some(prefix) => action.starts_with(prefix),
+        None => false,
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default)]
+    pub budget: BudgetLimits,
+    #[serde(default)]
+    pub approve: ApproveLimits,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimits {
+    /// The combined ceiling: real spend plus platform credits. Absent means no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard_cap: Option<Money>,
+    /// Crossing it routes the action to approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_cap: Option<Money>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveLimits {
+    /// Actions whose cost is at or above this park for approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<Money>,
+    /// Actions (or patterns) that always park.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<String>,
+    /// Tools declared `destructive` park unless this is false.
+    #[serde(default = "yes")]
+    pub destructive: bool,
+}
+
+impl Default for ApproveLimits {
+    fn default() -> Self {
+        ApproveLimits { above: None, always: Vec::new(), destructive: true }
+    }
+}
+
+/// One problem in a kit, at a JSON path such as `limits.budget.soft_cap`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KitError {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for KitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Every problem found in a kit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid kit: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct KitErrors(pub Vec<KitError>);
+
+impl Kit {
+    /// The permissive kit every tenant starts with: every primitive but the opt-in `brain`,
+    /// every toolkit, no rules and no caps.
+    pub fn default_kit() -> Kit {
+        Kit {
+            name: "Default".to_string(),
+            version: KitVersion::FIRST,
+            primitives: Primitive::ALL.into_iter().filter(|p| *p != Primitive::Brain).collect(),
+            toolkits: Toolkits::default(),
+            can: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Parses and validates a kit from JSON. Structural errors (unknown fields, unknown
+    /// primitives, negative or over-precise money) and semantic ones carry their JSON path.
+    pub fn from_json(json: &str) -> Result<Kit, KitErrors> {
+        let de = &mut serde_json::Deserializer::from_str(json);
+        let kit: Kit = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            KitErrors(vec![KitError {
+                path: if path == "." { "$".to_string() } else { path },
+                message: strip_position(&e.into_inner().to_string()),
+            }])
+        })?;
+        kit.validate()?;
+        Ok(kit)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a kit always serializes")
+    }
+
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a kit always serializes")
+    }
+
+    /// The semantic checks that types alone cannot express.
+    pub fn validate(&self) -> Result<(), KitErrors> {
+        let mut errs = Vec::new();
+        let mut err = |path: String, message: String| errs.push(KitError { path, message });
+        if self.name.trim().is_empty() {
+            err("name".into(), "a kit needs a name".into());
+        }
+        if self.version.0 == 0 {
+            err("version".into(), "versions start at 1".into());
+        }
+        let b = &self.limits.budget;
+        if let (Some(soft), Some(hard)) = (b.soft_cap, b.hard_cap)
+            && soft > hard
+        {
+            err(
+                "limits.budget.soft_cap".into(),
+                format!("soft cap {soft} is above the hard cap {hard}; lower it or raise the hard cap"),
+            );
+        }
+        for (i, rule) in self.can.iter().enumerate() {
+            if let Err(m) = check_action_pattern(&rule.action) {
+                err(format!("can[{i}].action"), m);
+            }
+            for (field, list) in [("recipients", &rule.recipients), ("merchants", &rule.merchants)] {
+                if list.as_ref().is_some_and(Vec::is_empty) {
+                    err(format!("can[{i}].{field}"), "list at least one, or leave the field out".into());
+                }
+            }
+            if rule.effect == RuleEffect::Deny
+                && (rule.max_amount.is_some() || rule.recipients.is_some() || rule.merchants.is_some())
+            {
+                err(
+                    format!("can[{i}]"),
+                    "a deny rule takes no conditions; use an allow rule with conditions instead".into(),
+                );
+            }
+        }
+        for (i, a) in self.limits.approve.always.iter().enumerate() {
+            if let Err(m) = check_action_pattern(a) {
+                err(format!("limits.approve.always[{i}]"), m);
+            }
+        }
+        for name in self.toolkits.filters.keys() {
+            if name.trim().is_empty() {
+                err("toolkits.filters".into(), "toolkit names must not be empty".into());
+            }
+        }
+        if errs.is_empty() { Ok(()) } else { Err(KitErrors(errs)) }
+    }
+
+    /// The can rules that speak about `action`.
+    pub fn rules_for<'a>(&'a self, action: &'a str) -> impl Iterator<Item = (usize, &'a CanRule)> + 'a {
+        self.can.iter().enumerate().filter(move |(_, r)| r.matches(action))
+    }
+}
+
+/// Action names are `*`, `primitive.*`, `primitive.verb`, or a `naive_*` tool name.
+fn check_action_pattern(p: &str) -> Result<(), String> {
+    if p == "*" || (p.starts_with("naive_") && p.len() > 6) {
+        return Ok(());
+    }
+    let Some((prim, verb)) = p.split_once('.') else {
+        return Err(format!("`{p}` is not an action; write `primitive.verb`, `primitive.*` or `*`"));
+    };
+    if Primitive::parse(prim).is_none() {
+        return Err(format!("unknown primitive `{prim}` in `{p}`"));
+    }
+    if verb.is_empty() || !verb.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'*') {
+        return Err(format!("`{p}` has no valid verb after the primitive"));
+    }
+    Ok(())
+}
+
+/// serde_json appends " at line L column C"; the path already says where.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err_paths(json: &str) -> Vec<String> {
+        Kit::from_json(json).unwrap_err().0.into_iter().map(|e| e.path).collect()
+    }
+
+    #[test]
+    fn default_kit_leaves_brain_off_and_round_trips() {
+        let k = Kit::default_kit();
+        assert!(!k.primitives.contains(Primitive::Brain));
+        assert!(k.primitives.contains(Primitive::Tasks));
+        assert_eq!(Kit::from_json(&k.to_json()).unwrap(), k);
+    }
+
+    #[test]
+    fn unknown_field_names_its_path() {
+        assert_eq!(err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard":"1"}}}"#), ["limits.budget.hard"]);
+        assert_eq!(err_paths(r#"{"name":"K","primitives":[],"colour":1}"#), ["colour"]);
+    }
+
+    #[test]
+    fn unknown_primitive_and_negative_money_name_their_path() {
+        let e = Kit::from_json(r#"{"name":"K","primitives":["cards","warp"]}"#).unwrap_err();
+        assert_eq!(e.0[0].path, "primitives");
+        assert!(e.0[0].message.contains("unknown primitive `warp`"), "{}", e.0[0].message);
+        assert_eq!(
+            err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard_cap":"-5"}}}"#),
+            ["limits.budget.hard_cap"]
+        );
+        assert_eq!(
+            err_paths(r#"{"name":"K","primitives":[],"can":[{"action":"cards.charge","effect":"allow","max_amount":"0.00001"}]}"#),
+            ["can[0].max_amount"]
+        );
+    }
+
+    #[test]
+    fn soft_cap_above_hard_cap_is_an_error() {
+        let e = err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard_cap":"10","soft_cap":"20"}}}"#);
+        assert_eq!(e, ["limits.budget.soft_cap"]);
+    }
+
+    #[test]
+    fn action_names_are_checked() {
+        let e = err_paths(
+            r#"{"name":"K","primitives":[],"can":[{"action":"warp.go","effect":"deny"},{"action":"cards","effect":"deny"}],"limits":{"approve":{"always":["x"]}}}"#,
+        );
+        assert_eq!(e, ["can[0].action", "can[1].action", "limits.approve.always[0]"]);
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(action_pattern_matches("*", "cards.charge"));
+        assert!(action_pattern_matches("cards.*", "cards.charge"));
+        assert!(!action_pattern_matches("cards.*", "email.send"));
+        assert!(action_pattern_matches("email.send", "email.send"));
+        assert!(!action_pattern_matches("email.sen", "email.send"));
+    }
+}

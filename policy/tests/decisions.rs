@@ -1,0 +1,289 @@
+//! Table tests for every decision path the source documents describe (seeds 000 and 002).
+
+use policy::envelope::{OnExpiry, RecoveryStep};
+use policy::*;
+
+struct World {
+    catalog: Catalog,
+    kit: Kit,
+    budgets: Vec<BudgetView>,
+    credit: Money,
+    subject: SubjectStatus,
+}
+
+impl World {
+    fn new(kit: Kit) -> World {
+        let budgets = vec![BudgetView::from_kit(&kit, Money::ZERO, Money::ZERO)];
+        World { catalog: Catalog::builtin(), kit, budgets, credit: Money::dollars(1_000), subject: SubjectStatus::Active }
+    }
+    fn req<'a>(&'a self, tool: &str, amount: &str) -> ActionRequest<'a> {
+        ActionRequest {
+            tool: self.catalog.get(tool).expect("tool"),
+            amount: Money::parse(amount).unwrap(),
+            recipient: None,
+            merchant: None,
+            toolkit: None,
+        }
+    }
+    fn input<'a>(&'a self, action: ActionRequest<'a>) -> DecisionInput<'a> {
+        DecisionInput { subject: self.subject, kit: &self.kit, action, budgets: &self.budgets, company_credit: self.credit }
+    }
+    fn decide(&self, tool: &str, amount: &str) -> Decision {
+        evaluate(&self.input(self.req(tool, amount)))
+    }
+}
+
+fn kit(json: &str) -> Kit {
+    Kit::from_json(json).unwrap()
+}
+
+#[test]
+fn source_example_envelope_field_for_field() {
+    let mut k = Kit::default_kit();
+    k.primitives.remove(Primitive::Tasks);
+    let w = World::new(k);
+    let action = w.req("naive_teams_board", "0");
+    let d = evaluate(&w.input(action));
+    assert_eq!(d.verdict, EngineVerdict::Deny);
+    let env = Envelope::deny(&w.kit, &action, d.refusal.unwrap(), 1, vec![]);
+    let got = serde_json::to_value(&env).unwrap();
+    let hint = got["error"]["hint"].clone();
+    let want = serde_json::json!({
+        "ok": false, "verdict": "deny", "reason": "capability_denied", "action": "naive_teams_board",
+        "layer": "company", "retryable": false, "repeat": 1,
+        "message": "Not allowed by AccountKit \"Default\": primitive_disabled_by_kit",
+        "error": { "code": "forbidden", "hint": hint, "details": { "reason": "primitive_disabled_by_kit" } },
+        "recovery": [ { "kind": "request_capability", "change": "Enable the 'tasks' primitive for this tenant.",
+                        "human_action": "Tell the user this capability is switched off for their account and stop." } ],
+        "alternatives": []
+    });
+    assert_eq!(got, want);
+    assert!(!hint.as_str().unwrap().is_empty());
+    // Field order is the SPEC's.
+    let text = serde_json::to_string(&env).unwrap();
+    let order = ["\"ok\"", "\"verdict\"", "\"reason\"", "\"action\"", "\"layer\"", "\"retryable\"", "\"repeat\"", "\"message\"", "\"error\"", "\"recovery\"", "\"alternatives\""];
+    let pos: Vec<usize> = order.iter().map(|k| text.find(k).unwrap()).collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(env.is_error());
+}
+
+#[test]
+fn brain_is_opt_in() {
+    let w = World::new(Kit::default_kit());
+    let d = w.decide("brain.query", "0");
+    assert_eq!(d.refusal, Some(Refusal::PrimitiveDisabled { primitive: Primitive::Brain }));
+}
+
+#[test]
+fn park_gives_wait_for_approval() {
+    let w = World::new(kit(r#"{"name":"K","primitives":["cards"],"limits":{"approve":{"above":"25"}}}"#));
+    let action = w.req("cards.charge", "48");
+    let d = evaluate(&w.input(action));
+    assert_eq!(d.verdict, EngineVerdict::Freeze);
+    assert_eq!(d.refusal, Some(Refusal::AboveApprovalThreshold { threshold: Money::dollars(25) }));
+    let env = Envelope::park(
+        &w.kit,
+        &action,
+        d.refusal.unwrap(),
+        ApprovalHandle { approval_id: "apr_1".into(), expires_at: "2026-11-30T12:15:00Z".into() },
+    );
+    assert_eq!(env.verdict, EnvelopeVerdict::Park);
+    assert!(!env.is_error());
+    assert!(!env.retryable);
+    assert_eq!(
+        env.recovery,
+        vec![RecoveryStep::WaitForApproval {
+            approval_id: "apr_1".into(),
+            expires_at: "2026-11-30T12:15:00Z".into(),
+            on_expiry: OnExpiry::Deny
+        }]
+    );
+    let v = serde_json::to_value(&env).unwrap();
+    assert_eq!(v["recovery"][0]["kind"], "wait_for_approval");
+    assert_eq!(v["recovery"][0]["on_expiry"], "deny");
+    // At the threshold parks too; below it runs.
+    assert_eq!(w.decide("cards.charge", "25").verdict, EngineVerdict::Freeze);
+    assert_eq!(w.decide("cards.charge", "24.9999").verdict, EngineVerdict::Allow);
+}
+
+#[test]
+fn hard_cap_gives_budget_exceeded() {
+    let mut w = World::new(kit(r#"{"name":"K","primitives":["web","cards"],"limits":{"budget":{"hard_cap":"0.01"}}}"#));
+    // 0.25¢ reads accumulate: four fit in a cent, the fifth does not.
+    w.budgets[0].posted = Money::units_const(75);
+    assert_eq!(w.decide("web.read", "0").verdict, EngineVerdict::Allow);
+    w.budgets[0].pending = Money::units_const(25);
+    let action = w.req("web.read", "0");
+    let d = evaluate(&w.input(action));
+    assert_eq!(d.verdict, EngineVerdict::Deny);
+    assert_eq!(d.refusal.unwrap().reason(), "budget_exceeded");
+    let env = Envelope::deny(&w.kit, &action, d.refusal.unwrap(), 1, vec![]);
+    assert_eq!(env.reason, "budget_exceeded");
+    assert_eq!(env.layer, Layer::Budget);
+    assert_eq!(env.error.details.reason, "hard_cap_exceeded");
+}
+
+#[test]
+fn company_credit_exhaustion_denies() {
+    let mut w = World::new(Kit::default_kit());
+    w.credit = Money::units_const(7);
+    let d = w.decide("email.send", "0");
+    assert_eq!(d.refusal, Some(Refusal::CompanyCreditExhausted { available: Money::units_const(7) }));
+    w.credit = Money::units_const(8);
+    assert_eq!(w.decide("email.send", "0").verdict, EngineVerdict::Allow);
+}
+
+#[test]
+fn soft_cap_parks() {
+    let mut w = World::new(kit(r#"{"name":"K","primitives":["cards"],"limits":{"budget":{"hard_cap":"100","soft_cap":"50"}}}"#));
+    w.budgets[0].posted = Money::dollars(40);
+    let d = w.decide("cards.charge", "20");
+    assert_eq!(d.verdict, EngineVerdict::Freeze);
+    assert_eq!(d.refusal.unwrap().detail(), "soft_cap_crossed");
+    // Crossing both: the hard cap wins, because approval cannot release it.
+    let d = w.decide("cards.charge", "61");
+    assert_eq!(d.verdict, EngineVerdict::Deny);
+    let e = explain(&w.input(w.req("cards.charge", "61")));
+    assert_eq!(e.verdict, ExplainVerdict::Deny);
+    assert_eq!(e.reasons.len(), 2);
+}
+
+#[test]
+fn revoked_profile_is_refused_even_for_reads() {
+    let mut w = World::new(Kit::default_kit());
+    w.subject = SubjectStatus::Revoked;
+    let action = w.req("web.read", "0");
+    let d = evaluate(&w.input(action));
+    assert_eq!(d.refusal, Some(Refusal::ProfileInactive { status: SubjectStatus::Revoked }));
+    let env = Envelope::deny(&w.kit, &action, d.refusal.unwrap(), 1, vec![]);
+    assert_eq!(env.reason, "agent_profile_revoked");
+    assert_eq!(env.layer, Layer::Subject);
+    w.subject = SubjectStatus::Suspended;
+    assert_eq!(w.decide("web.read", "0").refusal.unwrap().reason(), "agent_profile_revoked");
+}
+
+#[test]
+fn third_refusal_escalates() {
+    let mut k = Kit::default_kit();
+    k.primitives.remove(Primitive::Tasks);
+    let w = World::new(k);
+    let action = w.req("naive_teams_board", "0");
+    let r = evaluate(&w.input(action)).refusal.unwrap();
+    for repeat in 1..=2 {
+        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["naive_teams_status".into()]);
+        assert!(matches!(env.recovery[..], [RecoveryStep::RequestCapability { .. }]));
+        assert_eq!(env.alternatives.len(), 1);
+    }
+    for repeat in [3, 4] {
+        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["naive_teams_status".into()]);
+        assert_eq!(env.repeat, repeat);
+        assert!(matches!(env.recovery[..], [RecoveryStep::EscalateToHuman { .. }]), "{:?}", env.recovery);
+        assert!(env.alternatives.is_empty());
+    }
+}
+
+#[test]
+fn unavailable_is_the_only_retryable_verdict() {
+    let env = Envelope::unavailable("cards.charge", "connector_timeout", 5, 1);
+    assert!(env.retryable);
+    assert!(env.is_error());
+    assert_eq!(env.recovery, vec![RecoveryStep::RetryAfter { seconds: 5 }]);
+    let w = World::new(Kit::default_kit());
+    let action = w.req("cards.charge", "1");
+    let env = Envelope::deny(&w.kit, &action, Refusal::DeniedByRule { rule: 0 }, 1, vec![]);
+    assert!(!env.retryable);
+}
+
+#[test]
+fn can_rules_deny_and_condition() {
+    let k = kit(
+        r#"{"name":"K","primitives":["cards","email"],"can":[
+            {"action":"cards.charge","effect":"allow","max_amount":"50","merchants":["acme"]},
+            {"action":"email.*","effect":"deny"}]}"#,
+    );
+    let w = World::new(k);
+    let mut a = w.req("cards.charge", "48");
+    assert_eq!(evaluate(&w.input(a)).refusal, Some(Refusal::MerchantNotAllowed { rule: 0 }));
+    a.merchant = Some("acme");
+    assert_eq!(evaluate(&w.input(a)).verdict, EngineVerdict::Allow);
+    a.amount = Money::dollars(51);
+    assert_eq!(evaluate(&w.input(a)).refusal, Some(Refusal::AboveRuleMax { rule: 0, max: Money::dollars(50) }));
+    assert_eq!(w.decide("email.send", "0").refusal, Some(Refusal::DeniedByRule { rule: 1 }));
+}
+
+#[test]
+fn toolkits_refuse_with_request_toolkit() {
+    let k = kit(r#"{"name":"K","primitives":["connections"],"toolkits":{"allow_all":false,"filters":{"github":{"disable":["delete_repo"]}}}}"#);
+    let w = World::new(k);
+    let mut a = w.req("connections.execute", "0");
+    a.toolkit = Some(("slack", "post"));
+    let r = evaluate(&w.input(a)).refusal.unwrap();
+    assert_eq!(r, Refusal::ToolkitNotPermitted);
+    let env = Envelope::deny(&w.kit, &a, r, 1, vec![]);
+    assert!(matches!(&env.recovery[0], RecoveryStep::RequestToolkit { toolkit, .. } if toolkit == "slack"));
+    a.toolkit = Some(("github", "delete_repo"));
+    assert_eq!(evaluate(&w.input(a)).refusal, Some(Refusal::ToolDisabledByKit));
+    a.toolkit = Some(("github", "list_issues"));
+    assert_eq!(evaluate(&w.input(a)).verdict, EngineVerdict::Allow);
+}
+
+#[test]
+fn destructive_tools_park_unless_the_kit_says_otherwise() {
+    let w = World::new(Kit::default_kit());
+    assert_eq!(w.decide("tasks.delete", "0").refusal, Some(Refusal::DestructiveNeedsApproval));
+    let w = World::new(kit(r#"{"name":"K","primitives":["tasks"],"limits":{"approve":{"destructive":false}}}"#));
+    assert_eq!(w.decide("tasks.delete", "0").verdict, EngineVerdict::Allow);
+}
+
+#[test]
+fn explain_lists_every_reason_in_check_order() {
+    let mut w = World::new(kit(
+        r#"{"name":"K","primitives":["email"],"can":[{"action":"cards.charge","effect":"deny"}],
+            "limits":{"budget":{"hard_cap":"10"},"approve":{"always":["cards.charge"]}}}"#,
+    ));
+    w.subject = SubjectStatus::Suspended;
+    let e = explain(&w.input(w.req("cards.charge", "20")));
+    assert_eq!(e.verdict, ExplainVerdict::Deny);
+    let steps: Vec<Step> = e.reasons.iter().map(|r| r.step()).collect();
+    assert_eq!(steps, [Step::Revocation, Step::Primitive, Step::Capability, Step::Budget, Step::Approval]);
+    // evaluate reports the first.
+    assert_eq!(w.decide("cards.charge", "20").refusal.unwrap().step(), Step::Revocation);
+}
+
+#[test]
+fn sub_agent_budget_is_shared() {
+    let parent = kit(r#"{"name":"P","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#);
+    let child = derive_child(&parent, &kit(r#"{"name":"C","primitives":["cards","email"],"limits":{"budget":{"hard_cap":"500"}}}"#));
+    assert_eq!(child.limits.budget.hard_cap, Some(Money::dollars(100)));
+    assert!(!child.primitives.contains(Primitive::Email));
+    // The child's own view has room, but the parent's pool does not.
+    let mut w = World::new(child.clone());
+    w.budgets = vec![
+        BudgetView::from_kit(&child, Money::dollars(10), Money::ZERO),
+        BudgetView::from_kit(&parent, Money::dollars(95), Money::ZERO),
+    ];
+    let d = w.decide("cards.charge", "10");
+    assert_eq!(d.refusal, Some(Refusal::HardCapExceeded { budget: 1, cap: Money::dollars(100) }));
+}
+
+#[test]
+fn kit_diff_says_what_widens_and_narrows() {
+    let old = kit(r#"{"name":"K","primitives":["email"],"limits":{"budget":{"hard_cap":"50"},"approve":{"always":["email.send"]}}}"#);
+    let new = kit(r#"{"name":"K","primitives":["email","cards"],"limits":{"budget":{"hard_cap":"80"}},
+        "can":[{"action":"cards.charge","effect":"allow","max_amount":"20"}]}"#);
+    let d = KitDiff::between(&old, &new);
+    let texts: Vec<(Direction, &str)> = d.changes.iter().map(|c| (c.direction, c.text.as_str())).collect();
+    assert_eq!(
+        texts,
+        [
+            (Direction::Widens, "enables primitive `cards`"),
+            (Direction::Widens, "raises hard cap from $50.00 to $80.00"),
+            (Direction::Widens, "removes approval for `email.send`"),
+            (Direction::Narrows, "adds a rule allowing `cards.charge` up to $20.00"),
+        ]
+    );
+    assert!(KitDiff::between(&new, &new).is_empty());
+    let back = KitDiff::between(&new, &old);
+    assert_eq!(back.widens().count(), 1);
+    assert_eq!(back.narrows().count(), 3);
+}
