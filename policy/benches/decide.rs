@@ -20,27 +20,59 @@ use criterion::Criterion;
 use policy::*;
 
 const TOOLS: &[&str] = &[
-    "cards.charge", "email.send", "web.read", "search.query", "llm.complete", "brain.query", "sms.send",
-    "trading.order", "formation.file", "domains.purchase", "images.generate", "compute.run", "tasks.comment",
+    "cards.charge",
+    "email.send",
+    "web.read",
+    "search.query",
+    "llm.complete",
+    "brain.query",
+    "sms.send",
+    "trading.order",
+    "formation.file",
+    "domains.purchase",
+    "images.generate",
+    "compute.run",
+    "tasks.comment",
 ];
 
 fn bench_kit() -> Kit {
     let mut k = Kit::default_kit();
     k.name = "Bench".into();
-    k.primitives = Primitive::ALL.into_iter().filter(|p| !matches!(p, Primitive::Formation | Primitive::Verification)).collect();
+    k.primitives = Primitive::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, Primitive::Formation | Primitive::Verification))
+        .collect();
     for i in 0..50usize {
         let action = TOOLS[i % TOOLS.len()].to_string();
         let rule = match i % 5 {
-            0 if action == "trading.order" || action == "images.generate" => CanRule { action, effect: RuleEffect::Deny, max_amount: None, recipients: None, merchants: None },
+            0 if action == "trading.order" || action == "images.generate" => CanRule {
+                action,
+                effect: RuleEffect::Deny,
+                max_amount: None,
+                recipients: None,
+                merchants: None,
+            },
             1 if action.starts_with("cards") => CanRule {
-                action, effect: RuleEffect::Allow, max_amount: None, recipients: None,
+                action,
+                effect: RuleEffect::Allow,
+                max_amount: None,
+                recipients: None,
                 merchants: Some(vec!["acme".into(), "globex".into(), "initech".into()]),
             },
             2 if action.starts_with("email") || action.starts_with("sms") => CanRule {
-                action, effect: RuleEffect::Allow, max_amount: None,
-                recipients: Some(vec!["ops@acme.test".into(), "cfo@acme.test".into(), "+15550100".into()]), merchants: None,
+                action,
+                effect: RuleEffect::Allow,
+                max_amount: None,
+                recipients: Some(vec!["ops@acme.test".into(), "cfo@acme.test".into(), "+15550100".into()]),
+                merchants: None,
             },
-            _ => CanRule { action, effect: RuleEffect::Allow, max_amount: Some(Money::dollars(150 + i as i64)), recipients: None, merchants: None },
+            _ => CanRule {
+                action,
+                effect: RuleEffect::Allow,
+                max_amount: Some(Money::dollars(150 + i as i64)),
+                recipients: None,
+                merchants: None,
+            },
         };
         k.can.push(rule);
     }
@@ -66,7 +98,11 @@ fn stream() -> Vec<Case> {
     (0..64)
         .map(|i| {
             let tool = TOOLS[(i * 7) % TOOLS.len()];
-            let amount = if tool.starts_with("cards") || tool.starts_with("trading") { Money::dollars([5, 48, 130, 300][i % 4]) } else { Money::ZERO };
+            let amount = if tool.starts_with("cards") || tool.starts_with("trading") {
+                Money::dollars([5, 48, 130, 300][i % 4])
+            } else {
+                Money::ZERO
+            };
             Case {
                 tool,
                 amount,
@@ -113,7 +149,8 @@ fn cedar_policies(k: &Kit) -> String {
                 if let Some(m) = r.max_amount {
                     forbid("deny", scope.clone(), format!("context.amount > {}", m.units()));
                 }
-                let list = |l: &Vec<String>| l.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(",");
+                let list =
+                    |l: &Vec<String>| l.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(",");
                 if let Some(l) = &r.merchants {
                     forbid("deny", scope.clone(), format!("!([{}].contains(context.merchant))", list(l)));
                 }
@@ -126,11 +163,19 @@ fn cedar_policies(k: &Kit) -> String {
     forbid("freeze", "action".into(), "context.effect == \"destructive\"".into());
     let b = &k.limits.budget;
     if let Some(h) = b.hard_cap {
-        forbid("deny", "action".into(), format!("context.posted + context.pending + context.cost > {}", h.units()));
+        forbid(
+            "deny",
+            "action".into(),
+            format!("context.posted + context.pending + context.cost > {}", h.units()),
+        );
     }
     forbid("deny", "action".into(), "context.price > context.credit".into());
     if let Some(sc) = b.soft_cap {
-        forbid("freeze", "action".into(), format!("context.posted + context.pending + context.cost > {}", sc.units()));
+        forbid(
+            "freeze",
+            "action".into(),
+            format!("context.posted + context.pending + context.cost > {}", sc.units()),
+        );
     }
     if let Some(a) = k.limits.approve.above {
         forbid("freeze", "action".into(), format!("context.cost >= {} && context.cost > 0", a.units()));
@@ -203,12 +248,17 @@ fn main() {
     let kit = bench_kit();
     let catalog = Catalog::builtin();
     let cases = stream();
-    let budgets: Vec<[BudgetView; 1]> = cases.iter().map(|c| [BudgetView::from_kit(&kit, c.posted, Money::ZERO)]).collect();
-    let inputs: Vec<DecisionInput> = cases.iter().zip(&budgets).map(|(c, b)| ours(&kit, &catalog, c, b)).collect();
+    let budgets: Vec<[BudgetView; 1]> =
+        cases.iter().map(|c| [BudgetView::from_kit(&kit, c.posted, Money::ZERO)]).collect();
+    let inputs: Vec<DecisionInput> =
+        cases.iter().zip(&budgets).map(|(c, b)| ours(&kit, &catalog, c, b)).collect();
 
     let policies = PolicySet::from_str(&cedar_policies(&kit)).expect("cedar policies parse");
-    let freeze_ids: HashSet<String> =
-        policies.policies().filter(|p| p.annotation("kind") == Some("freeze")).map(|p| p.id().to_string()).collect();
+    let freeze_ids: HashSet<String> = policies
+        .policies()
+        .filter(|p| p.annotation("kind") == Some("freeze"))
+        .map(|p| p.id().to_string())
+        .collect();
     let requests: Vec<Request> = cases.iter().map(|c| cedar_request(&catalog, c)).collect();
     let authorizer = Authorizer::new();
     let entities = Entities::empty();
@@ -221,7 +271,13 @@ fn main() {
         assert_eq!(o, c, "case {i} ({}) disagrees", cases[i].tool);
         mix[o as usize] += 1;
     }
-    println!("stream of {} actions: {} allow, {} deny, {} freeze; engines agree on every verdict", inputs.len(), mix[0], mix[1], mix[2]);
+    println!(
+        "stream of {} actions: {} allow, {} deny, {} freeze; engines agree on every verdict",
+        inputs.len(),
+        mix[0],
+        mix[1],
+        mix[2]
+    );
 
     let n = inputs.len();
     let (batches, per_batch) = if smoke { (5, 256) } else { (201, 4096) };

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::money::{
-    DEFAULT_BRAIN_QUERY_PRICE_UNITS, DEFAULT_EMAIL_SEND_PRICE_UNITS, DEFAULT_WEB_READ_PRICE_UNITS,
-    Money,
+    DEFAULT_BRAIN_QUERY_PRICE_UNITS, DEFAULT_EMAIL_SEND_PRICE_UNITS, DEFAULT_WEB_READ_PRICE_UNITS, Money,
 };
 use crate::primitive::Primitive;
 

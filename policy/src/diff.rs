@@ -54,9 +54,13 @@ impl KitDiff {
         }
         for (name, f) in &new.toolkits.filters {
             match old.toolkits.filters.get(name) {
-                None if new.toolkits.allow_all => push(Direction::Narrows, format!("filters the tools of toolkit `{name}`")),
+                None if new.toolkits.allow_all => {
+                    push(Direction::Narrows, format!("filters the tools of toolkit `{name}`"))
+                }
                 None => push(Direction::Widens, format!("permits toolkit `{name}`")),
-                Some(of) if of != f => push(Direction::Neutral, format!("changes the tool filter of toolkit `{name}`")),
+                Some(of) if of != f => {
+                    push(Direction::Neutral, format!("changes the tool filter of toolkit `{name}`"))
+                }
                 Some(_) => {}
             }
         }

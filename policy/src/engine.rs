@@ -180,9 +180,9 @@ impl Refusal {
             | Refusal::AboveRuleMax { .. }
             | Refusal::RecipientNotAllowed { .. }
             | Refusal::MerchantNotAllowed { .. } => "capability_denied",
-            Refusal::PriceOverflow | Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. } => {
-                "budget_exceeded"
-            }
+            Refusal::PriceOverflow
+            | Refusal::HardCapExceeded { .. }
+            | Refusal::CompanyCreditExhausted { .. } => "budget_exceeded",
             Refusal::DestructiveNeedsApproval
             | Refusal::SoftCapCrossed { .. }
             | Refusal::AboveApprovalThreshold { .. }
@@ -363,7 +363,8 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
     {
         refuse!(Refusal::AboveApprovalThreshold { threshold });
     }
-    if let Some(index) = kit.limits.approve.always.iter().position(|p| action_pattern_matches(p, &tool.name)) {
+    if let Some(index) = kit.limits.approve.always.iter().position(|p| action_pattern_matches(p, &tool.name))
+    {
         refuse!(Refusal::AlwaysApprove { index });
     }
     cost

@@ -111,17 +111,44 @@ impl Envelope {
         alternatives: Vec<String>,
     ) -> Envelope {
         let step = recovery_for(kit, action, refusal);
-        Envelope::build(EnvelopeVerdict::Deny, refusal.reason(), refusal.detail(), layer_of(refusal.step()), action.tool.name.clone(), message_for(kit, action, refusal), hint_for(refusal), vec![step], alternatives, repeat)
+        Envelope::build(
+            EnvelopeVerdict::Deny,
+            refusal.reason(),
+            refusal.detail(),
+            layer_of(refusal.step()),
+            action.tool.name.clone(),
+            message_for(kit, action, refusal),
+            hint_for(refusal),
+            vec![step],
+            alternatives,
+            repeat,
+        )
     }
 
     /// The envelope for a `park`: a successful deferral with the approval to poll.
-    pub fn park(kit: &Kit, action: &ActionRequest<'_>, refusal: Refusal, approval: ApprovalHandle) -> Envelope {
+    pub fn park(
+        kit: &Kit,
+        action: &ActionRequest<'_>,
+        refusal: Refusal,
+        approval: ApprovalHandle,
+    ) -> Envelope {
         let step = RecoveryStep::WaitForApproval {
             approval_id: approval.approval_id,
             expires_at: approval.expires_at,
             on_expiry: OnExpiry::Deny,
         };
-        Envelope::build(EnvelopeVerdict::Park, refusal.reason(), refusal.detail(), layer_of(refusal.step()), action.tool.name.clone(), message_for(kit, action, refusal), hint_for(refusal), vec![step], Vec::new(), 1)
+        Envelope::build(
+            EnvelopeVerdict::Park,
+            refusal.reason(),
+            refusal.detail(),
+            layer_of(refusal.step()),
+            action.tool.name.clone(),
+            message_for(kit, action, refusal),
+            hint_for(refusal),
+            vec![step],
+            Vec::new(),
+            1,
+        )
     }
 
     /// The envelope for an outage: the only retryable verdict.
@@ -151,7 +178,18 @@ impl Envelope {
         recovery: RecoveryStep,
         repeat: u32,
     ) -> Envelope {
-        Envelope::build(EnvelopeVerdict::Deny, reason, detail, layer, action.to_string(), message, hint_text(reason).to_string(), vec![recovery], Vec::new(), repeat)
+        Envelope::build(
+            EnvelopeVerdict::Deny,
+            reason,
+            detail,
+            layer,
+            action.to_string(),
+            message,
+            hint_text(reason).to_string(),
+            vec![recovery],
+            Vec::new(),
+            repeat,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -168,7 +206,10 @@ impl Envelope {
         repeat: u32,
     ) -> Envelope {
         let repeat = repeat.max(1);
-        if verdict != EnvelopeVerdict::Park && verdict != EnvelopeVerdict::Unavailable && repeat >= ESCALATE_AT_REPEAT {
+        if verdict != EnvelopeVerdict::Park
+            && verdict != EnvelopeVerdict::Unavailable
+            && repeat >= ESCALATE_AT_REPEAT
+        {
             recovery = vec![RecoveryStep::EscalateToHuman {
                 human_action: format!(
                     "This exact call to `{action}` was refused {repeat} times. Tell the user what you were trying to do and why it was refused, then stop."
@@ -212,10 +253,18 @@ fn hint_for(r: Refusal) -> String {
 
 fn hint_text(reason: &str) -> &'static str {
     match reason {
-        "agent_profile_revoked" => "This agent profile is not active. Only an admin can reinstate it; calling again cannot help.",
-        "capability_denied" => "The company's AccountKit does not allow this call. Calling again cannot help; a human must change the kit.",
-        "budget_exceeded" => "This call would exceed a hard cap or the company's credit. Calling again cannot help until a human raises the cap or adds credit.",
-        "approval_required" => "A human must approve this exact call. Poll the approval; do not send the call again.",
+        "agent_profile_revoked" => {
+            "This agent profile is not active. Only an admin can reinstate it; calling again cannot help."
+        }
+        "capability_denied" => {
+            "The company's AccountKit does not allow this call. Calling again cannot help; a human must change the kit."
+        }
+        "budget_exceeded" => {
+            "This call would exceed a hard cap or the company's credit. Calling again cannot help until a human raises the cap or adds credit."
+        }
+        "approval_required" => {
+            "A human must approve this exact call. Poll the approval; do not send the call again."
+        }
         _ => "A human must act before this call can succeed.",
     }
 }
@@ -235,21 +284,29 @@ fn message_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> String {
         | Refusal::MerchantNotAllowed { .. } => {
             format!("Not allowed by AccountKit \"{}\": {}", kit.name, r.detail())
         }
-        Refusal::DestructiveNeedsApproval => format!("`{name}` is destructive and waits for a human's approval"),
+        Refusal::DestructiveNeedsApproval => {
+            format!("`{name}` is destructive and waits for a human's approval")
+        }
         Refusal::PriceOverflow => format!("The cost of `{name}` is too large to reserve"),
         Refusal::HardCapExceeded { cap, .. } => {
             format!("Over budget: `{name}` would take spend past the hard cap of {cap}")
         }
         Refusal::CompanyCreditExhausted { available } => {
-            format!("Over budget: the company has {available} of platform credit left, less than `{name}` costs")
+            format!(
+                "Over budget: the company has {available} of platform credit left, less than `{name}` costs"
+            )
         }
         Refusal::SoftCapCrossed { cap, .. } => {
             format!("`{name}` would cross the soft cap of {cap} and waits for a human's approval")
         }
         Refusal::AboveApprovalThreshold { threshold } => {
-            format!("`{name}` costs at least the approval threshold of {threshold} and waits for a human's approval")
+            format!(
+                "`{name}` costs at least the approval threshold of {threshold} and waits for a human's approval"
+            )
         }
-        Refusal::AlwaysApprove { .. } => format!("AccountKit \"{}\" sends every `{name}` to a human for approval", kit.name),
+        Refusal::AlwaysApprove { .. } => {
+            format!("AccountKit \"{}\" sends every `{name}` to a human for approval", kit.name)
+        }
     }
 }
 
@@ -291,8 +348,8 @@ fn recovery_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> RecoverySt
         Refusal::DestructiveNeedsApproval
         | Refusal::SoftCapCrossed { .. }
         | Refusal::AboveApprovalThreshold { .. }
-        | Refusal::AlwaysApprove { .. } => RecoveryStep::EscalateToHuman {
-            human_action: "Ask a human approver to review this call.".into(),
-        },
+        | Refusal::AlwaysApprove { .. } => {
+            RecoveryStep::EscalateToHuman { human_action: "Ask a human approver to review this call.".into() }
+        }
     }
 }

@@ -330,7 +330,10 @@ mod tests {
 
     #[test]
     fn unknown_field_names_its_path() {
-        assert_eq!(err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard":"1"}}}"#), ["limits.budget.hard"]);
+        assert_eq!(
+            err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard":"1"}}}"#),
+            ["limits.budget.hard"]
+        );
         assert_eq!(err_paths(r#"{"name":"K","primitives":[],"colour":1}"#), ["colour"]);
     }
 
@@ -344,14 +347,18 @@ mod tests {
             ["limits.budget.hard_cap"]
         );
         assert_eq!(
-            err_paths(r#"{"name":"K","primitives":[],"can":[{"action":"cards.charge","effect":"allow","max_amount":"0.00001"}]}"#),
+            err_paths(
+                r#"{"name":"K","primitives":[],"can":[{"action":"cards.charge","effect":"allow","max_amount":"0.00001"}]}"#
+            ),
             ["can[0].max_amount"]
         );
     }
 
     #[test]
     fn soft_cap_above_hard_cap_is_an_error() {
-        let e = err_paths(r#"{"name":"K","primitives":[],"limits":{"budget":{"hard_cap":"10","soft_cap":"20"}}}"#);
+        let e = err_paths(
+            r#"{"name":"K","primitives":[],"limits":{"budget":{"hard_cap":"10","soft_cap":"20"}}}"#,
+        );
         assert_eq!(e, ["limits.budget.soft_cap"]);
     }
 

@@ -26,7 +26,10 @@ pub mod verdict;
 pub use catalog::{Catalog, Effect, ToolDecl, ToolSpec};
 pub use derive::derive_child;
 pub use diff::{Direction, KitChange, KitDiff};
-pub use engine::{ActionRequest, BudgetView, Decision, DecisionInput, Explanation, Refusal, Step, SubjectStatus, evaluate, explain};
+pub use engine::{
+    ActionRequest, BudgetView, Decision, DecisionInput, Explanation, Refusal, Step, SubjectStatus, evaluate,
+    explain,
+};
 pub use envelope::{ApprovalHandle, Envelope, Layer, RecoveryStep};
 pub use kit::{CanRule, Kit, KitError, KitErrors, KitVersion, RuleEffect};
 pub use money::{Money, MoneyError};

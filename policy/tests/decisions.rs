@@ -14,7 +14,13 @@ struct World {
 impl World {
     fn new(kit: Kit) -> World {
         let budgets = vec![BudgetView::from_kit(&kit, Money::ZERO, Money::ZERO)];
-        World { catalog: Catalog::builtin(), kit, budgets, credit: Money::dollars(1_000), subject: SubjectStatus::Active }
+        World {
+            catalog: Catalog::builtin(),
+            kit,
+            budgets,
+            credit: Money::dollars(1_000),
+            subject: SubjectStatus::Active,
+        }
     }
     fn req<'a>(&'a self, tool: &str, amount: &str) -> ActionRequest<'a> {
         ActionRequest {
@@ -26,7 +32,13 @@ impl World {
         }
     }
     fn input<'a>(&'a self, action: ActionRequest<'a>) -> DecisionInput<'a> {
-        DecisionInput { subject: self.subject, kit: &self.kit, action, budgets: &self.budgets, company_credit: self.credit }
+        DecisionInput {
+            subject: self.subject,
+            kit: &self.kit,
+            action,
+            budgets: &self.budgets,
+            company_credit: self.credit,
+        }
     }
     fn decide(&self, tool: &str, amount: &str) -> Decision {
         evaluate(&self.input(self.req(tool, amount)))
@@ -61,7 +73,19 @@ fn source_example_envelope_field_for_field() {
     assert!(!hint.as_str().unwrap().is_empty());
     // Field order is the SPEC's.
     let text = serde_json::to_string(&env).unwrap();
-    let order = ["\"ok\"", "\"verdict\"", "\"reason\"", "\"action\"", "\"layer\"", "\"retryable\"", "\"repeat\"", "\"message\"", "\"error\"", "\"recovery\"", "\"alternatives\""];
+    let order = [
+        "\"ok\"",
+        "\"verdict\"",
+        "\"reason\"",
+        "\"action\"",
+        "\"layer\"",
+        "\"retryable\"",
+        "\"repeat\"",
+        "\"message\"",
+        "\"error\"",
+        "\"recovery\"",
+        "\"alternatives\"",
+    ];
     let pos: Vec<usize> = order.iter().map(|k| text.find(k).unwrap()).collect();
     assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(env.is_error());
@@ -108,7 +132,9 @@ fn park_gives_wait_for_approval() {
 
 #[test]
 fn hard_cap_gives_budget_exceeded() {
-    let mut w = World::new(kit(r#"{"name":"K","primitives":["web","cards"],"limits":{"budget":{"hard_cap":"0.01"}}}"#));
+    let mut w = World::new(kit(
+        r#"{"name":"K","primitives":["web","cards"],"limits":{"budget":{"hard_cap":"0.01"}}}"#,
+    ));
     // 0.25¢ reads accumulate: four fit in a cent, the fifth does not.
     w.budgets[0].posted = Money::units_const(75);
     assert_eq!(w.decide("web.read", "0").verdict, EngineVerdict::Allow);
@@ -135,7 +161,9 @@ fn company_credit_exhaustion_denies() {
 
 #[test]
 fn soft_cap_parks() {
-    let mut w = World::new(kit(r#"{"name":"K","primitives":["cards"],"limits":{"budget":{"hard_cap":"100","soft_cap":"50"}}}"#));
+    let mut w = World::new(kit(
+        r#"{"name":"K","primitives":["cards"],"limits":{"budget":{"hard_cap":"100","soft_cap":"50"}}}"#,
+    ));
     w.budgets[0].posted = Money::dollars(40);
     let d = w.decide("cards.charge", "20");
     assert_eq!(d.verdict, EngineVerdict::Freeze);
@@ -196,24 +224,27 @@ fn unavailable_is_the_only_retryable_verdict() {
 
 #[test]
 fn can_rules_deny_and_condition() {
-    let k = kit(
-        r#"{"name":"K","primitives":["cards","email"],"can":[
+    let k = kit(r#"{"name":"K","primitives":["cards","email"],"can":[
             {"action":"cards.charge","effect":"allow","max_amount":"50","merchants":["acme"]},
-            {"action":"email.*","effect":"deny"}]}"#,
-    );
+            {"action":"email.*","effect":"deny"}]}"#);
     let w = World::new(k);
     let mut a = w.req("cards.charge", "48");
     assert_eq!(evaluate(&w.input(a)).refusal, Some(Refusal::MerchantNotAllowed { rule: 0 }));
     a.merchant = Some("acme");
     assert_eq!(evaluate(&w.input(a)).verdict, EngineVerdict::Allow);
     a.amount = Money::dollars(51);
-    assert_eq!(evaluate(&w.input(a)).refusal, Some(Refusal::AboveRuleMax { rule: 0, max: Money::dollars(50) }));
+    assert_eq!(
+        evaluate(&w.input(a)).refusal,
+        Some(Refusal::AboveRuleMax { rule: 0, max: Money::dollars(50) })
+    );
     assert_eq!(w.decide("email.send", "0").refusal, Some(Refusal::DeniedByRule { rule: 1 }));
 }
 
 #[test]
 fn toolkits_refuse_with_request_toolkit() {
-    let k = kit(r#"{"name":"K","primitives":["connections"],"toolkits":{"allow_all":false,"filters":{"github":{"disable":["delete_repo"]}}}}"#);
+    let k = kit(
+        r#"{"name":"K","primitives":["connections"],"toolkits":{"allow_all":false,"filters":{"github":{"disable":["delete_repo"]}}}}"#,
+    );
     let w = World::new(k);
     let mut a = w.req("connections.execute", "0");
     a.toolkit = Some(("slack", "post"));
@@ -231,7 +262,8 @@ fn toolkits_refuse_with_request_toolkit() {
 fn destructive_tools_park_unless_the_kit_says_otherwise() {
     let w = World::new(Kit::default_kit());
     assert_eq!(w.decide("tasks.delete", "0").refusal, Some(Refusal::DestructiveNeedsApproval));
-    let w = World::new(kit(r#"{"name":"K","primitives":["tasks"],"limits":{"approve":{"destructive":false}}}"#));
+    let w =
+        World::new(kit(r#"{"name":"K","primitives":["tasks"],"limits":{"approve":{"destructive":false}}}"#));
     assert_eq!(w.decide("tasks.delete", "0").verdict, EngineVerdict::Allow);
 }
 
@@ -253,7 +285,10 @@ fn explain_lists_every_reason_in_check_order() {
 #[test]
 fn sub_agent_budget_is_shared() {
     let parent = kit(r#"{"name":"P","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#);
-    let child = derive_child(&parent, &kit(r#"{"name":"C","primitives":["cards","email"],"limits":{"budget":{"hard_cap":"500"}}}"#));
+    let child = derive_child(
+        &parent,
+        &kit(r#"{"name":"C","primitives":["cards","email"],"limits":{"budget":{"hard_cap":"500"}}}"#),
+    );
     assert_eq!(child.limits.budget.hard_cap, Some(Money::dollars(100)));
     assert!(!child.primitives.contains(Primitive::Email));
     // The child's own view has room, but the parent's pool does not.
@@ -268,7 +303,9 @@ fn sub_agent_budget_is_shared() {
 
 #[test]
 fn kit_diff_says_what_widens_and_narrows() {
-    let old = kit(r#"{"name":"K","primitives":["email"],"limits":{"budget":{"hard_cap":"50"},"approve":{"always":["email.send"]}}}"#);
+    let old = kit(
+        r#"{"name":"K","primitives":["email"],"limits":{"budget":{"hard_cap":"50"},"approve":{"always":["email.send"]}}}"#,
+    );
     let new = kit(r#"{"name":"K","primitives":["email","cards"],"limits":{"budget":{"hard_cap":"80"}},
         "can":[{"action":"cards.charge","effect":"allow","max_amount":"20"}]}"#);
     let d = KitDiff::between(&old, &new);

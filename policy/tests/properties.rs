@@ -12,10 +12,12 @@ fn opt_money() -> impl Strategy<Value = Option<Money>> {
 }
 
 fn primitives() -> impl Strategy<Value = PrimitiveSet> {
-    prop::collection::vec(prop::sample::select(Primitive::ALL.to_vec()), 0..17).prop_map(|v| v.into_iter().collect())
+    prop::collection::vec(prop::sample::select(Primitive::ALL.to_vec()), 0..17)
+        .prop_map(|v| v.into_iter().collect())
 }
 
-const ACTIONS: &[&str] = &["cards.charge", "email.send", "web.read", "tasks.delete", "brain.query", "sms.send", "cards.*", "*"];
+const ACTIONS: &[&str] =
+    &["cards.charge", "email.send", "web.read", "tasks.delete", "brain.query", "sms.send", "cards.*", "*"];
 
 fn rule() -> impl Strategy<Value = CanRule> {
     (
@@ -29,13 +31,29 @@ fn rule() -> impl Strategy<Value = CanRule> {
             action: action.to_string(),
             effect: if allow { RuleEffect::Allow } else { RuleEffect::Deny },
             max_amount: if allow { max_amount } else { None },
-            recipients: if allow { recipients.map(|v| v.into_iter().map(String::from).collect()) } else { None },
-            merchants: if allow { merchants.map(|v| v.into_iter().map(String::from).collect()) } else { None },
+            recipients: if allow {
+                recipients.map(|v| v.into_iter().map(String::from).collect())
+            } else {
+                None
+            },
+            merchants: if allow {
+                merchants.map(|v| v.into_iter().map(String::from).collect())
+            } else {
+                None
+            },
         })
 }
 
 fn kit() -> impl Strategy<Value = Kit> {
-    (primitives(), prop::collection::vec(rule(), 0..4), opt_money(), opt_money(), opt_money(), any::<bool>(), prop::collection::vec(prop::sample::select(ACTIONS.to_vec()), 0..2))
+    (
+        primitives(),
+        prop::collection::vec(rule(), 0..4),
+        opt_money(),
+        opt_money(),
+        opt_money(),
+        any::<bool>(),
+        prop::collection::vec(prop::sample::select(ACTIONS.to_vec()), 0..2),
+    )
         .prop_map(|(primitives, can, hard, soft, above, destructive, always)| {
             let mut k = Kit::default_kit();
             k.name = "P".into();

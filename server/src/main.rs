@@ -1,1 +1,84 @@
-fn main(){}
+//! The `server` binary: parse the configuration, start the application, print the demo
+//! credentials once, and shut down gracefully on SIGINT or SIGTERM.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use server::config::{Cli, Command};
+use server::startup::Application;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(cli.config).await,
+    }
+}
+
+async fn serve(config: server::config::Config) -> ExitCode {
+    let app = match Application::build(&config).await {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(demo) = &app.demo {
+        // Printed to the terminal once, never logged.
+        println!("Seeded demo tenant \"{}\" ({})", demo.tenant_name, demo.tenant);
+        match &demo.generated_admin_password {
+            Some(pw) => println!(
+                "  console user: {}  password: {pw}   (shown once; set NAIVE_ADMIN_PASSWORD to choose it)",
+                demo.admin_username
+            ),
+            None => println!("  console user: {}  password: from NAIVE_ADMIN_PASSWORD", demo.admin_username),
+        }
+        match &demo.generated_company_key {
+            Some(k) => println!("  company key: {k}   (shown once; set NAIVE_COMPANY_KEY to choose it)"),
+            None => println!("  company key: from NAIVE_COMPANY_KEY"),
+        }
+    }
+    let addr = app.local_addr();
+    println!("Naïve console listening on http://{addr}");
+    tracing::info!(%addr, database = %gateway::store::redact(&config.database_url), "serving");
+    match app.run_until(shutdown_signal()).await {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: server failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

@@ -1,0 +1,48 @@
+# The two commands a new user needs. Both install what is missing first.
+#   make run    build and serve the console and gateway on data/naive.db, with a demo tenant
+#   make test   formatting, lints, unit and service tests, the wasm build of policy, and the
+#               browser tests in Chromium
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+export CHROMIUM_PATH ?= /usr/bin/chromium
+
+.PHONY: run test setup setup-test fmt lint unit wasm e2e bench build-site
+
+run: setup
+	@echo "Building the console; the URL is printed when it is ready."
+	cargo leptos serve
+
+test: setup-test fmt lint unit wasm e2e
+	@echo "make test: all checks passed"
+
+setup:
+	@scripts/bootstrap.sh run
+
+setup-test:
+	@scripts/bootstrap.sh test
+
+fmt:
+	cargo fmt --all --check
+
+# The server side and the browser side are linted separately: `app` is built with `ssr` for
+# the server and with `hydrate` for wasm, never both at once.
+lint:
+	cargo clippy -p policy -p gateway -p server --all-targets -- -D warnings
+	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+
+unit:
+	cargo test -p policy -p gateway -p server
+	cargo test -p policy --bench decide
+
+wasm:
+	cargo build -p policy --target wasm32-unknown-unknown
+
+build-site:
+	cargo leptos build
+
+e2e: build-site
+	npx playwright test --config end2end/playwright.config.ts
+
+# Full benchmark figures (not part of `make test`).
+bench:
+	cargo bench -p policy --bench decide

@@ -1,0 +1,20 @@
+//! Server functions, one module per domain. Each is a thin call into `gateway`; the types
+//! here are what crosses to the page, so the browser build never needs `gateway`.
+
+pub mod console;
+
+use leptos::prelude::ServerFnError;
+
+/// The gateway handle the server put into context.
+#[cfg(feature = "ssr")]
+pub(crate) fn gateway() -> Result<gateway::Gateway, ServerFnError> {
+    leptos::prelude::use_context::<gateway::Gateway>().ok_or_else(|| {
+        ServerFnError::new("the gateway is not in context; build the router with server::startup")
+    })
+}
+
+/// A gateway error as the page shows it: its stable code and what to do.
+#[cfg(feature = "ssr")]
+pub(crate) fn to_fn_error(e: gateway::Error) -> ServerFnError {
+    ServerFnError::new(format!("{}: {e}", e.code()))
+}

@@ -1,0 +1,96 @@
+//! Small shared displays: page headers, empty and error states, money, statuses and times.
+//! Amounts always go through `policy::Money`'s one formatter.
+
+use leptos::prelude::*;
+use policy::Money;
+
+#[component]
+pub fn PageHeader(title: &'static str, #[prop(into)] subtitle: String) -> impl IntoView {
+    view! {
+        <header class="mb-4">
+            <h1 class="text-lg font-semibold tracking-tight">{title}</h1>
+            <p class="text-sm text-zinc-500 dark:text-zinc-400">{subtitle}</p>
+        </header>
+    }
+}
+
+/// What the page would show, and what would fill it.
+#[component]
+pub fn EmptyState(title: &'static str, #[prop(into)] detail: String) -> impl IntoView {
+    view! {
+        <div class="rounded-lg border border-dashed border-zinc-300 bg-white p-8 text-center dark:border-zinc-700 dark:bg-zinc-900" data-testid="empty-state">
+            <p class="font-medium">{title}</p>
+            <p class="mx-auto mt-1 max-w-prose text-sm text-zinc-500 dark:text-zinc-400">{detail}</p>
+        </div>
+    }
+}
+
+#[component]
+pub fn ErrorBox(#[prop(into)] error: String) -> impl IntoView {
+    view! {
+        <div role="alert" class="rounded-lg border border-red-300 bg-red-50 p-4 text-sm text-red-800 dark:border-red-800 dark:bg-red-950 dark:text-red-200">
+            {error}
+        </div>
+    }
+}
+
+#[component]
+pub fn Loading() -> impl IntoView {
+    view! { <p class="text-sm text-zinc-500">"Loading…"</p> }
+}
+
+/// A server function's result: the data through `render`, or the error in a box.
+pub fn show<T, V: IntoView + 'static>(
+    result: Result<T, ServerFnError>,
+    render: impl FnOnce(T) -> V,
+) -> AnyView {
+    match result {
+        Ok(v) => render(v).into_any(),
+        Err(e) => view! { <ErrorBox error=e.to_string() /> }.into_any(),
+    }
+}
+
+/// An amount, or a dash for "no limit".
+#[component]
+pub fn MoneyCell(amount: Option<Money>) -> impl IntoView {
+    match amount {
+        Some(m) => view! { <span class="tabular-nums">{m.to_string()}</span> }.into_any(),
+        None => view! { <span class="text-zinc-400" title="no limit">"—"</span> }.into_any(),
+    }
+}
+
+/// A coloured badge for a status word.
+#[component]
+pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
+    let colour = match status.as_str() {
+        "active" | "running" | "allow" | "accepted" | "posted" => {
+            "bg-emerald-100 text-emerald-800 dark:bg-emerald-900/50 dark:text-emerald-300"
+        }
+        "suspended" | "stopped" | "park" | "pending" => {
+            "bg-amber-100 text-amber-800 dark:bg-amber-900/50 dark:text-amber-300"
+        }
+        "revoked" | "deny" | "rejected" | "expired" | "voided" => {
+            "bg-red-100 text-red-800 dark:bg-red-900/50 dark:text-red-300"
+        }
+        _ => "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-300",
+    };
+    view! { <span class=format!("inline-flex rounded px-1.5 py-0.5 text-xs font-medium {colour}")>{status}</span> }
+}
+
+/// A timestamp: machine-readable in `datetime`, readable as text (UTC until the viewer's
+/// time zone is applied in the browser).
+#[component]
+pub fn Time(#[prop(into)] rfc3339: String) -> impl IntoView {
+    let text = chrono::DateTime::parse_from_rfc3339(&rfc3339)
+        .map(|t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| rfc3339.clone());
+    view! { <time datetime=rfc3339 class="tabular-nums text-zinc-500 dark:text-zinc-400">{text}</time> }
+}
+
+/// Shared table styling.
+pub const TABLE: &str = "w-full border-collapse text-sm";
+pub const THEAD: &str = "border-b border-zinc-200 text-left text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:text-zinc-400";
+pub const TH: &str = "px-3 py-2";
+pub const TD: &str = "px-3 py-2 align-top";
+pub const TR: &str = "border-b border-zinc-100 last:border-0 hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40";
+pub const CARD: &str = "overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900";

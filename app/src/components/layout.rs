@@ -1,0 +1,80 @@
+//! The console frame: a left navigation, a top bar with the signed-in user and tenant, and
+//! the page. Server-rendered; the connection indicator in the top bar is an island.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use crate::api::console::session_info;
+use crate::components::connection::ConnectionIndicator;
+
+const NAV: &[(&str, &str)] = &[
+    ("/", "Inbox"),
+    ("/proposals", "Proposals"),
+    ("/kits", "Kits"),
+    ("/spend", "Spend"),
+    ("/activity", "Activity"),
+    ("/profiles", "Profiles"),
+];
+
+#[component]
+pub fn Layout(children: Children) -> impl IntoView {
+    view! {
+        <div class="flex min-h-screen flex-col md:flex-row">
+            <nav class="border-b border-zinc-200 bg-white md:w-52 md:shrink-0 md:border-b-0 md:border-r dark:border-zinc-800 dark:bg-zinc-900" aria-label="Main">
+                <div class="px-4 py-3 text-base font-semibold tracking-tight">
+                    <a href="/">"Naïve"</a>
+                    <span class="ml-1 text-xs font-normal text-zinc-500">"governance"</span>
+                </div>
+                <ul class="flex gap-1 overflow-x-auto px-2 pb-2 md:flex-col md:pb-0">
+                    {NAV
+                        .iter()
+                        .map(|(href, label)| {
+                            view! {
+                                <li>
+                                    <A
+                                        href=*href
+                                        exact=true
+                                        attr:class="block rounded px-3 py-1.5 text-sm text-zinc-700 hover:bg-zinc-100 aria-[current=page]:bg-zinc-900 aria-[current=page]:text-white dark:text-zinc-300 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-100 dark:aria-[current=page]:text-zinc-900"
+                                    >
+                                        {*label}
+                                    </A>
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+            </nav>
+            <div class="flex min-w-0 flex-1 flex-col">
+                <TopBar />
+                <main class="mx-auto w-full max-w-6xl flex-1 px-4 py-5 md:px-6">{children()}</main>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn TopBar() -> impl IntoView {
+    let session = Resource::new(|| (), |_| session_info());
+    view! {
+        <header class="flex items-center justify-between gap-4 border-b border-zinc-200 bg-white px-4 py-2 text-sm md:px-6 dark:border-zinc-800 dark:bg-zinc-900">
+            <ConnectionIndicator />
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match session.await {
+                        Ok(Some(s)) => view! {
+                            <div class="flex items-center gap-3" data-testid="session">
+                                <span class="text-zinc-500 dark:text-zinc-400">
+                                    "credit " <span class="tabular-nums">{s.tenant_credit.to_string()}</span>
+                                </span>
+                                <span class="font-medium">{s.tenant_name}</span>
+                                <span class="rounded bg-zinc-100 px-2 py-0.5 dark:bg-zinc-800">{s.username}</span>
+                            </div>
+                        }.into_any(),
+                        Ok(None) => view! { <span class="text-zinc-500">"no tenant"</span> }.into_any(),
+                        Err(e) => view! { <span class="text-red-600">{e.to_string()}</span> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </header>
+    }
+}

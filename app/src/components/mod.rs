@@ -1,0 +1,6 @@
+//! Widgets shared by the pages: the layout, empty and error states, money and status
+//! displays, and the connection indicator island.
+
+pub mod common;
+pub mod connection;
+pub mod layout;

@@ -1,0 +1,9 @@
+//! One module per console view (SPEC §13).
+
+pub mod activity;
+pub mod inbox;
+pub mod kits;
+pub mod not_found;
+pub mod profiles;
+pub mod proposals;
+pub mod spend;

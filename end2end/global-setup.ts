@@ -1,0 +1,43 @@
+// Starts the real server binary on port 0 with a fresh SQLite file, waits for the URL it
+// prints, and hands it to the tests through NAIVE_E2E_URL. The returned function stops it.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+export const ADMIN_PASSWORD = "e2e-admin-password";
+
+export default async function globalSetup(): Promise<() => Promise<void>> {
+  const root = path.resolve(__dirname, "..");
+  const dir = mkdtempSync(path.join(tmpdir(), "naive-e2e-"));
+  const bin = process.env.NAIVE_SERVER_BIN ?? path.join(root, "target", "debug", "server");
+  const server = spawn(bin, ["--bind", "127.0.0.1:0", "--database-url", `sqlite://${dir}/e2e.db`], {
+    cwd: root,
+    env: {
+      ...process.env,
+      LEPTOS_SITE_ROOT: path.join(root, "target", "site"),
+      NAIVE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      RUST_LOG: process.env.RUST_LOG ?? "warn",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("server did not print its URL within 60 s")), 60_000);
+    let out = "";
+    server.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    server.on("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${out}`)));
+  });
+  process.env.NAIVE_E2E_URL = url;
+  return async () => {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+    rmSync(dir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,39 @@
+// A page fixture that fails the test on any console error, page error or failed request.
+import { test as base, expect } from "@playwright/test";
+
+export const PAGES = [
+  { path: "/", name: "inbox", heading: "Approval inbox" },
+  { path: "/proposals", name: "proposals", heading: "Proposals" },
+  { path: "/kits", name: "kits", heading: "Kits" },
+  { path: "/spend", name: "spend", heading: "Spend" },
+  { path: "/activity", name: "activity", heading: "Activity" },
+  { path: "/profiles", name: "profiles", heading: "Profiles" },
+] as const;
+
+export const test = base.extend<{ problems: string[] }>({
+  problems: [
+    async ({ page }, use, testInfo) => {
+      const problems: string[] = [];
+      const jsOff = testInfo.project.use.javaScriptEnabled === false;
+      const expected404 = (url: string) => url.includes("/no-such-page");
+      page.on("console", (m) => {
+        if (m.type() === "error" && !expected404(m.location().url)) problems.push(`console error: ${m.text()}`);
+      });
+      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      page.on("requestfailed", (r) => {
+        // With JavaScript off, Chromium refuses to fetch the island script; that is the point.
+        if (jsOff && r.resourceType() === "script") return;
+        problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+      });
+      page.on("response", (r) => {
+        // A 404 the test asked for is expected; any other 4xx/5xx is a defect.
+        if (r.status() >= 400 && !expected404(r.url())) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+      });
+      await use(problems);
+      expect(problems, "the page produced errors").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+export { expect };

@@ -1,0 +1,52 @@
+import { PAGES, expect, test } from "./fixtures";
+
+test.describe("console shell", () => {
+  for (const p of PAGES) {
+    test(`${p.name} renders from the database`, async ({ page }) => {
+      const res = await page.goto(p.path);
+      expect(res?.status()).toBe(200);
+      await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
+      await expect(page.getByTestId("session")).toContainText("Acme Robotics");
+      await expect(page.getByRole("link", { name: "Profiles" })).toBeVisible();
+      for (const scheme of ["light", "dark"] as const) {
+        await page.emulateMedia({ colorScheme: scheme });
+        await page.screenshot({ path: `end2end/test-results/screenshots/${p.name}-desktop-${scheme}.png`, fullPage: true });
+      }
+    });
+  }
+
+  test("profiles show the demo sub-agent tree", async ({ page }) => {
+    await page.goto("/profiles");
+    const table = page.getByTestId("profiles-table");
+    await expect(table).toContainText("procurement-bot");
+    await expect(table).toContainText("↳ receipts-clerk");
+    await expect(table).toContainText("research-crawler");
+  });
+
+  test("kits show the demo history with its diff", async ({ page }) => {
+    await page.goto("/kits");
+    const procurement = page.getByTestId("kit-card").filter({ hasText: "Procurement" });
+    await procurement.getByText("History (2 versions)").click();
+    await expect(procurement).toContainText("raises hard cap from $40.00 to $50.00");
+  });
+
+  test("the connection island hydrates and reacts to a click", async ({ page }) => {
+    await page.goto("/");
+    const indicator = page.getByTestId("connection");
+    // Hydration runs the first check on its own.
+    await expect(page.getByTestId("connection-label")).toHaveText(/^live · \d+ ms$/);
+    const before = Number(await indicator.getAttribute("data-checks"));
+    expect(before).toBeGreaterThanOrEqual(1);
+    await indicator.click();
+    await expect(indicator).toHaveAttribute("data-checks", String(before + 1));
+    await expect(page.getByTestId("connection-count")).toHaveText(`checked ${before + 1}×`);
+  });
+
+  test("an unknown route gets the styled 404 page", async ({ page }) => {
+    const res = await page.goto("/no-such-page");
+    expect(res?.status()).toBe(404);
+    await expect(page.getByTestId("not-found")).toContainText("There is no page here");
+    await expect(page.getByRole("link", { name: "Inbox", exact: true })).toBeVisible();
+    await page.screenshot({ path: "end2end/test-results/screenshots/not-found-desktop-light.png" });
+  });
+});

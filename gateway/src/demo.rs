@@ -1,0 +1,83 @@
+//! The demo tenant, seeded on the first start of an empty database so that every console
+//! view has something real to show. It grows with the schema.
+//!
+//! Guarantee: seeding happens only when there are no tenants at all, so it never touches a
+//! database that holds real data, and a restart never seeds twice.
+
+use policy::{Kit, Money};
+
+use crate::Gateway;
+use crate::error::Result;
+use crate::ids::TenantId;
+use crate::secrets;
+use crate::users::Role;
+
+/// What the operator may fix in advance instead of having it generated.
+#[derive(Clone, Debug, Default)]
+pub struct DemoOptions {
+    pub admin_password: Option<String>,
+    pub company_key: Option<String>,
+}
+
+/// Credentials to print once. A field is `None` when the operator supplied it.
+#[derive(Clone, Debug)]
+pub struct DemoCredentials {
+    pub tenant: TenantId,
+    pub tenant_name: String,
+    pub admin_username: String,
+    pub generated_admin_password: Option<String>,
+    pub generated_company_key: Option<String>,
+}
+
+pub const DEMO_TENANT: &str = "Acme Robotics";
+pub const DEMO_ADMIN: &str = "admin";
+
+/// The demo's procurement kit: cards at two suppliers, capped, with approvals above $25.
+pub const PROCUREMENT_KIT: &str = r#"{
+  "name": "Procurement",
+  "primitives": ["cards", "email", "web", "search", "llm"],
+  "can": [
+    {"action": "cards.charge", "effect": "allow", "max_amount": "200.00", "merchants": ["acme-supplies", "globex-parts"]},
+    {"action": "email.send", "effect": "allow", "recipients": ["orders@acme-supplies.test", "ap@acme.test"]}
+  ],
+  "limits": {
+    "budget": {"hard_cap": "40.00", "soft_cap": "30.00"},
+    "approve": {"above": "25.00", "always": ["cards.refund"]}
+  }
+}"#;
+
+impl Gateway {
+    /// Seeds the demo tenant if the database has no tenant yet. Returns what to print.
+    pub async fn seed_demo_if_empty(&self, opts: &DemoOptions) -> Result<Option<DemoCredentials>> {
+        if !self.tenants().await?.is_empty() {
+            return Ok(None);
+        }
+        let (tenant, key) =
+            self.create_tenant(DEMO_TENANT, Money::dollars(250), opts.company_key.as_deref()).await?;
+        let generated_password = opts.admin_password.is_none().then(secrets::random_password);
+        let password = opts.admin_password.clone().or_else(|| generated_password.clone()).unwrap_or_default();
+        let admin = self.create_user(&tenant.id, DEMO_ADMIN, &password, &Role::ALL).await?;
+
+        let mut kit = Kit::from_json(PROCUREMENT_KIT).expect("the demo kit is valid");
+        let v1 = self.save_kit(&tenant.id, kit.clone(), None, DEMO_ADMIN).await?;
+        kit.limits.budget.hard_cap = Some(Money::dollars(50));
+        kit.limits.budget.soft_cap = Some(Money::dollars(40));
+        self.save_kit(&tenant.id, kit, Some(v1.kit.version), DEMO_ADMIN).await?;
+
+        let buyer =
+            self.create_profile(&tenant.id, "procurement-bot", Some(&admin.id), None, "Procurement").await?;
+        self.create_profile(&tenant.id, "receipts-clerk", Some(&admin.id), Some(&buyer.id), "Procurement")
+            .await?;
+        self.create_profile(&tenant.id, "support-mailer", Some(&admin.id), None, "Default").await?;
+        self.create_profile(&tenant.id, "research-crawler", None, None, "Default").await?;
+
+        tracing::info!(tenant = %tenant.id, "demo tenant seeded");
+        Ok(Some(DemoCredentials {
+            tenant: tenant.id,
+            tenant_name: tenant.name,
+            admin_username: admin.username,
+            generated_admin_password: generated_password,
+            generated_company_key: opts.company_key.is_none().then_some(key.token),
+        }))
+    }
+}

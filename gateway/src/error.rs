@@ -1,0 +1,47 @@
+//! The gateway's one error type. Each variant maps to a stable code that every transport
+//! shows unchanged, so a client can branch on `code` and a human can read `message`.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The thing does not exist in the caller's tenant (never "exists elsewhere").
+    #[error("{what} not found")]
+    NotFound { what: &'static str },
+    /// The request is malformed; `code` is stable, `message` says what to do.
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error("unsupported database URL `{given}`: use one of {accepted} (for example sqlite://data/naive.db)")]
+    UnsupportedDatabase { given: String, accepted: &'static str },
+    #[error("cannot create the database directory {}: {source}", path.display())]
+    DatabaseDirectory { path: PathBuf, source: std::io::Error },
+    #[error("cannot open the database at {url}: {source}")]
+    DatabaseOpen { url: String, source: sqlx::Error },
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("storage error: {0}")]
+    Storage(#[from] sqlx::Error),
+}
+
+impl Error {
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "not_found",
+            Error::Invalid { code, .. } | Error::Conflict { code, .. } => code,
+            Error::UnsupportedDatabase { .. } => "unsupported_database",
+            Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
+                "database_unavailable"
+            }
+            Error::Storage(_) => "storage_error",
+        }
+    }
+
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Error {
+        Error::Invalid { code, message: message.into() }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

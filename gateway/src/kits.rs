@@ -1,0 +1,124 @@
+//! Versioned AccountKits (SPEC §4).
+//!
+//! Guarantees: every save makes a new version with its author and the `KitDiff` from the
+//! previous one; a save that names a stale version is refused with a conflict, never merged;
+//! a kit is validated by `policy` before anything is written.
+
+use chrono::{DateTime, Utc};
+use policy::{Kit, KitDiff, KitVersion};
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+
+/// One stored version of a kit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KitRecord {
+    pub kit: Kit,
+    pub author: String,
+    pub diff: KitDiff,
+    pub created_at: DateTime<Utc>,
+}
+
+type KitRow = (String, String, String, DateTime<Utc>);
+
+impl Gateway {
+    /// The newest version of the kit `name`.
+    pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
+        let row = sqlx::query_as::<_, KitRow>(
+            "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
+        )
+        .bind(tenant.as_str())
+        .bind(name)
+        .fetch_optional(self.store.pool())
+        .await?;
+        row.map(kit_from_row).transpose()?.ok_or(Error::NotFound { what: "kit" })
+    }
+
+    /// Every version of the kit `name`, newest first.
+    pub async fn kit_versions(&self, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
+        let rows = sqlx::query_as::<_, KitRow>(
+            "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC",
+        )
+        .bind(tenant.as_str())
+        .bind(name)
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter().map(kit_from_row).collect()
+    }
+
+    /// The newest version of every kit of the tenant, by name.
+    pub async fn kits(&self, tenant: &TenantId) -> Result<Vec<KitRecord>> {
+        let rows = sqlx::query_as::<_, KitRow>(
+            "SELECT body, author, diff, created_at FROM kits k WHERE tenant_id = ?1 \
+             AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(self.store.pool())
+        .await?;
+        rows.into_iter().map(kit_from_row).collect()
+    }
+
+    /// Saves `kit` as the version after `expected`. `expected = None` creates a new kit.
+    /// Refuses with `kit_version_conflict` when someone saved in between.
+    pub async fn save_kit(
+        &self,
+        tenant: &TenantId,
+        mut kit: Kit,
+        expected: Option<KitVersion>,
+        author: &str,
+    ) -> Result<KitRecord> {
+        kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
+        let previous = match self.current_kit(tenant, &kit.name).await {
+            Ok(r) => Some(r.kit),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let current = previous.as_ref().map(|k| k.version);
+        if current != expected {
+            return Err(Error::Conflict {
+                code: "kit_version_conflict",
+                message: match current {
+                    Some(v) => format!(
+                        "kit \"{}\" is now at {v}; reload it, reapply your edit and save again",
+                        kit.name
+                    ),
+                    None => format!("kit \"{}\" does not exist yet; save it as a new kit", kit.name),
+                },
+            });
+        }
+        kit.version = expected.map_or(KitVersion::FIRST, KitVersion::next);
+        let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
+        let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
+        sqlx::query("INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            .bind(tenant.as_str())
+            .bind(&record.kit.name)
+            .bind(i64::from(record.kit.version.0))
+            .bind(record.kit.to_json())
+            .bind(&record.author)
+            .bind(serde_json::to_string(&record.diff).expect("diff serializes"))
+            .bind(record.created_at)
+            .execute(self.store.pool())
+            .await
+            .map_err(|e| match e {
+                // Two saves raced for the same version: the loser conflicts.
+                sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
+                    code: "kit_version_conflict",
+                    message: "someone saved this kit at the same moment; reload and save again".into(),
+                },
+                e => Error::Storage(e),
+            })?;
+        Ok(record)
+    }
+}
+
+fn kit_from_row((body, author, diff, created_at): KitRow) -> Result<KitRecord> {
+    let corrupt = |e: String| Error::invalid("corrupt_kit", format!("a stored kit could not be read: {e}"));
+    Ok(KitRecord {
+        kit: Kit::from_json(&body).map_err(|e| corrupt(e.to_string()))?,
+        author,
+        diff: serde_json::from_str(&diff).map_err(|e| corrupt(e.to_string()))?,
+        created_at,
+    })
+}

@@ -1,0 +1,188 @@
+//! Agent profiles: the acting identities, forming a tree of sub-agents (SPEC §3).
+//!
+//! Guarantees: a parent is always in the same tenant as its child; every read is scoped by
+//! tenant; a profile's kit exists when the profile is created.
+
+use chrono::{DateTime, Utc};
+use policy::SubjectStatus;
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId, UserId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeState {
+    Running,
+    Stopped,
+}
+
+impl RuntimeState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RuntimeState::Running => "running",
+            RuntimeState::Stopped => "stopped",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub id: ProfileId,
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub owner: Option<UserId>,
+    pub parent: Option<ProfileId>,
+    pub kit_name: String,
+    pub status: SubjectStatus,
+    pub runtime: RuntimeState,
+    pub runtime_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A profile with its depth in the sub-agent tree, for display in tree order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeEntry {
+    pub depth: usize,
+    pub profile: Profile,
+}
+
+const MAX_NAME_LEN: usize = 80;
+
+type ProfileRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    String,
+    Option<String>,
+    DateTime<Utc>,
+);
+const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
+
+impl Gateway {
+    pub async fn create_profile(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        owner: Option<&UserId>,
+        parent: Option<&ProfileId>,
+        kit_name: &str,
+    ) -> Result<Profile> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
+            return Err(Error::invalid(
+                "invalid_profile_name",
+                format!("a profile name is 1 to {MAX_NAME_LEN} characters"),
+            ));
+        }
+        if let Some(p) = parent {
+            self.profile(tenant, p).await?;
+        }
+        if let Some(u) = owner {
+            self.user(tenant, u).await?;
+        }
+        self.current_kit(tenant, kit_name).await?;
+        let profile = Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.to_string(),
+            owner: owner.cloned(),
+            parent: parent.cloned(),
+            kit_name: kit_name.to_string(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        };
+        sqlx::query(
+            "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(profile.id.as_str())
+        .bind(tenant.as_str())
+        .bind(&profile.name)
+        .bind(owner.map(UserId::as_str))
+        .bind(parent.map(ProfileId::as_str))
+        .bind(&profile.kit_name)
+        .bind(profile.status.as_str())
+        .bind(profile.runtime.as_str())
+        .bind(profile.created_at)
+        .execute(self.store.pool())
+        .await
+        .map_err(|e| match e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
+                code: "profile_name_taken",
+                message: format!("a profile named `{name}` already exists in this tenant"),
+            },
+            e => Error::Storage(e),
+        })?;
+        Ok(profile)
+    }
+
+    pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
+        sqlx::query_as::<_, ProfileRow>(&format!(
+            "SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?"
+        ))
+        .bind(tenant.as_str())
+        .bind(id.as_str())
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(profile_from_row)
+        .ok_or(Error::NotFound { what: "agent profile" })
+    }
+
+    pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
+        let rows = sqlx::query_as::<_, ProfileRow>(&format!(
+            "SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id"
+        ))
+        .bind(tenant.as_str())
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows.into_iter().map(profile_from_row).collect())
+    }
+
+    /// The tenant's profiles in tree order: each parent followed by its sub-agents.
+    pub async fn profile_tree(&self, tenant: &TenantId) -> Result<Vec<TreeEntry>> {
+        Ok(tree_order(self.profiles(tenant).await?))
+    }
+}
+
+/// Depth-first order from the roots; a profile whose parent is missing counts as a root.
+pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
+    let ids: std::collections::HashSet<ProfileId> = profiles.iter().map(|p| p.id.clone()).collect();
+    let mut out = Vec::with_capacity(profiles.len());
+    let mut stack: Vec<(usize, &Profile)> = profiles
+        .iter()
+        .rev()
+        .filter(|p| p.parent.as_ref().is_none_or(|x| !ids.contains(x)))
+        .map(|p| (0, p))
+        .collect();
+    while let Some((depth, p)) = stack.pop() {
+        out.push(TreeEntry { depth, profile: p.clone() });
+        stack.extend(
+            profiles.iter().rev().filter(|c| c.parent.as_ref() == Some(&p.id)).map(|c| (depth + 1, c)),
+        );
+    }
+    out
+}
+
+fn profile_from_row(r: ProfileRow) -> Profile {
+    let (id, tenant, name, owner, parent, kit_name, status, runtime, reason, created_at) = r;
+    Profile {
+        id: ProfileId::from_db(id),
+        tenant_id: TenantId::from_db(tenant),
+        name,
+        owner: owner.map(UserId::from_db),
+        parent: parent.map(ProfileId::from_db),
+        kit_name,
+        status: SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Suspended),
+        runtime: if runtime == "running" { RuntimeState::Running } else { RuntimeState::Stopped },
+        runtime_reason: reason,
+        created_at,
+    }
+}

@@ -1,0 +1,126 @@
+//! The storage boundary: opening, migrating and handing out the database.
+//!
+//! The backend is chosen by the URL's scheme, as atuin does. SQLite (one file, WAL mode,
+//! created and migrated on first start) is the embedded default; PostgreSQL joins behind this
+//! same boundary in a later issue. Nothing above this module sees a SQLite-specific type in
+//! its signatures except through [`Store`].
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::error::{Error, Result};
+
+/// The schemes [`Store::open`] accepts, for error messages.
+pub const ACCEPTED_SCHEMES: &str = "sqlite://PATH, sqlite::memory:";
+
+/// Upper bound on pooled connections: SQLite has one writer, and this machine two cores.
+const MAX_CONNECTIONS: u32 = 8;
+/// How long a writer waits for the lock before giving up.
+const BUSY_TIMEOUT_MS: u64 = 5_000;
+
+/// A handle to the tenant database. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database at `url`.
+    pub async fn open(url: &str) -> Result<Store> {
+        let Some(rest) = url.strip_prefix("sqlite:") else {
+            return Err(Error::UnsupportedDatabase { given: redact(url), accepted: ACCEPTED_SCHEMES });
+        };
+        let opts = if rest == ":memory:" {
+            SqliteConnectOptions::from_str("sqlite::memory:")
+                .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?
+        } else {
+            let path = rest.trim_start_matches("//");
+            let path = path.split('?').next().unwrap_or(path);
+            if path.is_empty() {
+                return Err(Error::UnsupportedDatabase { given: url.into(), accepted: ACCEPTED_SCHEMES });
+            }
+            ensure_parent_dir(Path::new(path))?;
+            SqliteConnectOptions::new().filename(path).create_if_missing(true)
+        };
+        let opts = opts
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS));
+        // An in-memory database lives in one connection, so the pool must not grow past it.
+        let max = if rest == ":memory:" { 1 } else { MAX_CONNECTIONS };
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max)
+            .connect_with(opts)
+            .await
+            .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
+        sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// A round trip to the database, for health checks.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn ensure_parent_dir(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
+            .map_err(|source| Error::DatabaseDirectory { path: PathBuf::from(dir), source }),
+        _ => Ok(()),
+    }
+}
+
+/// Keeps passwords out of error messages for URLs like `postgres://user:pw@host/db`.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unknown_scheme_lists_the_accepted_ones() {
+        let err = Store::open("mysql://u:secret@h/db").await.unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("sqlite://PATH"), "{msg}");
+        assert!(!msg.contains("secret"), "{msg}");
+        assert_eq!(err.code(), "unsupported_database");
+    }
+
+    #[tokio::test]
+    async fn uncreatable_directory_names_the_path() {
+        let err = Store::open("sqlite:///proc/naive-cannot/x.db").await.unwrap_err();
+        assert!(matches!(err, Error::DatabaseDirectory { .. }), "{err}");
+        assert!(err.to_string().contains("/proc/naive-cannot"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn creates_directory_and_migrates_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/nested/naive.db", dir.path().display());
+        let store = Store::open(&url).await.unwrap();
+        let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(store.pool()).await.unwrap();
+        assert_eq!(mode, "wal");
+        store.ping().await.unwrap();
+    }
+}

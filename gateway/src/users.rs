@@ -1,0 +1,196 @@
+//! Console users: humans with argon2id passwords and roles (SPEC §3).
+//!
+//! Guarantees: usernames are unique; passwords are stored only as argon2id hashes; every user
+//! has at least one role; every read is scoped by tenant.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+use crate::ids::{TenantId, UserId};
+use crate::secrets;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Kits, profiles, keys, revoke.
+    Admin,
+    /// Parked actions.
+    Approver,
+    /// Brain proposals.
+    Reviewer,
+    /// Spend and caps; read-only elsewhere.
+    Finance,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Admin, Role::Approver, Role::Reviewer, Role::Finance];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Approver => "approver",
+            Role::Reviewer => "reviewer",
+            Role::Finance => "finance",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleUser {
+    pub id: UserId,
+    pub tenant_id: TenantId,
+    pub username: String,
+    pub roles: Vec<Role>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl ConsoleUser {
+    pub fn has(&self, role: Role) -> bool {
+        self.roles.contains(&role)
+    }
+}
+
+const MIN_PASSWORD_LEN: usize = 8;
+const MAX_PASSWORD_LEN: usize = 256;
+const MAX_USERNAME_LEN: usize = 64;
+
+type UserRow = (String, String, String, String, DateTime<Utc>);
+
+impl Gateway {
+    pub async fn create_user(
+        &self,
+        tenant: &TenantId,
+        username: &str,
+        password: &str,
+        roles: &[Role],
+    ) -> Result<ConsoleUser> {
+        let username = username.trim();
+        if username.is_empty()
+            || username.len() > MAX_USERNAME_LEN
+            || !username.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-@".contains(&b))
+        {
+            return Err(Error::invalid(
+                "invalid_username",
+                format!("a username is 1 to {MAX_USERNAME_LEN} lowercase letters, digits or . _ - @"),
+            ));
+        }
+        if password.chars().count() < MIN_PASSWORD_LEN || password.len() > MAX_PASSWORD_LEN {
+            return Err(Error::invalid(
+                "weak_password",
+                format!("a password needs at least {MIN_PASSWORD_LEN} characters"),
+            ));
+        }
+        if roles.is_empty() {
+            return Err(Error::invalid(
+                "no_roles",
+                "give the user at least one role: admin, approver, reviewer or finance",
+            ));
+        }
+        self.tenant(tenant).await?;
+        let mut roles = roles.to_vec();
+        roles.sort();
+        roles.dedup();
+        let user = ConsoleUser {
+            id: UserId::generate(),
+            tenant_id: tenant.clone(),
+            username: username.to_string(),
+            roles,
+            created_at: Utc::now(),
+        };
+        // argon2 is deliberately slow; keep it off the async workers.
+        let pw = password.to_string();
+        let hash =
+            tokio::task::spawn_blocking(move || secrets::hash_password(&pw)).await.expect("hashing task");
+        sqlx::query("INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(user.id.as_str())
+            .bind(tenant.as_str())
+            .bind(&user.username)
+            .bind(hash)
+            .bind(roles_to_db(&user.roles))
+            .bind(user.created_at)
+            .execute(self.store.pool())
+            .await
+            .map_err(|e| match e {
+                sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
+                    code: "username_taken",
+                    message: format!("the username `{}` is taken; choose another", user.username),
+                },
+                e => Error::Storage(e),
+            })?;
+        Ok(user)
+    }
+
+    pub async fn users(&self, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {
+        let rows = sqlx::query_as::<_, UserRow>(
+            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? ORDER BY username",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows.into_iter().map(user_from_row).collect())
+    }
+
+    pub async fn user(&self, tenant: &TenantId, id: &UserId) -> Result<ConsoleUser> {
+        sqlx::query_as::<_, UserRow>(
+            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND id = ?",
+        )
+        .bind(tenant.as_str())
+        .bind(id.as_str())
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(user_from_row)
+        .ok_or(Error::NotFound { what: "console user" })
+    }
+
+    /// The user with this username and password, or `None`. Takes the same time for an
+    /// unknown user as for a wrong password, so it does not reveal which usernames exist.
+    pub async fn verify_login(&self, username: &str, password: &str) -> Result<Option<ConsoleUser>> {
+        let row = sqlx::query_as::<_, (String, String, String, String, DateTime<Utc>, String)>(
+            "SELECT id, tenant_id, username, roles, created_at, password_hash FROM console_users WHERE username = ?",
+        )
+        .bind(username.trim())
+        .fetch_optional(self.store.pool())
+        .await?;
+        let stored = row.as_ref().map(|r| r.5.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
+        let pw = password.to_string();
+        let ok = tokio::task::spawn_blocking(move || secrets::verify_password(&pw, &stored))
+            .await
+            .expect("verify task");
+        Ok(match row {
+            Some((id, t, u, r, c, _)) if ok => Some(user_from_row((id, t, u, r, c))),
+            _ => None,
+        })
+    }
+}
+
+/// An argon2id hash of a random string, verified against when the username is unknown.
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$0/3O7uFmCx2mU6AX7M6Hc1gvyZPxYeZG2bWbN0u9d3Q";
+
+fn roles_to_db(roles: &[Role]) -> String {
+    roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",")
+}
+
+fn user_from_row((id, tenant, username, roles, created_at): UserRow) -> ConsoleUser {
+    ConsoleUser {
+        id: UserId::from_db(id),
+        tenant_id: TenantId::from_db(tenant),
+        username,
+        roles: roles.split(',').filter_map(Role::parse).collect(),
+        created_at,
+    }
+}

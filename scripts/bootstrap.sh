@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, and skips what is already present.
+#   scripts/bootstrap.sh run    the toolchain for `make run`
+#   scripts/bootstrap.sh test   the same, plus Chromium for the browser tests
+# Everything comes from the package registries (crates.io, npm, Debian); nothing is
+# downloaded from anywhere else.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10
+# The wasm-bindgen CLI must equal the wasm-bindgen crate in Cargo.lock exactly.
+WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+# Building these tools with fat LTO takes ~20 minutes on two cores; without it, a few.
+FAST_INSTALL=(env CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)
+
+say() { printf '\033[1;34m==>\033[0m %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "error: '$*' needs root; run it as root or install sudo" >&2; exit 1; fi
+}
+
+apt_install() {
+  # Only refresh the package lists when something is actually missing.
+  if [ -z "${APT_UPDATED:-}" ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_rust() {
+  command -v cargo >/dev/null || { echo "error: cargo is missing; install Rust with rustup first" >&2; exit 1; }
+  local installed; installed=$(rustup component list --installed 2>/dev/null || true)
+  for c in clippy rustfmt; do
+    grep -q "^$c" <<<"$installed" || { say "adding rustup component $c"; rustup component add "$c"; }
+  done
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || {
+    say "adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown; }
+}
+
+ensure_cargo_leptos() {
+  if [ "$(cargo leptos --version 2>/dev/null | awk '{print $2}')" != "$CARGO_LEPTOS_VERSION" ]; then
+    say "installing cargo-leptos $CARGO_LEPTOS_VERSION (a few minutes)"
+    "${FAST_INSTALL[@]}" cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
+  fi
+}
+
+ensure_wasm_bindgen() {
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (matches Cargo.lock)"
+    "${FAST_INSTALL[@]}" cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+}
+
+ensure_npm() {
+  command -v npm >/dev/null || { say "installing Node.js and npm"; apt_install nodejs npm; }
+  # Reinstall when package-lock.json is newer than the last install.
+  if [ ! -x node_modules/.bin/tailwindcss ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "installing npm packages (Tailwind CLI, wasm-opt, Playwright)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+ensure_chromium() {
+  if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+    say "installing Chromium from Debian"
+    apt_install chromium
+  fi
+}
+
+ensure_rust
+ensure_cargo_leptos
+ensure_wasm_bindgen
+ensure_npm
+case "${1:-run}" in
+  run) ;;
+  test) ensure_chromium ;;
+  *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
+esac

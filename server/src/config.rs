@@ -1,0 +1,48 @@
+//! Configuration from flags and environment. Every setting has a flag and an environment
+//! variable; flags win.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "server", version, about = "Naïve governance gateway and console")]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the console and gateway (the default).
+    Serve,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct Config {
+    /// Database URL. Accepted: sqlite://PATH (created and migrated on first start), sqlite::memory:.
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://data/naive.db", global = true)]
+    pub database_url: String,
+
+    /// Address to listen on. Port 0 picks a free port.
+    #[arg(long, env = "NAIVE_BIND", default_value = "127.0.0.1:3000", global = true)]
+    pub bind: SocketAddr,
+
+    /// Do not seed the demo tenant into an empty database.
+    #[arg(long, env = "NAIVE_NO_DEMO", global = true)]
+    pub no_demo: bool,
+
+    /// Password for the demo `admin` user; generated and printed once if unset.
+    #[arg(long, env = "NAIVE_ADMIN_PASSWORD", hide_env_values = true, global = true)]
+    pub admin_password: Option<String>,
+
+    /// Company key for the demo tenant (nv_<prefix>_<secret>); generated and printed once if unset.
+    #[arg(long, env = "NAIVE_COMPANY_KEY", hide_env_values = true, global = true)]
+    pub company_key: Option<String>,
+
+    /// Where the built site (pkg/ with wasm, js and css) lives.
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]
+    pub site_root: String,
+}

@@ -1,0 +1,3 @@
+//! HTTP routes outside the console pages, one module per area.
+
+pub mod health;

@@ -1,0 +1,109 @@
+//! Builds the whole application from a [`Config`]: `main` and the tests start the same thing.
+//!
+//! [`Application::build`] opens and migrates the database, seeds the demo tenant when asked,
+//! binds the listener (port 0 picks a free one) and assembles the router: `/healthz`, the
+//! console's pages and server functions, and static files. [`Application::run_until`] serves
+//! until the shutdown future resolves, then drains in-flight requests.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::FromRef;
+use axum::routing::get;
+use gateway::Gateway;
+use gateway::demo::{DemoCredentials, DemoOptions};
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+
+use crate::config::Config;
+
+/// What every handler can reach.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub gateway: Gateway,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> LeptosOptions {
+        s.leptos_options.clone()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Database(#[from] gateway::Error),
+    #[error(
+        "cannot listen on {addr}: {source} (is another server running? pick another address with --bind or NAIVE_BIND)"
+    )]
+    Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    gateway: Gateway,
+    /// Set when this start seeded the demo tenant.
+    pub demo: Option<DemoCredentials>,
+}
+
+impl Application {
+    pub async fn build(config: &Config) -> Result<Application, StartError> {
+        let gateway = Gateway::open(&config.database_url).await?;
+        let demo = if config.no_demo {
+            None
+        } else {
+            let opts = DemoOptions {
+                admin_password: config.admin_password.clone(),
+                company_key: config.company_key.clone(),
+            };
+            gateway.seed_demo_if_empty(&opts).await?
+        };
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| StartError::Bind { addr: config.bind, source })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
+        let leptos_options = LeptosOptions::builder()
+            .output_name(std::env::var("LEPTOS_OUTPUT_NAME").unwrap_or_else(|_| "naive".into()))
+            .site_root(config.site_root.clone())
+            .site_addr(addr)
+            .build();
+        let router = router(AppState { leptos_options, gateway: gateway.clone() });
+        Ok(Application { listener, router, gateway, demo })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// Serves until `shutdown` resolves, then finishes in-flight requests and closes the pool.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await?;
+        self.gateway.store().close().await;
+        Ok(())
+    }
+}
+
+fn router(state: AppState) -> Router {
+    let routes = generate_route_list(app::App);
+    let gw = state.gateway.clone();
+    Router::new()
+        .route("/healthz", get(crate::routes::health::healthz))
+        .leptos_routes_with_context(&state, routes, move || provide_context(gw.clone()), {
+            let options = state.leptos_options.clone();
+            move || app::shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(
+            {
+                let gw = state.gateway.clone();
+                move || provide_context(gw.clone())
+            },
+            app::shell,
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
