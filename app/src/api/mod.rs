@@ -3,6 +3,7 @@
 
 pub mod console;
 
+#[cfg(feature = "ssr")]
 use leptos::prelude::ServerFnError;
 
 /// The gateway handle the server put into context.

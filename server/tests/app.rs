@@ -1,0 +1,100 @@
+//! Black-box tests of the application: the real router on port 0 with a fresh SQLite file.
+
+mod common;
+
+use common::{config, spawn_app, spawn_with};
+use server::startup::{Application, StartError};
+
+#[tokio::test]
+async fn healthz_reports_the_database() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/healthz").await;
+    assert_eq!(status, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["database"], "ok");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_page_is_server_rendered_from_the_database() {
+    let app = spawn_app().await;
+    let pages = [
+        ("/", "Approval inbox", "4 of 4 agent profiles are active under 2 kits"),
+        ("/proposals", "Proposals", "enabled in 0 of 2 kits"),
+        ("/kits", "Kits", "raises hard cap from $40.00 to $50.00"),
+        ("/spend", "Spend", "$50.00"),
+        ("/activity", "Activity", "4 agent profiles can act"),
+        ("/profiles", "Profiles", "receipts-clerk"),
+    ];
+    for (path, heading, content) in pages {
+        let (status, html) = app.get(path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(html.contains(&format!(">{heading}</h1>")), "{path} lacks its heading");
+        assert!(html.contains(content), "{path} lacks `{content}`");
+        assert!(html.contains("Acme Robotics"), "{path} lacks the tenant in the top bar");
+        assert!(html.contains("data-testid=\"connection\""), "{path} lacks the island");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_routes_get_the_styled_404() {
+    let app = spawn_app().await;
+    let (status, html) = app.get("/no/such/page").await;
+    assert_eq!(status, 404);
+    assert!(html.contains("There is no page here"));
+    assert!(html.contains("href=\"/profiles\""), "the 404 keeps the navigation");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_demo_is_seeded_once_and_only_into_an_empty_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/naive.db", dir.path().display());
+    let first = Application::build(&config(&url)).await.unwrap();
+    let creds = first.demo.clone().expect("first start seeds the demo");
+    assert!(creds.generated_admin_password.is_none(), "the password came from the config");
+    let key = creds.generated_company_key.expect("a company key is generated");
+    assert!(key.starts_with("nv_"));
+    drop(first);
+    let second = Application::build(&config(&url)).await.unwrap();
+    assert!(second.demo.is_none(), "a restart does not seed again");
+    drop(second);
+
+    let gw = gateway::Gateway::open(&url).await.unwrap();
+    assert_eq!(gw.tenants().await.unwrap().len(), 1);
+    assert_eq!(gw.authenticate_company_key(&key).await.unwrap(), Some(creds.tenant.clone()));
+    let admin = gw.verify_login("admin", common::ADMIN_PASSWORD).await.unwrap().expect("admin logs in");
+    assert!(admin.has(gateway::Role::Admin));
+}
+
+#[tokio::test]
+async fn no_demo_leaves_the_database_empty_and_pages_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&format!("sqlite://{}/naive.db", dir.path().display()));
+    cfg.no_demo = true;
+    let app = spawn_with(cfg).await;
+    let (status, html) = app.get("/profiles").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("no tenant yet"), "the page explains the empty database");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_taken_port_is_a_clear_error() {
+    let app = spawn_app().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&format!("sqlite://{}/other.db", dir.path().display()));
+    cfg.bind = app.base.trim_start_matches("http://").parse().unwrap();
+    let err = Application::build(&cfg).await.err().expect("the port is taken");
+    assert!(matches!(err, StartError::Bind { .. }));
+    assert!(err.to_string().contains("cannot listen on"), "{err}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_invalid_database_url_lists_the_accepted_schemes() {
+    let err = Application::build(&config("mysql://localhost/x")).await.err().unwrap();
+    assert!(err.to_string().contains("sqlite://PATH"), "{err}");
+}

@@ -1,0 +1,87 @@
+//! The compiled binary: exit codes, one-line errors and graceful shutdown.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn server() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_server"));
+    c.env("RUST_LOG", "warn").env_remove("DATABASE_URL").env_remove("NAIVE_BIND");
+    c
+}
+
+#[test]
+fn an_uncreatable_database_path_fails_with_one_line_naming_it() {
+    let out = server()
+        .args(["--database-url", "sqlite:///proc/naive-nope/x.db", "--bind", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("error: cannot create the database directory /proc/naive-nope"), "{err}");
+}
+
+#[test]
+fn an_unknown_scheme_fails_listing_the_accepted_ones() {
+    let out = server().args(["--database-url", "postgresql//x", "--bind", "127.0.0.1:0"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use one of sqlite://PATH, sqlite::memory:"), "{err}");
+}
+
+#[test]
+fn a_taken_port_exits_non_zero() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = server()
+        .args([
+            "--database-url",
+            &format!("sqlite://{}/x.db", dir.path().display()),
+            "--bind",
+            &addr,
+            "--no-demo",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+}
+
+#[test]
+fn sigterm_shuts_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = server()
+        .args(["--database-url", &format!("sqlite://{}/x.db", dir.path().display()), "--bind", "127.0.0.1:0"])
+        .env("NAIVE_ADMIN_PASSWORD", "binary-test-pw")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut printed = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "server exited early: {printed}");
+        printed.push_str(&line);
+        if line.contains("listening on http://") {
+            break;
+        }
+    }
+    assert!(printed.contains("company key: nv_"), "{printed}");
+    assert!(printed.contains("password: from NAIVE_ADMIN_PASSWORD"), "{printed}");
+    assert!(!printed.contains("binary-test-pw"), "the password is never printed");
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "server did not stop after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,62 @@
+//! Starts the real application on port 0 with a fresh SQLite file, as `main` does.
+
+use server::config::Config;
+use server::startup::Application;
+use tokio::sync::oneshot;
+
+pub const ADMIN_PASSWORD: &str = "test-admin-password";
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub fn config(db_url: &str) -> Config {
+    Config {
+        database_url: db_url.to_string(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        no_demo: false,
+        admin_password: Some(ADMIN_PASSWORD.into()),
+        company_key: None,
+        site_root: "target/site".into(),
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/naive.db", dir.path().display());
+    let mut app = spawn_with(config(&url)).await;
+    app._dir = Some(dir);
+    app
+}
+
+pub async fn spawn_with(config: Config) -> TestApp {
+    let app = Application::build(&config).await.expect("application starts");
+    let base = format!("http://{}", app.local_addr());
+    let (tx, rx) = oneshot::channel();
+    let task = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    TestApp { base, client: reqwest::Client::new(), stop: Some(tx), task: Some(task), _dir: None }
+}
+
+impl TestApp {
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let res = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
+        let status = res.status().as_u16();
+        (status, res.text().await.expect("body"))
+    }
+
+    /// Stops the server and waits for it to drain.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+    }
+}
