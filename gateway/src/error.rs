@@ -13,6 +13,12 @@ pub enum Error {
     Invalid { code: &'static str, message: String },
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The credential is missing, malformed, unknown, revoked or expired.
+    #[error("{message}")]
+    Unauthenticated { message: String },
+    /// The caller is known but may not do this.
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
     #[error("unsupported database URL `{given}`: use one of {accepted} (for example sqlite://data/naive.db)")]
     UnsupportedDatabase { given: String, accepted: &'static str },
     #[error("cannot create the database directory {}: {source}", path.display())]
@@ -30,7 +36,10 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::NotFound { .. } => "not_found",
-            Error::Invalid { code, .. } | Error::Conflict { code, .. } => code,
+            Error::Invalid { code, .. } | Error::Conflict { code, .. } | Error::Forbidden { code, .. } => {
+                code
+            }
+            Error::Unauthenticated { .. } => "invalid_key",
             Error::UnsupportedDatabase { .. } => "unsupported_database",
             Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
                 "database_unavailable"

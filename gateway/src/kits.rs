@@ -9,6 +9,7 @@ use policy::{Kit, KitDiff, KitVersion};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use crate::activity::{self, Kind, NewEntry};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
@@ -91,25 +92,60 @@ impl Gateway {
         kit.version = expected.map_or(KitVersion::FIRST, KitVersion::next);
         let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
-        sqlx::query("INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            .bind(tenant.as_str())
-            .bind(&record.kit.name)
-            .bind(i64::from(record.kit.version.0))
-            .bind(record.kit.to_json())
-            .bind(&record.author)
-            .bind(serde_json::to_string(&record.diff).expect("diff serializes"))
-            .bind(record.created_at)
-            .execute(self.store.pool())
-            .await
-            .map_err(|e| match e {
-                // Two saves raced for the same version: the loser conflicts.
-                sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
-                    code: "kit_version_conflict",
-                    message: "someone saved this kit at the same moment; reload and save again".into(),
-                },
-                e => Error::Storage(e),
-            })?;
+        let (t, r) = (tenant.clone(), record.clone());
+        let entry = self
+            .writer
+            .run(move |c| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                        .bind(t.as_str())
+                        .bind(&r.kit.name)
+                        .bind(i64::from(r.kit.version.0))
+                        .bind(r.kit.to_json())
+                        .bind(&r.author)
+                        .bind(serde_json::to_string(&r.diff).expect("diff serializes"))
+                        .bind(r.created_at)
+                        .execute(&mut *c)
+                        .await
+                        .map_err(|e| match e {
+                            // Two saves raced for the same version: the loser conflicts.
+                            sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
+                                code: "kit_version_conflict",
+                                message: "someone saved this kit at the same moment; reload and save again".into(),
+                            },
+                            e => Error::Storage(e),
+                        })?;
+                    activity::append(
+                        c,
+                        NewEntry::new(&t, &r.author, Kind::KitEdit)
+                            .action(format!("kit:{}", r.kit.name))
+                            .verdict("saved")
+                            .kit_version(r.kit.version.0)
+                            .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
+                    )
+                    .await
+                })
+            })
+            .await?;
+        self.bus.publish([entry]);
+        self.kit_cache
+            .write()
+            .expect("kit cache lock")
+            .insert((tenant.clone(), record.kit.name.clone()), record.kit.clone());
         Ok(record)
+    }
+}
+
+impl Gateway {
+    /// The current version of a kit, from the cache when this process has seen it.
+    pub(crate) async fn cached_kit(&self, tenant: &TenantId, name: &str) -> Result<Kit> {
+        let key = (tenant.clone(), name.to_string());
+        if let Some(k) = self.kit_cache.read().expect("kit cache lock").get(&key) {
+            return Ok(k.clone());
+        }
+        let kit = self.current_kit(tenant, name).await?.kit;
+        self.kit_cache.write().expect("kit cache lock").insert(key, kit.clone());
+        Ok(kit)
     }
 }
 

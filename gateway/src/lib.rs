@@ -3,20 +3,37 @@
 //! It owns storage (sqlx) and calls `policy` for every decision. It knows nothing of HTTP:
 //! the `/v1` API, MCP and the console's server functions are thin callers of [`Gateway`].
 //!
-//! - [`store`]: the storage boundary (SQLite now, chosen by URL scheme).
-//! - [`tenants`], [`users`], [`profiles`], [`kits`]: identities and policy documents.
-//! - [`secrets`]: key tokens and password hashing.
-//! - [`demo`]: the demo tenant for a first start.
+//! - [`store`]: the storage boundary, chosen by URL scheme; [`writer`]: the single writer
+//!   with group commit that every state change goes through.
+//! - [`tenants`], [`users`], [`profiles`], [`kits`], [`keys`]: identities and policy documents.
+//! - [`pipeline`]: the governed action pipeline; [`ledger`]: holds and balances;
+//!   [`connectors`]: what carries actions out.
+//! - [`approvals`], [`revoke`], [`brain`]: the human decisions.
+//! - [`activity`], [`events`]: the tamper-evident log and the live bus.
+//! - [`secrets`]: key tokens and password hashing; [`demo`]: the demo tenant.
 
+pub mod activity;
+pub mod approvals;
+pub mod brain;
+pub mod connectors;
 pub mod demo;
 pub mod error;
+pub mod events;
 pub mod ids;
+pub mod keys;
 pub mod kits;
+pub mod ledger;
+pub mod pipeline;
 pub mod profiles;
+pub mod revoke;
 pub mod secrets;
 pub mod store;
 pub mod tenants;
 pub mod users;
+pub mod writer;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 pub use error::{Error, Result};
 pub use ids::{KeyId, ProfileId, TenantId, UserId};
@@ -26,19 +43,95 @@ pub use store::Store;
 pub use tenants::{IssuedKey, Tenant};
 pub use users::{ConsoleUser, Role};
 
-/// The gateway's services over one store. Cheap to clone; share one per process.
+use connectors::{Connectors, Sandbox};
+use events::Bus;
+use policy::{Catalog, Kit};
+use writer::Writer;
+
+/// Tunables, with the SPEC's defaults.
 #[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// How long a parked action waits for a human (SPEC §7: 15 minutes).
+    pub approval_ttl_secs: i64,
+    /// The most jobs committed together; 1 means one transaction per job.
+    pub max_batch: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig { approval_ttl_secs: 15 * 60, max_batch: writer::DEFAULT_MAX_BATCH }
+    }
+}
+
+/// The gateway's services over one store. Cheap to clone; share one per process.
+#[derive(Clone)]
 pub struct Gateway {
     store: Store,
+    writer: Writer,
+    bus: Bus,
+    catalog: Arc<Catalog>,
+    connectors: Connectors,
+    sandbox: Arc<Sandbox>,
+    config: GatewayConfig,
+    /// Current kit versions by (tenant, name); replaced on every save through this process.
+    kit_cache: Arc<RwLock<HashMap<(TenantId, String), Kit>>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Gateway {
-    /// Opens and migrates the database at `url`.
+    /// Opens and migrates the database at `url`, with the default configuration.
     pub async fn open(url: &str) -> Result<Gateway> {
-        Ok(Gateway { store: Store::open(url).await? })
+        Gateway::open_with(url, GatewayConfig::default()).await
+    }
+
+    pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
+        let store = Store::open(url).await?;
+        let writer = Writer::start(store.pool(), config.max_batch).await?;
+        let sandbox = Arc::new(Sandbox::default());
+        Ok(Gateway {
+            store,
+            writer,
+            bus: Bus::default(),
+            catalog: Arc::new(Catalog::builtin()),
+            connectors: Connectors::sandbox(sandbox.clone()),
+            sandbox,
+            config,
+            kit_cache: Arc::default(),
+        })
     }
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The live event bus.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The built-in sandbox connector, to inject latency or failures in tests.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Routes a primitive to another connector (for example [`connectors::Http`]).
+    pub fn set_connector(&mut self, primitive: policy::Primitive, c: Arc<dyn connectors::Connector>) {
+        self.connectors.set(primitive, c);
+    }
+
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
     }
 }

@@ -99,6 +99,7 @@ impl Gateway {
             runtime_reason: None,
             created_at: Utc::now(),
         };
+        let mut tx = self.store.pool().begin().await?;
         sqlx::query(
             "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -112,7 +113,7 @@ impl Gateway {
         .bind(profile.status.as_str())
         .bind(profile.runtime.as_str())
         .bind(profile.created_at)
-        .execute(self.store.pool())
+        .execute(&mut *tx)
         .await
         .map_err(|e| match e {
             sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
@@ -121,6 +122,12 @@ impl Gateway {
             },
             e => Error::Storage(e),
         })?;
+        sqlx::query("INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)")
+            .bind(profile.id.as_str())
+            .bind(tenant.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(profile)
     }
 

@@ -151,6 +151,28 @@ impl Envelope {
         )
     }
 
+    /// A park that a gateway rule, not the kit, asked for (an agent accepting a brain
+    /// proposal): `detail` is a stable code and `message` says why a human must decide.
+    pub fn park_for(action: &str, detail: &str, message: String, approval: ApprovalHandle) -> Envelope {
+        let step = RecoveryStep::WaitForApproval {
+            approval_id: approval.approval_id,
+            expires_at: approval.expires_at,
+            on_expiry: OnExpiry::Deny,
+        };
+        Envelope::build(
+            EnvelopeVerdict::Park,
+            "approval_required",
+            detail,
+            Layer::Company,
+            action.to_string(),
+            message,
+            hint_text("approval_required").to_string(),
+            vec![step],
+            Vec::new(),
+            1,
+        )
+    }
+
     /// The envelope for an outage: the only retryable verdict.
     pub fn unavailable(action: &str, detail: &str, retry_after_seconds: u32, repeat: u32) -> Envelope {
         Envelope::build(

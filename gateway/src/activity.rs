@@ -1,0 +1,309 @@
+//! The activity log: every action, refusal, hold change, approval step, kit edit, key change,
+//! revoke and console decision, appended with actor, tenant, profile, verdict, amount and kit
+//! version (SPEC §11).
+//!
+//! Tamper-evident: each entry stores the hash of the previous entry in its tenant's chain and
+//! its own hash over its fields; [`Gateway::verify_log`] recomputes the chain and names the
+//! first broken link. Entries are appended inside the same transaction as the change they
+//! record, and published to the bus only after that transaction commits, so there is never an
+//! event without its change or a change without its entry.
+
+use chrono::{DateTime, Utc};
+use policy::Money;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sqlx::sqlite::SqliteConnection;
+
+use crate::Gateway;
+use crate::error::Result;
+use crate::ids::{ProfileId, TenantId};
+
+/// The hash before a tenant's first entry.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// The most entries one page of the log returns.
+pub const MAX_PAGE: i64 = 500;
+
+/// What kind of thing happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A governed action ran.
+    Action,
+    /// A governed action was refused or unavailable.
+    Refusal,
+    /// A governed action was parked for approval.
+    Park,
+    /// A hold ended (posted, voided, expired).
+    Hold,
+    /// An approval was approved, denied or expired.
+    Approval,
+    KitEdit,
+    Key,
+    Revoke,
+    Writeback,
+    Proposal,
+    Profile,
+}
+
+impl Kind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::Action => "action",
+            Kind::Refusal => "refusal",
+            Kind::Park => "park",
+            Kind::Hold => "hold",
+            Kind::Approval => "approval",
+            Kind::KitEdit => "kit_edit",
+            Kind::Key => "key",
+            Kind::Revoke => "revoke",
+            Kind::Writeback => "writeback",
+            Kind::Proposal => "proposal",
+            Kind::Profile => "profile",
+        }
+    }
+}
+
+/// An entry to append.
+#[derive(Clone, Debug)]
+pub struct NewEntry {
+    pub tenant: TenantId,
+    pub actor: String,
+    pub profile: Option<ProfileId>,
+    pub kind: Kind,
+    pub action: Option<String>,
+    pub verdict: Option<String>,
+    pub amount: Option<Money>,
+    pub kit_version: Option<u32>,
+    pub detail: serde_json::Value,
+}
+
+impl NewEntry {
+    pub fn new(tenant: &TenantId, actor: impl Into<String>, kind: Kind) -> NewEntry {
+        NewEntry {
+            tenant: tenant.clone(),
+            actor: actor.into(),
+            profile: None,
+            kind,
+            action: None,
+            verdict: None,
+            amount: None,
+            kit_version: None,
+            detail: serde_json::Value::Null,
+        }
+    }
+    pub fn profile(mut self, p: &ProfileId) -> Self {
+        self.profile = Some(p.clone());
+        self
+    }
+    pub fn action(mut self, a: impl Into<String>) -> Self {
+        self.action = Some(a.into());
+        self
+    }
+    pub fn verdict(mut self, v: impl Into<String>) -> Self {
+        self.verdict = Some(v.into());
+        self
+    }
+    pub fn amount(mut self, m: Money) -> Self {
+        self.amount = Some(m);
+        self
+    }
+    pub fn kit_version(mut self, v: u32) -> Self {
+        self.kit_version = Some(v);
+        self
+    }
+    pub fn detail(mut self, d: serde_json::Value) -> Self {
+        self.detail = d;
+        self
+    }
+}
+
+/// A stored entry. `seq` is the event id: it increases across the whole log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: i64,
+    pub tenant_id: TenantId,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub profile_id: Option<ProfileId>,
+    pub kind: String,
+    pub action: Option<String>,
+    pub verdict: Option<String>,
+    pub amount: Option<Money>,
+    pub kit_version: Option<u32>,
+    pub detail: serde_json::Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// What [`Gateway::verify_log`] found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainReport {
+    pub entries: u64,
+    pub ok: bool,
+    /// The sequence number of the first entry whose link or hash does not hold.
+    pub first_broken: Option<i64>,
+}
+
+fn entry_hash(prev: &str, e: &Entry) -> String {
+    let mut h = Sha256::new();
+    let amount = e.amount.map(|m| m.units().to_string()).unwrap_or_default();
+    let kit = e.kit_version.map(|v| v.to_string()).unwrap_or_default();
+    for part in [
+        prev,
+        e.tenant_id.as_str(),
+        &e.at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        &e.actor,
+        e.profile_id.as_ref().map_or("", |p| p.as_str()),
+        &e.kind,
+        e.action.as_deref().unwrap_or(""),
+        e.verdict.as_deref().unwrap_or(""),
+        &amount,
+        &kit,
+        &e.detail.to_string(),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0x1f]);
+    }
+    hex::encode(h.finalize())
+}
+
+/// Appends one entry inside the caller's transaction and returns it.
+pub(crate) async fn append(conn: &mut SqliteConnection, new: NewEntry) -> Result<Entry> {
+    let prev: String = sqlx::query_scalar("SELECT hash FROM chain_heads WHERE tenant_id = ?")
+        .bind(new.tenant.as_str())
+        .fetch_optional(&mut *conn)
+        .await?
+        .unwrap_or_else(|| GENESIS.to_string());
+    // Microsecond precision so the stored text hashes the same when read back.
+    let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
+    let mut e = Entry {
+        seq: 0,
+        tenant_id: new.tenant,
+        at,
+        actor: new.actor,
+        profile_id: new.profile,
+        kind: new.kind.as_str().to_string(),
+        action: new.action,
+        verdict: new.verdict,
+        amount: new.amount,
+        kit_version: new.kit_version,
+        detail: new.detail,
+        prev_hash: prev.clone(),
+        hash: String::new(),
+    };
+    e.hash = entry_hash(&prev, &e);
+    let seq = sqlx::query(
+        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, prev_hash, hash) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(e.tenant_id.as_str())
+    .bind(e.at)
+    .bind(&e.actor)
+    .bind(e.profile_id.as_ref().map(ProfileId::as_str))
+    .bind(&e.kind)
+    .bind(&e.action)
+    .bind(&e.verdict)
+    .bind(e.amount.map(Money::units))
+    .bind(e.kit_version.map(i64::from))
+    .bind(e.detail.to_string())
+    .bind(&e.prev_hash)
+    .bind(&e.hash)
+    .execute(&mut *conn)
+    .await?
+    .last_insert_rowid();
+    e.seq = seq;
+    sqlx::query("INSERT INTO chain_heads (tenant_id, hash) VALUES (?, ?) ON CONFLICT(tenant_id) DO UPDATE SET hash = excluded.hash")
+        .bind(e.tenant_id.as_str())
+        .bind(&e.hash)
+        .execute(&mut *conn)
+        .await?;
+    Ok(e)
+}
+
+type EntryRow = (
+    i64,
+    String,
+    DateTime<Utc>,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    String,
+    String,
+    String,
+);
+const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, prev_hash, hash";
+
+fn entry_from_row(r: EntryRow) -> Entry {
+    Entry {
+        seq: r.0,
+        tenant_id: TenantId::from_db(r.1),
+        at: r.2,
+        actor: r.3,
+        profile_id: r.4.map(ProfileId::from_db),
+        kind: r.5,
+        action: r.6,
+        verdict: r.7,
+        amount: r.8.and_then(Money::from_units),
+        kit_version: r.9.and_then(|v| u32::try_from(v).ok()),
+        detail: serde_json::from_str(&r.10).unwrap_or(serde_json::Value::Null),
+        prev_hash: r.11,
+        hash: r.12,
+    }
+}
+
+/// Which entries to read.
+#[derive(Clone, Debug, Default)]
+pub struct LogQuery {
+    pub profile: Option<ProfileId>,
+    /// Entries with a sequence number above this (resume after a gap).
+    pub after: Option<i64>,
+    /// Entries with a sequence number below this (older pages).
+    pub before: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+impl Gateway {
+    /// The tenant's entries, newest first unless `after` is given (then oldest first).
+    pub async fn log(&self, tenant: &TenantId, q: &LogQuery) -> Result<Vec<Entry>> {
+        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        let order = if q.after.is_some() { "ASC" } else { "DESC" };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND (?2 IS NULL OR profile_id = ?2) \
+             AND seq > COALESCE(?3, 0) AND seq < COALESCE(?4, 9223372036854775807) ORDER BY seq {order} LIMIT ?5"
+        );
+        let rows = sqlx::query_as::<_, EntryRow>(&sql)
+            .bind(tenant.as_str())
+            .bind(q.profile.as_ref().map(ProfileId::as_str))
+            .bind(q.after)
+            .bind(q.before)
+            .bind(limit)
+            .fetch_all(self.store.pool())
+            .await?;
+        Ok(rows.into_iter().map(entry_from_row).collect())
+    }
+
+    /// Recomputes the tenant's chain from the first entry and names the first broken link.
+    pub async fn verify_log(&self, tenant: &TenantId) -> Result<ChainReport> {
+        let rows = sqlx::query_as::<_, EntryRow>(&format!(
+            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? ORDER BY seq"
+        ))
+        .bind(tenant.as_str())
+        .fetch_all(self.store.pool())
+        .await?;
+        let mut prev = GENESIS.to_string();
+        let mut n = 0u64;
+        for r in rows {
+            let e = entry_from_row(r);
+            n += 1;
+            if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
+                return Ok(ChainReport { entries: n, ok: false, first_broken: Some(e.seq) });
+            }
+            prev = e.hash;
+        }
+        Ok(ChainReport { entries: n, ok: true, first_broken: None })
+    }
+}

@@ -1,0 +1,630 @@
+//! Brain governance (SPEC §9): writeback envelopes become proposals; proposals are decided.
+//!
+//! Guarantees: every proposal keeps a decision trail (proposed, parked, accepted, rejected;
+//! who, when, because); `because` is required for every decision; a reject applies at once;
+//! a human reviewer's accept canonizes the claim into the tenant's beliefs exactly once; an
+//! agent's accept never canonizes, it parks for a human and returns an approval id.
+
+use chrono::{DateTime, Duration, Utc};
+use policy::{ActionRequest, ApprovalHandle, DecisionInput, EngineVerdict, Envelope, Money};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::sqlite::SqliteConnection;
+
+use crate::Gateway;
+use crate::activity::{self, Kind, NewEntry};
+use crate::approvals::{self, Approval, Human};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::keys::Subject;
+use crate::pipeline::{self, ActionResponse, Disposition};
+
+/// The MCP/HTTP tool name an agent's accept is parked under.
+pub const DECIDE_TOOL: &str = "naive_brain_decide_proposal";
+const MAX_CLAIMS: usize = 100;
+const MAX_CLAIM_BYTES: usize = 8 * 1024;
+const MAX_LABEL_LEN: usize = 200;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WritebackInput {
+    pub run_id: String,
+    pub source: String,
+    pub claims: Vec<ClaimInput>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimInput {
+    pub object_type: String,
+    pub content: Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    Pending,
+    Parked,
+    Accepted,
+    Rejected,
+}
+
+impl ProposalStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::Parked => "parked",
+            ProposalStatus::Accepted => "accepted",
+            ProposalStatus::Rejected => "rejected",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ProposalStatus> {
+        [ProposalStatus::Pending, ProposalStatus::Parked, ProposalStatus::Accepted, ProposalStatus::Rejected]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Accept,
+    Reject,
+}
+
+/// Who decides a proposal.
+#[derive(Clone, Debug)]
+pub enum Decider {
+    Human(Human),
+    Agent(Subject),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub id: String,
+    pub writeback_id: String,
+    pub run_id: String,
+    pub object_type: String,
+    pub content: Value,
+    pub status: ProposalStatus,
+    pub approval_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub trail: Vec<approvals::TrailStep>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Writeback {
+    pub id: String,
+    pub profile_id: ProfileId,
+    pub run_id: String,
+    pub source: String,
+    pub envelope: Value,
+    pub received_at: DateTime<Utc>,
+    pub proposals: Vec<Proposal>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ProposalQuery {
+    pub status: Option<ProposalStatus>,
+    pub object_type: Option<String>,
+    pub run_id: Option<String>,
+    pub limit: Option<i64>,
+}
+
+fn label(v: &str, field: &str) -> Result<String> {
+    let v = v.trim();
+    if v.is_empty() || v.chars().count() > MAX_LABEL_LEN {
+        return Err(Error::invalid(
+            "invalid_writeback",
+            format!("`{field}` must be 1 to {MAX_LABEL_LEN} characters"),
+        ));
+    }
+    Ok(v.to_string())
+}
+
+fn because(b: &str) -> Result<String> {
+    let b = b.trim();
+    if b.is_empty() {
+        return Err(Error::invalid("because_required", "a decision needs `because`: say why, for the trail"));
+    }
+    if b.chars().count() > approvals::MAX_REASON_LEN {
+        return Err(Error::invalid(
+            "because_too_long",
+            format!("`because` is at most {} characters", approvals::MAX_REASON_LEN),
+        ));
+    }
+    Ok(b.to_string())
+}
+
+async fn trail(
+    c: &mut SqliteConnection,
+    proposal: &str,
+    actor: &str,
+    step: &str,
+    because: Option<&str>,
+) -> Result<()> {
+    sqlx::query("INSERT INTO proposal_trail (proposal_id, at, actor, step, because) VALUES (?, ?, ?, ?, ?)")
+        .bind(proposal)
+        .bind(Utc::now())
+        .bind(actor)
+        .bind(step)
+        .bind(because)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
+const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
+
+fn from_row(r: ProposalRow) -> Proposal {
+    Proposal {
+        id: r.0,
+        writeback_id: r.1,
+        run_id: r.2,
+        object_type: r.3,
+        content: serde_json::from_str(&r.4).unwrap_or(Value::Null),
+        status: ProposalStatus::parse(&r.5).unwrap_or(ProposalStatus::Pending),
+        approval_id: r.6,
+        created_at: r.7,
+        trail: Vec::new(),
+    }
+}
+
+/// The proposal an approval would canonize, with the agent's `because`.
+pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
+    (a.action == DECIDE_TOOL).then(|| {
+        let s = |k: &str| a.args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        (s("proposal_id"), s("because"))
+    })
+}
+
+impl Gateway {
+    /// Accepts a writeback envelope: each claim becomes a pending proposal. Governed by the
+    /// kit like any brain tool; a refusal comes back as the envelope.
+    pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
+        let run_id = label(&input.run_id, "run_id")?;
+        let source = label(&input.source, "source")?;
+        if input.claims.is_empty() || input.claims.len() > MAX_CLAIMS {
+            return Err(Error::invalid(
+                "invalid_writeback",
+                format!("a writeback carries 1 to {MAX_CLAIMS} claims"),
+            ));
+        }
+        for (i, c) in input.claims.iter().enumerate() {
+            let t = &c.object_type;
+            if t.is_empty() || t.len() > 40 || !t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                return Err(Error::invalid(
+                    "invalid_writeback",
+                    format!(
+                        "claims[{i}].object_type must be a lowercase word such as fact, entity, preference or skill"
+                    ),
+                ));
+            }
+            if c.content.is_null() || c.content.to_string().len() > MAX_CLAIM_BYTES {
+                return Err(Error::invalid(
+                    "invalid_writeback",
+                    format!("claims[{i}].content must be present and at most {MAX_CLAIM_BYTES} bytes"),
+                ));
+            }
+        }
+        if let Some(refused) = self.gate(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
+            return Ok(refused);
+        }
+        let envelope = serde_json::to_value(&input).expect("input serializes");
+        let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
+        let (wid, entries) = self
+            .writer
+            .run(move |c| {
+                Box::pin(async move {
+                    let now = Utc::now();
+                    sqlx::query("INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                        .bind(&id)
+                        .bind(s.tenant.as_str())
+                        .bind(s.profile.as_str())
+                        .bind(&run_id)
+                        .bind(&source)
+                        .bind(envelope.to_string())
+                        .bind(now)
+                        .execute(&mut *c)
+                        .await?;
+                    let mut ids = Vec::new();
+                    for claim in &input.claims {
+                        let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
+                        sqlx::query("INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)")
+                            .bind(&pid)
+                            .bind(s.tenant.as_str())
+                            .bind(&id)
+                            .bind(&run_id)
+                            .bind(&claim.object_type)
+                            .bind(claim.content.to_string())
+                            .bind(now)
+                            .execute(&mut *c)
+                            .await?;
+                        trail(c, &pid, s.profile.as_str(), "proposed", None).await?;
+                        ids.push(pid);
+                    }
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
+                            .profile(&s.profile)
+                            .action("brain.writeback")
+                            .verdict("allow")
+                            .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
+                    )
+                    .await?;
+                    Ok((id, vec![e]))
+                })
+            })
+            .await?;
+        self.bus.publish(entries);
+        let wb = self.writeback(&subject.tenant, &wid).await?;
+        Ok(ActionResponse {
+            disposition: Disposition::Executed,
+            body: json!({ "ok": true, "writeback": wb }),
+            replayed: false,
+        })
+    }
+
+    /// Decides whether `subject` may use `tool` at all right now, without reserving anything
+    /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
+    pub(crate) async fn gate(
+        &self,
+        subject: &Subject,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Option<ActionResponse>> {
+        let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
+        let links = self.links(&subject.tenant, &subject.profile).await?;
+        let request = ActionRequest {
+            tool: &spec,
+            amount: Money::ZERO,
+            recipient: None,
+            merchant: None,
+            toolkit: None,
+        };
+        let d = policy::evaluate(&DecisionInput {
+            subject: links[0].status,
+            kit: &links[0].kit,
+            action: request,
+            budgets: &[],
+            company_credit: Money::MAX,
+        });
+        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
+        let (s, name, digest, kit) =
+            (subject.clone(), spec.name.clone(), pipeline::digest(args), links[0].kit.clone());
+        let (env, entries) = self
+            .writer
+            .run(move |c| {
+                Box::pin(async move {
+                    let repeat = pipeline::count_repeat(c, &s.profile, &name, &digest).await?;
+                    let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
+                            .profile(&s.profile)
+                            .action(&name)
+                            .verdict("deny")
+                            .kit_version(kit.version.0)
+                            .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
+                    )
+                    .await?;
+                    Ok((env, vec![e]))
+                })
+            })
+            .await?;
+        self.bus.publish(entries);
+        Ok(Some(ActionResponse {
+            disposition: Disposition::Refused,
+            body: serde_json::to_value(env).expect("serializes"),
+            replayed: false,
+        }))
+    }
+
+    pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
+        let rows = sqlx::query_as::<_, ProposalRow>(&format!(
+            "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR object_type = ?3) \
+             AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
+        ))
+        .bind(tenant.as_str())
+        .bind(q.status.map(ProposalStatus::as_str))
+        .bind(&q.object_type)
+        .bind(&q.run_id)
+        .bind(q.limit.unwrap_or(100).clamp(1, 500))
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows.into_iter().map(from_row).collect())
+    }
+
+    /// One proposal with its decision trail.
+    pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
+        let mut p = sqlx::query_as::<_, ProposalRow>(&format!(
+            "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?"
+        ))
+        .bind(tenant.as_str())
+        .bind(id)
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(from_row)
+        .ok_or(Error::NotFound { what: "proposal" })?;
+        let steps: Vec<(DateTime<Utc>, String, String, Option<String>)> = sqlx::query_as(
+            "SELECT at, actor, step, because FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
+        )
+        .bind(id)
+        .fetch_all(self.store.pool())
+        .await?;
+        p.trail = steps
+            .into_iter()
+            .map(|(at, actor, step, note)| approvals::TrailStep { at, actor, step, note })
+            .collect();
+        Ok(p)
+    }
+
+    pub async fn writebacks(&self, tenant: &TenantId, limit: Option<i64>) -> Result<Vec<Writeback>> {
+        let rows: Vec<(String, String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?",
+        )
+        .bind(tenant.as_str())
+        .bind(limit.unwrap_or(100).clamp(1, 500))
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, profile, run_id, source, envelope, received_at)| Writeback {
+                id,
+                profile_id: ProfileId::from_db(profile),
+                run_id,
+                source,
+                envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
+                received_at,
+                proposals: Vec::new(),
+            })
+            .collect())
+    }
+
+    /// One writeback envelope and every proposal it carried.
+    pub async fn writeback(&self, tenant: &TenantId, id: &str) -> Result<Writeback> {
+        let (id, profile, run_id, source, envelope, received_at): (String, String, String, String, String, DateTime<Utc>) = sqlx::query_as(
+            "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? AND id = ?",
+        )
+        .bind(tenant.as_str())
+        .bind(id)
+        .fetch_optional(self.store.pool())
+        .await?
+        .ok_or(Error::NotFound { what: "writeback" })?;
+        let proposals = sqlx::query_as::<_, ProposalRow>(&format!(
+            "SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id"
+        ))
+        .bind(&id)
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(Writeback {
+            id,
+            profile_id: ProfileId::from_db(profile),
+            run_id,
+            source,
+            envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
+            received_at,
+            proposals: proposals.into_iter().map(from_row).collect(),
+        })
+    }
+
+    /// Decides a proposal. Reject applies at once; a human's accept canonizes; an agent's
+    /// accept parks for a human and answers with the approval to poll.
+    pub async fn decide_proposal(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        by: &Decider,
+        decision: Decision,
+        because_text: &str,
+    ) -> Result<ActionResponse> {
+        let because = because(because_text)?;
+        let p = self.proposal(tenant, id).await?;
+        if let Decider::Agent(s) = by {
+            if &s.tenant != tenant {
+                return Err(Error::NotFound { what: "proposal" });
+            }
+            if let Some(refused) =
+                self.gate(s, DECIDE_TOOL, &json!({ "proposal_id": id, "decision": decision })).await?
+            {
+                return Ok(refused);
+            }
+        }
+        if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::Parked) {
+            return Err(Error::Conflict {
+                code: "proposal_already_decided",
+                message: format!("this proposal is already {}", p.status.as_str()),
+            });
+        }
+        let actor = match by {
+            Decider::Human(h) => h.username.clone(),
+            Decider::Agent(s) => s.profile.to_string(),
+        };
+        match (decision, by) {
+            (Decision::Reject, _) => {
+                let (t, pid, a, b) = (tenant.clone(), p.id.clone(), actor.clone(), because.clone());
+                let entries = self
+                    .writer
+                    .run(move |c| {
+                        Box::pin(async move {
+                            let changed = sqlx::query("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')")
+                                .bind(&pid)
+                                .execute(&mut *c)
+                                .await?
+                                .rows_affected();
+                            if changed == 0 {
+                                return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
+                            }
+                            trail(c, &pid, &a, "rejected", Some(&b)).await?;
+                            // A parked accept waiting on a human is moot now.
+                            sqlx::query("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'proposal rejected' \
+                                         WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?")
+                                .bind(&a)
+                                .bind(Utc::now())
+                                .bind(DECIDE_TOOL)
+                                .bind(&pid)
+                                .execute(&mut *c)
+                                .await?;
+                            Ok(vec![
+                                activity::append(
+                                    c,
+                                    NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
+                                )
+                                .await?,
+                            ])
+                        })
+                    })
+                    .await?;
+                self.bus.publish(entries);
+                Ok(ActionResponse {
+                    disposition: Disposition::Executed,
+                    body: json!({ "ok": true, "proposal": self.proposal(tenant, id).await? }),
+                    replayed: false,
+                })
+            }
+            (Decision::Accept, Decider::Human(h)) => {
+                self.canonize(tenant, &p.id, &h.username, &because).await
+            }
+            (Decision::Accept, Decider::Agent(s)) => self.park_accept(s, &p, &because).await,
+        }
+    }
+
+    async fn park_accept(&self, s: &Subject, p: &Proposal, because: &str) -> Result<ActionResponse> {
+        if p.status == ProposalStatus::Parked {
+            return Err(Error::Conflict {
+                code: "proposal_already_parked",
+                message: "an accept for this proposal already waits for a human; poll its approval".into(),
+            });
+        }
+        let links = self.links(&s.tenant, &s.profile).await?;
+        let ttl = Duration::seconds(self.config.approval_ttl_secs);
+        let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
+        let (env, entries) = self
+            .writer
+            .run(move |c| {
+                Box::pin(async move {
+                    let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
+                    let now = Utc::now();
+                    let expires = now + ttl;
+                    let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
+                    sqlx::query(
+                        "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
+                         VALUES (?, ?, ?, NULL, ?, ?, ?, 0, ?, ?, 'agent_accept_requires_human', 'pending', ?, ?)",
+                    )
+                    .bind(&approval)
+                    .bind(s2.tenant.as_str())
+                    .bind(s2.profile.as_str())
+                    .bind(DECIDE_TOOL)
+                    .bind(args.to_string())
+                    .bind(pipeline::digest(&args))
+                    .bind(&kit.name)
+                    .bind(i64::from(kit.version.0))
+                    .bind(now)
+                    .bind(expires)
+                    .execute(&mut *c)
+                    .await?;
+                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b)).await?;
+                    sqlx::query("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'")
+                        .bind(&approval)
+                        .bind(&pid)
+                        .execute(&mut *c)
+                        .await?;
+                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b)).await?;
+                    let env = Envelope::park_for(
+                        DECIDE_TOOL,
+                        "agent_accept_requires_human",
+                        "Accepting a proposal canonizes it into the company's beliefs, so a human reviewer must decide".into(),
+                        ApprovalHandle { approval_id: approval.clone(), expires_at: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) },
+                    );
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s2.tenant, s2.profile.as_str(), Kind::Park)
+                            .profile(&s2.profile)
+                            .action(DECIDE_TOOL)
+                            .verdict("park")
+                            .kit_version(kit.version.0)
+                            .detail(json!({ "approval_id": approval, "proposal_id": pid })),
+                    )
+                    .await?;
+                    Ok((env, vec![e]))
+                })
+            })
+            .await?;
+        self.bus.publish(entries);
+        Ok(ActionResponse {
+            disposition: Disposition::Parked,
+            body: serde_json::to_value(env).expect("serializes"),
+            replayed: false,
+        })
+    }
+
+    /// Turns a proposal into a belief, once.
+    pub(crate) async fn canonize(
+        &self,
+        tenant: &TenantId,
+        proposal: &str,
+        actor: &str,
+        because: &str,
+    ) -> Result<ActionResponse> {
+        let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
+        let (belief, entries) = self
+            .writer
+            .run(move |c| {
+                Box::pin(async move {
+                    let row: Option<(String, String)> = sqlx::query_as(
+                        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked')",
+                    )
+                    .bind(&pid)
+                    .bind(t.as_str())
+                    .fetch_optional(&mut *c)
+                    .await?;
+                    let Some((object_type, content)) = row else {
+                        return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was already decided".into() });
+                    };
+                    let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
+                    sqlx::query("INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+                        .bind(&belief)
+                        .bind(t.as_str())
+                        .bind(&pid)
+                        .bind(&object_type)
+                        .bind(&content)
+                        .bind(Utc::now())
+                        .execute(&mut *c)
+                        .await?;
+                    sqlx::query("UPDATE proposals SET status = 'accepted' WHERE id = ?").bind(&pid).execute(&mut *c).await?;
+                    trail(c, &pid, &a, "accepted", Some(&b)).await?;
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
+                    )
+                    .await?;
+                    Ok((belief, vec![e]))
+                })
+            })
+            .await?;
+        self.bus.publish(entries);
+        Ok(ActionResponse {
+            disposition: Disposition::Executed,
+            body: json!({ "ok": true, "belief_id": belief, "proposal": self.proposal(tenant, proposal).await? }),
+            replayed: false,
+        })
+    }
+
+    /// The tenant's canonized beliefs, newest first.
+    pub async fn beliefs(&self, tenant: &TenantId) -> Result<Vec<(String, String, Value)>> {
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT id, object_type, content FROM beliefs WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT 500")
+                .bind(tenant.as_str())
+                .fetch_all(self.store.pool())
+                .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(i, t, c)| (i, t, serde_json::from_str(&c).unwrap_or(Value::Null)))
+            .collect())
+    }
+}
+
+fn request_for(spec: &policy::ToolSpec) -> ActionRequest<'_> {
+    ActionRequest { tool: spec, amount: Money::ZERO, recipient: None, merchant: None, toolkit: None }
+}

@@ -1,0 +1,80 @@
+//! The in-process event bus that feeds live subscribers (SSE, the console feed).
+//!
+//! Bounded: it keeps the last [`BUS_CAPACITY`] events. Writers never wait for readers; a
+//! subscriber that falls further behind than that gets one [`BusItem::Lagged`] marker and its
+//! subscription ends, so it can reconnect and resume from the log by event id. Event ids are
+//! the activity log's sequence numbers, so they increase and survive restarts.
+
+use tokio::sync::broadcast;
+
+use crate::activity::Entry;
+use crate::ids::TenantId;
+
+/// Events kept for slow subscribers before they are dropped.
+pub const BUS_CAPACITY: usize = 1_024;
+
+#[derive(Clone, Debug)]
+pub struct Bus {
+    tx: broadcast::Sender<Entry>,
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Bus { tx: broadcast::channel(BUS_CAPACITY).0 }
+    }
+}
+
+/// What a subscription yields.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BusItem {
+    Event(Entry),
+    /// The subscriber fell behind by `missed` events and is being dropped.
+    Lagged {
+        missed: u64,
+    },
+}
+
+impl Bus {
+    /// Publishes committed entries. Never blocks.
+    pub fn publish(&self, entries: impl IntoIterator<Item = Entry>) {
+        for e in entries {
+            // No subscribers is fine.
+            let _ = self.tx.send(e);
+        }
+    }
+
+    /// A subscription to one tenant's events.
+    pub fn subscribe(&self, tenant: TenantId) -> Subscription {
+        Subscription { rx: self.tx.subscribe(), tenant, done: false }
+    }
+
+    pub fn subscribers(&self) -> usize {
+        self.tx.receiver_count()
+    }
+}
+
+pub struct Subscription {
+    rx: broadcast::Receiver<Entry>,
+    tenant: TenantId,
+    done: bool,
+}
+
+impl Subscription {
+    /// The next event of this tenant, a final `Lagged`, or `None` when the bus closed.
+    pub async fn next(&mut self) -> Option<BusItem> {
+        if self.done {
+            return None;
+        }
+        loop {
+            match self.rx.recv().await {
+                Ok(e) if e.tenant_id == self.tenant => return Some(BusItem::Event(e)),
+                Ok(_) => continue,
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    self.done = true;
+                    return Some(BusItem::Lagged { missed });
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Holds, running balances and ledger entries (SPEC §6), in the style of TigerBeetle.
+//!
+//! Every profile has one budget account holding the running totals (posted, pending) of
+//! itself and all of its sub-agents, so a parent's account is the pool its sub-agents share.
+//! A hold reserves its cost on the acting profile's account and on every ancestor's, plus
+//! its platform-credit part on the tenant's credit. A hold is `pending` and ends exactly once
+//! as `posted` (at most the held amount), `voided` or `expired`: the ending update only
+//! matches a pending hold, and a second ending is an error, not a second release.
+//! Every change writes one ledger entry per account touched, so the entries always sum to the
+//! running totals. These functions run inside a writer job, so the reads and updates of a
+//! reservation have nothing in between.
+
+use chrono::{DateTime, Utc};
+use policy::{BudgetView, Kit, Money};
+use serde::{Deserialize, Serialize};
+use sqlx::sqlite::SqliteConnection;
+
+use crate::Gateway;
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldEnd {
+    Posted,
+    Voided,
+    Expired,
+}
+
+impl HoldEnd {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HoldEnd::Posted => "posted",
+            HoldEnd::Voided => "voided",
+            HoldEnd::Expired => "expired",
+        }
+    }
+    const fn entry_kind(self) -> &'static str {
+        match self {
+            HoldEnd::Posted => "post",
+            HoldEnd::Voided => "void",
+            HoldEnd::Expired => "expire",
+        }
+    }
+}
+
+/// A reservation to make.
+#[derive(Clone, Debug)]
+pub struct NewHold {
+    pub tenant: TenantId,
+    /// The acting profile first, then each ancestor up to the root.
+    pub chain: Vec<ProfileId>,
+    pub action: String,
+    pub amount: Money,
+    pub credit: Money,
+    pub kit_version: u32,
+}
+
+/// An account's running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub posted: Money,
+    pub pending: Money,
+}
+
+/// The running totals of each account in `chain`, in order.
+pub(crate) async fn totals(conn: &mut SqliteConnection, chain: &[ProfileId]) -> Result<Vec<Totals>> {
+    let mut out = Vec::with_capacity(chain.len());
+    for p in chain {
+        let (posted, pending): (i64, i64) =
+            sqlx::query_as("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?")
+                .bind(p.as_str())
+                .fetch_optional(&mut *conn)
+                .await?
+                .unwrap_or((0, 0));
+        out.push(Totals { posted: money(posted), pending: money(pending) });
+    }
+    Ok(out)
+}
+
+/// The company's platform credit left: balance minus pending credit holds.
+pub(crate) async fn credit_available(conn: &mut SqliteConnection, tenant: &TenantId) -> Result<Money> {
+    let (balance, pending): (i64, i64) =
+        sqlx::query_as("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
+            .bind(tenant.as_str())
+            .fetch_one(&mut *conn)
+            .await?;
+    Ok(money(balance).saturating_sub(money(pending)))
+}
+
+/// Budget views for the engine: each account's totals with the caps of that level's kit.
+pub fn views(totals: &[Totals], kits: &[&Kit]) -> Vec<BudgetView> {
+    totals.iter().zip(kits).map(|(t, k)| BudgetView::from_kit(k, t.posted, t.pending)).collect()
+}
+
+fn money(units: i64) -> Money {
+    Money::from_units(units).expect("balances are never negative (CHECK constraint)")
+}
+
+/// Reserves a hold. The caller has already decided, on totals read in this same job.
+pub(crate) async fn reserve(conn: &mut SqliteConnection, h: &NewHold) -> Result<String> {
+    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
+    let now = Utc::now();
+    sqlx::query(
+        "INSERT INTO holds (id, tenant_id, profile_id, action, amount_units, credit_units, kit_version, status, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+    )
+    .bind(&id)
+    .bind(h.tenant.as_str())
+    .bind(h.chain[0].as_str())
+    .bind(&h.action)
+    .bind(h.amount.units())
+    .bind(h.credit.units())
+    .bind(i64::from(h.kit_version))
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    for account in &h.chain {
+        move_balance(
+            conn,
+            &h.tenant,
+            account,
+            &id,
+            &h.action,
+            h.kit_version,
+            "hold",
+            h.amount.units(),
+            0,
+            now,
+        )
+        .await?;
+    }
+    sqlx::query("UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?")
+        .bind(h.credit.units())
+        .bind(h.tenant.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(id)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn move_balance(
+    conn: &mut SqliteConnection,
+    tenant: &TenantId,
+    account: &ProfileId,
+    hold: &str,
+    action: &str,
+    kit_version: u32,
+    kind: &str,
+    pending_delta: i64,
+    posted_delta: i64,
+    at: DateTime<Utc>,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
+    )
+    .bind(pending_delta)
+    .bind(posted_delta)
+    .bind(account.as_str())
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(tenant.as_str())
+    .bind(account.as_str())
+    .bind(hold)
+    .bind(action)
+    .bind(i64::from(kit_version))
+    .bind(kind)
+    .bind(pending_delta)
+    .bind(posted_delta)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The acting profile and its ancestors, nearest first.
+pub(crate) async fn chain_of(conn: &mut SqliteConnection, profile: &ProfileId) -> Result<Vec<ProfileId>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "WITH RECURSIVE chain(id, parent, depth) AS ( \
+           SELECT id, parent_id, 0 FROM agent_profiles WHERE id = ? \
+           UNION ALL SELECT p.id, p.parent_id, c.depth + 1 FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+         SELECT id FROM chain ORDER BY depth",
+    )
+    .bind(profile.as_str())
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(ids.into_iter().map(ProfileId::from_db).collect())
+}
+
+/// Ends a pending hold exactly once. `posted` is what is posted (clamped to the held
+/// amount) for [`HoldEnd::Posted`], and ignored otherwise. Returns the amount posted.
+pub(crate) async fn end(
+    conn: &mut SqliteConnection,
+    hold: &str,
+    how: HoldEnd,
+    posted: Money,
+) -> Result<Money> {
+    let row: Option<(String, String, String, i64, i64, i64)> = sqlx::query_as(
+        "SELECT tenant_id, profile_id, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
+    )
+    .bind(hold)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((tenant, profile, action, amount, credit, kit_version)) = row else {
+        return Err(Error::Conflict {
+            code: "hold_already_ended",
+            message: format!("hold {hold} has already ended"),
+        });
+    };
+    let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
+    let now = Utc::now();
+    let changed = sqlx::query(
+        "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(how.as_str())
+    .bind(posted_units)
+    .bind(now)
+    .bind(hold)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    // The status guard makes a second ending impossible; assert it where it holds.
+    assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
+    let tenant = TenantId::from_db(tenant);
+    let kit_version = u32::try_from(kit_version).unwrap_or(0);
+    for account in chain_of(conn, &ProfileId::from_db(profile)).await? {
+        move_balance(
+            conn,
+            &tenant,
+            &account,
+            hold,
+            &action,
+            kit_version,
+            how.entry_kind(),
+            -amount,
+            posted_units,
+            now,
+        )
+        .await?;
+    }
+    // Platform credit is consumed in proportion to what was posted; the rest is released.
+    let credit_posted = if amount == 0 { 0 } else { credit * posted_units / amount };
+    sqlx::query("UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?")
+        .bind(credit)
+        .bind(credit_posted)
+        .bind(tenant.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(money(posted_units))
+}
+
+/// One account's spend, for the budget view and the console.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    pub profile: ProfileId,
+    pub totals: Totals,
+    pub hard_cap: Option<Money>,
+    pub soft_cap: Option<Money>,
+    /// The shared pools above this profile, nearest first.
+    pub pools: Vec<(ProfileId, Totals, Option<Money>)>,
+}
+
+/// What a consistency check found wrong, if anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InvariantReport {
+    pub violations: Vec<String>,
+}
+
+impl Gateway {
+    pub async fn budget(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Budget> {
+        let p = self.profile(tenant, profile).await?;
+        let mut conn = self.store.pool().acquire().await?;
+        let chain = chain_of(&mut conn, &p.id).await?;
+        let totals = totals(&mut conn, &chain).await?;
+        drop(conn);
+        let kits = self.effective_kits(tenant, &chain).await?;
+        Ok(Budget {
+            profile: p.id,
+            totals: totals[0],
+            hard_cap: kits[0].limits.budget.hard_cap,
+            soft_cap: kits[0].limits.budget.soft_cap,
+            pools: chain[1..]
+                .iter()
+                .zip(&totals[1..])
+                .zip(&kits[1..])
+                .map(|((id, t), k)| (id.clone(), *t, k.limits.budget.hard_cap))
+                .collect(),
+        })
+    }
+
+    /// Checks SPEC §6's invariants for a tenant: every account's entries sum to its running
+    /// totals, pending totals equal the open holds beneath it, posted + pending stays within
+    /// each hard cap, and no hold has more than one ending entry per account.
+    pub async fn check_ledger(&self, tenant: &TenantId) -> Result<InvariantReport> {
+        let pool = self.store.pool();
+        let mut v = Vec::new();
+        let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+            "SELECT a.profile_id, a.posted_units, a.pending_units, \
+               COALESCE((SELECT SUM(posted_delta) FROM ledger_entries e WHERE e.account_id = a.profile_id), 0), \
+               COALESCE((SELECT SUM(pending_delta) FROM ledger_entries e WHERE e.account_id = a.profile_id), 0) \
+             FROM budget_accounts a WHERE a.tenant_id = ?",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(pool)
+        .await?;
+        for (account, posted, pending, sum_posted, sum_pending) in &rows {
+            if posted != sum_posted || pending != sum_pending {
+                v.push(format!(
+                    "{account}: totals {posted}/{pending} but entries sum to {sum_posted}/{sum_pending}"
+                ));
+            }
+            let id = ProfileId::from_db(account.clone());
+            let kits = self.effective_kits(tenant, &[id]).await?;
+            if let Some(cap) = kits[0].limits.budget.hard_cap
+                && posted + pending > cap.units()
+            {
+                v.push(format!(
+                    "{account}: posted {posted} + pending {pending} exceeds hard cap {}",
+                    cap.units()
+                ));
+            }
+        }
+        let twice: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT hold_id, account_id, COUNT(*) FROM ledger_entries WHERE tenant_id = ? AND kind != 'hold' \
+             GROUP BY hold_id, account_id HAVING COUNT(*) > 1",
+        )
+        .bind(tenant.as_str())
+        .fetch_all(pool)
+        .await?;
+        for (hold, account, n) in twice {
+            v.push(format!("hold {hold} ended {n} times on {account}"));
+        }
+        let (credit_pending, open_credit): (i64, i64) = sqlx::query_as(
+            "SELECT credit_pending_units, COALESCE((SELECT SUM(credit_units) FROM holds WHERE tenant_id = t.id AND status = 'pending'), 0) \
+             FROM tenants t WHERE id = ?",
+        )
+        .bind(tenant.as_str())
+        .fetch_one(pool)
+        .await?;
+        if credit_pending != open_credit {
+            v.push(format!("credit pending {credit_pending} but open holds reserve {open_credit}"));
+        }
+        Ok(InvariantReport { violations: v })
+    }
+}

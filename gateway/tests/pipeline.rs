@@ -1,0 +1,439 @@
+//! Black-box service tests of the governed pipeline, approvals, revoke, brain and the log.
+
+mod support;
+
+use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+use gateway::brain::{ClaimInput, Decider, Decision, ProposalStatus, WritebackInput};
+use gateway::pipeline::Disposition;
+use gateway::{Error, GatewayConfig, RuntimeState};
+use policy::{Money, SubjectStatus};
+use serde_json::json;
+use support::{World, world, world_with};
+
+const CARDS: &str = r#"{"name":"Cards","primitives":["cards","web","email","brain"],
+  "limits":{"budget":{"hard_cap":"100"},"approve":{"above":"25"}}}"#;
+
+fn approval_id(body: &serde_json::Value) -> String {
+    body["recovery"][0]["approval_id"].as_str().expect("a park carries an approval id").to_string()
+}
+
+#[tokio::test]
+async fn an_allowed_action_executes_posts_its_hold_and_is_logged() {
+    let w = world().await;
+    let a = w.agent("reader", "Default", None).await;
+    let r = w.call(&a, "web.read", json!({"url": "https://example.test"})).await;
+    assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
+    assert_eq!(r.body["cost"], "0.0025");
+    assert!(r.body["result"]["text"].as_str().unwrap().contains("Sandbox page"));
+    let b = w.gw.budget(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!(b.totals.posted, Money::units_const(25));
+    assert_eq!(b.totals.pending, Money::ZERO);
+    let t = w.gw.tenant(&w.tenant).await.unwrap();
+    assert_eq!(t.credit, Money::dollars(100).checked_sub(Money::units_const(25)).unwrap());
+    let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
+    assert_eq!(log[0].kind, "action");
+    assert_eq!(log[0].amount, Some(Money::units_const(25)));
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn a_hard_cap_denies_and_stops_the_runtime() {
+    let w = world().await;
+    w.kit(r#"{"name":"Tiny","primitives":["web"],"limits":{"budget":{"hard_cap":"0.01"}}}"#).await;
+    let a = w.agent("reader", "Tiny", None).await;
+    for i in 0..4 {
+        assert_eq!(
+            w.call(&a, "web.read", json!({"url": format!("u{i}")})).await.disposition,
+            Disposition::Executed
+        );
+    }
+    let r = w.call(&a, "web.read", json!({"url": "u5"})).await;
+    assert_eq!(r.disposition, Disposition::Refused);
+    assert_eq!(r.body["reason"], "budget_exceeded");
+    let p = w.gw.profile(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!(p.runtime, RuntimeState::Stopped);
+    assert_eq!(p.runtime_reason.as_deref(), Some("budget_exhausted"));
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_any_write() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    let before = (w.count("holds").await, w.count("activity").await, w.count("ledger_entries").await);
+    let cases = [
+        ("warp.drive", json!({}), "unknown_action"),
+        ("cards.charge", json!({"amount": "1.00001"}), "invalid_amount"),
+        ("cards.charge", json!({"amount": "-3"}), "invalid_amount"),
+        ("cards.charge", json!({"amount": 2.5}), "invalid_amount"),
+        ("web.read", json!({"blob": "x".repeat(20_000)}), "args_too_large"),
+        ("web.read", json!(["not", "an", "object"]), "invalid_args"),
+    ];
+    for (action, args, code) in cases {
+        let err = w.call_idem(&a, action, args, None).await.unwrap_err();
+        assert_eq!(err.code(), code, "{action}");
+    }
+    let err =
+        w.gw.perform(gateway::pipeline::ActionCall {
+            token: "nv_bad".into(),
+            action: "web.read".into(),
+            args: json!({}),
+            idempotency_key: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated { .. }));
+    assert_eq!(before, (w.count("holds").await, w.count("activity").await, w.count("ledger_entries").await));
+}
+
+#[tokio::test]
+async fn idempotency_returns_the_first_result_without_a_second_effect() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let args = json!({"amount": "5.00", "merchant": "acme"});
+    let first = w.call_idem(&a, "cards.charge", args.clone(), Some("k1")).await.unwrap();
+    let second = w.call_idem(&a, "cards.charge", args.clone(), Some("k1")).await.unwrap();
+    assert_eq!(first.disposition, Disposition::Executed);
+    assert!(second.replayed);
+    assert_eq!(first.body, second.body);
+    assert_eq!(w.gw.sandbox().calls(), 1);
+    assert_eq!(w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.posted, Money::dollars(5));
+    let err = w.call_idem(&a, "cards.charge", json!({"amount": "6.00"}), Some("k1")).await.unwrap_err();
+    assert_eq!(err.code(), "idempotency_key_reused");
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn a_connector_failure_is_unavailable_voids_the_hold_and_can_be_retried() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    w.gw.sandbox().fail_next(1);
+    let r = w.call_idem(&a, "email.send", json!({"to": "a@x.test"}), Some("e1")).await.unwrap();
+    assert_eq!(r.disposition, Disposition::Unavailable);
+    assert_eq!(r.body["retryable"], true);
+    assert_eq!(r.body["recovery"][0]["kind"], "retry_after");
+    let b = w.gw.budget(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!((b.totals.posted, b.totals.pending), (Money::ZERO, Money::ZERO));
+    let again = w.call_idem(&a, "email.send", json!({"to": "a@x.test"}), Some("e1")).await.unwrap();
+    assert_eq!(again.disposition, Disposition::Executed);
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn a_park_keeps_its_hold_and_approval_executes_that_exact_call_once() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let args = json!({"amount": "48.00", "merchant": "acme"});
+    let r = w.call(&a, "cards.charge", args.clone()).await;
+    assert_eq!(r.disposition, Disposition::Parked);
+    assert_eq!(r.body["recovery"][0]["on_expiry"], "deny");
+    let id = approval_id(&r.body);
+    assert_eq!(w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.pending, Money::dollars(48));
+
+    // The owner of the requesting profile may not decide.
+    let err = w.gw.approve(&w.tenant, &id, &w.owner, None).await.unwrap_err();
+    assert_eq!(err.code(), "requester_cannot_decide");
+
+    let done = w.gw.approve(&w.tenant, &id, &w.approver, Some("ok")).await.unwrap();
+    assert_eq!(done.disposition, Disposition::Executed);
+    // The result is for the bound arguments: the sandbox charge id is derived from them.
+    let again = w
+        .call(
+            &w.agent("buyer2", "Cards", None).await,
+            "cards.charge",
+            json!({"amount": "5.00", "merchant": "acme"}),
+        )
+        .await;
+    assert_ne!(done.body["result"]["charge_id"], again.body["result"]["charge_id"]);
+    let approval = w.gw.approval(&w.tenant, &id).await.unwrap();
+    assert_eq!(approval.status, ApprovalStatus::Approved);
+    assert_eq!(approval.args, args);
+    let steps: Vec<&str> = approval.trail.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(steps, ["requested", "approved", "executed"]);
+    let b = w.gw.budget(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!((b.totals.posted, b.totals.pending), (Money::dollars(48), Money::ZERO));
+
+    // Exactly once: a second approval of the same id is refused and nothing runs again.
+    let calls = w.gw.sandbox().calls();
+    assert_eq!(
+        w.gw.approve(&w.tenant, &id, &w.approver, None).await.unwrap_err().code(),
+        "approval_already_decided"
+    );
+    assert_eq!(w.gw.sandbox().calls(), calls);
+    // Approval is not permission: the same call again parks again.
+    let r2 = w.call(&a, "cards.charge", args).await;
+    assert_eq!(r2.disposition, Disposition::Parked);
+    assert_ne!(approval_id(&r2.body), id);
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn deny_needs_a_reason_and_voids_the_hold() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    assert_eq!(w.gw.deny(&w.tenant, &id, &w.approver, "  ").await.unwrap_err().code(), "reason_required");
+    let denied = w.gw.deny(&w.tenant, &id, &w.approver, "not this month").await.unwrap();
+    assert_eq!(denied.status, ApprovalStatus::Denied);
+    assert_eq!(denied.decision_reason.as_deref(), Some("not this month"));
+    assert_eq!(w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.pending, Money::ZERO);
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn expiry_turns_into_a_deny_and_voids_the_hold_with_no_traffic() {
+    let w = world_with(GatewayConfig { approval_ttl_secs: 0, ..Default::default() }).await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    let _sweeper = w.gw.start_sweeper();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let ap = w.gw.approval(&w.tenant, &id).await.unwrap();
+        if ap.status == ApprovalStatus::Expired {
+            assert_eq!(ap.trail.last().unwrap().step, "expired");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the sweeper did not expire the approval");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let holds: Vec<String> =
+        sqlx::query_scalar("SELECT status FROM holds").fetch_all(w.gw.store().pool()).await.unwrap();
+    assert_eq!(holds, ["expired"]);
+    assert_eq!(
+        w.gw.approve(&w.tenant, &id, &w.approver, None).await.unwrap_err().code(),
+        "approval_already_decided"
+    );
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let parent = w.agent("parent", "Cards", None).await;
+    let child = w.agent("child", "Cards", Some(&parent.profile)).await;
+    let grandchild = w.agent("grandchild", "Cards", Some(&child.profile)).await;
+    let other = w.agent("other", "Cards", None).await;
+    let id = approval_id(&w.call(&grandchild, "cards.charge", json!({"amount": "40"})).await.body);
+
+    let preview = w.gw.revoke_preview(&w.tenant, &child.profile).await.unwrap();
+    assert_eq!(preview.profiles, [child.profile.clone(), grandchild.profile.clone()]);
+    assert_eq!(preview.approvals_denied, [id.clone()]);
+    let report = w.gw.revoke_profile(&w.tenant, &child.profile, "owner").await.unwrap();
+    assert_eq!(report, preview);
+
+    for a in [&child, &grandchild] {
+        let p = w.gw.profile(&w.tenant, &a.profile).await.unwrap();
+        assert_eq!((p.status, p.runtime), (SubjectStatus::Revoked, RuntimeState::Stopped));
+        // Reads are refused too.
+        let r = w.call(a, "web.read", json!({"url": "x"})).await;
+        assert_eq!(r.body["reason"], "agent_profile_revoked");
+    }
+    assert_eq!(w.gw.approval(&w.tenant, &id).await.unwrap().status, ApprovalStatus::Denied);
+    assert_eq!(w.call(&parent, "web.read", json!({"url": "x"})).await.disposition, Disposition::Executed);
+    assert_eq!(w.call(&other, "web.read", json!({"url": "x"})).await.disposition, Disposition::Executed);
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn sub_agents_spend_from_the_parents_budget() {
+    let w = world().await;
+    w.kit(r#"{"name":"Pool","primitives":["cards"],"limits":{"budget":{"hard_cap":"50"}}}"#).await;
+    let parent = w.agent("parent", "Pool", None).await;
+    let child = w.agent("child", "Pool", Some(&parent.profile)).await;
+    assert_eq!(
+        w.call(&child, "cards.charge", json!({"amount": "30"})).await.disposition,
+        Disposition::Executed
+    );
+    let r = w.call(&parent, "cards.charge", json!({"amount": "25"})).await;
+    assert_eq!(r.body["reason"], "budget_exceeded", "{}", r.body);
+    assert_eq!(
+        w.call(&parent, "cards.charge", json!({"amount": "20"})).await.disposition,
+        Disposition::Executed
+    );
+    let r = w.call(&child, "cards.charge", json!({"amount": "0.01"})).await;
+    assert_eq!(r.body["reason"], "budget_exceeded");
+    let pb = w.gw.budget(&w.tenant, &parent.profile).await.unwrap();
+    assert_eq!(pb.totals.posted, Money::dollars(50));
+    let cb = w.gw.budget(&w.tenant, &child.profile).await.unwrap();
+    assert_eq!(cb.totals.posted, Money::dollars(30));
+    assert_eq!(cb.pools[0].1.posted, Money::dollars(50));
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
+async fn repeated_identical_refusals_escalate_on_the_third() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    for n in 1..=3 {
+        let r = w.call(&a, "brain.query", json!({"q": "x"})).await;
+        assert_eq!(r.body["repeat"], n);
+        if n == 3 {
+            assert_eq!(r.body["recovery"].as_array().unwrap().len(), 1);
+            assert_eq!(r.body["recovery"][0]["kind"], "escalate_to_human");
+        } else {
+            assert_eq!(r.body["recovery"][0]["kind"], "request_capability");
+        }
+    }
+    // A different argument digest counts separately.
+    assert_eq!(w.call(&a, "brain.query", json!({"q": "y"})).await.body["repeat"], 1);
+}
+
+#[tokio::test]
+async fn the_audit_chain_detects_an_edited_row() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    for i in 0..3 {
+        w.call(&a, "web.read", json!({"url": format!("u{i}")})).await;
+    }
+    let ok = w.gw.verify_log(&w.tenant).await.unwrap();
+    assert!(ok.ok && ok.entries >= 4, "{ok:?}");
+    let victim: i64 =
+        sqlx::query_scalar("SELECT seq FROM activity WHERE kind = 'action' ORDER BY seq LIMIT 1 OFFSET 1")
+            .fetch_one(w.gw.store().pool())
+            .await
+            .unwrap();
+    sqlx::query("UPDATE activity SET amount_units = 1 WHERE seq = ?")
+        .bind(victim)
+        .execute(w.gw.store().pool())
+        .await
+        .unwrap();
+    let broken = w.gw.verify_log(&w.tenant).await.unwrap();
+    assert!(!broken.ok);
+    assert_eq!(broken.first_broken, Some(victim));
+}
+
+#[tokio::test]
+async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("scribe", "Cards", None).await;
+    let wb =
+        w.gw.submit_writeback(
+            &a.subject,
+            WritebackInput {
+                run_id: "run-1".into(),
+                source: "meeting notes".into(),
+                claims: vec![
+                    ClaimInput { object_type: "fact".into(), content: json!({"text": "Acme pays net 30"}) },
+                    ClaimInput {
+                        object_type: "preference".into(),
+                        content: json!({"text": "CFO prefers email"}),
+                    },
+                ],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(wb.disposition, Disposition::Executed);
+    let props = w.gw.proposals(&w.tenant, &Default::default()).await.unwrap();
+    assert_eq!(props.len(), 2);
+    let fact = props.iter().find(|p| p.object_type == "fact").unwrap().id.clone();
+    let pref = props.iter().find(|p| p.object_type == "preference").unwrap().id.clone();
+
+    let err =
+        w.gw.decide_proposal(&w.tenant, &fact, &Decider::Agent(a.subject.clone()), Decision::Accept, "")
+            .await
+            .unwrap_err();
+    assert_eq!(err.code(), "because_required");
+    let parked = w
+        .gw
+        .decide_proposal(&w.tenant, &fact, &Decider::Agent(a.subject.clone()), Decision::Accept, "seen twice")
+        .await
+        .unwrap();
+    assert_eq!(parked.disposition, Disposition::Parked);
+    assert!(w.gw.beliefs(&w.tenant).await.unwrap().is_empty(), "an agent's accept never canonizes");
+    let id = approval_id(&parked.body);
+    w.gw.approve(&w.tenant, &id, &w.approver, None).await.unwrap();
+    let p = w.gw.proposal(&w.tenant, &fact).await.unwrap();
+    assert_eq!(p.status, ProposalStatus::Accepted);
+    let steps: Vec<(&str, Option<&str>)> =
+        p.trail.iter().map(|s| (s.step.as_str(), s.note.as_deref())).collect();
+    assert_eq!(steps, [("proposed", None), ("parked", Some("seen twice")), ("accepted", Some("seen twice"))]);
+    assert_eq!(w.gw.beliefs(&w.tenant).await.unwrap().len(), 1);
+
+    let human = Decider::Human(w.approver.clone());
+    let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();
+    assert_eq!(r.body["proposal"]["status"], "rejected");
+    assert_eq!(
+        w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Accept, "x").await.unwrap_err().code(),
+        "proposal_already_decided"
+    );
+    let filtered =
+        w.gw.proposals(
+            &w.tenant,
+            &gateway::brain::ProposalQuery { status: Some(ProposalStatus::Rejected), ..Default::default() },
+        )
+        .await
+        .unwrap();
+    assert_eq!(filtered.len(), 1);
+    assert_eq!(w.gw.writeback(&w.tenant, &props[0].writeback_id).await.unwrap().proposals.len(), 2);
+}
+
+#[tokio::test]
+async fn brain_is_refused_under_a_kit_without_it() {
+    let w = world().await;
+    let a = w.agent("scribe", "Default", None).await;
+    let r =
+        w.gw.submit_writeback(
+            &a.subject,
+            WritebackInput {
+                run_id: "r".into(),
+                source: "s".into(),
+                claims: vec![ClaimInput { object_type: "fact".into(), content: json!(1) }],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.disposition, Disposition::Refused);
+    assert_eq!(r.body["error"]["details"]["reason"], "primitive_disabled_by_kit");
+    assert_eq!(w.count("proposals").await, 0);
+}
+
+#[tokio::test]
+async fn no_read_crosses_tenants() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    let (other, _) = w.gw.create_tenant("Other", Money::ZERO, None).await.unwrap();
+    let o = &other.id;
+    assert!(matches!(w.gw.approval(o, &id).await, Err(Error::NotFound { .. })));
+    assert!(w.gw.approvals(o, &ApprovalQuery::default()).await.unwrap().is_empty());
+    assert!(matches!(w.gw.approve(o, &id, &w.approver, None).await, Err(Error::NotFound { .. })));
+    assert!(matches!(w.gw.deny(o, &id, &w.approver, "x").await, Err(Error::NotFound { .. })));
+    assert!(matches!(w.gw.budget(o, &a.profile).await, Err(Error::NotFound { .. })));
+    assert!(matches!(w.gw.keys(o, &a.profile).await, Err(Error::NotFound { .. })));
+    assert!(matches!(w.gw.revoke_preview(o, &a.profile).await, Err(Error::NotFound { .. })));
+    assert!(w.gw.log(o, &Default::default()).await.unwrap().is_empty());
+    assert!(w.gw.proposals(o, &Default::default()).await.unwrap().is_empty());
+    assert!(w.gw.writebacks(o, None).await.unwrap().is_empty());
+    assert_eq!(w.gw.verify_log(o).await.unwrap().entries, 0);
+}
+
+#[tokio::test]
+async fn keys_rotate_with_a_grace_period_and_revoke() {
+    let w: World = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    let (_, fresh) =
+        w.gw.rotate_key(&w.tenant, &a.profile, &a.subject.key, Some(3600), "owner").await.unwrap();
+    assert!(
+        w.gw.authenticate(&a.token).await.unwrap().is_some(),
+        "the old key works during the grace period"
+    );
+    assert!(w.gw.authenticate(&fresh.token).await.unwrap().is_some());
+    let (_, newer) = w.gw.rotate_key(&w.tenant, &a.profile, &fresh.id, None, "owner").await.unwrap();
+    assert!(
+        w.gw.authenticate(&fresh.token).await.unwrap().is_none(),
+        "without grace the old key stops at once"
+    );
+    w.gw.revoke_key(&w.tenant, &a.profile, &newer.id, "owner").await.unwrap();
+    assert!(w.gw.authenticate(&newer.token).await.unwrap().is_none());
+    let keys = w.gw.keys(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!(keys.len(), 3);
+    assert!(keys.iter().all(|k| !k.prefix.is_empty()));
+}

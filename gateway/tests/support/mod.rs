@@ -1,0 +1,104 @@
+//! A fresh gateway on a temporary SQLite file, with one tenant, kits and profiles to act as.
+#![allow(dead_code, reason = "each test file uses a different part of this helper")]
+
+use gateway::approvals::Human;
+use gateway::keys::Subject;
+use gateway::pipeline::{ActionCall, ActionResponse};
+use gateway::{Gateway, GatewayConfig, ProfileId, Role, TenantId, UserId};
+use policy::{Kit, Money};
+use serde_json::Value;
+
+pub struct World {
+    pub gw: Gateway,
+    pub tenant: TenantId,
+    pub owner: Human,
+    pub approver: Human,
+    pub _dir: tempfile::TempDir,
+}
+
+pub async fn world_with(config: GatewayConfig) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open_with(&format!("sqlite://{}/t.db", dir.path().display()), config).await.unwrap();
+    let (t, _) = gw.create_tenant("Acme", Money::dollars(100), None).await.unwrap();
+    let owner =
+        gw.create_user(&t.id, "owner", "owner-password", &[Role::Admin, Role::Approver]).await.unwrap();
+    let approver = gw.create_user(&t.id, "approver", "approver-password", &[Role::Approver]).await.unwrap();
+    World {
+        gw,
+        tenant: t.id,
+        owner: Human { user: owner.id, username: owner.username },
+        approver: Human { user: approver.id, username: approver.username },
+        _dir: dir,
+    }
+}
+
+pub async fn world() -> World {
+    world_with(GatewayConfig::default()).await
+}
+
+/// An agent: its profile, key token and subject.
+#[derive(Clone)]
+pub struct Agent {
+    pub profile: ProfileId,
+    pub token: String,
+    pub subject: Subject,
+}
+
+impl World {
+    pub async fn kit(&self, json: &str) -> String {
+        let kit = Kit::from_json(json).unwrap();
+        let name = kit.name.clone();
+        self.gw.save_kit(&self.tenant, kit, None, "test").await.unwrap();
+        name
+    }
+
+    pub async fn agent(&self, name: &str, kit: &str, parent: Option<&ProfileId>) -> Agent {
+        self.agent_owned(name, kit, parent, Some(&self.owner.user.clone())).await
+    }
+
+    pub async fn agent_owned(
+        &self,
+        name: &str,
+        kit: &str,
+        parent: Option<&ProfileId>,
+        owner: Option<&UserId>,
+    ) -> Agent {
+        let p = self.gw.create_profile(&self.tenant, name, owner, parent, kit).await.unwrap();
+        let (_, key) = self.gw.issue_key(&self.tenant, &p.id, "test").await.unwrap();
+        let subject = self.gw.authenticate(&key.token).await.unwrap().unwrap();
+        Agent { profile: p.id, token: key.token, subject }
+    }
+
+    pub async fn call(&self, a: &Agent, action: &str, args: Value) -> ActionResponse {
+        self.call_idem(a, action, args, None).await.unwrap()
+    }
+
+    pub async fn call_idem(
+        &self,
+        a: &Agent,
+        action: &str,
+        args: Value,
+        idem: Option<&str>,
+    ) -> gateway::Result<ActionResponse> {
+        self.gw
+            .perform(ActionCall {
+                token: a.token.clone(),
+                action: action.into(),
+                args,
+                idempotency_key: idem.map(String::from),
+            })
+            .await
+    }
+
+    pub async fn assert_ledger_ok(&self) {
+        let r = self.gw.check_ledger(&self.tenant).await.unwrap();
+        assert!(r.violations.is_empty(), "ledger invariants broken: {:#?}", r.violations);
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(self.gw.store().pool())
+            .await
+            .unwrap()
+    }
+}
