@@ -2,11 +2,11 @@
 import { PAGES, expect, test } from "./fixtures";
 
 const CONTENT: Record<string, string> = {
-  inbox: "Nothing is waiting for approval",
+  inbox: "servo motors",
   proposals: "No proposals yet",
   kits: "Procurement",
   spend: "procurement-bot",
-  activity: "No activity recorded yet",
+  activity: "chain verified",
   profiles: "receipts-clerk",
 };
 

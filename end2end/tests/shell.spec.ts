@@ -30,6 +30,20 @@ test.describe("console shell", () => {
     await expect(procurement).toContainText("raises hard cap from $40.00 to $50.00");
   });
 
+  test("the inbox lists the demo's parked card charge and the feed its activity", async ({ page }) => {
+    await page.goto("/");
+    const row = page.getByTestId("inbox-table").locator("tr", { hasText: "procurement-bot" });
+    await expect(row).toContainText("cards.charge");
+    await expect(row).toContainText("$30.00");
+    await expect(row).toContainText("soft_cap_crossed");
+    await page.goto("/activity");
+    await expect(page.getByTestId("chain-status")).toContainText("chain verified");
+    const feed = page.getByTestId("activity-table");
+    await expect(feed).toContainText("park");
+    await expect(feed).toContainText("deny");
+    await expect(feed).toContainText("research-crawler");
+  });
+
   test("the connection island hydrates and reacts to a click", async ({ page }) => {
     await page.goto("/");
     const indicator = page.getByTestId("connection");

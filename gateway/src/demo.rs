@@ -5,10 +5,12 @@
 //! database that holds real data, and a restart never seeds twice.
 
 use policy::{Kit, Money};
+use serde_json::json;
 
 use crate::Gateway;
 use crate::error::Result;
 use crate::ids::TenantId;
+use crate::keys::Subject;
 use crate::secrets;
 use crate::users::Role;
 
@@ -68,8 +70,35 @@ impl Gateway {
             self.create_profile(&tenant.id, "procurement-bot", Some(&admin.id), None, "Procurement").await?;
         self.create_profile(&tenant.id, "receipts-clerk", Some(&admin.id), Some(&buyer.id), "Procurement")
             .await?;
-        self.create_profile(&tenant.id, "support-mailer", Some(&admin.id), None, "Default").await?;
-        self.create_profile(&tenant.id, "research-crawler", None, None, "Default").await?;
+        let mailer =
+            self.create_profile(&tenant.id, "support-mailer", Some(&admin.id), None, "Default").await?;
+        let crawler = self.create_profile(&tenant.id, "research-crawler", None, None, "Default").await?;
+
+        // A little real traffic, so the inbox, spend and activity views have rows to show:
+        // reads and a mail that run, a card charge that runs, one that parks for approval, one
+        // refused by the merchant list, and a brain query the Default kit refuses.
+        let t = &tenant.id;
+        for (profile, action, args) in [
+            (&crawler.id, "web.read", json!({"url": "https://docs.example.test/pricing"})),
+            (&crawler.id, "web.read", json!({"url": "https://docs.example.test/terms"})),
+            (&mailer.id, "email.send", json!({"to": "customer@example.test", "subject": "Your ticket"})),
+            (&mailer.id, "brain.query", json!({"q": "refund policy"})),
+            (
+                &buyer.id,
+                "cards.charge",
+                json!({"amount": "12.00", "merchant": "acme-supplies", "memo": "cable ties"}),
+            ),
+            (
+                &buyer.id,
+                "cards.charge",
+                json!({"amount": "30.00", "merchant": "globex-parts", "memo": "servo motors"}),
+            ),
+            (&buyer.id, "cards.charge", json!({"amount": "5.00", "merchant": "unknown-shop"})),
+        ] {
+            let (key, _) = self.issue_key(t, profile, DEMO_ADMIN).await?;
+            let subject = Subject { tenant: t.clone(), profile: profile.clone(), key: key.id };
+            self.perform_as(&subject, action.to_string(), args, None).await?;
+        }
 
         tracing::info!(tenant = %tenant.id, "demo tenant seeded");
         Ok(Some(DemoCredentials {

@@ -47,6 +47,8 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     gateway: Gateway,
+    /// Expires overdue approvals and orphaned holds; stops when the application does.
+    _sweeper: gateway::approvals::SweeperHandle,
     /// Set when this start seeded the demo tenant.
     pub demo: Option<DemoCredentials>,
 }
@@ -73,7 +75,9 @@ impl Application {
             .site_addr(addr)
             .build();
         let router = router(AppState { leptos_options, gateway: gateway.clone() });
-        Ok(Application { listener, router, gateway, demo })
+        // The first sweep expires holds left pending by a previous process: nothing is in flight.
+        let _sweeper = gateway.start_sweeper();
+        Ok(Application { listener, router, gateway, _sweeper, demo })
     }
 
     pub fn local_addr(&self) -> SocketAddr {

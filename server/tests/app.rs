@@ -20,11 +20,11 @@ async fn healthz_reports_the_database() {
 async fn every_page_is_server_rendered_from_the_database() {
     let app = spawn_app().await;
     let pages = [
-        ("/", "Approval inbox", "4 of 4 agent profiles are active under 2 kits"),
+        ("/", "Approval inbox", "amount: 30.00 · memo: servo motors · merchant: globex-parts"),
         ("/proposals", "Proposals", "enabled in 0 of 2 kits"),
         ("/kits", "Kits", "raises hard cap from $40.00 to $50.00"),
         ("/spend", "Spend", "$50.00"),
-        ("/activity", "Activity", "4 agent profiles can act"),
+        ("/activity", "Activity", "chain verified"),
         ("/profiles", "Profiles", "receipts-clerk"),
     ];
     for (path, heading, content) in pages {

@@ -61,6 +61,63 @@ pub struct TenantOverview {
     pub brain_kits: usize,
 }
 
+/// A parked action waiting in the inbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InboxRow {
+    pub id: String,
+    pub agent: String,
+    pub action: String,
+    pub summary: String,
+    pub amount: Money,
+    pub kit: String,
+    pub reason: String,
+    pub requested_at: String,
+    pub expires_at: String,
+    pub seconds_left: i64,
+}
+
+/// One line of the activity log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityRow {
+    pub seq: i64,
+    pub at: String,
+    pub actor: String,
+    pub agent: Option<String>,
+    pub kind: String,
+    pub action: Option<String>,
+    pub verdict: Option<String>,
+    pub amount: Option<Money>,
+    pub kit_version: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityView {
+    pub rows: Vec<ActivityRow>,
+    pub chain_ok: bool,
+    pub chain_entries: u64,
+    pub first_broken: Option<i64>,
+}
+
+/// The arguments in one readable line: `merchant: acme · memo: cable ties`.
+pub fn summarize_args(args: &serde_json::Value) -> String {
+    const MAX_LEN: usize = 120;
+    let mut parts = Vec::new();
+    if let Some(obj) = args.as_object() {
+        for (k, v) in obj {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            parts.push(format!("{k}: {v}"));
+        }
+    }
+    let mut line = parts.join(" · ");
+    if line.chars().count() > MAX_LEN {
+        line = line.chars().take(MAX_LEN - 1).collect::<String>() + "…";
+    }
+    line
+}
+
 #[cfg(feature = "ssr")]
 mod session {
     use super::*;
@@ -180,5 +237,71 @@ pub async fn overview() -> Result<TenantOverview, ServerFnError> {
         active_profiles: profiles.iter().filter(|p| p.status == policy::SubjectStatus::Active).count(),
         kits: kits.len(),
         brain_kits: kits.iter().filter(|k| k.kit.primitives.contains(policy::Primitive::Brain)).count(),
+    })
+}
+
+#[server]
+pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+    let (gw, tenant, _) = require_session().await?;
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
+    let q = ApprovalQuery { status: Some(ApprovalStatus::Pending), ..Default::default() };
+    let now = chrono::Utc::now();
+    Ok(gw
+        .approvals(&tenant.id, &q)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|a| InboxRow {
+            agent: profiles
+                .iter()
+                .find(|p| p.id == a.profile_id)
+                .map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
+            summary: summarize_args(&a.args),
+            seconds_left: a.seconds_left(now),
+            id: a.id,
+            action: a.action,
+            amount: a.amount,
+            kit: format!("{} v{}", a.kit_name, a.kit_version),
+            reason: a.reason,
+            requested_at: a.requested_at.to_rfc3339(),
+            expires_at: a.expires_at.to_rfc3339(),
+        })
+        .collect())
+}
+
+#[server]
+pub async fn activity_feed() -> Result<ActivityView, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_session().await?;
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
+    let entries = gw.log(&tenant.id, &Default::default()).await.map_err(to_fn_error)?;
+    let chain = gw.verify_log(&tenant.id).await.map_err(to_fn_error)?;
+    Ok(ActivityView {
+        rows: entries
+            .into_iter()
+            .map(|e| ActivityRow {
+                agent: e
+                    .profile_id
+                    .as_ref()
+                    .and_then(|id| profiles.iter().find(|p| &p.id == id))
+                    .map(|p| p.name.clone()),
+                seq: e.seq,
+                at: e.at.to_rfc3339(),
+                actor: profiles
+                    .iter()
+                    .find(|p| p.id.as_str() == e.actor)
+                    .map_or(e.actor.clone(), |p| p.name.clone()),
+                kind: e.kind,
+                action: e.action,
+                verdict: e.verdict,
+                amount: e.amount,
+                kit_version: e.kit_version,
+            })
+            .collect(),
+        chain_ok: chain.ok,
+        chain_entries: chain.entries,
+        first_broken: chain.first_broken,
     })
 }
