@@ -10,11 +10,12 @@
 
 use chrono::{DateTime, Utc};
 use policy::Money;
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
+use crate::db;
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 
@@ -168,11 +169,11 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
 }
 
 /// Appends one entry inside the caller's transaction and returns it.
-pub(crate) async fn append(conn: &mut SqliteConnection, new: NewEntry) -> Result<Entry> {
-    let prev: String = sqlx::query_scalar("SELECT hash FROM chain_heads WHERE tenant_id = ?")
-        .bind(new.tenant.as_str())
-        .fetch_optional(&mut *conn)
-        .await?
+pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
+    let prev: String = c
+        .prepare_cached("SELECT hash FROM chain_heads WHERE tenant_id = ?")?
+        .query_row([new.tenant.as_str()], |r| r.get(0))
+        .optional()?
         .unwrap_or_else(|| GENESIS.to_string());
     // Microsecond precision so the stored text hashes the same when read back.
     let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
@@ -192,31 +193,27 @@ pub(crate) async fn append(conn: &mut SqliteConnection, new: NewEntry) -> Result
         hash: String::new(),
     };
     e.hash = entry_hash(&prev, &e);
-    let seq = sqlx::query(
+    c.prepare_cached(
         "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, prev_hash, hash) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(e.tenant_id.as_str())
-    .bind(e.at)
-    .bind(&e.actor)
-    .bind(e.profile_id.as_ref().map(ProfileId::as_str))
-    .bind(&e.kind)
-    .bind(&e.action)
-    .bind(&e.verdict)
-    .bind(e.amount.map(Money::units))
-    .bind(e.kit_version.map(i64::from))
-    .bind(e.detail.to_string())
-    .bind(&e.prev_hash)
-    .bind(&e.hash)
-    .execute(&mut *conn)
-    .await?
-    .last_insert_rowid();
-    e.seq = seq;
-    sqlx::query("INSERT INTO chain_heads (tenant_id, hash) VALUES (?, ?) ON CONFLICT(tenant_id) DO UPDATE SET hash = excluded.hash")
-        .bind(e.tenant_id.as_str())
-        .bind(&e.hash)
-        .execute(&mut *conn)
-        .await?;
+    )?
+    .execute(params![
+        e.tenant_id.as_str(),
+        db::ts(e.at),
+        e.actor,
+        e.profile_id.as_ref().map(ProfileId::as_str),
+        e.kind,
+        e.action,
+        e.verdict,
+        e.amount.map(Money::units),
+        e.kit_version.map(i64::from),
+        e.detail.to_string(),
+        e.prev_hash,
+        e.hash,
+    ])?;
+    e.seq = c.last_insert_rowid();
+    c.prepare_cached("INSERT INTO chain_heads (tenant_id, hash) VALUES (?, ?) ON CONFLICT(tenant_id) DO UPDATE SET hash = excluded.hash")?
+        .execute(params![e.tenant_id.as_str(), e.hash])?;
     Ok(e)
 }
 

@@ -10,12 +10,13 @@ use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Utc};
 use policy::Money;
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
 use crate::activity::{self, Entry, Kind, NewEntry};
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
 use crate::keys::Subject;
@@ -157,21 +158,17 @@ fn from_row(r: ApprovalRow) -> Approval {
 }
 
 /// Appends a step to an approval's trail.
-pub(crate) async fn trail(
-    c: &mut SqliteConnection,
+pub(crate) fn trail(
+    c: &Connection,
     approval: &str,
     actor: &str,
     step: &str,
     note: Option<&str>,
 ) -> Result<()> {
-    sqlx::query("INSERT INTO approval_trail (approval_id, at, actor, step, note) VALUES (?, ?, ?, ?, ?)")
-        .bind(approval)
-        .bind(Utc::now())
-        .bind(actor)
-        .bind(step)
-        .bind(note)
-        .execute(&mut *c)
-        .await?;
+    c.prepare_cached(
+        "INSERT INTO approval_trail (approval_id, at, actor, step, note) VALUES (?, ?, ?, ?, ?)",
+    )?
+    .execute(params![approval, db::ts(Utc::now()), actor, step, note])?;
     Ok(())
 }
 
@@ -193,76 +190,95 @@ fn required_reason(reason: &str, what: &str) -> Result<String> {
 }
 
 /// Ends a pending approval as denied or expired and voids or expires its hold.
-async fn close(
-    c: &mut SqliteConnection,
+fn close(
+    c: &Connection,
     a: &Approval,
     status: ApprovalStatus,
     actor: &str,
     reason: &str,
 ) -> Result<Vec<Entry>> {
-    let changed = sqlx::query(
-        "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-    )
-    .bind(status.as_str())
-    .bind(actor)
-    .bind(Utc::now())
-    .bind(reason)
-    .bind(&a.id)
-    .execute(&mut *c)
-    .await?
-    .rows_affected();
+    let changed = c
+        .prepare_cached(
+            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
+        )?
+        .execute(params![status.as_str(), actor, db::ts(Utc::now()), reason, a.id])?;
     if changed == 0 {
         return Err(Error::Conflict {
             code: "approval_already_decided",
             message: "this approval was already decided or expired".into(),
         });
     }
-    trail(c, &a.id, actor, status.as_str(), Some(reason)).await?;
+    trail(c, &a.id, actor, status.as_str(), Some(reason))?;
     let hold_end = if status == ApprovalStatus::Expired { HoldEnd::Expired } else { HoldEnd::Voided };
     if let Some(h) = &a.hold_id {
-        ledger::end(c, h, hold_end, Money::ZERO).await?;
+        ledger::end(c, h, hold_end, Money::ZERO)?;
     }
-    sqlx::query("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ?")
-        .bind(&a.id)
-        .execute(&mut *c)
-        .await?;
-    Ok(vec![
-        activity::append(
-            c,
-            NewEntry::new(&a.tenant_id, actor, Kind::Approval)
-                .profile(&a.profile_id)
-                .action(&a.action)
-                .verdict(status.as_str())
-                .amount(a.amount)
-                .kit_version(a.kit_version)
-                .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str() })),
-        )
-        .await?,
-    ])
+    c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
+        .execute([&a.id])?;
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, actor, Kind::Approval)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict(status.as_str())
+            .amount(a.amount)
+            .kit_version(a.kit_version)
+            .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str() })),
+    )?])
 }
 
-async fn load(c: &mut SqliteConnection, tenant: &TenantId, id: &str) -> Result<Approval> {
-    sqlx::query_as::<_, ApprovalRow>(&format!(
-        "SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?"
-    ))
-    .bind(tenant.as_str())
-    .bind(id)
-    .fetch_optional(&mut *c)
-    .await?
-    .map(from_row)
-    .ok_or(Error::NotFound { what: "approval" })
+fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRow> {
+    let t = |i: usize| -> rusqlite::Result<DateTime<Utc>> { Ok(db::parse_ts(&r.get::<_, String>(i)?)) };
+    let ot = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> {
+        Ok(r.get::<_, Option<String>>(i)?.map(|s| db::parse_ts(&s)))
+    };
+    Ok(ApprovalRow {
+        id: r.get(0)?,
+        tenant_id: r.get(1)?,
+        profile_id: r.get(2)?,
+        hold_id: r.get(3)?,
+        action: r.get(4)?,
+        args: r.get(5)?,
+        args_digest: r.get(6)?,
+        amount_units: r.get(7)?,
+        kit_name: r.get(8)?,
+        kit_version: r.get(9)?,
+        reason: r.get(10)?,
+        status: r.get(11)?,
+        requested_at: t(12)?,
+        expires_at: t(13)?,
+        decided_by: r.get(14)?,
+        decided_at: ot(15)?,
+        decision_reason: r.get(16)?,
+        result: r.get(17)?,
+    })
+}
+
+fn load(c: &Connection, tenant: &TenantId, id: &str) -> Result<Approval> {
+    c.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?"))?
+        .query_row(params![tenant.as_str(), id], row_from)
+        .optional()?
+        .map(from_row)
+        .ok_or(Error::NotFound { what: "approval" })
 }
 
 impl Gateway {
     /// One approval with its trail.
     pub async fn approval(&self, tenant: &TenantId, id: &str) -> Result<Approval> {
-        let mut conn = self.store.pool().acquire().await?;
-        let mut a = load(&mut conn, tenant, id).await?;
+        let mut a = sqlx::query_as::<_, ApprovalRow>(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?"
+        ))
+        .bind(tenant.as_str())
+        .bind(id)
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(from_row)
+        .ok_or(Error::NotFound { what: "approval" })?;
         let steps: Vec<(DateTime<Utc>, String, String, Option<String>)> = sqlx::query_as(
             "SELECT at, actor, step, note FROM approval_trail WHERE approval_id = ? ORDER BY seq",
         )
         .bind(id)
-        .fetch_all(&mut *conn)
+        .fetch_all(self.store.pool())
         .await?;
         a.trail =
             steps.into_iter().map(|(at, actor, step, note)| TrailStep { at, actor, step, note }).collect();
@@ -305,39 +321,33 @@ impl Gateway {
         let (a, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let a = load(c, &t, &id_).await?;
-                    check_decider(c, &a, &by_).await?;
-                    if a.status != ApprovalStatus::Pending {
-                        return Err(Error::Conflict {
-                            code: "approval_already_decided",
-                            message: format!("this approval is already {}", a.status.as_str()),
-                        });
-                    }
-                    if a.expires_at <= Utc::now() {
-                        return Err(Error::Conflict { code: "approval_expired", message: "this approval has expired; the agent must ask again".into() });
-                    }
-                    sqlx::query("UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'")
-                        .bind(&by_.username)
-                        .bind(Utc::now())
-                        .bind(&note)
-                        .bind(&a.id)
-                        .execute(&mut *c)
-                        .await?;
-                    trail(c, &a.id, &by_.username, "approved", note.as_deref()).await?;
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&a.tenant_id, &by_.username, Kind::Approval)
-                            .profile(&a.profile_id)
-                            .action(&a.action)
-                            .verdict("approved")
-                            .amount(a.amount)
-                            .kit_version(a.kit_version)
-                            .detail(json!({ "approval_id": a.id })),
-                    )
-                    .await?;
-                    Ok((a, vec![e]))
-                })
+                let a = load(c, &t, &id_)?;
+                check_decider(c, &a, &by_)?;
+                if a.status != ApprovalStatus::Pending {
+                    return Err(Error::Conflict {
+                        code: "approval_already_decided",
+                        message: format!("this approval is already {}", a.status.as_str()),
+                    });
+                }
+                if a.expires_at <= Utc::now() {
+                    return Err(Error::Conflict { code: "approval_expired", message: "this approval has expired; the agent must ask again".into() });
+                }
+                c.prepare_cached(
+                    "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
+                )?
+                .execute(params![by_.username, db::ts(Utc::now()), note, a.id])?;
+                trail(c, &a.id, &by_.username, "approved", note.as_deref())?;
+                let e = activity::append(
+                    c,
+                    NewEntry::new(&a.tenant_id, &by_.username, Kind::Approval)
+                        .profile(&a.profile_id)
+                        .action(&a.action)
+                        .verdict("approved")
+                        .amount(a.amount)
+                        .kit_version(a.kit_version)
+                        .detail(json!({ "approval_id": a.id })),
+                )?;
+                Ok((a, vec![e]))
             })
             .await?;
         self.bus.publish(entries);
@@ -366,15 +376,10 @@ impl Gateway {
         let actor = by.username.clone();
         self.writer
             .run(move |c| {
-                Box::pin(async move {
-                    sqlx::query("UPDATE approvals SET result = ? WHERE id = ?")
-                        .bind(body.to_string())
-                        .bind(&id_)
-                        .execute(&mut *c)
-                        .await?;
-                    let step = if d == Disposition::Executed { "executed" } else { "failed" };
-                    trail(c, &id_, &actor, step, None).await
-                })
+                c.prepare_cached("UPDATE approvals SET result = ? WHERE id = ?")?
+                    .execute(params![body.to_string(), id_])?;
+                let step = if d == Disposition::Executed { "executed" } else { "failed" };
+                trail(c, &id_, &actor, step, None)
             })
             .await?;
         Ok(resp)
@@ -387,11 +392,9 @@ impl Gateway {
         let entries = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let a = load(c, &t, &id_).await?;
-                    check_decider(c, &a, &by_).await?;
-                    close(c, &a, ApprovalStatus::Denied, &by_.username, &reason).await
-                })
+                let a = load(c, &t, &id_)?;
+                check_decider(c, &a, &by_)?;
+                close(c, &a, ApprovalStatus::Denied, &by_.username, &reason)
             })
             .await?;
         self.bus.publish(entries);
@@ -404,48 +407,45 @@ impl Gateway {
         let (report, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let now = Utc::now();
-                    let due = sqlx::query_as::<_, ApprovalRow>(&format!(
+                let now = Utc::now();
+                let due = c
+                    .prepare_cached(&format!(
                         "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500"
-                    ))
-                    .bind(now)
-                    .fetch_all(&mut *c)
-                    .await?;
-                    let mut entries = Vec::new();
-                    let mut report = SweepReport::default();
-                    for a in due.into_iter().map(from_row) {
-                        entries.extend(close(c, &a, ApprovalStatus::Expired, "system", "expired before a decision (on_expiry: deny)").await?);
-                        report.approvals_expired += 1;
-                    }
-                    let cutoff = if orphan_all { now } else { now - chrono::Duration::seconds(ORPHAN_HOLD_SECS) };
-                    let orphans: Vec<(String, String, String, String, i64)> = sqlx::query_as(
+                    ))?
+                    .query_map([db::ts(now)], row_from)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let mut entries = Vec::new();
+                let mut report = SweepReport::default();
+                for a in due.into_iter().map(from_row) {
+                    entries.extend(close(c, &a, ApprovalStatus::Expired, "system", "expired before a decision (on_expiry: deny)")?);
+                    report.approvals_expired += 1;
+                }
+                let cutoff = if orphan_all { now } else { now - chrono::Duration::seconds(ORPHAN_HOLD_SECS) };
+                let orphans = c
+                    .prepare_cached(
                         "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units FROM holds h WHERE h.status = 'pending' AND h.created_at <= ? \
                          AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.hold_id = h.id AND a.status IN ('pending', 'approved')) LIMIT 500",
-                    )
-                    .bind(cutoff)
-                    .fetch_all(&mut *c)
-                    .await?;
-                    for (hold, tenant, profile, action, amount) in orphans {
-                        ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO).await?;
-                        sqlx::query("DELETE FROM idempotency WHERE status = 0 AND response = ?").bind(&hold).execute(&mut *c).await?;
-                        let t = TenantId::from_db(tenant);
-                        entries.push(
-                            activity::append(
-                                c,
-                                NewEntry::new(&t, "system", Kind::Hold)
-                                    .profile(&ProfileId::from_db(profile))
-                                    .action(action)
-                                    .verdict("expired")
-                                    .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
-                                    .detail(json!({ "hold_id": hold, "reason": "the action never completed" })),
-                            )
-                            .await?,
-                        );
-                        report.holds_expired += 1;
-                    }
-                    Ok((report, entries))
-                })
+                    )?
+                    .query_map([db::ts(cutoff)], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, i64>(4)?))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                for (hold, tenant, profile, action, amount) in orphans {
+                    ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO)?;
+                    c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([&hold])?;
+                    let t = TenantId::from_db(tenant);
+                    entries.push(activity::append(
+                        c,
+                        NewEntry::new(&t, "system", Kind::Hold)
+                            .profile(&ProfileId::from_db(profile))
+                            .action(action)
+                            .verdict("expired")
+                            .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
+                            .detail(json!({ "hold_id": hold, "reason": "the action never completed" })),
+                    )?);
+                    report.holds_expired += 1;
+                }
+                Ok((report, entries))
             })
             .await?;
         self.bus.publish(entries);
@@ -485,16 +485,16 @@ impl Drop for SweeperHandle {
 }
 
 /// Neither the requesting agent nor the human who owns its profile (or an ancestor's) may decide.
-async fn check_decider(c: &mut SqliteConnection, a: &Approval, by: &Human) -> Result<()> {
-    let owners: Vec<Option<String>> = sqlx::query_scalar(
-        "WITH RECURSIVE chain(id, parent, owner) AS ( \
-           SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
-           UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-         SELECT owner FROM chain",
-    )
-    .bind(a.profile_id.as_str())
-    .fetch_all(&mut *c)
-    .await?;
+fn check_decider(c: &Connection, a: &Approval, by: &Human) -> Result<()> {
+    let owners = c
+        .prepare_cached(
+            "WITH RECURSIVE chain(id, parent, owner) AS ( \
+               SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
+               UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+             SELECT owner FROM chain",
+        )?
+        .query_map([a.profile_id.as_str()], |r| r.get::<_, Option<String>>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     if owners.iter().flatten().any(|o| o == by.user.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",

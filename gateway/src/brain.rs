@@ -7,13 +7,14 @@
 
 use chrono::{DateTime, Duration, Utc};
 use policy::{ActionRequest, ApprovalHandle, DecisionInput, EngineVerdict, Envelope, Money};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry};
 use crate::approvals::{self, Approval, Human};
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::keys::Subject;
@@ -136,21 +137,11 @@ fn because(b: &str) -> Result<String> {
     Ok(b.to_string())
 }
 
-async fn trail(
-    c: &mut SqliteConnection,
-    proposal: &str,
-    actor: &str,
-    step: &str,
-    because: Option<&str>,
-) -> Result<()> {
-    sqlx::query("INSERT INTO proposal_trail (proposal_id, at, actor, step, because) VALUES (?, ?, ?, ?, ?)")
-        .bind(proposal)
-        .bind(Utc::now())
-        .bind(actor)
-        .bind(step)
-        .bind(because)
-        .execute(&mut *c)
-        .await?;
+fn trail(c: &Connection, proposal: &str, actor: &str, step: &str, because: Option<&str>) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO proposal_trail (proposal_id, at, actor, step, because) VALUES (?, ?, ?, ?, ?)",
+    )?
+    .execute(params![proposal, db::ts(Utc::now()), actor, step, because])?;
     Ok(())
 }
 
@@ -216,32 +207,14 @@ impl Gateway {
         let (wid, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
+                {
                     let now = Utc::now();
-                    sqlx::query("INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                        .bind(&id)
-                        .bind(s.tenant.as_str())
-                        .bind(s.profile.as_str())
-                        .bind(&run_id)
-                        .bind(&source)
-                        .bind(envelope.to_string())
-                        .bind(now)
-                        .execute(&mut *c)
-                        .await?;
+                    c.prepare_cached("INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)")?.execute(params![id, s.tenant.as_str(), s.profile.as_str(), run_id, source, envelope.to_string(), db::ts(now)])?;
                     let mut ids = Vec::new();
                     for claim in &input.claims {
                         let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
-                        sqlx::query("INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)")
-                            .bind(&pid)
-                            .bind(s.tenant.as_str())
-                            .bind(&id)
-                            .bind(&run_id)
-                            .bind(&claim.object_type)
-                            .bind(claim.content.to_string())
-                            .bind(now)
-                            .execute(&mut *c)
-                            .await?;
-                        trail(c, &pid, s.profile.as_str(), "proposed", None).await?;
+                        c.prepare_cached("INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)")?.execute(params![pid, s.tenant.as_str(), id, run_id, claim.object_type, claim.content.to_string(), db::ts(now)])?;
+                        trail(c, &pid, s.profile.as_str(), "proposed", None)?;
                         ids.push(pid);
                     }
                     let e = activity::append(
@@ -251,10 +224,9 @@ impl Gateway {
                             .action("brain.writeback")
                             .verdict("allow")
                             .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
-                    )
-                    .await?;
+                    )?;
                     Ok((id, vec![e]))
-                })
+                }
             })
             .await?;
         self.bus.publish(entries);
@@ -296,8 +268,8 @@ impl Gateway {
         let (env, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let repeat = pipeline::count_repeat(c, &s.profile, &name, &digest).await?;
+                {
+                    let repeat = pipeline::count_repeat(c, &s.profile, &name, &digest)?;
                     let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
                     let e = activity::append(
                         c,
@@ -307,10 +279,9 @@ impl Gateway {
                             .verdict("deny")
                             .kit_version(kit.version.0)
                             .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
-                    )
-                    .await?;
+                    )?;
                     Ok((env, vec![e]))
-                })
+                }
             })
             .await?;
         self.bus.publish(entries);
@@ -447,33 +418,22 @@ impl Gateway {
                 let entries = self
                     .writer
                     .run(move |c| {
-                        Box::pin(async move {
-                            let changed = sqlx::query("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')")
-                                .bind(&pid)
-                                .execute(&mut *c)
-                                .await?
-                                .rows_affected();
+                        {
+                            let changed = c.prepare_cached("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')")?.execute(params![pid])?;
                             if changed == 0 {
                                 return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
                             }
-                            trail(c, &pid, &a, "rejected", Some(&b)).await?;
+                            trail(c, &pid, &a, "rejected", Some(&b))?;
                             // A parked accept waiting on a human is moot now.
-                            sqlx::query("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'proposal rejected' \
-                                         WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?")
-                                .bind(&a)
-                                .bind(Utc::now())
-                                .bind(DECIDE_TOOL)
-                                .bind(&pid)
-                                .execute(&mut *c)
-                                .await?;
+                            c.prepare_cached("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'proposal rejected' \
+                                         WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?")?.execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
                             Ok(vec![
                                 activity::append(
                                     c,
                                     NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
-                                )
-                                .await?,
+                                )?,
                             ])
-                        })
+                        }
                     })
                     .await?;
                 self.bus.publish(entries);
@@ -503,34 +463,30 @@ impl Gateway {
         let (env, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
+                {
                     let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
                     let now = Utc::now();
                     let expires = now + ttl;
                     let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
-                    sqlx::query(
+                    c.prepare_cached(
                         "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
                          VALUES (?, ?, ?, NULL, ?, ?, ?, 0, ?, ?, 'agent_accept_requires_human', 'pending', ?, ?)",
-                    )
-                    .bind(&approval)
-                    .bind(s2.tenant.as_str())
-                    .bind(s2.profile.as_str())
-                    .bind(DECIDE_TOOL)
-                    .bind(args.to_string())
-                    .bind(pipeline::digest(&args))
-                    .bind(&kit.name)
-                    .bind(i64::from(kit.version.0))
-                    .bind(now)
-                    .bind(expires)
-                    .execute(&mut *c)
-                    .await?;
-                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b)).await?;
-                    sqlx::query("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'")
-                        .bind(&approval)
-                        .bind(&pid)
-                        .execute(&mut *c)
-                        .await?;
-                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b)).await?;
+                    )?
+                    .execute(params![
+                        approval,
+                        s2.tenant.as_str(),
+                        s2.profile.as_str(),
+                        DECIDE_TOOL,
+                        args.to_string(),
+                        pipeline::digest(&args),
+                        kit.name,
+                        i64::from(kit.version.0),
+                        db::ts(now),
+                        db::ts(expires)
+                    ])?;
+                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b))?;
+                    c.prepare_cached("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'")?.execute(params![approval, pid])?;
+                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b))?;
                     let env = Envelope::park_for(
                         DECIDE_TOOL,
                         "agent_accept_requires_human",
@@ -545,10 +501,9 @@ impl Gateway {
                             .verdict("park")
                             .kit_version(kit.version.0)
                             .detail(json!({ "approval_id": approval, "proposal_id": pid })),
-                    )
-                    .await?;
+                    )?;
                     Ok((env, vec![e]))
-                })
+                }
             })
             .await?;
         self.bus.publish(entries);
@@ -571,36 +526,26 @@ impl Gateway {
         let (belief, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let row: Option<(String, String)> = sqlx::query_as(
-                        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked')",
-                    )
-                    .bind(&pid)
-                    .bind(t.as_str())
-                    .fetch_optional(&mut *c)
-                    .await?;
+                {
+                    let row: Option<(String, String)> = c
+                        .prepare_cached(
+                            "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked')",
+                        )?
+                        .query_row(params![pid, t.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?;
                     let Some((object_type, content)) = row else {
                         return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was already decided".into() });
                     };
                     let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
-                    sqlx::query("INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-                        .bind(&belief)
-                        .bind(t.as_str())
-                        .bind(&pid)
-                        .bind(&object_type)
-                        .bind(&content)
-                        .bind(Utc::now())
-                        .execute(&mut *c)
-                        .await?;
-                    sqlx::query("UPDATE proposals SET status = 'accepted' WHERE id = ?").bind(&pid).execute(&mut *c).await?;
-                    trail(c, &pid, &a, "accepted", Some(&b)).await?;
+                    c.prepare_cached("INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)")?.execute(params![belief, t.as_str(), pid, object_type, content, db::ts(Utc::now())])?;
+                    c.prepare_cached("UPDATE proposals SET status = 'accepted' WHERE id = ?")?.execute(params![pid])?;
+                    trail(c, &pid, &a, "accepted", Some(&b))?;
                     let e = activity::append(
                         c,
                         NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
-                    )
-                    .await?;
+                    )?;
                     Ok((belief, vec![e]))
-                })
+                }
             })
             .await?;
         self.bus.publish(entries);

@@ -29,6 +29,9 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("storage error: {0}")]
     Storage(#[from] sqlx::Error),
+    /// An error from the writer's own connection.
+    #[error("storage error: {0}")]
+    Sql(#[from] rusqlite::Error),
 }
 
 impl Error {
@@ -44,13 +47,19 @@ impl Error {
             Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
                 "database_unavailable"
             }
-            Error::Storage(_) => "storage_error",
+            Error::Storage(_) | Error::Sql(_) => "storage_error",
         }
     }
 
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Error {
         Error::Invalid { code, message: message.into() }
     }
+}
+
+/// Whether a writer statement failed on a UNIQUE or PRIMARY KEY constraint.
+pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -8,7 +8,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use rusqlite::params;
+
 use crate::activity::{self, Kind, NewEntry};
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::secrets;
@@ -32,6 +35,14 @@ pub struct KeyInfo {
     pub last_used_at: Option<DateTime<Utc>>,
     pub expires_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A validated key held in the gateway's cache.
+#[derive(Clone, Debug)]
+pub(crate) struct CachedKey {
+    subject: Subject,
+    expires_at: Option<DateTime<Utc>>,
+    last_used_at: Option<DateTime<Utc>>,
 }
 
 /// Longest grace period a rotation may give the old key.
@@ -73,18 +84,17 @@ impl Gateway {
         let entry = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-                        .bind(i.id.as_str())
-                        .bind(t.as_str())
-                        .bind(i.profile_id.as_str())
-                        .bind(&i.prefix)
-                        .bind(&hash)
-                        .bind(i.created_at)
-                        .execute(&mut *c)
-                        .await?;
-                    activity::append(c, NewEntry::new(&t, actor, Kind::Key).profile(&i.profile_id).verdict("issued").detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix}))).await
-                })
+                c.prepare_cached(
+                    "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![i.id.as_str(), t.as_str(), i.profile_id.as_str(), i.prefix, hash, db::ts(i.created_at)])?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, actor, Kind::Key)
+                        .profile(&i.profile_id)
+                        .verdict("issued")
+                        .detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix})),
+                )
             })
             .await?;
         self.bus.publish([entry]);
@@ -135,24 +145,23 @@ impl Gateway {
         let entry = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let sql = if grace > 0 {
-                        "UPDATE agent_keys SET expires_at = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL"
-                    } else {
-                        "UPDATE agent_keys SET revoked_at = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL"
-                    };
-                    sqlx::query(sql)
-                        .bind(now + Duration::seconds(grace))
-                        .bind(new_id.as_str())
-                        .bind(k.as_str())
-                        .bind(t.as_str())
-                        .execute(&mut *c)
-                        .await?;
-                    activity::append(c, NewEntry::new(&t, actor, Kind::Key).profile(&p).verdict("rotated").detail(serde_json::json!({"key_id": k, "replaced_by": new_id, "grace_secs": grace}))).await
-                })
+                let sql = if grace > 0 {
+                    "UPDATE agent_keys SET expires_at = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL"
+                } else {
+                    "UPDATE agent_keys SET revoked_at = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL"
+                };
+                c.prepare_cached(sql)?.execute(params![db::ts(now + Duration::seconds(grace)), new_id.as_str(), k.as_str(), t.as_str()])?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, actor, Kind::Key)
+                        .profile(&p)
+                        .verdict("rotated")
+                        .detail(serde_json::json!({"key_id": k, "replaced_by": new_id, "grace_secs": grace})),
+                )
             })
             .await?;
         self.bus.publish([entry]);
+        self.invalidate_keys();
         Ok((info, issued))
     }
 
@@ -168,18 +177,16 @@ impl Gateway {
         let entry = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    sqlx::query("UPDATE agent_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL")
-                        .bind(Utc::now())
-                        .bind(k.as_str())
-                        .bind(t.as_str())
-                        .execute(&mut *c)
-                        .await?;
-                    activity::append(c, NewEntry::new(&t, actor, Kind::Key).profile(&p).verdict("revoked").detail(serde_json::json!({"key_id": k}))).await
-                })
+                c.prepare_cached("UPDATE agent_keys SET revoked_at = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL")?
+                    .execute(params![db::ts(Utc::now()), k.as_str(), t.as_str()])?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, actor, Kind::Key).profile(&p).verdict("revoked").detail(serde_json::json!({"key_id": k})),
+                )
             })
             .await?;
         self.bus.publish([entry]);
+        self.invalidate_keys();
         self.key(tenant, profile, key).await
     }
 
@@ -201,45 +208,66 @@ impl Gateway {
     /// expired key. Does not look at the profile's status: revocation is a policy decision.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Subject>> {
         let Some(prefix) = secrets::split_token(token) else { return Ok(None) };
-        let row = sqlx::query_as::<
-            _,
-            (String, String, String, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>),
-        >(
-            "SELECT id, tenant_id, profile_id, secret_hash, last_used_at, expires_at FROM agent_keys \
-             WHERE prefix = ? AND revoked_at IS NULL",
-        )
-        .bind(prefix)
-        .fetch_optional(self.store.pool())
-        .await?;
-        let Some((id, tenant, profile, hash, last_used, expires)) = row else { return Ok(None) };
+        let hash = secrets::hash_token(token);
         let now = Utc::now();
-        if !secrets::digest_eq(&secrets::hash_token(token), &hash) || expires.is_some_and(|e| e <= now) {
+        let cached = self.auth_cache.read().expect("auth cache lock").get(&hash).cloned();
+        let entry = match cached {
+            Some(e) => e,
+            None => {
+                let row = sqlx::query_as::<
+                    _,
+                    (String, String, String, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>),
+                >(
+                    "SELECT id, tenant_id, profile_id, secret_hash, last_used_at, expires_at FROM agent_keys \
+                     WHERE prefix = ? AND revoked_at IS NULL",
+                )
+                .bind(prefix)
+                .fetch_optional(self.store.pool())
+                .await?;
+                let Some((id, tenant, profile, stored, last_used_at, expires_at)) = row else {
+                    return Ok(None);
+                };
+                if !secrets::digest_eq(&hash, &stored) {
+                    return Ok(None);
+                }
+                let e = CachedKey {
+                    subject: Subject {
+                        tenant: TenantId::from_db(tenant),
+                        profile: ProfileId::from_db(profile),
+                        key: KeyId::from_db(id),
+                    },
+                    expires_at,
+                    last_used_at,
+                };
+                let mut cache = self.auth_cache.write().expect("auth cache lock");
+                if cache.len() >= crate::MAX_CACHE_ENTRIES {
+                    cache.clear();
+                }
+                cache.insert(hash.clone(), e.clone());
+                e
+            }
+        };
+        if entry.expires_at.is_some_and(|e| e <= now) {
             return Ok(None);
         }
-        if last_used.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
-            let id = id.clone();
+        if entry.last_used_at.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
+            if let Some(e) = self.auth_cache.write().expect("auth cache lock").get_mut(&hash) {
+                e.last_used_at = Some(now);
+            }
+            let id = entry.subject.key.clone();
             // Best effort and off the caller's path: a lost timestamp is not worth a failed call.
             let writer = self.writer.clone();
             tokio::spawn(async move {
                 let _ = writer
                     .run(move |c| {
-                        Box::pin(async move {
-                            sqlx::query("UPDATE agent_keys SET last_used_at = ? WHERE id = ?")
-                                .bind(now)
-                                .bind(id)
-                                .execute(&mut *c)
-                                .await?;
-                            Ok(())
-                        })
+                        c.prepare_cached("UPDATE agent_keys SET last_used_at = ? WHERE id = ?")?
+                            .execute(params![db::ts(now), id.as_str()])?;
+                        Ok(())
                     })
                     .await;
             });
         }
-        Ok(Some(Subject {
-            tenant: TenantId::from_db(tenant),
-            profile: ProfileId::from_db(profile),
-            key: KeyId::from_db(id),
-        }))
+        Ok(Some(entry.subject))
     }
 }
 

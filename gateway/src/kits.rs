@@ -9,7 +9,10 @@ use policy::{Kit, KitDiff, KitVersion};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use rusqlite::params;
+
 use crate::activity::{self, Kind, NewEntry};
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
@@ -96,35 +99,37 @@ impl Gateway {
         let entry = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    sqlx::query("INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                        .bind(t.as_str())
-                        .bind(&r.kit.name)
-                        .bind(i64::from(r.kit.version.0))
-                        .bind(r.kit.to_json())
-                        .bind(&r.author)
-                        .bind(serde_json::to_string(&r.diff).expect("diff serializes"))
-                        .bind(r.created_at)
-                        .execute(&mut *c)
-                        .await
-                        .map_err(|e| match e {
-                            // Two saves raced for the same version: the loser conflicts.
-                            sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
-                                code: "kit_version_conflict",
-                                message: "someone saved this kit at the same moment; reload and save again".into(),
-                            },
-                            e => Error::Storage(e),
-                        })?;
-                    activity::append(
-                        c,
-                        NewEntry::new(&t, &r.author, Kind::KitEdit)
-                            .action(format!("kit:{}", r.kit.name))
-                            .verdict("saved")
-                            .kit_version(r.kit.version.0)
-                            .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
-                    )
-                    .await
-                })
+                c.prepare_cached(
+                    "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![
+                    t.as_str(),
+                    r.kit.name,
+                    i64::from(r.kit.version.0),
+                    r.kit.to_json(),
+                    r.author,
+                    serde_json::to_string(&r.diff).expect("diff serializes"),
+                    db::ts(r.created_at)
+                ])
+                .map_err(|e| {
+                    if crate::error::is_unique_violation(&e) {
+                        // Two saves raced for the same version: the loser conflicts.
+                        Error::Conflict {
+                            code: "kit_version_conflict",
+                            message: "someone saved this kit at the same moment; reload and save again".into(),
+                        }
+                    } else {
+                        Error::Sql(e)
+                    }
+                })?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, &r.author, Kind::KitEdit)
+                        .action(format!("kit:{}", r.kit.name))
+                        .verdict("saved")
+                        .kit_version(r.kit.version.0)
+                        .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
+                )
             })
             .await?;
         self.bus.publish([entry]);

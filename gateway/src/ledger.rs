@@ -10,12 +10,13 @@
 //! running totals. These functions run inside a writer job, so the reads and updates of a
 //! reservation have nothing in between.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use policy::{BudgetView, Kit, Money};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -64,27 +65,23 @@ pub struct Totals {
 }
 
 /// The running totals of each account in `chain`, in order.
-pub(crate) async fn totals(conn: &mut SqliteConnection, chain: &[ProfileId]) -> Result<Vec<Totals>> {
+pub(crate) fn totals(c: &Connection, chain: &[ProfileId]) -> Result<Vec<Totals>> {
+    let mut stmt =
+        c.prepare_cached("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?")?;
     let mut out = Vec::with_capacity(chain.len());
     for p in chain {
         let (posted, pending): (i64, i64) =
-            sqlx::query_as("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?")
-                .bind(p.as_str())
-                .fetch_optional(&mut *conn)
-                .await?
-                .unwrap_or((0, 0));
+            stmt.query_row([p.as_str()], |r| Ok((r.get(0)?, r.get(1)?))).optional()?.unwrap_or((0, 0));
         out.push(Totals { posted: money(posted), pending: money(pending) });
     }
     Ok(out)
 }
 
 /// The company's platform credit left: balance minus pending credit holds.
-pub(crate) async fn credit_available(conn: &mut SqliteConnection, tenant: &TenantId) -> Result<Money> {
-    let (balance, pending): (i64, i64) =
-        sqlx::query_as("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
-            .bind(tenant.as_str())
-            .fetch_one(&mut *conn)
-            .await?;
+pub(crate) fn credit_available(c: &Connection, tenant: &TenantId) -> Result<Money> {
+    let (balance, pending): (i64, i64) = c
+        .prepare_cached("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")?
+        .query_row([tenant.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(money(balance).saturating_sub(money(pending)))
 }
 
@@ -98,158 +95,113 @@ fn money(units: i64) -> Money {
 }
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
-pub(crate) async fn reserve(conn: &mut SqliteConnection, h: &NewHold) -> Result<String> {
+pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
     let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
-    let now = Utc::now();
-    sqlx::query(
-        "INSERT INTO holds (id, tenant_id, profile_id, action, amount_units, credit_units, kit_version, status, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
-    )
-    .bind(&id)
-    .bind(h.tenant.as_str())
-    .bind(h.chain[0].as_str())
-    .bind(&h.action)
-    .bind(h.amount.units())
-    .bind(h.credit.units())
-    .bind(i64::from(h.kit_version))
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
+    let now = db::ts(Utc::now());
+    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
+    c.prepare_cached(
+        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+    )?
+    .execute(params![
+        id,
+        h.tenant.as_str(),
+        h.chain[0].as_str(),
+        chain,
+        h.action,
+        h.amount.units(),
+        h.credit.units(),
+        i64::from(h.kit_version),
+        now
+    ])?;
     for account in &h.chain {
         move_balance(
-            conn,
+            c,
             &h.tenant,
-            account,
+            account.as_str(),
             &id,
             &h.action,
             h.kit_version,
             "hold",
             h.amount.units(),
             0,
-            now,
-        )
-        .await?;
+            &now,
+        )?;
     }
-    sqlx::query("UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?")
-        .bind(h.credit.units())
-        .bind(h.tenant.as_str())
-        .execute(&mut *conn)
-        .await?;
+    c.prepare_cached("UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?")?
+        .execute(params![h.credit.units(), h.tenant.as_str()])?;
     Ok(id)
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn move_balance(
-    conn: &mut SqliteConnection,
+fn move_balance(
+    c: &Connection,
     tenant: &TenantId,
-    account: &ProfileId,
+    account: &str,
     hold: &str,
     action: &str,
     kit_version: u32,
     kind: &str,
     pending_delta: i64,
     posted_delta: i64,
-    at: DateTime<Utc>,
+    at: &str,
 ) -> Result<()> {
-    sqlx::query(
+    c.prepare_cached(
         "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
-    )
-    .bind(pending_delta)
-    .bind(posted_delta)
-    .bind(account.as_str())
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
+    )?
+    .execute(params![pending_delta, posted_delta, account])?;
+    c.prepare_cached(
         "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(tenant.as_str())
-    .bind(account.as_str())
-    .bind(hold)
-    .bind(action)
-    .bind(i64::from(kit_version))
-    .bind(kind)
-    .bind(pending_delta)
-    .bind(posted_delta)
-    .bind(at)
-    .execute(&mut *conn)
-    .await?;
+    )?
+    .execute(params![tenant.as_str(), account, hold, action, i64::from(kit_version), kind, pending_delta, posted_delta, at])?;
     Ok(())
-}
-
-/// The acting profile and its ancestors, nearest first.
-pub(crate) async fn chain_of(conn: &mut SqliteConnection, profile: &ProfileId) -> Result<Vec<ProfileId>> {
-    let ids: Vec<String> = sqlx::query_scalar(
-        "WITH RECURSIVE chain(id, parent, depth) AS ( \
-           SELECT id, parent_id, 0 FROM agent_profiles WHERE id = ? \
-           UNION ALL SELECT p.id, p.parent_id, c.depth + 1 FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-         SELECT id FROM chain ORDER BY depth",
-    )
-    .bind(profile.as_str())
-    .fetch_all(&mut *conn)
-    .await?;
-    Ok(ids.into_iter().map(ProfileId::from_db).collect())
 }
 
 /// Ends a pending hold exactly once. `posted` is what is posted (clamped to the held
 /// amount) for [`HoldEnd::Posted`], and ignored otherwise. Returns the amount posted.
-pub(crate) async fn end(
-    conn: &mut SqliteConnection,
-    hold: &str,
-    how: HoldEnd,
-    posted: Money,
-) -> Result<Money> {
-    let row: Option<(String, String, String, i64, i64, i64)> = sqlx::query_as(
-        "SELECT tenant_id, profile_id, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
-    )
-    .bind(hold)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((tenant, profile, action, amount, credit, kit_version)) = row else {
+pub(crate) fn end(c: &Connection, hold: &str, how: HoldEnd, posted: Money) -> Result<Money> {
+    let row: Option<(String, String, String, i64, i64, i64)> = c
+        .prepare_cached(
+            "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
+        )?
+        .query_row([hold], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .optional()?;
+    let Some((tenant, chain, action, amount, credit, kit_version)) = row else {
         return Err(Error::Conflict {
             code: "hold_already_ended",
             message: format!("hold {hold} has already ended"),
         });
     };
     let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
-    let now = Utc::now();
-    let changed = sqlx::query(
-        "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
-    )
-    .bind(how.as_str())
-    .bind(posted_units)
-    .bind(now)
-    .bind(hold)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
+    let now = db::ts(Utc::now());
+    let changed = c
+        .prepare_cached(
+            "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
+        )?
+        .execute(params![how.as_str(), posted_units, now, hold])?;
     // The status guard makes a second ending impossible; assert it where it holds.
     assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
     let tenant = TenantId::from_db(tenant);
     let kit_version = u32::try_from(kit_version).unwrap_or(0);
-    for account in chain_of(conn, &ProfileId::from_db(profile)).await? {
+    for account in chain.split(',') {
         move_balance(
-            conn,
+            c,
             &tenant,
-            &account,
+            account,
             hold,
             &action,
             kit_version,
             how.entry_kind(),
             -amount,
             posted_units,
-            now,
-        )
-        .await?;
+            &now,
+        )?;
     }
     // Platform credit is consumed in proportion to what was posted; the rest is released.
     let credit_posted = if amount == 0 { 0 } else { credit * posted_units / amount };
-    sqlx::query("UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?")
-        .bind(credit)
-        .bind(credit_posted)
-        .bind(tenant.as_str())
-        .execute(&mut *conn)
-        .await?;
+    c.prepare_cached("UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?")?
+        .execute(params![credit, credit_posted, tenant.as_str()])?;
     Ok(money(posted_units))
 }
 
@@ -273,11 +225,19 @@ pub struct InvariantReport {
 impl Gateway {
     pub async fn budget(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Budget> {
         let p = self.profile(tenant, profile).await?;
-        let mut conn = self.store.pool().acquire().await?;
-        let chain = chain_of(&mut conn, &p.id).await?;
-        let totals = totals(&mut conn, &chain).await?;
-        drop(conn);
-        let kits = self.effective_kits(tenant, &chain).await?;
+        let links = self.links(tenant, &p.id).await?;
+        let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
+        let mut totals = Vec::with_capacity(chain.len());
+        for id in &chain {
+            let (posted, pending): (i64, i64) = sqlx::query_as(
+                "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
+            )
+            .bind(id.as_str())
+            .fetch_one(self.store.pool())
+            .await?;
+            totals.push(Totals { posted: money(posted), pending: money(pending) });
+        }
+        let kits: Vec<Kit> = links.into_iter().map(|l| l.kit).collect();
         Ok(Budget {
             profile: p.id,
             totals: totals[0],

@@ -16,6 +16,7 @@ pub mod activity;
 pub mod approvals;
 pub mod brain;
 pub mod connectors;
+mod db;
 pub mod demo;
 pub mod error;
 pub mod events;
@@ -75,7 +76,15 @@ pub struct Gateway {
     config: GatewayConfig,
     /// Current kit versions by (tenant, name); replaced on every save through this process.
     kit_cache: Arc<RwLock<HashMap<(TenantId, String), Kit>>>,
+    /// Each profile's ancestry with effective kits, for the hot path. Cleared on every kit
+    /// save and revoke; the profile's status is re-read inside the deciding job regardless.
+    links_cache: Arc<RwLock<HashMap<ProfileId, Arc<Vec<pipeline::Link>>>>>,
+    /// Valid key tokens (by hash) to their subjects. Cleared on every key change.
+    auth_cache: Arc<RwLock<HashMap<String, keys::CachedKey>>>,
 }
+
+/// Caches above this many entries are cleared rather than grown.
+const MAX_CACHE_ENTRIES: usize = 100_000;
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,7 +103,7 @@ impl Gateway {
 
     pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
         let store = Store::open(url).await?;
-        let writer = Writer::start(store.pool(), config.max_batch).await?;
+        let writer = Writer::start(&store, config.max_batch)?;
         let sandbox = Arc::new(Sandbox::default());
         Ok(Gateway {
             store,
@@ -105,6 +114,8 @@ impl Gateway {
             sandbox,
             config,
             kit_cache: Arc::default(),
+            links_cache: Arc::default(),
+            auth_cache: Arc::default(),
         })
     }
 
@@ -131,7 +142,22 @@ impl Gateway {
         self.connectors.set(primitive, c);
     }
 
+    /// The writer's (commits, jobs) counters: jobs per commit is the group-commit batch size.
+    pub fn writer_stats(&self) -> (u64, u64) {
+        self.writer.stats()
+    }
+
     pub fn config(&self) -> &GatewayConfig {
         &self.config
+    }
+
+    /// Forgets every cached ancestry, after a change to kits or profile status.
+    pub(crate) fn invalidate_links(&self) {
+        self.links_cache.write().expect("links cache lock").clear();
+    }
+
+    /// Forgets every cached key, after a key is issued, rotated or revoked.
+    pub(crate) fn invalidate_keys(&self) {
+        self.auth_cache.write().expect("auth cache lock").clear();
     }
 }

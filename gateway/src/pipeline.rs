@@ -10,19 +10,22 @@
 //! before any write. A repeated `Idempotency-Key` from the same subject returns the first
 //! response and causes no second effect.
 
+use std::sync::Arc;
+
 use chrono::{Duration, Utc};
 use policy::{
     ActionRequest, ApprovalHandle, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal,
     SubjectStatus, ToolSpec, derive_child, evaluate,
 };
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
 use crate::activity::{self, Entry, Kind, NewEntry};
 use crate::connectors::Call;
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::keys::Subject;
@@ -132,6 +135,7 @@ pub(crate) fn digest(v: &Value) -> String {
 /// One link of the acting profile's chain, nearest first.
 #[derive(Clone, Debug)]
 pub(crate) struct Link {
+    pub tenant: TenantId,
     pub profile: ProfileId,
     pub status: SubjectStatus,
     pub kit: Kit,
@@ -143,6 +147,26 @@ enum Reserved {
 }
 
 impl Gateway {
+    /// The profile and its ancestors with their effective kits, from the cache when possible.
+    pub(crate) async fn cached_links(
+        &self,
+        tenant: &TenantId,
+        profile: &ProfileId,
+    ) -> Result<Arc<Vec<Link>>> {
+        if let Some(l) = self.links_cache.read().expect("links cache lock").get(profile)
+            && &l[0].tenant == tenant
+        {
+            return Ok(l.clone());
+        }
+        let links = Arc::new(self.links(tenant, profile).await?);
+        let mut cache = self.links_cache.write().expect("links cache lock");
+        if cache.len() >= crate::MAX_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(profile.clone(), links.clone());
+        Ok(links)
+    }
+
     /// The profile and its ancestors with their statuses and effective (narrowed) kits.
     pub(crate) async fn links(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
         let rows: Vec<(String, String, String)> = sqlx::query_as(
@@ -162,6 +186,7 @@ impl Gateway {
         let mut links = Vec::with_capacity(rows.len());
         for (id, kit_name, status) in rows {
             links.push(Link {
+                tenant: tenant.clone(),
                 profile: ProfileId::from_db(id),
                 status: SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Suspended),
                 kit: self.cached_kit(tenant, &kit_name).await?,
@@ -219,7 +244,7 @@ impl Gateway {
                 format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"),
             ));
         }
-        let links = self.links(&subject.tenant, &subject.profile).await?;
+        let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         let args_digest = digest(&args);
         let request_digest = digest(&json!([action, args]));
         let ttl = Duration::seconds(self.config.approval_ttl_secs);
@@ -227,10 +252,7 @@ impl Gateway {
         let reserved = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    reserve_job(c, &s, &t, &a, &ar, &parsed, &links, idem.as_deref(), &request_digest, ttl)
-                        .await
-                })
+                reserve_job(c, &s, &t, &a, &ar, &parsed, &links, idem.as_deref(), &request_digest, ttl)
             })
             .await?;
         match reserved {
@@ -272,10 +294,9 @@ impl Gateway {
         let (resp, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
                     match outcome {
                         Ok(done) => {
-                            let posted = ledger::end(c, &hold, HoldEnd::Posted, done.cost).await?;
+                            let posted = ledger::end(c, &hold, HoldEnd::Posted, done.cost)?;
                             let body = json!({ "ok": true, "action": name, "result": done.result, "cost": posted, "hold_id": hold });
                             let e = activity::append(
                                 c,
@@ -287,12 +308,12 @@ impl Gateway {
                                     .kit_version(kit_version)
                                     .detail(json!({ "hold_id": hold, "hold": "posted" })),
                             )
-                            .await?;
-                            finish_idempotency(c, &hold, Disposition::Executed, &body).await?;
+                            ?;
+                            finish_idempotency(c, &hold, Disposition::Executed, &body)?;
                             Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, vec![e]))
                         }
                         Err(f) => {
-                            ledger::end(c, &hold, HoldEnd::Voided, Money::ZERO).await?;
+                            ledger::end(c, &hold, HoldEnd::Voided, Money::ZERO)?;
                             let env = Envelope::unavailable(&name, &f.detail, f.retry_after_secs, 1);
                             let e = activity::append(
                                 c,
@@ -304,14 +325,13 @@ impl Gateway {
                                     .kit_version(kit_version)
                                     .detail(json!({ "hold_id": hold, "hold": "voided", "reason": f.detail })),
                             )
-                            .await?;
+                            ?;
                             // An outage is retryable with the same key, so forget the claim.
-                            sqlx::query("DELETE FROM idempotency WHERE status = 0 AND response = ?").bind(&hold).execute(&mut *c).await?;
+                            c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([&hold])?;
                             let body = serde_json::to_value(&env).expect("envelopes serialize");
                             Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
                         }
                     }
-                })
             })
             .await?;
         self.bus.publish(entries);
@@ -320,23 +340,14 @@ impl Gateway {
 }
 
 /// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
-async fn finish_idempotency(
-    c: &mut SqliteConnection,
-    hold: &str,
-    d: Disposition,
-    body: &Value,
-) -> Result<()> {
-    sqlx::query("UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?")
-        .bind(d.as_i64())
-        .bind(body.to_string())
-        .bind(hold)
-        .execute(&mut *c)
-        .await?;
+fn finish_idempotency(c: &Connection, hold: &str, d: Disposition, body: &Value) -> Result<()> {
+    c.prepare_cached("UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?")?
+        .execute(params![d.as_i64(), body.to_string(), hold])?;
     Ok(())
 }
 
-async fn store_idempotency(
-    c: &mut SqliteConnection,
+fn store_idempotency(
+    c: &Connection,
     profile: &ProfileId,
     key: Option<&str>,
     digest: &str,
@@ -344,41 +355,32 @@ async fn store_idempotency(
     body: &str,
 ) -> Result<()> {
     let Some(key) = key else { return Ok(()) };
-    sqlx::query("INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-        .bind(profile.as_str())
-        .bind(key)
-        .bind(digest)
-        .bind(d.map_or(0, Disposition::as_i64))
-        .bind(body)
-        .bind(Utc::now())
-        .execute(&mut *c)
-        .await?;
+    c.prepare_cached(
+        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )?
+    .execute(params![profile.as_str(), key, digest, d.map_or(0, Disposition::as_i64), body, db::ts(Utc::now())])?;
     Ok(())
 }
 
 /// Counts an identical refusal and returns how many there have been.
-pub(crate) async fn count_repeat(
-    c: &mut SqliteConnection,
+pub(crate) fn count_repeat(
+    c: &Connection,
     profile: &ProfileId,
     action: &str,
     args_digest: &str,
 ) -> Result<u32> {
-    let n: i64 = sqlx::query_scalar(
-        "INSERT INTO refusal_repeats (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
-         ON CONFLICT(profile_id, action, args_digest) DO UPDATE SET count = count + 1, last_at = excluded.last_at RETURNING count",
-    )
-    .bind(profile.as_str())
-    .bind(action)
-    .bind(args_digest)
-    .bind(Utc::now())
-    .fetch_one(&mut *c)
-    .await?;
+    let n: i64 = c
+        .prepare_cached(
+            "INSERT INTO refusal_repeats (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
+             ON CONFLICT(profile_id, action, args_digest) DO UPDATE SET count = count + 1, last_at = excluded.last_at RETURNING count",
+        )?
+        .query_row(params![profile.as_str(), action, args_digest, db::ts(Utc::now())], |r| r.get(0))?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn reserve_job(
-    c: &mut SqliteConnection,
+fn reserve_job(
+    c: &Connection,
     s: &Subject,
     tool: &ToolSpec,
     args: &Value,
@@ -390,12 +392,10 @@ async fn reserve_job(
     ttl: Duration,
 ) -> Result<Reserved> {
     if let Some(key) = idem {
-        let row: Option<(String, i64, String)> =
-            sqlx::query_as("SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?")
-                .bind(s.profile.as_str())
-                .bind(key)
-                .fetch_optional(&mut *c)
-                .await?;
+        let row: Option<(String, i64, String)> = c
+            .prepare_cached("SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?")?
+            .query_row(params![s.profile.as_str(), key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
         if let Some((digest, status, response)) = row {
             if digest != request_digest {
                 return Err(Error::Conflict {
@@ -416,11 +416,16 @@ async fn reserve_job(
             return Ok(Reserved::Final(ActionResponse { disposition: d, body, replayed: true }, Vec::new()));
         }
     }
+    // Status is read here, in the deciding job, so a revoke is never missed by a cache.
+    let status: String = c
+        .prepare_cached("SELECT status FROM agent_profiles WHERE id = ?")?
+        .query_row([s.profile.as_str()], |r| r.get(0))?;
+    let status = SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Suspended);
     let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
-    let totals = ledger::totals(c, &chain).await?;
+    let totals = ledger::totals(c, &chain)?;
     let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
     let budgets = ledger::views(&totals, &kits);
-    let credit = ledger::credit_available(c, &s.tenant).await?;
+    let credit = ledger::credit_available(c, &s.tenant)?;
     let kit = &links[0].kit;
     let request = ActionRequest {
         tool,
@@ -430,7 +435,7 @@ async fn reserve_job(
         toolkit: parsed.toolkit.as_ref().map(|(k, t)| (k.as_str(), t.as_str())),
     };
     let decision = evaluate(&DecisionInput {
-        subject: links[0].status,
+        subject: status,
         kit,
         action: request,
         budgets: &budgets,
@@ -440,24 +445,23 @@ async fn reserve_job(
     let actor = s.profile.as_str().to_string();
     match (decision.verdict, decision.refusal) {
         (EngineVerdict::Deny, Some(refusal)) => {
-            let repeat = count_repeat(c, &s.profile, &tool.name, args_digest).await?;
+            let repeat = count_repeat(c, &s.profile, &tool.name, args_digest)?;
             let env = Envelope::deny(kit, &request, refusal, repeat, Vec::new());
             let body = serde_json::to_value(&env).expect("envelopes serialize");
-            let mut entries = vec![
-                activity::append(
-                    c,
-                    NewEntry::new(&s.tenant, &actor, Kind::Refusal)
-                        .profile(&s.profile)
-                        .action(&tool.name)
-                        .verdict("deny")
-                        .amount(decision.cost)
-                        .kit_version(kit_version)
-                        .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
-                )
-                .await?,
-            ];
+            let mut entries = vec![activity::append(
+                c,
+                NewEntry::new(&s.tenant, &actor, Kind::Refusal)
+                    .profile(&s.profile)
+                    .action(&tool.name)
+                    .verdict("deny")
+                    .amount(decision.cost)
+                    .kit_version(kit_version)
+                    .detail(
+                        json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }),
+                    ),
+            )?];
             if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
-                entries.extend(stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted").await?);
+                entries.extend(stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?);
             }
             store_idempotency(
                 c,
@@ -466,8 +470,7 @@ async fn reserve_job(
                 request_digest,
                 Some(Disposition::Refused),
                 &body.to_string(),
-            )
-            .await?;
+            )?;
             Ok(Reserved::Final(
                 ActionResponse { disposition: Disposition::Refused, body, replayed: false },
                 entries,
@@ -484,31 +487,30 @@ async fn reserve_job(
                     credit: tool.price,
                     kit_version,
                 },
-            )
-            .await?;
+            )?;
             let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
             let now = Utc::now();
             let expires = now + ttl;
-            sqlx::query(
+            c.prepare_cached(
                 "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-            )
-            .bind(&approval)
-            .bind(s.tenant.as_str())
-            .bind(s.profile.as_str())
-            .bind(&hold)
-            .bind(&tool.name)
-            .bind(args.to_string())
-            .bind(args_digest)
-            .bind(decision.cost.units())
-            .bind(&kit.name)
-            .bind(i64::from(kit_version))
-            .bind(refusal.detail())
-            .bind(now)
-            .bind(expires)
-            .execute(&mut *c)
-            .await?;
-            crate::approvals::trail(c, &approval, &actor, "requested", Some(refusal.detail())).await?;
+            )?
+            .execute(params![
+                approval,
+                s.tenant.as_str(),
+                s.profile.as_str(),
+                hold,
+                tool.name,
+                args.to_string(),
+                args_digest,
+                decision.cost.units(),
+                kit.name,
+                i64::from(kit_version),
+                refusal.detail(),
+                db::ts(now),
+                db::ts(expires)
+            ])?;
+            crate::approvals::trail(c, &approval, &actor, "requested", Some(refusal.detail()))?;
             let env = Envelope::park(
                 kit,
                 &request,
@@ -529,7 +531,7 @@ async fn reserve_job(
                     .kit_version(kit_version)
                     .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
             )
-            .await?;
+            ?;
             store_idempotency(
                 c,
                 &s.profile,
@@ -537,8 +539,7 @@ async fn reserve_job(
                 request_digest,
                 Some(Disposition::Parked),
                 &body.to_string(),
-            )
-            .await?;
+            )?;
             Ok(Reserved::Final(
                 ActionResponse { disposition: Disposition::Parked, body, replayed: false },
                 vec![e],
@@ -555,41 +556,33 @@ async fn reserve_job(
                     credit: tool.price,
                     kit_version,
                 },
-            )
-            .await?;
-            store_idempotency(c, &s.profile, idem, request_digest, None, &hold).await?;
+            )?;
+            store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
             Ok(Reserved::Hold { hold, cost: decision.cost, kit_version, entries: Vec::new() })
         }
     }
 }
 
 /// Stops a profile's hosted runtime, recording why. Idempotent.
-pub(crate) async fn stop_runtime(
-    c: &mut SqliteConnection,
+pub(crate) fn stop_runtime(
+    c: &Connection,
     tenant: &TenantId,
     profile: &ProfileId,
     reason: &str,
 ) -> Result<Vec<Entry>> {
-    let changed = sqlx::query(
-        "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
-    )
-    .bind(reason)
-    .bind(profile.as_str())
-    .bind(tenant.as_str())
-    .execute(&mut *c)
-    .await?
-    .rows_affected();
+    let changed = c
+        .prepare_cached(
+            "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
+        )?
+        .execute(params![reason, profile.as_str(), tenant.as_str()])?;
     if changed == 0 {
         return Ok(Vec::new());
     }
-    Ok(vec![
-        activity::append(
-            c,
-            NewEntry::new(tenant, "system", Kind::Profile)
-                .profile(profile)
-                .verdict("runtime_stopped")
-                .detail(json!({ "reason": reason })),
-        )
-        .await?,
-    ])
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(tenant, "system", Kind::Profile)
+            .profile(profile)
+            .verdict("runtime_stopped")
+            .detail(json!({ "reason": reason })),
+    )?])
 }

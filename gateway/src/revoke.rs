@@ -6,12 +6,13 @@
 //! reads included, because the pipeline checks status on every call.
 
 use chrono::Utc;
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sqlx::sqlite::SqliteConnection;
 
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry};
+use crate::db;
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 use crate::ledger::{self, HoldEnd};
@@ -25,43 +26,50 @@ pub struct RevokeReport {
     pub holds_voided: usize,
 }
 
-async fn subtree(c: &mut SqliteConnection, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
-    let ids: Vec<String> = sqlx::query_scalar(
-        "WITH RECURSIVE sub(id, depth) AS ( \
-           SELECT id, 0 FROM agent_profiles WHERE id = ? AND tenant_id = ? \
-           UNION ALL SELECT p.id, s.depth + 1 FROM agent_profiles p JOIN sub s ON p.parent_id = s.id) \
-         SELECT id FROM sub ORDER BY depth, id",
-    )
-    .bind(root.as_str())
-    .bind(tenant.as_str())
-    .fetch_all(&mut *c)
-    .await?;
+fn subtree(c: &Connection, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
+    let ids = c
+        .prepare_cached(
+            "WITH RECURSIVE sub(id, depth) AS ( \
+               SELECT id, 0 FROM agent_profiles WHERE id = ? AND tenant_id = ? \
+               UNION ALL SELECT p.id, s.depth + 1 FROM agent_profiles p JOIN sub s ON p.parent_id = s.id) \
+             SELECT id FROM sub ORDER BY depth, id",
+        )?
+        .query_map(params![root.as_str(), tenant.as_str()], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(ids.into_iter().map(ProfileId::from_db).collect())
 }
 
-async fn pending_approvals(
-    c: &mut SqliteConnection,
-    profiles: &[ProfileId],
-) -> Result<Vec<(String, Option<String>)>> {
+fn pending_approvals(c: &Connection, profiles: &[ProfileId]) -> Result<Vec<(String, Option<String>)>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at",
+    )?;
     let mut out = Vec::new();
     for p in profiles {
-        let rows: Vec<(String, Option<String>)> =
-            sqlx::query_as("SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at")
-                .bind(p.as_str())
-                .fetch_all(&mut *c)
-                .await?;
+        let rows = stmt
+            .query_map([p.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
         out.extend(rows);
     }
     Ok(out)
+}
+
+/// What revoking `root` touches, read inside a writer job so it matches what a revoke does.
+fn plan(
+    c: &Connection,
+    tenant: &TenantId,
+    root: &ProfileId,
+) -> Result<(Vec<ProfileId>, Vec<(String, Option<String>)>)> {
+    let profiles = subtree(c, tenant, root)?;
+    let approvals = pending_approvals(c, &profiles)?;
+    Ok((profiles, approvals))
 }
 
 impl Gateway {
     /// What revoking `profile` would touch, without changing anything.
     pub async fn revoke_preview(&self, tenant: &TenantId, profile: &ProfileId) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
-        let mut c = self.store.pool().acquire().await?;
-        let profiles = subtree(&mut c, tenant, profile).await?;
-        let approvals = pending_approvals(&mut c, &profiles).await?;
+        let (t, p) = (tenant.clone(), profile.clone());
+        let (profiles, approvals) = self.writer.run(move |c| plan(c, &t, &p)).await?;
         Ok(RevokeReport {
             holds_voided: approvals.iter().filter(|(_, h)| h.is_some()).count(),
             approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(),
@@ -81,46 +89,38 @@ impl Gateway {
         let (report, entries) = self
             .writer
             .run(move |c| {
-                Box::pin(async move {
-                    let profiles = subtree(c, &t, &p).await?;
-                    let approvals = pending_approvals(c, &profiles).await?;
-                    let mut entries = Vec::new();
-                    for id in &profiles {
-                        sqlx::query("UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?")
-                            .bind(id.as_str())
-                            .execute(&mut *c)
-                            .await?;
+                let (profiles, approvals) = plan(c, &t, &p)?;
+                for id in &profiles {
+                    c.prepare_cached(
+                        "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
+                    )?
+                    .execute([id.as_str()])?;
+                }
+                let mut holds_voided = 0;
+                for (approval, hold) in &approvals {
+                    c.prepare_cached(
+                        "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'agent profile revoked' \
+                         WHERE id = ? AND status = 'pending'",
+                    )?
+                    .execute(params![actor, db::ts(Utc::now()), approval])?;
+                    crate::approvals::trail(c, approval, &actor, "denied", Some("agent profile revoked"))?;
+                    if let Some(h) = hold {
+                        ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO)?;
+                        holds_voided += 1;
                     }
-                    let mut holds_voided = 0;
-                    for (approval, hold) in &approvals {
-                        sqlx::query("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'agent profile revoked' WHERE id = ? AND status = 'pending'")
-                            .bind(&actor)
-                            .bind(Utc::now())
-                            .bind(approval)
-                            .execute(&mut *c)
-                            .await?;
-                        crate::approvals::trail(c, approval, &actor, "denied", Some("agent profile revoked")).await?;
-                        if let Some(h) = hold {
-                            ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO).await?;
-                            holds_voided += 1;
-                        }
-                    }
-                    let report = RevokeReport { profiles, approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(), holds_voided };
-                    entries.push(
-                        activity::append(
-                            c,
-                            NewEntry::new(&t, &actor, Kind::Revoke)
-                                .profile(&p)
-                                .verdict("revoked")
-                                .detail(json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided })),
-                        )
-                        .await?,
-                    );
-                    Ok((report, entries))
-                })
+                }
+                let report = RevokeReport { profiles, approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(), holds_voided };
+                let entry = activity::append(
+                    c,
+                    NewEntry::new(&t, &actor, Kind::Revoke).profile(&p).verdict("revoked").detail(
+                        json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided }),
+                    ),
+                )?;
+                Ok((report, vec![entry]))
             })
             .await?;
         self.bus.publish(entries);
+        self.invalidate_links();
         Ok(report)
     }
 }

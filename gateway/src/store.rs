@@ -27,6 +27,9 @@ const BUSY_TIMEOUT_MS: u64 = 5_000;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// What the writer's own connection opens: the same file, or the same shared in-memory
+    /// database.
+    writer_target: String,
 }
 
 impl Store {
@@ -35,8 +38,12 @@ impl Store {
         let Some(rest) = url.strip_prefix("sqlite:") else {
             return Err(Error::UnsupportedDatabase { given: redact(url), accepted: ACCEPTED_SCHEMES });
         };
+        let writer_target;
         let opts = if rest == ":memory:" {
-            SqliteConnectOptions::from_str("sqlite::memory:")
+            // A named shared-cache database, so the writer's connection sees the same data.
+            writer_target =
+                format!("file:naive-mem-{}?mode=memory&cache=shared", uuid::Uuid::new_v4().simple());
+            SqliteConnectOptions::from_str(&format!("sqlite:{writer_target}"))
                 .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?
         } else {
             let path = rest.trim_start_matches("//");
@@ -45,6 +52,7 @@ impl Store {
                 return Err(Error::UnsupportedDatabase { given: url.into(), accepted: ACCEPTED_SCHEMES });
             }
             ensure_parent_dir(Path::new(path))?;
+            writer_target = path.to_string();
             SqliteConnectOptions::new().filename(path).create_if_missing(true)
         };
         let opts = opts
@@ -52,15 +60,35 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS));
-        // An in-memory database lives in one connection, so the pool must not grow past it.
-        let max = if rest == ":memory:" { 1 } else { MAX_CONNECTIONS };
         let pool = SqlitePoolOptions::new()
-            .max_connections(max)
+            .max_connections(MAX_CONNECTIONS)
+            // A shared in-memory database lives while a connection to it is open.
+            .min_connections(1)
             .connect_with(opts)
             .await
             .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
         sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
-        Ok(Store { pool })
+        Ok(Store { pool, writer_target })
+    }
+
+    /// Opens the writer's own connection to the same database.
+    pub(crate) fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
+        let c = if self.writer_target.starts_with("file:") {
+            rusqlite::Connection::open_with_flags(
+                &self.writer_target,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )?
+        } else {
+            rusqlite::Connection::open(&self.writer_target)?
+        };
+        c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
+        // A large page cache and memory-mapped reads keep the writer out of read() syscalls.
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+             PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY;",
+        )?;
+        c.set_prepared_statement_cache_capacity(256);
+        Ok(c)
     }
 
     pub fn pool(&self) -> &SqlitePool {

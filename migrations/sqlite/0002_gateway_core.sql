@@ -32,6 +32,8 @@ CREATE TABLE holds (
     id           TEXT PRIMARY KEY,
     tenant_id    TEXT NOT NULL REFERENCES tenants(id),
     profile_id   TEXT NOT NULL REFERENCES agent_profiles(id),
+    -- the accounts the hold reserved on: the profile, then each ancestor (comma-separated)
+    chain        TEXT NOT NULL,
     action       TEXT NOT NULL,
     -- the whole cost held against the caps, and its platform-credit part
     amount_units INTEGER NOT NULL CHECK (amount_units >= 0),
@@ -46,7 +48,7 @@ CREATE INDEX holds_pending ON holds(status, created_at) WHERE status = 'pending'
 
 -- Every change to a budget account: one row per account touched.
 CREATE TABLE ledger_entries (
-    seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq           INTEGER PRIMARY KEY,
     tenant_id     TEXT NOT NULL,
     account_id    TEXT NOT NULL,
     hold_id       TEXT NOT NULL REFERENCES holds(id),
@@ -69,6 +71,8 @@ CREATE TABLE idempotency (
     created_at      TEXT NOT NULL,
     PRIMARY KEY (profile_id, idempotency_key)
 );
+-- In-flight claims hold their hold id in `response` until the call settles.
+CREATE INDEX idempotency_claims ON idempotency(response) WHERE status = 0;
 
 -- Identical refused calls (same subject, action and argument digest).
 CREATE TABLE refusal_repeats (
@@ -104,7 +108,7 @@ CREATE INDEX approvals_status ON approvals(tenant_id, status, requested_at);
 CREATE INDEX approvals_expiry ON approvals(expires_at) WHERE status = 'pending';
 
 CREATE TABLE approval_trail (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq         INTEGER PRIMARY KEY,
     approval_id TEXT NOT NULL REFERENCES approvals(id),
     at          TEXT NOT NULL,
     actor       TEXT NOT NULL,
@@ -138,7 +142,7 @@ CREATE TABLE proposals (
 CREATE INDEX proposals_filter ON proposals(tenant_id, status, object_type, run_id);
 
 CREATE TABLE proposal_trail (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq         INTEGER PRIMARY KEY,
     proposal_id TEXT NOT NULL REFERENCES proposals(id),
     at          TEXT NOT NULL,
     actor       TEXT NOT NULL,
@@ -156,8 +160,9 @@ CREATE TABLE beliefs (
 );
 
 -- The activity log: append-only, each entry hashing the previous one in its tenant's chain.
+-- Rows are never deleted, so `seq` (the rowid) only ever increases: it is the event id.
 CREATE TABLE activity (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq         INTEGER PRIMARY KEY,
     tenant_id   TEXT NOT NULL,
     at          TEXT NOT NULL,
     actor       TEXT NOT NULL,

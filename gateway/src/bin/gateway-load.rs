@@ -93,6 +93,11 @@ async fn bench(callers: usize, actions: u64, max_batch: usize) -> (f64, Duration
     let secs = started.elapsed().as_secs_f64();
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    let (commits, jobs) = gw.writer_stats();
+    println!(
+        "  {jobs} writer jobs in {commits} commits ({:.1} per commit)",
+        jobs as f64 / commits.max(1) as f64
+    );
     let report = gw.check_ledger(&gw.tenants().await.expect("tenants")[0].id).await.expect("check");
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     (lat.len() as f64 / secs, pct(0.50), pct(0.99))
@@ -143,7 +148,12 @@ async fn main() {
             println!(
                 "governed actions through the service layer: {callers} callers, {actions} actions, SQLite WAL"
             );
-            for (label, b) in [("group commit", batch), ("one transaction per job", 1)] {
+            let modes = [("group commit", batch), ("one transaction per job", 1)];
+            let only = arg("--mode", "both");
+            for (label, b) in modes
+                .into_iter()
+                .filter(|(l, _)| only == "both" || (only == "group") == l.starts_with("group"))
+            {
                 let (rate, p50, p99) = bench(callers, actions, b).await;
                 println!(
                     "{label:<26} {rate:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
