@@ -452,19 +452,17 @@ impl Gateway {
         Ok(report)
     }
 
-    /// Runs [`Gateway::sweep`] every [`SWEEP_INTERVAL_MS`] until the handle is dropped.
-    /// The first sweep expires every orphaned hold: at start nothing is in flight.
+    /// Runs [`Gateway::sweep`] every [`SWEEP_INTERVAL_MS`] until the handle is dropped. Only
+    /// holds older than [`ORPHAN_HOLD_SECS`] count as orphaned here, so actions in flight are
+    /// never touched; call `sweep(true)` once before serving to recover from a crash.
     pub fn start_sweeper(&self) -> SweeperHandle {
         let gw = self.clone();
         let task = tokio::spawn(async move {
-            let mut first = true;
             let mut tick = tokio::time::interval(StdDuration::from_millis(SWEEP_INTERVAL_MS));
             loop {
                 tick.tick().await;
-                if let Err(e) = gw.sweep(first).await {
+                if let Err(e) = gw.sweep(false).await {
                     tracing::warn!(error = %e, "sweep failed; retrying next tick");
-                } else {
-                    first = false;
                 }
             }
         });

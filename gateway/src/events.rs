@@ -27,7 +27,7 @@ impl Default for Bus {
 /// What a subscription yields.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BusItem {
-    Event(Entry),
+    Event(Box<Entry>),
     /// The subscriber fell behind by `missed` events and is being dropped.
     Lagged {
         missed: u64,
@@ -67,7 +67,7 @@ impl Subscription {
         }
         loop {
             match self.rx.recv().await {
-                Ok(e) if e.tenant_id == self.tenant => return Some(BusItem::Event(e)),
+                Ok(e) if e.tenant_id == self.tenant => return Some(BusItem::Event(Box::new(e))),
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     self.done = true;

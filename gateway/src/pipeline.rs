@@ -127,9 +127,56 @@ pub(crate) fn parse_args(args: &Value) -> Result<ParsedArgs> {
     Ok(ParsedArgs { amount, recipient: text("to")?, merchant: text("merchant")?, toolkit })
 }
 
-/// SHA-256 of the canonical JSON (object keys sorted).
+/// SHA-256 of the canonical JSON, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same call
+/// whatever order serde_json keeps keys in (a dependency may turn on `preserve_order`).
 pub(crate) fn digest(v: &Value) -> String {
-    hex::encode(Sha256::digest(v.to_string().as_bytes()))
+    let mut out = String::new();
+    canonical(v, &mut out);
+    hex::encode(Sha256::digest(out.as_bytes()))
+}
+
+/// Writes `v` with object keys sorted, recursively.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_ignore_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":{"y":1,"x":[2,{"q":1,"p":2}]},"a":"s"}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":{"x":[2,{"p":2,"q":1}],"y":1}}"#).unwrap();
+        assert_eq!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&serde_json::json!({"a": "t"})));
+    }
 }
 
 /// One link of the acting profile's chain, nearest first.

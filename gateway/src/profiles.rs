@@ -8,6 +8,9 @@ use policy::SubjectStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use rusqlite::params;
+
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
 
@@ -99,35 +102,39 @@ impl Gateway {
             runtime_reason: None,
             created_at: Utc::now(),
         };
-        let mut tx = self.store.pool().begin().await?;
-        sqlx::query(
-            "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(profile.id.as_str())
-        .bind(tenant.as_str())
-        .bind(&profile.name)
-        .bind(owner.map(UserId::as_str))
-        .bind(parent.map(ProfileId::as_str))
-        .bind(&profile.kit_name)
-        .bind(profile.status.as_str())
-        .bind(profile.runtime.as_str())
-        .bind(profile.created_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| match e {
-            sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
-                code: "profile_name_taken",
-                message: format!("a profile named `{name}` already exists in this tenant"),
-            },
-            e => Error::Storage(e),
-        })?;
-        sqlx::query("INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)")
-            .bind(profile.id.as_str())
-            .bind(tenant.as_str())
-            .execute(&mut *tx)
+        let p = profile.clone();
+        self.writer
+            .run(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![
+                    p.id.as_str(),
+                    p.tenant_id.as_str(),
+                    p.name,
+                    p.owner.as_ref().map(UserId::as_str),
+                    p.parent.as_ref().map(ProfileId::as_str),
+                    p.kit_name,
+                    p.status.as_str(),
+                    p.runtime.as_str(),
+                    db::ts(p.created_at)
+                ])
+                .map_err(|e| {
+                    if crate::error::is_unique_violation(&e) {
+                        Error::Conflict {
+                            code: "profile_name_taken",
+                            message: format!("a profile named `{}` already exists in this tenant", p.name),
+                        }
+                    } else {
+                        Error::Sql(e)
+                    }
+                })?;
+                c.prepare_cached("INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)")?
+                    .execute(params![p.id.as_str(), p.tenant_id.as_str()])?;
+                Ok(())
+            })
             .await?;
-        tx.commit().await?;
         Ok(profile)
     }
 

@@ -26,6 +26,9 @@ pub struct RevokeReport {
     pub holds_voided: usize,
 }
 
+/// A pending approval and the hold it keeps.
+type PendingApproval = (String, Option<String>);
+
 fn subtree(c: &Connection, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
     let ids = c
         .prepare_cached(
@@ -39,7 +42,7 @@ fn subtree(c: &Connection, tenant: &TenantId, root: &ProfileId) -> Result<Vec<Pr
     Ok(ids.into_iter().map(ProfileId::from_db).collect())
 }
 
-fn pending_approvals(c: &Connection, profiles: &[ProfileId]) -> Result<Vec<(String, Option<String>)>> {
+fn pending_approvals(c: &Connection, profiles: &[ProfileId]) -> Result<Vec<PendingApproval>> {
     let mut stmt = c.prepare_cached(
         "SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at",
     )?;
@@ -58,7 +61,7 @@ fn plan(
     c: &Connection,
     tenant: &TenantId,
     root: &ProfileId,
-) -> Result<(Vec<ProfileId>, Vec<(String, Option<String>)>)> {
+) -> Result<(Vec<ProfileId>, Vec<PendingApproval>)> {
     let profiles = subtree(c, tenant, root)?;
     let approvals = pending_approvals(c, &profiles)?;
     Ok((profiles, approvals))

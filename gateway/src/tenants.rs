@@ -9,6 +9,9 @@ use policy::{Kit, KitDiff, Money};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use rusqlite::params;
+
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::{self, MintedKey};
@@ -61,39 +64,41 @@ impl Gateway {
             Tenant { id: TenantId::generate(), name: name.to_string(), credit, created_at: Utc::now() };
         let key_id = KeyId::generate();
         let kit = Kit::default_kit();
-        let mut tx = self.store.pool().begin().await?;
-        sqlx::query("INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)")
-            .bind(tenant.id.as_str())
-            .bind(&tenant.name)
-            .bind(credit.units())
-            .bind(tenant.created_at)
-            .execute(&mut *tx)
+        let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
+        self.writer
+            .run(move |c| {
+                let at = db::ts(t.created_at);
+                c.prepare_cached("INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)")?
+                    .execute(params![t.id.as_str(), t.name, credit.units(), at])?;
+                c.prepare_cached(
+                    "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![
+                    t.id.as_str(),
+                    kit.name,
+                    i64::from(kit.version.0),
+                    kit.to_json(),
+                    "system",
+                    serde_json::to_string(&KitDiff::default()).expect("diff serializes"),
+                    at
+                ])?;
+                c.prepare_cached(
+                    "INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                )?
+                .execute(params![kid.as_str(), t.id.as_str(), k.prefix, k.hash, at])
+                .map_err(|e| {
+                    if crate::error::is_unique_violation(&e) {
+                        Error::Conflict {
+                            code: "key_prefix_taken",
+                            message: "that company key's prefix is already in use; choose another".into(),
+                        }
+                    } else {
+                        Error::Sql(e)
+                    }
+                })?;
+                Ok(())
+            })
             .await?;
-        sqlx::query("INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            .bind(tenant.id.as_str())
-            .bind(&kit.name)
-            .bind(i64::from(kit.version.0))
-            .bind(kit.to_json())
-            .bind("system")
-            .bind(serde_json::to_string(&KitDiff::default()).expect("diff serializes"))
-            .bind(tenant.created_at)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-            .bind(key_id.as_str())
-            .bind(tenant.id.as_str())
-            .bind(&key.prefix)
-            .bind(&key.hash)
-            .bind(tenant.created_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| match e {
-                sqlx::Error::Database(d) if d.is_unique_violation() => {
-                    Error::Conflict { code: "key_prefix_taken", message: "that company key's prefix is already in use; choose another".into() }
-                }
-                e => Error::Storage(e),
-            })?;
-        tx.commit().await?;
         tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
         Ok((tenant, IssuedKey { id: key_id, token: key.token }))
     }
@@ -131,10 +136,13 @@ impl Gateway {
         if !secrets::digest_eq(&secrets::hash_token(token), &hash) {
             return Ok(None);
         }
-        sqlx::query("UPDATE company_keys SET last_used_at = ? WHERE id = ?")
-            .bind(Utc::now())
-            .bind(id)
-            .execute(self.store.pool())
+        let now = Utc::now();
+        self.writer
+            .run(move |c| {
+                c.prepare_cached("UPDATE company_keys SET last_used_at = ? WHERE id = ?")?
+                    .execute(params![db::ts(now), id])?;
+                Ok(())
+            })
             .await?;
         Ok(Some(TenantId::from_db(tenant)))
     }

@@ -9,6 +9,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
+use rusqlite::params;
+
+use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{TenantId, UserId};
 use crate::secrets;
@@ -115,22 +118,26 @@ impl Gateway {
         let pw = password.to_string();
         let hash =
             tokio::task::spawn_blocking(move || secrets::hash_password(&pw)).await.expect("hashing task");
-        sqlx::query("INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-            .bind(user.id.as_str())
-            .bind(tenant.as_str())
-            .bind(&user.username)
-            .bind(hash)
-            .bind(roles_to_db(&user.roles))
-            .bind(user.created_at)
-            .execute(self.store.pool())
-            .await
-            .map_err(|e| match e {
-                sqlx::Error::Database(d) if d.is_unique_violation() => Error::Conflict {
-                    code: "username_taken",
-                    message: format!("the username `{}` is taken; choose another", user.username),
-                },
-                e => Error::Storage(e),
-            })?;
+        let u = user.clone();
+        self.writer
+            .run(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                )?
+                .execute(params![u.id.as_str(), u.tenant_id.as_str(), u.username, hash, roles_to_db(&u.roles), db::ts(u.created_at)])
+                .map_err(|e| {
+                    if crate::error::is_unique_violation(&e) {
+                        Error::Conflict {
+                            code: "username_taken",
+                            message: format!("the username `{}` is taken; choose another", u.username),
+                        }
+                    } else {
+                        Error::Sql(e)
+                    }
+                })?;
+                Ok(())
+            })
+            .await?;
         Ok(user)
     }
 

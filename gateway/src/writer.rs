@@ -89,7 +89,9 @@ impl Writer {
             .send(job)
             .await
             .map_err(|_| Error::invalid("writer_stopped", "the gateway is shutting down"))?;
-        rrx.await.map_err(|_| Error::invalid("writer_stopped", "the gateway is shutting down"))?
+        rrx.await.map_err(|_| {
+            Error::invalid("write_failed", "the write was rolled back after an internal error; try again")
+        })?
     }
 }
 
@@ -112,7 +114,12 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
         let mut replies = Vec::with_capacity(batch.len());
         for job in batch.drain(..) {
             let sp = exec(&conn, "SAVEPOINT job");
-            let (ok, reply) = job(&conn);
+            // A panicking job must not take the writer down with it: roll it back and go on.
+            let (ok, reply) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&conn)))
+                .unwrap_or_else(|_| {
+                    tracing::error!("a writer job panicked; its writes were rolled back");
+                    (false, Box::new(|_| {}) as Reply)
+                });
             let end = if ok && sp.is_ok() {
                 exec(&conn, "RELEASE job")
             } else {

@@ -222,7 +222,7 @@ async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
 
     let preview = w.gw.revoke_preview(&w.tenant, &child.profile).await.unwrap();
     assert_eq!(preview.profiles, [child.profile.clone(), grandchild.profile.clone()]);
-    assert_eq!(preview.approvals_denied, [id.clone()]);
+    assert_eq!(preview.approvals_denied, std::slice::from_ref(&id));
     let report = w.gw.revoke_profile(&w.tenant, &child.profile, "owner").await.unwrap();
     assert_eq!(report, preview);
 

@@ -75,7 +75,11 @@ impl Application {
             .site_addr(addr)
             .build();
         let router = router(AppState { leptos_options, gateway: gateway.clone() });
-        // The first sweep expires holds left pending by a previous process: nothing is in flight.
+        // Before serving, nothing is in flight: holds a previous process left pending expire now.
+        let recovered = gateway.sweep(true).await?;
+        if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
+            tracing::info!(?recovered, "expired what the previous run left behind");
+        }
         let _sweeper = gateway.start_sweeper();
         Ok(Application { listener, router, gateway, _sweeper, demo })
     }

@@ -5,7 +5,7 @@ mod common;
 use common::{config, spawn_app, spawn_with};
 use server::startup::{Application, StartError};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_reports_the_database() {
     let app = spawn_app().await;
     let (status, body) = app.get("/healthz").await;
@@ -16,7 +16,7 @@ async fn healthz_reports_the_database() {
     app.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_is_server_rendered_from_the_database() {
     let app = spawn_app().await;
     let pages = [
@@ -31,14 +31,18 @@ async fn every_page_is_server_rendered_from_the_database() {
         let (status, html) = app.get(path).await;
         assert_eq!(status, 200, "{path}");
         assert!(html.contains(&format!(">{heading}</h1>")), "{path} lacks its heading");
-        assert!(html.contains(content), "{path} lacks `{content}`");
+        assert!(
+            html.contains(content),
+            "{path} lacks `{content}`; the page says: {}",
+            html.split("<main").nth(1).unwrap_or(&html).chars().take(1500).collect::<String>()
+        );
         assert!(html.contains("Acme Robotics"), "{path} lacks the tenant in the top bar");
         assert!(html.contains("data-testid=\"connection\""), "{path} lacks the island");
     }
     app.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_routes_get_the_styled_404() {
     let app = spawn_app().await;
     let (status, html) = app.get("/no/such/page").await;
@@ -48,7 +52,7 @@ async fn unknown_routes_get_the_styled_404() {
     app.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_is_seeded_once_and_only_into_an_empty_database() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/naive.db", dir.path().display());
@@ -69,7 +73,7 @@ async fn the_demo_is_seeded_once_and_only_into_an_empty_database() {
     assert!(admin.has(gateway::Role::Admin));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_demo_leaves_the_database_empty_and_pages_say_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(&format!("sqlite://{}/naive.db", dir.path().display()));
@@ -81,7 +85,7 @@ async fn no_demo_leaves_the_database_empty_and_pages_say_what_to_do() {
     app.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_port_is_a_clear_error() {
     let app = spawn_app().await;
     let dir = tempfile::tempdir().unwrap();
@@ -93,7 +97,7 @@ async fn a_taken_port_is_a_clear_error() {
     app.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_database_url_lists_the_accepted_schemes() {
     let err = Application::build(&config("mysql://localhost/x")).await.err().unwrap();
     assert!(err.to_string().contains("sqlite://PATH"), "{err}");

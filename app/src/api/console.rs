@@ -103,7 +103,9 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
     const MAX_LEN: usize = 120;
     let mut parts = Vec::new();
     if let Some(obj) = args.as_object() {
-        for (k, v) in obj {
+        let mut fields: Vec<_> = obj.iter().collect();
+        fields.sort_by_key(|(k, _)| k.as_str());
+        for (k, v) in fields {
             let v = match v {
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),

@@ -40,12 +40,23 @@ pub async fn spawn_with(config: Config) -> TestApp {
     let task = tokio::spawn(app.run_until(async {
         let _ = rx.await;
     }));
-    TestApp { base, client: reqwest::Client::new(), stop: Some(tx), task: Some(task), _dir: None }
+    TestApp {
+        base,
+        client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap(),
+        stop: Some(tx),
+        task: Some(task),
+        _dir: None,
+    }
 }
 
 impl TestApp {
     pub async fn get(&self, path: &str) -> (u16, String) {
-        let res = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
+        let res = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
         let status = res.status().as_u16();
         (status, res.text().await.expect("body"))
     }
