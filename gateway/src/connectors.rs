@@ -43,6 +43,13 @@ pub struct Failure {
 
 pub trait Connector: Send + Sync + 'static {
     fn execute<'a>(&'a self, call: &'a Call) -> BoxFuture<'a, Result<Done, Failure>>;
+
+    /// Carries the call out at once, without waiting on anything, if this connector can
+    /// (an in-process computation). The gateway then settles in the same transaction that
+    /// reserved the hold. `None` means the call needs [`Connector::execute`].
+    fn execute_now(&self, _call: &Call) -> Option<Result<Done, Failure>> {
+        None
+    }
 }
 
 /// Connectors by primitive. Every primitive has one; the sandbox is the default.
@@ -103,6 +110,36 @@ fn digest8(v: &Value) -> String {
     hex::encode(&Sha256::digest(v.to_string().as_bytes())[..8])
 }
 
+impl Sandbox {
+    /// The deterministic answer: what a real connector would return, derived from the args.
+    fn answer(&self, call: &Call) -> Result<Done, Failure> {
+        let failing =
+            self.fail_next.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        if failing {
+            return Err(Failure { detail: "sandbox_injected_failure".into(), retry_after_secs: 2 });
+        }
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let d = digest8(&call.args);
+        let result = match call.primitive {
+            Primitive::Cards => json!({ "charge_id": format!("ch_{d}"), "status": "succeeded" }),
+            Primitive::Email | Primitive::Sms => {
+                json!({ "message_id": format!("msg_{d}"), "status": "queued" })
+            }
+            Primitive::Web => json!({
+                "url": call.args.get("url").cloned().unwrap_or(Value::Null),
+                "text": format!("Sandbox page {d}: the quick brown fox reads the docs."),
+            }),
+            Primitive::Search => {
+                json!({ "results": [ { "title": format!("Result {d}"), "url": format!("https://example.test/{d}") } ] })
+            }
+            Primitive::Brain => json!({ "answer": format!("Sandbox belief {d}"), "sources": [] }),
+            Primitive::Tasks => json!({ "command_id": format!("cmd_{d}"), "status": "durably_queued" }),
+            _ => json!({ "id": format!("{}_{d}", call.primitive.as_str()), "status": "ok" }),
+        };
+        Ok(Done { result, cost: call.reserved })
+    }
+}
+
 impl Connector for Sandbox {
     fn execute<'a>(&'a self, call: &'a Call) -> BoxFuture<'a, Result<Done, Failure>> {
         Box::pin(async move {
@@ -110,33 +147,13 @@ impl Connector for Sandbox {
             if ms > 0 {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            let failing = self
-                .fail_next
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok();
-            if failing {
-                return Err(Failure { detail: "sandbox_injected_failure".into(), retry_after_secs: 2 });
-            }
-            self.calls.fetch_add(1, Ordering::Relaxed);
-            let d = digest8(&call.args);
-            let result = match call.primitive {
-                Primitive::Cards => json!({ "charge_id": format!("ch_{d}"), "status": "succeeded" }),
-                Primitive::Email | Primitive::Sms => {
-                    json!({ "message_id": format!("msg_{d}"), "status": "queued" })
-                }
-                Primitive::Web => json!({
-                    "url": call.args.get("url").cloned().unwrap_or(Value::Null),
-                    "text": format!("Sandbox page {d}: the quick brown fox reads the docs."),
-                }),
-                Primitive::Search => {
-                    json!({ "results": [ { "title": format!("Result {d}"), "url": format!("https://example.test/{d}") } ] })
-                }
-                Primitive::Brain => json!({ "answer": format!("Sandbox belief {d}"), "sources": [] }),
-                Primitive::Tasks => json!({ "command_id": format!("cmd_{d}"), "status": "durably_queued" }),
-                _ => json!({ "id": format!("{}_{d}", call.primitive.as_str()), "status": "ok" }),
-            };
-            Ok(Done { result, cost: call.reserved })
+            self.answer(call)
         })
+    }
+
+    /// Without injected latency the sandbox answers at once.
+    fn execute_now(&self, call: &Call) -> Option<Result<Done, Failure>> {
+        (self.latency_ms.load(Ordering::Relaxed) == 0).then(|| self.answer(call))
     }
 }
 

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 
 use crate::Gateway;
 use crate::activity::{self, Entry, Kind, NewEntry};
-use crate::connectors::Call;
+use crate::connectors::{Call, Connector};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -296,10 +296,23 @@ impl Gateway {
         let request_digest = digest(&json!([action, args]));
         let ttl = Duration::seconds(self.config.approval_ttl_secs);
         let (s, t, a, ar) = (subject.clone(), tool.clone(), args.clone(), args_digest.clone());
+        let connector = self.connectors.get(tool.primitive).clone();
         let reserved = self
             .writer
             .run(move |c| {
-                reserve_job(c, &s, &t, &a, &ar, &parsed, &links, idem.as_deref(), &request_digest, ttl)
+                reserve_job(
+                    c,
+                    &s,
+                    &t,
+                    &a,
+                    &ar,
+                    &parsed,
+                    &links,
+                    idem.as_deref(),
+                    &request_digest,
+                    ttl,
+                    &*connector,
+                )
             })
             .await?;
         match reserved {
@@ -338,51 +351,62 @@ impl Gateway {
         let call = Call { action: tool.name.clone(), primitive: tool.primitive, args, reserved: cost };
         let outcome = self.connectors.get(tool.primitive).execute(&call).await;
         let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());
-        let (resp, entries) = self
-            .writer
-            .run(move |c| {
-                    match outcome {
-                        Ok(done) => {
-                            let posted = ledger::end(c, &hold, HoldEnd::Posted, done.cost)?;
-                            let body = json!({ "ok": true, "action": name, "result": done.result, "cost": posted, "hold_id": hold });
-                            let e = activity::append(
-                                c,
-                                NewEntry::new(&s.tenant, actor, Kind::Action)
-                                    .profile(&s.profile)
-                                    .action(&name)
-                                    .verdict("allow")
-                                    .amount(posted)
-                                    .kit_version(kit_version)
-                                    .detail(json!({ "hold_id": hold, "hold": "posted" })),
-                            )
-                            ?;
-                            finish_idempotency(c, &hold, Disposition::Executed, &body)?;
-                            Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, vec![e]))
-                        }
-                        Err(f) => {
-                            ledger::end(c, &hold, HoldEnd::Voided, Money::ZERO)?;
-                            let env = Envelope::unavailable(&name, &f.detail, f.retry_after_secs, 1);
-                            let e = activity::append(
-                                c,
-                                NewEntry::new(&s.tenant, actor, Kind::Refusal)
-                                    .profile(&s.profile)
-                                    .action(&name)
-                                    .verdict("unavailable")
-                                    .amount(cost)
-                                    .kit_version(kit_version)
-                                    .detail(json!({ "hold_id": hold, "hold": "voided", "reason": f.detail })),
-                            )
-                            ?;
-                            // An outage is retryable with the same key, so forget the claim.
-                            c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([&hold])?;
-                            let body = serde_json::to_value(&env).expect("envelopes serialize");
-                            Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
-                        }
-                    }
-            })
-            .await?;
+        let (resp, entries) =
+            self.writer.run(move |c| settle(c, &s, &name, &hold, outcome, cost, kit_version, &actor)).await?;
         self.bus.publish(entries);
         Ok(resp)
+    }
+}
+
+/// Settles a reserved hold with the connector's outcome: post and record on success; on
+/// failure void the hold, record the outage and forget the idempotency claim (an outage is
+/// retryable with the same key).
+#[allow(clippy::too_many_arguments)]
+fn settle(
+    c: &Connection,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    outcome: std::result::Result<crate::connectors::Done, crate::connectors::Failure>,
+    cost: Money,
+    kit_version: u32,
+    actor: &str,
+) -> Result<(ActionResponse, Vec<Entry>)> {
+    match outcome {
+        Ok(done) => {
+            let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost)?;
+            let body =
+                json!({ "ok": true, "action": name, "result": done.result, "cost": posted, "hold_id": hold });
+            let e = activity::append(
+                c,
+                NewEntry::new(&s.tenant, actor, Kind::Action)
+                    .profile(&s.profile)
+                    .action(name)
+                    .verdict("allow")
+                    .amount(posted)
+                    .kit_version(kit_version)
+                    .detail(json!({ "hold_id": hold, "hold": "posted" })),
+            )?;
+            finish_idempotency(c, hold, Disposition::Executed, &body)?;
+            Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, vec![e]))
+        }
+        Err(f) => {
+            ledger::end(c, hold, HoldEnd::Voided, Money::ZERO)?;
+            let env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
+            let e = activity::append(
+                c,
+                NewEntry::new(&s.tenant, actor, Kind::Refusal)
+                    .profile(&s.profile)
+                    .action(name)
+                    .verdict("unavailable")
+                    .amount(cost)
+                    .kit_version(kit_version)
+                    .detail(json!({ "hold_id": hold, "hold": "voided", "reason": f.detail })),
+            )?;
+            c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([hold])?;
+            let body = serde_json::to_value(&env).expect("envelopes serialize");
+            Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
+        }
     }
 }
 
@@ -437,6 +461,7 @@ fn reserve_job(
     idem: Option<&str>,
     request_digest: &str,
     ttl: Duration,
+    connector: &dyn Connector,
 ) -> Result<Reserved> {
     if let Some(key) = idem {
         let row: Option<(String, i64, String)> = c
@@ -605,6 +630,18 @@ fn reserve_job(
                 },
             )?;
             store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
+            // An in-process connector answers now: settle in this same transaction.
+            let call = Call {
+                action: tool.name.clone(),
+                primitive: tool.primitive,
+                args: args.clone(),
+                reserved: decision.cost,
+            };
+            if let Some(outcome) = connector.execute_now(&call) {
+                let (resp, entries) =
+                    settle(c, s, &tool.name, &hold, outcome, decision.cost, kit_version, &actor)?;
+                return Ok(Reserved::Final(resp, entries));
+            }
             Ok(Reserved::Hold { hold, cost: decision.cost, kit_version, entries: Vec::new() })
         }
     }

@@ -48,12 +48,26 @@ impl Writer {
     /// Starts the writer thread on its own connection to `store`'s database.
     pub fn start(store: &Store, max_batch: usize) -> Result<Writer> {
         let conn = store.open_writer_connection()?;
+        // Checkpoints run on their own thread and connection, off the writer's path.
+        conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
+        let checkpointer = store.open_writer_connection()?;
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let stats = Arc::new(Stats::default());
         let s = stats.clone();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop_checkpoints = stop.clone();
+        std::thread::Builder::new()
+            .name("naive-checkpoint".into())
+            .spawn(move || checkpoint_loop(&checkpointer, &stop_checkpoints))
+            .map_err(|e| {
+                Error::invalid("writer_start_failed", format!("cannot start the checkpoint thread: {e}"))
+            })?;
         std::thread::Builder::new()
             .name("naive-writer".into())
-            .spawn(move || run(conn, rx, max_batch.max(1), &s))
+            .spawn(move || {
+                run(conn, rx, max_batch.max(1), &s);
+                stop.store(true, Ordering::Relaxed);
+            })
             .map_err(|e| {
                 Error::invalid("writer_start_failed", format!("cannot start the writer thread: {e}"))
             })?;
@@ -146,4 +160,17 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
 /// Runs a fixed statement through the prepared-statement cache.
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute([])
+}
+
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_INTERVAL_MS: u64 = 200;
+
+/// Passive checkpoints never block the writer; they copy what no reader still needs.
+fn checkpoint_loop(conn: &Connection, stop: &std::sync::atomic::AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS));
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!(error = %e, "checkpoint failed; the WAL keeps growing until the next one succeeds");
+        }
+    }
 }
