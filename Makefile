@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm e2e bench build-site
+.PHONY: run test setup setup-test fmt lint unit wasm e2e bench bench-gateway build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -46,3 +46,6 @@ e2e: build-site
 # Full benchmark figures (not part of `make test`).
 bench:
 	cargo bench -p policy --bench decide
+
+bench-gateway:
+	cargo run --release -p gateway --bin gateway-load -- bench --callers 64 --actions 20000
