@@ -514,6 +514,18 @@ fn reserve_job(
         company_credit: credit,
     });
     let kit_version = kit.version.0;
+    // Both an allowed and a parked action hold their cost; a denied one holds nothing.
+    let reserve_hold = || {
+        let hold = NewHold {
+            tenant: s.tenant.clone(),
+            chain: chain.clone(),
+            action: tool.name.clone(),
+            amount: decision.cost,
+            credit: tool.price,
+            kit_version,
+        };
+        ledger::reserve(c, &hold)
+    };
     let actor = s.profile.as_str().to_string();
     match (decision.verdict, decision.refusal) {
         (EngineVerdict::Deny, Some(refusal)) => {
@@ -549,17 +561,7 @@ fn reserve_job(
             ))
         }
         (EngineVerdict::Freeze, Some(refusal)) => {
-            let hold = ledger::reserve(
-                c,
-                &NewHold {
-                    tenant: s.tenant.clone(),
-                    chain,
-                    action: tool.name.clone(),
-                    amount: decision.cost,
-                    credit: tool.price,
-                    kit_version,
-                },
-            )?;
+            let hold = reserve_hold()?;
             let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
             let now = Utc::now();
             let expires = now + ttl;
@@ -618,17 +620,7 @@ fn reserve_job(
             ))
         }
         _ => {
-            let hold = ledger::reserve(
-                c,
-                &NewHold {
-                    tenant: s.tenant.clone(),
-                    chain,
-                    action: tool.name.clone(),
-                    amount: decision.cost,
-                    credit: tool.price,
-                    kit_version,
-                },
-            )?;
+            let hold = reserve_hold()?;
             store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
             // An in-process connector answers now: settle in this same transaction.
             let call = Call {

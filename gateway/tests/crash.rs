@@ -19,9 +19,15 @@ async fn invariants_hold_after_a_kill_mid_load() {
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
+    // The soak prints every 100 ms, so this loop always gets a line to check the deadline on.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         line.clear();
         assert!(out.read_line(&mut line).unwrap() > 0, "the load died before it got going");
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the soak did not reach 300 actions in 120 s; last report: {line}");
+        }
         if let Some(n) = line.trim().strip_prefix("done ").and_then(|n| n.parse::<u64>().ok())
             && n >= 300
         {
