@@ -662,3 +662,73 @@ pub(crate) fn stop_runtime(
             .detail(json!({ "reason": reason })),
     )?])
 }
+
+impl Gateway {
+    /// A dry run of the pipeline for `action`: every reason that would apply now, with the
+    /// cost. Reserves nothing and writes nothing (SPEC §8: explain answers allow | deny | park).
+    pub async fn explain_call(
+        &self,
+        subject: &Subject,
+        action: &str,
+        args: &Value,
+    ) -> Result<policy::Explanation> {
+        let tool = self.tool(action)?;
+        let parsed = parse_args(args)?;
+        let links = self.links(&subject.tenant, &subject.profile).await?;
+        let mut totals = Vec::with_capacity(links.len());
+        for l in links.iter() {
+            let (posted, pending): (i64, i64) = sqlx::query_as(
+                "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
+            )
+            .bind(l.profile.as_str())
+            .fetch_one(self.store.pool())
+            .await?;
+            totals.push(ledger::Totals {
+                posted: Money::from_units(posted).unwrap_or(Money::ZERO),
+                pending: Money::from_units(pending).unwrap_or(Money::ZERO),
+            });
+        }
+        let (credit, credit_pending): (i64, i64) =
+            sqlx::query_as("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
+                .bind(subject.tenant.as_str())
+                .fetch_one(self.store.pool())
+                .await?;
+        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        let budgets = ledger::views(&totals, &kits);
+        let request = ActionRequest {
+            tool: &tool,
+            amount: parsed.amount,
+            recipient: parsed.recipient.as_deref(),
+            merchant: parsed.merchant.as_deref(),
+            toolkit: parsed.toolkit.as_ref().map(|(k, t)| (k.as_str(), t.as_str())),
+        };
+        Ok(policy::explain(&DecisionInput {
+            subject: links[0].status,
+            kit: &links[0].kit,
+            action: request,
+            budgets: &budgets,
+            company_credit: Money::from_units(credit - credit_pending).unwrap_or(Money::ZERO),
+        }))
+    }
+
+    /// The refusal every route gives a revoked or suspended profile (SPEC §5.2: reads too),
+    /// or `None` when the profile is active.
+    pub async fn inactive_refusal(&self, subject: &Subject, action: &str) -> Result<Option<Envelope>> {
+        let p = self.profile(&subject.tenant, &subject.profile).await?;
+        if p.status == SubjectStatus::Active {
+            return Ok(None);
+        }
+        Ok(Some(Envelope::deny_with(
+            action,
+            policy::Layer::Subject,
+            "agent_profile_revoked",
+            if p.status == SubjectStatus::Suspended { "profile_suspended" } else { "profile_revoked" },
+            format!("Agent profile is {}: every call is refused", p.status.as_str()),
+            policy::RecoveryStep::ReinstateProfile {
+                change: "An admin must reinstate this agent profile.".into(),
+                human_action: "Tell the user this agent has been stopped by an admin, and stop.".into(),
+            },
+            1,
+        )))
+    }
+}

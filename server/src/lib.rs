@@ -2,6 +2,8 @@
 //! ([`startup`]) and the HTTP routes outside the console ([`routes`]). Tests build the same
 //! [`startup::Application`] that `main` runs.
 
+pub mod auth;
 pub mod config;
+pub mod problem;
 pub mod routes;
 pub mod startup;

@@ -20,6 +20,9 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
 
+/// The largest request body accepted.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
 /// What every handler can reach.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -84,6 +87,11 @@ impl Application {
         Ok(Application { listener, router, gateway, _sweeper, demo })
     }
 
+    /// The application's gateway, for operator commands and test setup.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("a bound listener has an address")
     }
@@ -101,6 +109,9 @@ fn router(state: AppState) -> Router {
     let gw = state.gateway.clone();
     Router::new()
         .route("/healthz", get(crate::routes::health::healthz))
+        .merge(crate::routes::v1())
+        // Bodies are small JSON; anything bigger is refused before it is read.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .leptos_routes_with_context(&state, routes, move || provide_context(gw.clone()), {
             let options = state.leptos_options.clone();
             move || app::shell(options.clone())

@@ -1,4 +1,5 @@
 //! Starts the real application on port 0 with a fresh SQLite file, as `main` does.
+#![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
 use server::config::Config;
 use server::startup::Application;
@@ -8,6 +9,8 @@ pub const ADMIN_PASSWORD: &str = "test-admin-password";
 
 pub struct TestApp {
     pub base: String,
+    /// The running application's own gateway, for setting up state the API cannot create yet.
+    pub gateway: gateway::Gateway,
     pub client: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -36,12 +39,14 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_with(config: Config) -> TestApp {
     let app = Application::build(&config).await.expect("application starts");
     let base = format!("http://{}", app.local_addr());
+    let gateway = app.gateway().clone();
     let (tx, rx) = oneshot::channel();
     let task = tokio::spawn(app.run_until(async {
         let _ = rx.await;
     }));
     TestApp {
         base,
+        gateway,
         client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap(),
         stop: Some(tx),
         task: Some(task),

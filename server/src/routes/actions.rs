@@ -1,0 +1,96 @@
+//! Governed actions and their dry run, thin callers of `gateway::Gateway::perform_as` and
+//! `explain_call`.
+//!
+//! `POST /v1/users/{user_id}/{primitive}/{verb}`: the body is the action's arguments. 200 with
+//! the result; 202 with `wait_for_approval` for a park; 403 with the envelope for a deny; 503
+//! with `Retry-After` for an outage. A key sealed to another profile sees 404.
+//! `POST /v1/policy/explain`: `{action, args}` → `allow | deny | park` with every reason.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use gateway::pipeline::{ActionResponse, Disposition};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Agent;
+use crate::problem::Problem;
+use crate::startup::AppState;
+
+pub async fn governed(
+    State(state): State<AppState>,
+    Agent(subject): Agent,
+    Path((user_id, primitive, verb)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    if user_id != subject.profile.as_str() {
+        return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile for this key"));
+    }
+    let args: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not JSON: {e}"))
+        })?
+    };
+    let idem = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let resp = state.gateway.perform_as(&subject, format!("{primitive}.{verb}"), args, idem).await?;
+    Ok(respond(resp))
+}
+
+/// The HTTP form of a pipeline answer.
+pub fn respond(r: ActionResponse) -> Response {
+    let status = match r.disposition {
+        Disposition::Executed => StatusCode::OK,
+        Disposition::Parked => StatusCode::ACCEPTED,
+        Disposition::Refused => StatusCode::FORBIDDEN,
+        Disposition::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let retry_after = (r.disposition == Disposition::Unavailable)
+        .then(|| r.body["recovery"][0]["seconds"].as_u64())
+        .flatten();
+    let mut res = (status, Json(r.body)).into_response();
+    if let Some(secs) = retry_after {
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    if r.replayed {
+        res.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    res
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainRequest {
+    action: String,
+    #[serde(default)]
+    args: Option<Value>,
+}
+
+pub async fn explain(
+    State(state): State<AppState>,
+    Agent(subject): Agent,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let req: ExplainRequest = serde_json::from_slice(&body).map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("expected {{\"action\": \"cards.charge\", \"args\": {{…}}}}: {e}"),
+        )
+    })?;
+    if let Some(env) = state.gateway.inactive_refusal(&subject, "policy.explain").await? {
+        return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
+    }
+    let args = req.args.unwrap_or_else(|| json!({}));
+    let e = state.gateway.explain_call(&subject, &req.action, &args).await?;
+    let reasons: Vec<Value> = e
+        .reasons
+        .iter()
+        .map(|r| json!({ "step": r.step(), "reason": r.reason(), "detail": r.detail(), "verdict": r.verdict().as_str() }))
+        .collect();
+    Ok(Json(json!({ "verdict": e.verdict.as_str(), "action": req.action, "cost": e.cost, "effect": e.effect, "reasons": reasons }))
+        .into_response())
+}

@@ -1,0 +1,189 @@
+//! Black-box tests of the `/v1` governed-action routes over HTTP, on the real server with a
+//! fresh SQLite file.
+
+mod common;
+
+use common::{TestApp, spawn_app};
+use gateway::approvals::Human;
+use serde_json::{Value, json};
+
+/// A profile under the demo tenant with `kit`, and its scoped key.
+async fn agent(app: &TestApp, name: &str, kit: &str) -> (gateway::TenantId, gateway::ProfileId, String) {
+    let gw = &app.gateway;
+    let tenant = gw.tenants().await.unwrap().remove(0).id;
+    let kit = policy::Kit::from_json(kit).unwrap();
+    let kit_name = kit.name.clone();
+    if gw.current_kit(&tenant, &kit_name).await.is_err() {
+        gw.save_kit(&tenant, kit, None, "test").await.unwrap();
+    }
+    let p = gw.create_profile(&tenant, name, None, None, &kit_name).await.unwrap();
+    let (_, key) = gw.issue_key(&tenant, &p.id, "test").await.unwrap();
+    (tenant, p.id, key.token)
+}
+
+async fn post(
+    app: &TestApp,
+    path: &str,
+    key: Option<&str>,
+    body: Value,
+    idem: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut req = app.client.post(format!("{}{path}", app.base)).json(&body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    if let Some(i) = idem {
+        req = req.header("Idempotency-Key", i);
+    }
+    let res = req.send().await.unwrap();
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    (status, headers, res.json().await.unwrap_or(Value::Null))
+}
+
+const KIT: &str = r#"{"name":"Http","primitives":["cards","web"],"limits":{"budget":{"hard_cap":"50"},"approve":{"above":"25"}}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn governed_actions_answer_with_the_right_status_and_body() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "http-bot", KIT).await;
+    let path = |pv: &str| format!("/v1/users/{p}/{pv}");
+
+    let (s, _, b) = post(&app, &path("web/read"), Some(&key), json!({"url": "https://x.test"}), None).await;
+    assert_eq!((s, b["ok"].clone(), b["cost"].clone()), (200, json!(true), json!("0.0025")), "{b}");
+
+    let (s, _, b) = post(&app, &path("cards/charge"), Some(&key), json!({"amount": "30"}), None).await;
+    assert_eq!(s, 202, "{b}");
+    assert_eq!(b["verdict"], "park");
+    let approval = b["recovery"][0]["approval_id"].as_str().unwrap().to_string();
+
+    let (s, _, b) = post(&app, &path("cards/charge"), Some(&key), json!({"amount": "60"}), None).await;
+    assert_eq!((s, b["reason"].clone()), (403, json!("budget_exceeded")), "{b}");
+
+    let (s, _, b) = post(&app, &path("email/send"), Some(&key), json!({"to": "a@x.test"}), None).await;
+    assert_eq!((s, b["error"]["details"]["reason"].clone()), (403, json!("primitive_disabled_by_kit")));
+
+    app.gateway.sandbox().fail_next(1);
+    let (s, h, b) = post(&app, &path("web/read"), Some(&key), json!({"url": "y"}), None).await;
+    assert_eq!((s, b["verdict"].clone()), (503, json!("unavailable")), "{b}");
+    assert_eq!(h.get("retry-after").unwrap(), "2");
+
+    // The agent polls its approval; a human approves; the poll shows it executed.
+    let poll = |id: String| {
+        let (c, base, k) = (app.client.clone(), app.base.clone(), key.clone());
+        async move { c.get(format!("{base}/v1/approvals/{id}")).bearer_auth(k).send().await.unwrap() }
+    };
+    let r = poll(approval.clone()).await;
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "pending");
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let approver = app.gateway.users(&tenant).await.unwrap().remove(0);
+    app.gateway
+        .approve(&tenant, &approval, &Human { user: approver.id, username: approver.username }, None)
+        .await
+        .unwrap();
+    let polled: Value = poll(approval).await.json().await.unwrap();
+    assert_eq!(polled["status"], "approved");
+    assert_eq!(polled["result"]["ok"], true);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_keys_bad_bodies_and_other_profiles_get_clear_errors() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "http-bot", KIT).await;
+    let (_, other, _) = agent(&app, "other-bot", KIT).await;
+    let path = format!("/v1/users/{p}/web/read");
+
+    let (s, _, b) = post(&app, &path, None, json!({}), None).await;
+    assert_eq!((s, b["code"].clone()), (401, json!("missing_key")));
+    let (s, _, b) = post(&app, &path, Some("nv_aaaaaaaa_bbbbbbbbbbbbbbbbbbbb"), json!({}), None).await;
+    assert_eq!((s, b["code"].clone()), (401, json!("invalid_key")));
+    let (s, _, b) = post(&app, &format!("/v1/users/{other}/web/read"), Some(&key), json!({}), None).await;
+    assert_eq!((s, b["code"].clone()), (404, json!("not_found")), "a key only acts for its own profile");
+    let (s, _, b) = post(&app, &format!("/v1/users/{p}/warp/drive"), Some(&key), json!({}), None).await;
+    assert_eq!((s, b["code"].clone()), (400, json!("unknown_action")));
+    let (s, _, b) =
+        post(&app, &format!("/v1/users/{p}/cards/charge"), Some(&key), json!({"amount": "1.00001"}), None)
+            .await;
+    assert_eq!((s, b["code"].clone()), (400, json!("invalid_amount")));
+    let res = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(&key)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    let res = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(&key)
+        .body(vec![b' '; 70 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 413, "bodies over the limit are refused");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_key_replays_the_first_answer() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "http-bot", KIT).await;
+    let path = format!("/v1/users/{p}/cards/charge");
+    let body = json!({"amount": "5", "merchant": "acme"});
+    let (s1, _, b1) = post(&app, &path, Some(&key), body.clone(), Some("k-1")).await;
+    let (s2, h2, b2) = post(&app, &path, Some(&key), body, Some("k-1")).await;
+    assert_eq!((s1, s2), (200, 200));
+    assert_eq!(b1, b2);
+    assert_eq!(h2.get("idempotent-replayed").unwrap(), "true");
+    let (s, _, b) = post(&app, &path, Some(&key), json!({"amount": "6"}), Some("k-1")).await;
+    assert_eq!((s, b["code"].clone()), (409, json!("idempotency_key_reused")));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() {
+    let app = spawn_app().await;
+    let (tenant, p, key) = agent(&app, "http-bot", KIT).await;
+    let holds_before: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM holds").fetch_one(app.gateway.store().pool()).await.unwrap();
+    let (s, _, b) = post(
+        &app,
+        "/v1/policy/explain",
+        Some(&key),
+        json!({"action": "cards.charge", "args": {"amount": "60"}}),
+        None,
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(b["verdict"], "deny");
+    let details: Vec<&str> =
+        b["reasons"].as_array().unwrap().iter().map(|r| r["detail"].as_str().unwrap()).collect();
+    assert_eq!(details, ["hard_cap_exceeded", "above_approval_threshold"]);
+    let (_, _, b) = post(
+        &app,
+        "/v1/policy/explain",
+        Some(&key),
+        json!({"action": "cards.charge", "args": {"amount": "30"}}),
+        None,
+    )
+    .await;
+    assert_eq!(b["verdict"], "park");
+    let holds_after: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM holds").fetch_one(app.gateway.store().pool()).await.unwrap();
+    assert_eq!(holds_before, holds_after, "explain reserves nothing");
+
+    app.gateway.revoke_profile(&tenant, &p, "test").await.unwrap();
+    let (s, _, b) = post(&app, &format!("/v1/users/{p}/web/read"), Some(&key), json!({}), None).await;
+    assert_eq!((s, b["reason"].clone()), (403, json!("agent_profile_revoked")));
+    let (s, _, b) = post(&app, "/v1/policy/explain", Some(&key), json!({"action": "web.read"}), None).await;
+    assert_eq!((s, b["reason"].clone()), (403, json!("agent_profile_revoked")));
+    // A GET too: the source platform let reads through after revoke; we do not.
+    let r =
+        app.client.get(format!("{}/v1/approvals/apr_x", app.base)).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert_eq!(r.json::<Value>().await.unwrap()["reason"], "agent_profile_revoked");
+    app.stop().await;
+}
