@@ -163,6 +163,19 @@ impl Gateway {
         .ok_or(Error::NotFound { what: "console user" })
     }
 
+    /// The tenant's console user with this username.
+    pub async fn user_named(&self, tenant: &TenantId, username: &str) -> Result<ConsoleUser> {
+        sqlx::query_as::<_, UserRow>(
+            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND username = ?",
+        )
+        .bind(tenant.as_str())
+        .bind(username.trim())
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(user_from_row)
+        .ok_or(Error::NotFound { what: "console user" })
+    }
+
     /// The user with this username and password, or `None`. Takes the same time for an
     /// unknown user as for a wrong password, so it does not reveal which usernames exist.
     pub async fn verify_login(&self, username: &str, password: &str) -> Result<Option<ConsoleUser>> {

@@ -187,3 +187,93 @@ async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() 
     assert_eq!(r.json::<Value>().await.unwrap()["reason"], "agent_profile_revoked");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_decided_by_a_named_human_never_by_the_agent() {
+    let app = spawn_app().await;
+    let roomy = r#"{"name":"Roomy","primitives":["cards"],"limits":{"budget":{"hard_cap":"500"},"approve":{"above":"25"}}}"#;
+    let (_, p, key) = agent(&app, "http-bot", roomy).await;
+    let charge = format!("/v1/users/{p}/cards/charge");
+    let park = |amount: &'static str| {
+        let (app, charge, key) = (&app, charge.clone(), key.clone());
+        async move {
+            let (s, _, b) = post(app, &charge, Some(&key), json!({"amount": amount}), None).await;
+            assert_eq!(s, 202, "{b}");
+            b["recovery"][0]["approval_id"].as_str().unwrap().to_string()
+        }
+    };
+    let first = park("30").await;
+    let company = common::COMPANY_KEY;
+    let decide = |id: &str, verb: &str, user: Option<&str>, bearer: &str, body: Value| {
+        let mut req =
+            app.client.post(format!("{}/v1/approvals/{id}/{verb}", app.base)).bearer_auth(bearer).json(&body);
+        if let Some(u) = user {
+            req = req.header("X-Naive-User", u);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (s, b) = decide(&first, "approve", None, &key, json!({})).await;
+    assert_eq!((s, b["code"].clone()), (403, json!("requester_cannot_decide")));
+    let (s, b) = decide(&first, "approve", None, company, json!({})).await;
+    assert_eq!((s, b["code"].clone()), (400, json!("user_required")));
+    let (s, b) = decide(&first, "approve", Some("admin"), company, json!({"note": "fine"})).await;
+    assert_eq!((s, b["ok"].clone()), (200, json!(true)), "{b}");
+    let (s, b) = decide(&first, "approve", Some("admin"), company, json!({})).await;
+    assert_eq!((s, b["code"].clone()), (409, json!("approval_already_decided")));
+
+    let second = park("26").await;
+    let (s, b) = decide(&second, "deny", Some("admin"), company, json!({})).await;
+    assert_eq!((s, b["code"].clone()), (400, json!("reason_required")));
+    let (s, b) =
+        decide(&second, "deny", Some("admin"), company, json!({"reason": "over budget this week"})).await;
+    assert_eq!((s, b["status"].clone()), (200, json!("denied")), "{b}");
+
+    let list: Value = app
+        .client
+        .get(format!("{}/v1/approvals?status=denied", app.base))
+        .bearer_auth(company)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> =
+        list["items"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [second.as_str()]);
+    let r = app
+        .client
+        .get(format!("{}/v1/approvals?status=maybe", app.base))
+        .bearer_auth(company)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    // Another tenant's company key sees nothing of this tenant.
+    let other_key = "nv_otherco1_abcdefghijklmnopqrstuv";
+    app.gateway.create_tenant("Other", policy::Money::ZERO, Some(other_key)).await.unwrap();
+    let r = app
+        .client
+        .get(format!("{}/v1/approvals/{first}", app.base))
+        .bearer_auth(other_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let list: Value = app
+        .client
+        .get(format!("{}/v1/approvals", app.base))
+        .bearer_auth(other_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["items"], json!([]));
+    app.stop().await;
+}

@@ -1,22 +1,125 @@
-//! Approval polling for agents: `GET /v1/approvals/{id}` returns the agent's own approval with
-//! its status and trail. Another profile's approval does not exist for it (404).
+//! Approvals over HTTP (SPEC §7).
+//!
+//! `GET /v1/approvals/{id}`: an agent polls its own approval; the company sees any of its
+//! tenant's. `GET /v1/approvals?status=&profile=`: the company's list. Deciding needs a human:
+//! the company key acting for a console user named in `X-Naive-User` with the `approver` or
+//! `admin` role; never the requesting agent, and never the profile's owner.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use gateway::Role;
+use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+use serde::Deserialize;
 
-use crate::auth::Agent;
+use crate::auth::{Caller, Human};
 use crate::problem::Problem;
+use crate::routes::actions::respond;
 use crate::startup::AppState;
+
+/// The most approvals one list returns.
+const MAX_PAGE: i64 = 200;
 
 pub async fn get(
     State(state): State<AppState>,
-    Agent(subject): Agent,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    if let Some(env) = state.gateway.inactive_refusal(&subject, "naive_approvals_get").await? {
-        return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
-    }
-    Ok(Json(state.gateway.approval_for_subject(&subject, &id).await?).into_response())
+    let approval = match &caller {
+        Caller::Agent(subject) => {
+            if let Some(env) = state.gateway.inactive_refusal(subject, "naive_approvals_get").await? {
+                return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
+            }
+            state.gateway.approval_for_subject(subject, &id).await?
+        }
+        Caller::Company(tenant) => state.gateway.approval(tenant, &id).await?,
+    };
+    Ok(Json(approval).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    status: Option<String>,
+    profile: Option<String>,
+    limit: Option<i64>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, Problem> {
+    let Caller::Company(tenant) = caller else {
+        return Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "company_key_required",
+            "listing approvals needs the company key",
+        ));
+    };
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_status",
+                "status is one of pending, approved, denied, expired",
+            )
+        })?),
+    };
+    let profile = match q.profile.as_deref() {
+        None => None,
+        Some(p) => Some(gateway::ProfileId::parse(p).ok_or_else(|| {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid_profile", "profile is an id like prf_…")
+        })?),
+    };
+    let limit = q.limit.map(|l| l.clamp(1, MAX_PAGE));
+    let items = state.gateway.approvals(&tenant, &ApprovalQuery { status, profile, limit }).await?;
+    Ok(Json(serde_json::json!({ "items": items })).into_response())
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveBody {
+    note: Option<String>,
+}
+
+pub async fn approve(
+    State(state): State<AppState>,
+    human: Human,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    human.require(&[Role::Approver, Role::Admin])?;
+    let b: ApproveBody = if body.is_empty() {
+        ApproveBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid_json", e.to_string()))?
+    };
+    Ok(respond(state.gateway.approve(&human.tenant, &id, &human.user, b.note.as_deref()).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DenyBody {
+    reason: String,
+}
+
+pub async fn deny(
+    State(state): State<AppState>,
+    human: Human,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    human.require(&[Role::Approver, Role::Admin])?;
+    let b: DenyBody = serde_json::from_slice(&body).map_err(|_| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "reason_required",
+            "send {\"reason\": \"…\"}: a denial needs a reason",
+        )
+    })?;
+    Ok(Json(state.gateway.deny(&human.tenant, &id, &human.user, &b.reason).await?).into_response())
 }

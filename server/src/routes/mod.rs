@@ -15,5 +15,8 @@ pub fn v1() -> Router<AppState> {
     Router::new()
         .route("/v1/users/{user_id}/{primitive}/{verb}", post(actions::governed))
         .route("/v1/policy/explain", post(actions::explain))
+        .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", get(approvals::get))
+        .route("/v1/approvals/{id}/approve", post(approvals::approve))
+        .route("/v1/approvals/{id}/deny", post(approvals::deny))
 }

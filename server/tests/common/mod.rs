@@ -6,6 +6,8 @@ use server::startup::Application;
 use tokio::sync::oneshot;
 
 pub const ADMIN_PASSWORD: &str = "test-admin-password";
+/// The demo tenant's company key in tests.
+pub const COMPANY_KEY: &str = "nv_testco01_abcdefghijklmnopqrstuv";
 
 pub struct TestApp {
     pub base: String,
@@ -23,7 +25,7 @@ pub fn config(db_url: &str) -> Config {
         bind: "127.0.0.1:0".parse().unwrap(),
         no_demo: false,
         admin_password: Some(ADMIN_PASSWORD.into()),
-        company_key: None,
+        company_key: Some(COMPANY_KEY.into()),
         site_root: "target/site".into(),
     }
 }
