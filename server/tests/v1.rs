@@ -277,3 +277,49 @@ async fn approvals_are_decided_by_a_named_human_never_by_the_agent() {
     assert_eq!(list["items"], json!([]));
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_logs_and_the_chain_are_readable_only_within_reach() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "http-bot", KIT).await;
+    let (_, other, _) = agent(&app, "other-bot", KIT).await;
+    for i in 0..3 {
+        post(&app, &format!("/v1/users/{p}/web/read"), Some(&key), json!({"url": format!("u{i}")}), None)
+            .await;
+    }
+    let get = |path: String, bearer: &str| {
+        let bearer = bearer.to_string();
+        let (c, base) = (app.client.clone(), app.base.clone());
+        async move {
+            let r = c.get(format!("{base}{path}")).bearer_auth(bearer).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let key = key.as_str();
+    let (s, b) = get(format!("/v1/users/{p}/budget"), key).await;
+    assert_eq!(
+        (s, b["totals"]["posted"].clone(), b["hard_cap"].clone()),
+        (200, json!("0.0075"), json!("50.00")),
+        "{b}"
+    );
+    let (s, _) = get(format!("/v1/users/{other}/budget"), key).await;
+    assert_eq!(s, 404, "an agent reads only its own budget");
+    let (s, b) = get(format!("/v1/users/{other}/budget"), common::COMPANY_KEY).await;
+    assert_eq!((s, b["totals"]["posted"].clone()), (200, json!("0.00")));
+
+    let (s, b) = get(format!("/v1/users/{p}/logs?limit=2"), key).await;
+    assert_eq!(s, 200);
+    let page: Vec<i64> = b["items"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(page.len(), 2);
+    assert!(page[0] > page[1], "newest first");
+    let (_, b2) = get(format!("/v1/users/{p}/logs?limit=2&{}", b["next"].as_str().unwrap()), key).await;
+    let older: Vec<i64> =
+        b2["items"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert!(older.iter().all(|s| *s < page[1]), "the next page continues where the first ended");
+
+    let (s, b) = get("/v1/logs/verify".into(), common::COMPANY_KEY).await;
+    assert_eq!((s, b["ok"].clone()), (200, json!(true)), "{b}");
+    let (s, _) = get("/v1/logs/verify".into(), key).await;
+    assert_eq!(s, 403);
+    app.stop().await;
+}
