@@ -323,3 +323,110 @@ async fn budget_logs_and_the_chain_are_readable_only_within_reach() {
     assert_eq!(s, 403);
     app.stop().await;
 }
+
+/// A request with the company key, answering (status, JSON).
+async fn company(app: &TestApp, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut req = app.client.request(method, format!("{}{path}", app.base)).bearer_auth(common::COMPANY_KEY);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_and_keys_are_managed_with_the_company_key() {
+    use reqwest::Method;
+    let app = spawn_app().await;
+    let (s, parent) = company(
+        &app,
+        Method::POST,
+        "/v1/agent-profiles",
+        Some(json!({"name": "ops", "kit": "Default", "owner": "admin"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{parent}");
+    let pid = parent["id"].as_str().unwrap().to_string();
+    let (s, child) = company(
+        &app,
+        Method::POST,
+        "/v1/agent-profiles",
+        Some(json!({"name": "ops-helper", "kit": "Default", "parent": pid})),
+    )
+    .await;
+    assert_eq!(s, 201, "{child}");
+    let cid = child["id"].as_str().unwrap().to_string();
+    let (s, b) =
+        company(&app, Method::POST, "/v1/agent-profiles", Some(json!({"name": "x", "kit": "Nope"}))).await;
+    assert_eq!((s, b["code"].clone()), (404, json!("not_found")));
+    let (_, tree) = company(&app, Method::GET, "/v1/agent-profiles", None).await;
+    let names: Vec<(&str, u64)> = tree["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["profile"]["name"].as_str().unwrap(), e["depth"].as_u64().unwrap()))
+        .collect();
+    assert!(names.windows(2).any(|w| w == [("ops", 0), ("ops-helper", 1)]), "{names:?}");
+
+    // A key: the secret is in the creation response only.
+    let (s, created) = company(&app, Method::POST, &format!("/v1/agent-profiles/{cid}/keys"), None).await;
+    assert_eq!(s, 201);
+    let secret = created["secret"].as_str().unwrap().to_string();
+    let key_id = created["key"]["id"].as_str().unwrap().to_string();
+    let (_, listed) = company(&app, Method::GET, &format!("/v1/agent-profiles/{cid}/keys"), None).await;
+    assert!(!listed.to_string().contains(&secret[12..]), "a listing never shows a secret");
+    let read = |k: String| {
+        let (c, base, cid) = (app.client.clone(), app.base.clone(), cid.clone());
+        async move {
+            c.post(format!("{base}/v1/users/{cid}/web/read"))
+                .bearer_auth(k)
+                .json(&json!({"url": "x"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(read(secret.clone()).await, 200);
+    let r =
+        app.client.get(format!("{}/v1/agent-profiles", app.base)).bearer_auth(&secret).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403, "agents cannot administer");
+
+    let (s, rotated) = company(
+        &app,
+        Method::POST,
+        &format!("/v1/agent-profiles/{cid}/keys/{key_id}/rotate"),
+        Some(json!({"grace_secs": 600})),
+    )
+    .await;
+    assert_eq!(s, 200, "{rotated}");
+    let new_secret = rotated["secret"].as_str().unwrap().to_string();
+    let new_id = rotated["key"]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (read(secret.clone()).await, read(new_secret.clone()).await),
+        (200, 200),
+        "the old key works during its grace period"
+    );
+    let (s, _) =
+        company(&app, Method::DELETE, &format!("/v1/agent-profiles/{cid}/keys/{new_id}"), None).await;
+    assert_eq!(s, 200);
+    assert_eq!(read(new_secret).await, 401);
+
+    let (_, preview) =
+        company(&app, Method::GET, &format!("/v1/agent-profiles/{pid}/revoke-preview"), None).await;
+    assert_eq!(preview["profiles"], json!([pid, cid]));
+    let (s, report) = company(&app, Method::POST, &format!("/v1/agent-profiles/{pid}/revoke"), None).await;
+    assert_eq!((s, report["profiles"].clone()), (200, json!([pid, cid])));
+    let r = app
+        .client
+        .post(format!("{}/v1/users/{cid}/web/read", app.base))
+        .bearer_auth(&secret)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert_eq!(r.json::<Value>().await.unwrap()["reason"], "agent_profile_revoked");
+    app.stop().await;
+}

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod approvals;
 pub mod health;
 pub mod ledger;
+pub mod profiles;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -19,6 +20,13 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/users/{user_id}/budget", get(ledger::budget))
         .route("/v1/users/{user_id}/logs", get(ledger::logs))
         .route("/v1/logs/verify", get(ledger::verify))
+        .route("/v1/agent-profiles", get(profiles::list).post(profiles::create))
+        .route("/v1/agent-profiles/{id}", get(profiles::get))
+        .route("/v1/agent-profiles/{id}/revoke", post(profiles::revoke))
+        .route("/v1/agent-profiles/{id}/revoke-preview", get(profiles::revoke_preview))
+        .route("/v1/agent-profiles/{id}/keys", get(profiles::keys).post(profiles::create_key))
+        .route("/v1/agent-profiles/{id}/keys/{key_id}/rotate", post(profiles::rotate_key))
+        .route("/v1/agent-profiles/{id}/keys/{key_id}", axum::routing::delete(profiles::revoke_key))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", get(approvals::get))
         .route("/v1/approvals/{id}/approve", post(approvals::approve))

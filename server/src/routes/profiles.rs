@@ -1,0 +1,163 @@
+//! Agent profiles and their scoped keys over HTTP, for tenant administration (company key).
+//!
+//! Profiles: list as a tree, create (optionally as a sub-agent), get, preview and perform a
+//! revoke (which reports its cascade). Keys: list, create, rotate (optional grace period),
+//! revoke. A key's secret appears in a response exactly once, when it is created or rotated.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use gateway::{KeyId, ProfileId, TenantId};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::Caller;
+use crate::problem::Problem;
+use crate::startup::AppState;
+
+/// What administrative changes are recorded as, when made with the company key.
+const ACTOR: &str = "company-key";
+
+fn company(caller: Caller) -> Result<TenantId, Problem> {
+    match caller {
+        Caller::Company(t) => Ok(t),
+        Caller::Agent(_) => Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "company_key_required",
+            "managing profiles and keys needs the company key",
+        )),
+    }
+}
+
+fn profile_id(s: &str) -> Result<ProfileId, Problem> {
+    ProfileId::parse(s)
+        .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"))
+}
+
+fn key_id(s: &str) -> Result<KeyId, Problem> {
+    KeyId::parse(s).ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such key"))
+}
+
+fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, Problem> {
+    serde_json::from_slice(if body.is_empty() { b"{}" } else { body }).map_err(|e| {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("expected {example}: {e}"))
+    })
+}
+
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let tree = state.gateway.profile_tree(&tenant).await?;
+    Ok(Json(json!({ "items": tree })).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProfile {
+    name: String,
+    kit: String,
+    parent: Option<String>,
+    /// The console user (username) who owns the profile.
+    owner: Option<String>,
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let req: CreateProfile =
+        json_body(&body, r#"{"name": "buyer", "kit": "Default", "parent": "prf_…", "owner": "alice"}"#)?;
+    let parent = req.parent.as_deref().map(profile_id).transpose()?;
+    let owner = match req.owner.as_deref() {
+        Some(u) => Some(state.gateway.user_named(&tenant, u).await?.id),
+        None => None,
+    };
+    let p =
+        state.gateway.create_profile(&tenant, &req.name, owner.as_ref(), parent.as_ref(), &req.kit).await?;
+    Ok((StatusCode::CREATED, Json(p)).into_response())
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let id = profile_id(&id)?;
+    if let Caller::Agent(s) = &caller {
+        if s.profile != id {
+            return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"));
+        }
+        if let Some(env) = state.gateway.inactive_refusal(s, "agent_profiles.get").await? {
+            return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
+        }
+    }
+    Ok(Json(state.gateway.profile(caller.tenant(), &id).await?).into_response())
+}
+
+pub async fn revoke_preview(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(Json(state.gateway.revoke_preview(&tenant, &profile_id(&id)?).await?).into_response())
+}
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(Json(state.gateway.revoke_profile(&tenant, &profile_id(&id)?, ACTOR).await?).into_response())
+}
+
+pub async fn keys(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(Json(json!({ "items": state.gateway.keys(&tenant, &profile_id(&id)?).await? })).into_response())
+}
+
+pub async fn create_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let (info, issued) = state.gateway.issue_key(&tenant, &profile_id(&id)?, ACTOR).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "key": info, "secret": issued.token }))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rotate {
+    grace_secs: Option<i64>,
+}
+
+pub async fn rotate_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let req: Rotate = json_body(&body, r#"{"grace_secs": 3600}"#)?;
+    let (info, issued) =
+        state.gateway.rotate_key(&tenant, &profile_id(&id)?, &key_id(&key)?, req.grace_secs, ACTOR).await?;
+    Ok(Json(json!({ "key": info, "secret": issued.token })).into_response())
+}
+
+pub async fn revoke_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(Json(state.gateway.revoke_key(&tenant, &profile_id(&id)?, &key_id(&key)?, ACTOR).await?)
+        .into_response())
+}
