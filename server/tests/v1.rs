@@ -430,3 +430,56 @@ async fn profiles_and_keys_are_managed_with_the_company_key() {
     assert_eq!(r.json::<Value>().await.unwrap()["reason"], "agent_profile_revoked");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kits_save_with_if_match_and_bind_the_next_call() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(
+        &app,
+        "kit-bot",
+        r#"{"name":"Edit","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#,
+    )
+    .await;
+    let r = app
+        .client
+        .get(format!("{}/v1/kits/Edit", app.base))
+        .bearer_auth(common::COMPANY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers().get("etag").unwrap(), "\"1\"");
+    let mut kit: Value = r.json::<Value>().await.unwrap()["kit"].clone();
+    kit["limits"]["budget"]["hard_cap"] = json!("10.00");
+    let put = |body: String, if_match: Option<&str>| {
+        let mut req =
+            app.client.put(format!("{}/v1/kits/Edit", app.base)).bearer_auth(common::COMPANY_KEY).body(body);
+        if let Some(m) = if_match {
+            req = req.header("If-Match", m);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (s, b) = put(kit.to_string(), Some("\"1\"")).await;
+    assert_eq!((s, b["kit"]["version"].clone()), (200, json!(2)), "{b}");
+    let (s, b) = put(kit.to_string(), Some("\"1\"")).await;
+    assert_eq!((s, b["code"].clone()), (409, json!("kit_version_conflict")));
+    let (s, b) = put(r#"{"name":"Edit","primitives":["warp"]}"#.into(), Some("\"2\"")).await;
+    assert_eq!((s, b["code"].clone()), (400, json!("invalid_kit")));
+    assert!(b["message"].as_str().unwrap().starts_with("primitives:"), "{b}");
+
+    // The next call is decided under the new version.
+    let (s, _, b) =
+        post(&app, &format!("/v1/users/{p}/cards/charge"), Some(&key), json!({"amount": "20"}), None).await;
+    assert_eq!((s, b["reason"].clone()), (403, json!("budget_exceeded")), "{b}");
+
+    let (s, d) = company(&app, reqwest::Method::GET, "/v1/kits/Edit/diff?from=1&to=2", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(d["changes"][0]["text"], "lowers hard cap from $100.00 to $10.00");
+    let (s, v) = company(&app, reqwest::Method::GET, "/v1/kits/Edit/versions", None).await;
+    assert_eq!((s, v["items"].as_array().unwrap().len()), (200, 2));
+    let (s, _) = company(&app, reqwest::Method::GET, "/v1/kits/Edit/versions/7", None).await;
+    assert_eq!(s, 404);
+    app.stop().await;
+}

@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod approvals;
 pub mod health;
+pub mod kits;
 pub mod ledger;
 pub mod profiles;
 
@@ -20,6 +21,11 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/users/{user_id}/budget", get(ledger::budget))
         .route("/v1/users/{user_id}/logs", get(ledger::logs))
         .route("/v1/logs/verify", get(ledger::verify))
+        .route("/v1/kits", get(kits::list))
+        .route("/v1/kits/{name}", get(kits::current).put(kits::put))
+        .route("/v1/kits/{name}/versions", get(kits::versions))
+        .route("/v1/kits/{name}/versions/{version}", get(kits::version))
+        .route("/v1/kits/{name}/diff", get(kits::diff))
         .route("/v1/agent-profiles", get(profiles::list).post(profiles::create))
         .route("/v1/agent-profiles/{id}", get(profiles::get))
         .route("/v1/agent-profiles/{id}/revoke", post(profiles::revoke))

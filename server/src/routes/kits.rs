@@ -1,0 +1,142 @@
+//! AccountKits over HTTP (company key), versioned with optimistic concurrency.
+//!
+//! `GET /v1/kits` (current versions), `GET /v1/kits/{name}` (current, with `ETag` = version),
+//! `GET /v1/kits/{name}/versions`, `GET /v1/kits/{name}/versions/{v}`,
+//! `PUT /v1/kits/{name}` with `If-Match: <version>` (409 when someone saved in between; no
+//! `If-Match` creates a new kit), and `GET /v1/kits/{name}/diff?from=&to=` in words.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use gateway::{KitRecord, TenantId};
+use policy::{Kit, KitDiff, KitVersion};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::Caller;
+use crate::problem::Problem;
+use crate::startup::AppState;
+
+fn company(caller: Caller) -> Result<TenantId, Problem> {
+    match caller {
+        Caller::Company(t) => Ok(t),
+        Caller::Agent(_) => Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "company_key_required",
+            "kits are managed with the company key",
+        )),
+    }
+}
+
+fn with_etag(r: KitRecord) -> Response {
+    let etag = format!("\"{}\"", r.kit.version.0);
+    let mut res = Json(r).into_response();
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+    res
+}
+
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(Json(json!({ "items": state.gateway.kits(&tenant).await? })).into_response())
+}
+
+pub async fn current(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(with_etag(state.gateway.current_kit(&tenant, &name).await?))
+}
+
+pub async fn versions(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let items = state.gateway.kit_versions(&tenant, &name).await?;
+    if items.is_empty() {
+        return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", format!("no kit named \"{name}\"")));
+    }
+    Ok(Json(json!({ "items": items })).into_response())
+}
+
+async fn version_of(state: &AppState, tenant: &TenantId, name: &str, v: u32) -> Result<KitRecord, Problem> {
+    state
+        .gateway
+        .kit_versions(tenant, name)
+        .await?
+        .into_iter()
+        .find(|r| r.kit.version == KitVersion(v))
+        .ok_or_else(|| {
+            Problem::new(StatusCode::NOT_FOUND, "not_found", format!("kit \"{name}\" has no version {v}"))
+        })
+}
+
+pub async fn version(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((name, v)): Path<(String, u32)>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    Ok(with_etag(version_of(&state, &tenant, &name, v).await?))
+}
+
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let expected = match headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
+        None => None,
+        Some(v) => Some(KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_if_match",
+                "If-Match carries the kit version you edited, such as \"3\"",
+            )
+        })?)),
+    };
+    let kit = Kit::from_json(&body).map_err(|e| {
+        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
+    })?;
+    if kit.name != name {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "kit_name_mismatch",
+            format!("the body's name \"{}\" is not \"{name}\"", kit.name),
+        ));
+    }
+    let saved = state.gateway.save_kit(&tenant, kit, expected, "company-key").await?;
+    let status = if expected.is_none() { StatusCode::CREATED } else { StatusCode::OK };
+    let mut res = with_etag(saved);
+    *res.status_mut() = status;
+    Ok(res)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffQuery {
+    from: u32,
+    to: u32,
+}
+
+pub async fn diff(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Query(q): Query<DiffQuery>,
+) -> Result<Response, Problem> {
+    let tenant = company(caller)?;
+    let from = version_of(&state, &tenant, &name, q.from).await?;
+    let to = version_of(&state, &tenant, &name, q.to).await?;
+    Ok(Json(KitDiff::between(&from.kit, &to.kit)).into_response())
+}
