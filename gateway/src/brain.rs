@@ -240,12 +240,7 @@ impl Gateway {
 
     /// Decides whether `subject` may use `tool` at all right now, without reserving anything
     /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
-    pub(crate) async fn gate(
-        &self,
-        subject: &Subject,
-        tool: &str,
-        args: &Value,
-    ) -> Result<Option<ActionResponse>> {
+    pub async fn gate(&self, subject: &Subject, tool: &str, args: &Value) -> Result<Option<ActionResponse>> {
         let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
         let links = self.links(&subject.tenant, &subject.profile).await?;
         let request = ActionRequest {
@@ -539,6 +534,13 @@ impl Gateway {
                     let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
                     c.prepare_cached("INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)")?.execute(params![belief, t.as_str(), pid, object_type, content, db::ts(Utc::now())])?;
                     c.prepare_cached("UPDATE proposals SET status = 'accepted' WHERE id = ?")?.execute(params![pid])?;
+                // An agent's accept still waiting on a human is settled by this decision.
+                c.prepare_cached(
+                    "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, \
+                     decision_reason = 'the proposal was decided directly by a reviewer' \
+                     WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?",
+                )?
+                .execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
                     trail(c, &pid, &a, "accepted", Some(&b))?;
                     let e = activity::append(
                         c,

@@ -483,3 +483,77 @@ async fn kits_save_with_if_match_and_bind_the_next_call() {
     assert_eq!(s, 404);
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brain_writebacks_become_proposals_an_agent_accept_parks_and_a_reviewer_decides() {
+    let app = spawn_app().await;
+    let (_, _, key) = agent(&app, "scribe", r#"{"name":"Brainy","primitives":["brain"]}"#).await;
+    let (_, _, plain) = agent(&app, "plain", "{\"name\":\"NoBrain\",\"primitives\":[\"web\"]}").await;
+    let wb = json!({"run_id": "run-7", "source": "standup notes", "claims": [
+        {"object_type": "fact", "content": {"text": "Invoices are due net 30"}},
+        {"object_type": "preference", "content": {"text": "CFO wants weekly summaries"}}]});
+    let (s, _, b) = post(&app, "/v1/brain/writebacks", Some(&plain), wb.clone(), None).await;
+    assert_eq!((s, b["error"]["details"]["reason"].clone()), (403, json!("primitive_disabled_by_kit")));
+    let (s, _, b) = post(&app, "/v1/brain/writebacks", Some(&key), wb, None).await;
+    assert_eq!(s, 201, "{b}");
+    let proposals = b["writeback"]["proposals"].as_array().unwrap();
+    let fact =
+        proposals.iter().find(|p| p["object_type"] == "fact").unwrap()["id"].as_str().unwrap().to_string();
+    let pref = proposals.iter().find(|p| p["object_type"] == "preference").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let list: Value = app
+        .client
+        .get(format!("{}/v1/brain/proposals?run_id=run-7&object_type=fact", app.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 1);
+
+    let (s, _, b) = post(
+        &app,
+        &format!("/v1/brain/proposals/{fact}/decision"),
+        Some(&key),
+        json!({"decision": "accept", "because": ""}),
+        None,
+    )
+    .await;
+    assert_eq!((s, b["code"].clone()), (400, json!("because_required")));
+    let (s, _, b) = post(
+        &app,
+        &format!("/v1/brain/proposals/{fact}/decision"),
+        Some(&key),
+        json!({"decision": "accept", "because": "said twice"}),
+        None,
+    )
+    .await;
+    assert_eq!((s, b["verdict"].clone()), (202, json!("park")), "an agent's accept parks for a human: {b}");
+
+    let reviewer = |id: String, body: Value| {
+        let req = app
+            .client
+            .post(format!("{}/v1/brain/proposals/{id}/decision", app.base))
+            .bearer_auth(common::COMPANY_KEY)
+            .header("X-Naive-User", "admin")
+            .json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, b) = reviewer(pref.clone(), json!({"decision": "reject", "because": "hearsay"})).await;
+    assert_eq!((s, b["proposal"]["status"].clone()), (200, json!("rejected")), "{b}");
+    let (s, b) =
+        reviewer(fact.clone(), json!({"decision": "accept", "because": "checked the contract"})).await;
+    assert_eq!((s, b["proposal"]["status"].clone()), (200, json!("accepted")), "{b}");
+    let trail: Vec<&str> =
+        b["proposal"]["trail"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(trail, ["proposed", "parked", "accepted"]);
+    app.stop().await;
+}

@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod approvals;
+pub mod brain;
 pub mod health;
 pub mod kits;
 pub mod ledger;
@@ -21,6 +22,11 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/users/{user_id}/budget", get(ledger::budget))
         .route("/v1/users/{user_id}/logs", get(ledger::logs))
         .route("/v1/logs/verify", get(ledger::verify))
+        .route("/v1/brain/writebacks", get(brain::writebacks).post(brain::submit))
+        .route("/v1/brain/writebacks/{id}", get(brain::writeback))
+        .route("/v1/brain/proposals", get(brain::proposals))
+        .route("/v1/brain/proposals/{id}", get(brain::proposal))
+        .route("/v1/brain/proposals/{id}/decision", post(brain::decide))
         .route("/v1/kits", get(kits::list))
         .route("/v1/kits/{name}", get(kits::current).put(kits::put))
         .route("/v1/kits/{name}/versions", get(kits::versions))
