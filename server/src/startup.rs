@@ -28,6 +28,10 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub gateway: Gateway,
+    /// Bounds concurrent `/v1/events` subscribers.
+    pub subscribers: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Turns true when the server starts shutting down, so long-lived streams end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -52,6 +56,7 @@ pub struct Application {
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
     _sweeper: gateway::approvals::SweeperHandle,
+    stop_tx: tokio::sync::watch::Sender<bool>,
     /// Set when this start seeded the demo tenant.
     pub demo: Option<DemoCredentials>,
 }
@@ -77,14 +82,20 @@ impl Application {
             .site_root(config.site_root.clone())
             .site_addr(addr)
             .build();
-        let router = router(AppState { leptos_options, gateway: gateway.clone() });
+        let (stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let router = router(AppState {
+            leptos_options,
+            gateway: gateway.clone(),
+            subscribers: crate::routes::events::subscriber_limit(),
+            stopping,
+        });
         // Before serving, nothing is in flight: holds a previous process left pending expire now.
         let recovered = gateway.sweep(true).await?;
         if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
             tracing::info!(?recovered, "expired what the previous run left behind");
         }
         let _sweeper = gateway.start_sweeper();
-        Ok(Application { listener, router, gateway, _sweeper, demo })
+        Ok(Application { listener, router, gateway, _sweeper, stop_tx, demo })
     }
 
     /// The application's gateway, for operator commands and test setup.
@@ -98,6 +109,12 @@ impl Application {
 
     /// Serves until `shutdown` resolves, then finishes in-flight requests and closes the pool.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let stop_tx = self.stop_tx;
+        let shutdown = async move {
+            shutdown.await;
+            // Event streams never end on their own; tell them to, so draining can finish.
+            let _ = stop_tx.send(true);
+        };
         axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await?;
         self.gateway.store().close().await;
         Ok(())

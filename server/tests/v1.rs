@@ -557,3 +557,81 @@ async fn brain_writebacks_become_proposals_an_agent_accept_parks_and_a_reviewer_
     assert_eq!(trail, ["proposed", "parked", "accepted"]);
     app.stop().await;
 }
+
+/// Reads SSE frames from `res` until one of `kind` arrives; returns its id.
+async fn next_event(res: &mut reqwest::Response, buf: &mut String, kind: &str) -> i64 {
+    let deadline = std::time::Duration::from_secs(15);
+    tokio::time::timeout(deadline, async {
+        loop {
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    frame.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string())
+                };
+                if field("event:").as_deref() == Some(kind) {
+                    return field("id:").expect("events carry an id").parse().unwrap();
+                }
+            }
+            let chunk = res.chunk().await.unwrap().expect("the stream stays open");
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no `{kind}` event within {deadline:?}; got so far: {buf}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_is_live_resumes_with_last_event_id_and_ends_on_shutdown() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "sse-bot", KIT).await;
+    let read = |url: &'static str| {
+        let (app, key, p) = (&app, key.clone(), p.clone());
+        async move {
+            post(app, &format!("/v1/users/{p}/web/read"), Some(&key), json!({ "url": url }), None).await.0
+        }
+    };
+    let open = |last: Option<i64>| {
+        let mut req = app
+            .client
+            .get(format!("{}/v1/events", app.base))
+            .bearer_auth(common::COMPANY_KEY)
+            .timeout(std::time::Duration::from_secs(60));
+        if let Some(id) = last {
+            req = req.header("Last-Event-ID", id.to_string());
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            assert_eq!(res.status().as_u16(), 200);
+            assert_eq!(res.headers()["content-type"], "text/event-stream");
+            res
+        }
+    };
+    let mut live = open(None).await;
+    let mut buf = String::new();
+    assert_eq!(read("https://x.test/1").await, 200);
+    let first = next_event(&mut live, &mut buf, "action").await;
+    drop(live);
+
+    // Missed while disconnected: delivered first on resume.
+    assert_eq!(read("https://x.test/2").await, 200);
+    let mut resumed = open(Some(first)).await;
+    let mut buf = String::new();
+    let missed = next_event(&mut resumed, &mut buf, "action").await;
+    assert!(missed > first, "resume delivers the event after {first}, got {missed}");
+    let entry: Value = app
+        .gateway
+        .log(&app.gateway.tenants().await.unwrap()[0].id, &Default::default())
+        .await
+        .unwrap()
+        .iter()
+        .find(|e| e.seq == missed)
+        .map(|e| serde_json::to_value(e).unwrap())
+        .unwrap();
+    assert_eq!(entry["kind"], "action");
+
+    // An open stream does not hold up a graceful shutdown.
+    tokio::time::timeout(std::time::Duration::from_secs(15), app.stop())
+        .await
+        .expect("shutdown finished with a stream open");
+    drop(resumed);
+}

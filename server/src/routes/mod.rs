@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod approvals;
 pub mod brain;
+pub mod events;
 pub mod health;
 pub mod kits;
 pub mod ledger;
@@ -27,6 +28,7 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/brain/proposals", get(brain::proposals))
         .route("/v1/brain/proposals/{id}", get(brain::proposal))
         .route("/v1/brain/proposals/{id}/decision", post(brain::decide))
+        .route("/v1/events", get(events::stream))
         .route("/v1/kits", get(kits::list))
         .route("/v1/kits/{name}", get(kits::current).put(kits::put))
         .route("/v1/kits/{name}/versions", get(kits::versions))

@@ -1,0 +1,169 @@
+//! `GET /v1/events`: the activity stream as Server-Sent Events (SPEC §11).
+//!
+//! Each event's `id` is its activity-log sequence number. A client that reconnects with
+//! `Last-Event-ID` first gets what it missed, read back from the log, then the live stream;
+//! nothing is lost while the gap is in the log. The subscription is taken before the backfill
+//! is read and events already sent are skipped, so the hand-over drops and repeats nothing.
+//! A comment heartbeat keeps idle connections open. Subscribers are bounded; a subscriber too
+//! slow for the bus gets one `lagged` event and is closed, so it never holds up writers.
+//! The company key sees its tenant's events; an agent sees its own profile's.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use gateway::ProfileId;
+use gateway::activity::{Entry, LogQuery, MAX_PAGE};
+use gateway::events::{BusItem, Subscription};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::auth::Caller;
+use crate::problem::Problem;
+use crate::startup::AppState;
+
+/// The most concurrent event-stream subscribers one server holds.
+pub const MAX_SUBSCRIBERS: usize = 4_096;
+/// How often an idle stream gets a heartbeat comment.
+const HEARTBEAT_SECS: u64 = 15;
+
+/// The subscriber bound, shared by every request.
+pub fn subscriber_limit() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(MAX_SUBSCRIBERS))
+}
+
+struct Feed {
+    sub: Subscription,
+    profile: Option<ProfileId>,
+    backlog: VecDeque<Entry>,
+    last_sent: i64,
+    done: bool,
+    stopping: tokio::sync::watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+}
+
+fn event_of(e: &Entry) -> Event {
+    Event::default()
+        .id(e.seq.to_string())
+        .event(e.kind.clone())
+        .json_data(e)
+        .unwrap_or_else(|_| Event::default().comment("unserializable entry"))
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let permit = state.subscribers.clone().try_acquire_owned().map_err(|_| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_subscribers",
+            "the event stream is at capacity; retry in a minute",
+        )
+    })?;
+    let profile = match &caller {
+        Caller::Agent(s) => {
+            if let Some(env) = state.gateway.inactive_refusal(s, "events.stream").await? {
+                return Ok((StatusCode::FORBIDDEN, axum::Json(env)).into_response());
+            }
+            Some(s.profile.clone())
+        }
+        Caller::Company(_) => None,
+    };
+    let tenant = caller.tenant().clone();
+    let last: Option<i64> =
+        headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    // Subscribe first, then read what was missed: the bus holds anything committed meanwhile.
+    let sub = state.gateway.bus().subscribe(tenant.clone());
+    let mut backlog = VecDeque::new();
+    let mut last_sent = last.unwrap_or(0);
+    if let Some(after) = last {
+        let mut cursor = after;
+        loop {
+            let page = state
+                .gateway
+                .log(
+                    &tenant,
+                    &LogQuery {
+                        profile: profile.clone(),
+                        after: Some(cursor),
+                        before: None,
+                        limit: Some(MAX_PAGE),
+                    },
+                )
+                .await?;
+            let Some(tail) = page.last() else { break };
+            cursor = tail.seq;
+            let full = page.len() as i64 == MAX_PAGE;
+            backlog.extend(page);
+            if !full {
+                break;
+            }
+        }
+    } else {
+        // A fresh subscriber starts from now: nothing before the latest entry is replayed.
+        last_sent = state
+            .gateway
+            .log(&tenant, &LogQuery { limit: Some(1), ..Default::default() })
+            .await?
+            .first()
+            .map_or(0, |e| e.seq);
+    }
+    let feed = Feed {
+        sub,
+        profile,
+        backlog,
+        last_sent,
+        done: false,
+        stopping: state.stopping.clone(),
+        _permit: permit,
+    };
+    Ok(Sse::new(events(feed))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(HEARTBEAT_SECS)).text("heartbeat"))
+        .into_response())
+}
+
+fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(feed, |mut f| async move {
+        if f.done {
+            return None;
+        }
+        if let Some(e) = f.backlog.pop_front() {
+            f.last_sent = e.seq;
+            let ev = event_of(&e);
+            return Some((Ok(ev), f));
+        }
+        loop {
+            let next = tokio::select! {
+                item = f.sub.next() => item,
+                _ = f.stopping.wait_for(|stop| *stop) => None,
+            };
+            match next {
+                Some(BusItem::Event(e)) => {
+                    if e.seq <= f.last_sent
+                        || f.profile.as_ref().is_some_and(|p| e.profile_id.as_ref() != Some(p))
+                    {
+                        continue;
+                    }
+                    f.last_sent = e.seq;
+                    let ev = event_of(&e);
+                    return Some((Ok(ev), f));
+                }
+                Some(BusItem::Lagged { missed }) => {
+                    f.done = true;
+                    let ev = Event::default()
+                        .event("lagged")
+                        .data(format!("{{\"missed\":{missed},\"resume_after\":{}}}", f.last_sent));
+                    return Some((Ok(ev), f));
+                }
+                None => return None,
+            }
+        }
+    })
+}
