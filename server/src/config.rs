@@ -18,6 +18,19 @@ pub struct Cli {
 pub enum Command {
     /// Serve the console and gateway (the default).
     Serve,
+    /// Manage tenants in the database at DATABASE_URL.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Create a tenant with the Default kit; prints its id and company key once.
+    Create {
+        /// The company's name.
+        #[arg(long)]
+        name: String,
+    },
 }
 
 #[derive(Clone, Debug, Args)]

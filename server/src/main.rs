@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use server::config::{Cli, Command};
+use server::config::{Cli, Command, TenantCommand};
 use server::startup::Application;
 use tracing_subscriber::EnvFilter;
 
@@ -19,6 +19,27 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
+        Command::Tenant(TenantCommand::Create { name }) => create_tenant(&cli.config, &name).await,
+    }
+}
+
+/// `server tenant create --name NAME`: an operator's way in without the demo.
+async fn create_tenant(config: &server::config::Config, name: &str) -> ExitCode {
+    let result = async {
+        let gw = gateway::Gateway::open(&config.database_url).await?;
+        gw.create_tenant(name, policy::Money::ZERO, None).await
+    }
+    .await;
+    match result {
+        Ok((tenant, key)) => {
+            println!("Created tenant \"{}\" ({})", tenant.name, tenant.id);
+            println!("  company key: {}   (shown once; store it now)", key.token);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -85,3 +85,27 @@ fn sigterm_shuts_down_gracefully() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn tenant_create_prints_the_id_and_a_working_company_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/ops.db", dir.path().display());
+    let out =
+        server().args(["--database-url", &url, "tenant", "create", "--name", "Globex"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Created tenant \"Globex\" (ten_"), "{text}");
+    let key =
+        text.split_whitespace().find(|w| w.starts_with("nv_")).expect("a company key is printed").to_string();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let gw = gateway::Gateway::open(&url).await.unwrap();
+        let tenants = gw.tenants().await.unwrap();
+        assert_eq!(tenants.len(), 1, "no demo tenant in an operator's database");
+        assert_eq!(gw.authenticate_company_key(&key).await.unwrap(), Some(tenants[0].id.clone()));
+        assert_eq!(gw.current_kit(&tenants[0].id, "Default").await.unwrap().kit.name, "Default");
+    });
+    let out = server().args(["--database-url", &url, "tenant", "create", "--name", "  "]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a tenant name is 1 to"));
+}
