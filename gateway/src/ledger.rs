@@ -10,7 +10,7 @@
 //! running totals. These functions run inside a writer job, so the reads and updates of a
 //! reservation have nothing in between.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -305,5 +305,80 @@ impl Gateway {
             v.push(format!("credit pending {credit_pending} but open holds reserve {open_credit}"));
         }
         Ok(InvariantReport { violations: v })
+    }
+}
+
+/// One ledger entry as read back: deltas are signed unit counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    pub seq: i64,
+    pub hold_id: String,
+    pub action: String,
+    pub kit_version: i64,
+    pub kind: String,
+    pub pending_delta: String,
+    pub posted_delta: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// seq, hold, action, kit version, kind, pending delta, posted delta, when.
+type EntryRow = (i64, String, String, i64, String, i64, i64, DateTime<Utc>);
+
+/// Which entries of one account to read: a period and a keyset cursor.
+#[derive(Clone, Debug, Default)]
+pub struct LedgerQuery {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// Entries after this sequence number (the previous page's last).
+    pub after: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+/// The most entries one ledger page holds, and the most one export holds.
+pub const MAX_LEDGER_PAGE: i64 = 1_000;
+pub const MAX_LEDGER_EXPORT: i64 = 100_000;
+
+/// A signed amount in the one money format: `-0.0025`, `12.50`.
+pub fn signed_amount(units: i64) -> String {
+    let m = Money::from_units(units.unsigned_abs().min(i64::MAX as u64) as i64).unwrap_or(Money::ZERO);
+    if units < 0 { format!("-{}", m.to_decimal_string()) } else { m.to_decimal_string() }
+}
+
+impl Gateway {
+    /// One profile's ledger entries, oldest first, in a period, after a cursor.
+    pub async fn ledger_entries(
+        &self,
+        tenant: &TenantId,
+        profile: &ProfileId,
+        q: &LedgerQuery,
+        max: i64,
+    ) -> Result<Vec<LedgerEntry>> {
+        self.profile(tenant, profile).await?;
+        let rows: Vec<EntryRow> = sqlx::query_as(
+            "SELECT seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at FROM ledger_entries \
+             WHERE tenant_id = ?1 AND account_id = ?2 AND seq > COALESCE(?3, 0) \
+             AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5) ORDER BY seq LIMIT ?6",
+        )
+        .bind(tenant.as_str())
+        .bind(profile.as_str())
+        .bind(q.after)
+        .bind(q.from.map(db::ts))
+        .bind(q.to.map(db::ts))
+        .bind(q.limit.unwrap_or(max).clamp(1, max))
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, hold_id, action, kit_version, kind, pending, posted, created_at)| LedgerEntry {
+                seq,
+                hold_id,
+                action,
+                kit_version,
+                kind,
+                pending_delta: signed_amount(pending),
+                posted_delta: signed_amount(posted),
+                created_at,
+            })
+            .collect())
     }
 }

@@ -635,3 +635,59 @@ async fn the_event_stream_is_live_resumes_with_last_event_id_and_ends_on_shutdow
         .expect("shutdown finished with a stream open");
     drop(resumed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_pages_filters_by_period_and_exports_exactly_the_filtered_entries_as_csv() {
+    let app = spawn_app().await;
+    let (_, p, key) = agent(&app, "ledger-bot", KIT).await;
+    for i in 0..3 {
+        post(
+            &app,
+            &format!("/v1/users/{p}/cards/charge"),
+            Some(&key),
+            json!({"amount": format!("{}.50", i + 1), "n": i}),
+            None,
+        )
+        .await;
+    }
+    let get = |query: String, csv: bool| {
+        let mut req = app
+            .client
+            .get(format!("{}/v1/users/{p}/ledger{query}", app.base))
+            .bearer_auth(common::COMPANY_KEY);
+        if csv {
+            req = req.header("Accept", "text/csv");
+        }
+        async move { req.send().await.unwrap() }
+    };
+    let page: Value = get("?limit=4".into(), false).await.json().await.unwrap();
+    let items = page["items"].as_array().unwrap();
+    // Each charge is a hold and a post: six entries, paged four then two.
+    assert_eq!(items.len(), 4);
+    assert_eq!((items[0]["kind"].clone(), items[0]["pending_delta"].clone()), (json!("hold"), json!("1.50")));
+    assert_eq!(
+        (items[1]["kind"].clone(), items[1]["pending_delta"].clone(), items[1]["posted_delta"].clone()),
+        (json!("post"), json!("-1.50"), json!("1.50"))
+    );
+    let rest: Value =
+        get(format!("?limit=4&{}", page["next"].as_str().unwrap()), false).await.json().await.unwrap();
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2);
+
+    let csv = get("".into(), true).await;
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let text = csv.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version");
+    assert_eq!(lines.len(), 7, "every filtered entry, not one page: {text}");
+    let posted: i64 = lines[1..]
+        .iter()
+        .map(|l| l.split(',').nth(5).unwrap().replace('.', "").parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(posted, 1_50 + 2_50 + 3_50, "posted deltas in the CSV add up to what was spent");
+
+    let future: Value = get("?from=2999-01-01T00:00:00Z".into(), false).await.json().await.unwrap();
+    assert_eq!(future["items"], json!([]));
+    let r = get("?from=yesterday".into(), false).await;
+    assert_eq!(r.status().as_u16(), 400);
+    app.stop().await;
+}

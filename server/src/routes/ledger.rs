@@ -82,6 +82,95 @@ pub async fn logs(
     Ok(Json(serde_json::json!({ "items": entries, "next": next })).into_response())
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerParams {
+    /// Period start, RFC 3339, inclusive.
+    from: Option<String>,
+    /// Period end, RFC 3339, exclusive.
+    to: Option<String>,
+    after: Option<i64>,
+    limit: Option<i64>,
+}
+
+fn instant(v: Option<&str>, field: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, Problem> {
+    v.map(|s| {
+        chrono::DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&chrono::Utc)).map_err(|_| {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_period",
+                format!("`{field}` must be an RFC 3339 time such as 2026-11-01T00:00:00Z"),
+            )
+        })
+    })
+    .transpose()
+}
+
+/// `GET /v1/users/{user_id}/ledger`: entries oldest first with a keyset cursor and a period;
+/// `Accept: text/csv` exports every entry the filter matches (up to a bound), not one page.
+pub async fn ledger(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    Query(q): Query<LedgerParams>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Problem> {
+    let id = match readable_profile(&state, &caller, &user_id, "ledger.get").await? {
+        Ok(id) => id,
+        Err(refusal) => return Ok(refusal),
+    };
+    let query = gateway::ledger::LedgerQuery {
+        from: instant(q.from.as_deref(), "from")?,
+        to: instant(q.to.as_deref(), "to")?,
+        after: q.after,
+        limit: q.limit,
+    };
+    let csv = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/csv"));
+    if csv {
+        let all = gateway::ledger::LedgerQuery { limit: None, ..query };
+        let rows = state
+            .gateway
+            .ledger_entries(caller.tenant(), &id, &all, gateway::ledger::MAX_LEDGER_EXPORT)
+            .await?;
+        let mut out =
+            String::from("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version\n");
+        for e in rows {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{}\n",
+                e.seq,
+                e.created_at.to_rfc3339(),
+                csv_field(&e.action),
+                e.kind,
+                e.pending_delta,
+                e.posted_delta,
+                e.hold_id,
+                e.kit_version
+            ));
+        }
+        let disposition = format!("attachment; filename=\"ledger-{id}.csv\"");
+        return Ok((
+            [
+                (axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+                (axum::http::header::CONTENT_DISPOSITION, disposition),
+            ],
+            out,
+        )
+            .into_response());
+    }
+    let items =
+        state.gateway.ledger_entries(caller.tenant(), &id, &query, gateway::ledger::MAX_LEDGER_PAGE).await?;
+    let next = items.last().map(|e| format!("after={}", e.seq));
+    Ok(Json(serde_json::json!({ "items": items, "next": next })).into_response())
+}
+
+/// Quotes a CSV field when it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
 pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let Caller::Company(tenant) = caller else {
         return Err(Problem::new(
