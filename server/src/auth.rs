@@ -32,6 +32,18 @@ impl Caller {
             Caller::Company(t) => t,
         }
     }
+
+    /// The tenant, if this is the company key; agents are refused with `what` they tried.
+    pub fn company(self, what: &str) -> Result<TenantId, Problem> {
+        match self {
+            Caller::Company(t) => Ok(t),
+            Caller::Agent(_) => Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "company_key_required",
+                format!("{what} needs the company key"),
+            )),
+        }
+    }
 }
 
 fn bearer(parts: &Parts) -> Result<&str, Problem> {

@@ -18,17 +18,6 @@ use crate::auth::Caller;
 use crate::problem::Problem;
 use crate::startup::AppState;
 
-fn company(caller: Caller) -> Result<TenantId, Problem> {
-    match caller {
-        Caller::Company(t) => Ok(t),
-        Caller::Agent(_) => Err(Problem::new(
-            StatusCode::FORBIDDEN,
-            "company_key_required",
-            "kits are managed with the company key",
-        )),
-    }
-}
-
 fn with_etag(r: KitRecord) -> Response {
     let etag = format!("\"{}\"", r.kit.version.0);
     let mut res = Json(r).into_response();
@@ -39,7 +28,7 @@ fn with_etag(r: KitRecord) -> Response {
 }
 
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     Ok(Json(json!({ "items": state.gateway.kits(&tenant).await? })).into_response())
 }
 
@@ -48,7 +37,7 @@ pub async fn current(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     Ok(with_etag(state.gateway.current_kit(&tenant, &name).await?))
 }
 
@@ -57,7 +46,7 @@ pub async fn versions(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     let items = state.gateway.kit_versions(&tenant, &name).await?;
     if items.is_empty() {
         return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", format!("no kit named \"{name}\"")));
@@ -82,7 +71,7 @@ pub async fn version(
     caller: Caller,
     Path((name, v)): Path<(String, u32)>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     Ok(with_etag(version_of(&state, &tenant, &name, v).await?))
 }
 
@@ -93,7 +82,7 @@ pub async fn put(
     headers: HeaderMap,
     body: String,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     let expected = match headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
         None => None,
         Some(v) => Some(KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
@@ -135,7 +124,7 @@ pub async fn diff(
     Path(name): Path<String>,
     Query(q): Query<DiffQuery>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing kits")?;
     let from = version_of(&state, &tenant, &name, q.from).await?;
     let to = version_of(&state, &tenant, &name, q.to).await?;
     Ok(Json(KitDiff::between(&from.kit, &to.kit)).into_response())

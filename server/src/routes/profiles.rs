@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use gateway::{KeyId, ProfileId, TenantId};
+use gateway::{KeyId, ProfileId};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -18,17 +18,6 @@ use crate::startup::AppState;
 
 /// What administrative changes are recorded as, when made with the company key.
 const ACTOR: &str = "company-key";
-
-fn company(caller: Caller) -> Result<TenantId, Problem> {
-    match caller {
-        Caller::Company(t) => Ok(t),
-        Caller::Agent(_) => Err(Problem::new(
-            StatusCode::FORBIDDEN,
-            "company_key_required",
-            "managing profiles and keys needs the company key",
-        )),
-    }
-}
 
 fn profile_id(s: &str) -> Result<ProfileId, Problem> {
     ProfileId::parse(s)
@@ -46,7 +35,7 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Resu
 }
 
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     let tree = state.gateway.profile_tree(&tenant).await?;
     Ok(Json(json!({ "items": tree })).into_response())
 }
@@ -66,7 +55,7 @@ pub async fn create(
     caller: Caller,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     let req: CreateProfile =
         json_body(&body, r#"{"name": "buyer", "kit": "Default", "parent": "prf_…", "owner": "alice"}"#)?;
     let parent = req.parent.as_deref().map(profile_id).transpose()?;
@@ -101,7 +90,7 @@ pub async fn revoke_preview(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     Ok(Json(state.gateway.revoke_preview(&tenant, &profile_id(&id)?).await?).into_response())
 }
 
@@ -110,7 +99,7 @@ pub async fn revoke(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     Ok(Json(state.gateway.revoke_profile(&tenant, &profile_id(&id)?, ACTOR).await?).into_response())
 }
 
@@ -119,7 +108,7 @@ pub async fn keys(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     Ok(Json(json!({ "items": state.gateway.keys(&tenant, &profile_id(&id)?).await? })).into_response())
 }
 
@@ -128,7 +117,7 @@ pub async fn create_key(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     let (info, issued) = state.gateway.issue_key(&tenant, &profile_id(&id)?, ACTOR).await?;
     Ok((StatusCode::CREATED, Json(json!({ "key": info, "secret": issued.token }))).into_response())
 }
@@ -145,7 +134,7 @@ pub async fn rotate_key(
     Path((id, key)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     let req: Rotate = json_body(&body, r#"{"grace_secs": 3600}"#)?;
     let (info, issued) =
         state.gateway.rotate_key(&tenant, &profile_id(&id)?, &key_id(&key)?, req.grace_secs, ACTOR).await?;
@@ -157,7 +146,7 @@ pub async fn revoke_key(
     caller: Caller,
     Path((id, key)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
-    let tenant = company(caller)?;
+    let tenant = caller.company("managing profiles and keys")?;
     Ok(Json(state.gateway.revoke_key(&tenant, &profile_id(&id)?, &key_id(&key)?, ACTOR).await?)
         .into_response())
 }
