@@ -98,6 +98,8 @@ async fn bench(callers: usize, actions: u64, max_batch: usize) -> (f64, Duration
         "  {jobs} writer jobs in {commits} commits ({:.1} per commit)",
         jobs as f64 / commits.max(1) as f64
     );
+    let wal = std::fs::metadata(dir.path().join("bench.db-wal")).map(|m| m.len()).unwrap_or(0);
+    println!("  WAL file after the run: {:.1} MB", wal as f64 / 1e6);
     let report = gw.check_ledger(&gw.tenants().await.expect("tenants")[0].id).await.expect("check");
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     (lat.len() as f64 / secs, pct(0.50), pct(0.99))
