@@ -52,4 +52,4 @@ bench:
 	cargo bench -p policy --bench decide
 
 bench-gateway:
-	cargo run --release -p gateway --bin gateway-load -- bench --callers 64 --actions 20000
+	cargo run --release -p gateway --bin gateway-load -- bench --callers 64 --actions 60000

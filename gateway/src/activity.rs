@@ -168,13 +168,30 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
     hex::encode(h.finalize())
 }
 
+thread_local! {
+    /// Each tenant's chain head as this thread's connection last wrote it. Only the writer
+    /// thread appends, and it calls [`forget_heads`] whenever a write is undone or another
+    /// connection may have written, so a cached head is always the newest entry's hash.
+    static HEADS: std::cell::RefCell<std::collections::HashMap<String, String>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Drops the cached chain heads; the next append reads its head from the log.
+pub(crate) fn forget_heads() {
+    HEADS.with(|h| h.borrow_mut().clear());
+}
+
 /// Appends one entry inside the caller's transaction and returns it.
 pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
-    let prev: String = c
-        .prepare_cached("SELECT hash FROM chain_heads WHERE tenant_id = ?")?
-        .query_row([new.tenant.as_str()], |r| r.get(0))
-        .optional()?
-        .unwrap_or_else(|| GENESIS.to_string());
+    let cached = HEADS.with(|h| h.borrow().get(new.tenant.as_str()).cloned());
+    let prev = match cached {
+        Some(h) => h,
+        None => c
+            .prepare_cached("SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1")?
+            .query_row([new.tenant.as_str()], |r| r.get(0))
+            .optional()?
+            .unwrap_or_else(|| GENESIS.to_string()),
+    };
     // Microsecond precision so the stored text hashes the same when read back.
     let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
     let mut e = Entry {
@@ -212,8 +229,7 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
         e.hash,
     ])?;
     e.seq = c.last_insert_rowid();
-    c.prepare_cached("INSERT INTO chain_heads (tenant_id, hash) VALUES (?, ?) ON CONFLICT(tenant_id) DO UPDATE SET hash = excluded.hash")?
-        .execute(params![e.tenant_id.as_str(), e.hash])?;
+    HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
     Ok(e)
 }
 
@@ -268,15 +284,19 @@ impl Gateway {
     pub async fn log(&self, tenant: &TenantId, q: &LogQuery) -> Result<Vec<Entry>> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let order = if q.after.is_some() { "ASC" } else { "DESC" };
-        let sql = format!(
-            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND (?2 IS NULL OR profile_id = ?2) \
-             AND seq > COALESCE(?3, 0) AND seq < COALESCE(?4, 9223372036854775807) ORDER BY seq {order} LIMIT ?5"
-        );
+        let sql = if q.profile.is_some() {
+            crate::deferred::activity_of_profile(COLUMNS, order)
+        } else {
+            format!(
+                "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
+                 AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
+            )
+        };
         let rows = sqlx::query_as::<_, EntryRow>(&sql)
             .bind(tenant.as_str())
             .bind(q.profile.as_ref().map(ProfileId::as_str))
-            .bind(q.after)
-            .bind(q.before)
+            .bind(q.after.unwrap_or(0))
+            .bind(q.before.unwrap_or(i64::MAX))
             .bind(limit)
             .fetch_all(self.store.pool())
             .await?;

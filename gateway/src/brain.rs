@@ -225,7 +225,7 @@ impl Gateway {
                             .verdict("allow")
                             .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
                     )?;
-                    Ok((id, vec![e]))
+                    Ok((id.clone(), vec![e]))
                 }
             })
             .await?;

@@ -90,7 +90,7 @@ impl Gateway {
                 .execute(params![i.id.as_str(), t.as_str(), i.profile_id.as_str(), i.prefix, hash, db::ts(i.created_at)])?;
                 activity::append(
                     c,
-                    NewEntry::new(&t, actor, Kind::Key)
+                    NewEntry::new(&t, actor.as_str(), Kind::Key)
                         .profile(&i.profile_id)
                         .verdict("issued")
                         .detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix})),
@@ -153,7 +153,7 @@ impl Gateway {
                 c.prepare_cached(sql)?.execute(params![db::ts(now + Duration::seconds(grace)), new_id.as_str(), k.as_str(), t.as_str()])?;
                 activity::append(
                     c,
-                    NewEntry::new(&t, actor, Kind::Key)
+                    NewEntry::new(&t, actor.as_str(), Kind::Key)
                         .profile(&p)
                         .verdict("rotated")
                         .detail(serde_json::json!({"key_id": k, "replaced_by": new_id, "grace_secs": grace})),
@@ -181,7 +181,7 @@ impl Gateway {
                     .execute(params![db::ts(Utc::now()), k.as_str(), t.as_str()])?;
                 activity::append(
                     c,
-                    NewEntry::new(&t, actor, Kind::Key).profile(&p).verdict("revoked").detail(serde_json::json!({"key_id": k})),
+                    NewEntry::new(&t, actor.as_str(), Kind::Key).profile(&p).verdict("revoked").detail(serde_json::json!({"key_id": k})),
                 )
             })
             .await?;

@@ -133,6 +133,58 @@ pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
     Ok(id)
 }
 
+/// Makes a hold and posts it in one step, for a call carried out within the transaction that
+/// decided it: no reader could ever see it pending, so it is written once, already posted,
+/// with one `post` entry per account. Returns the hold id and the amount posted (at most the
+/// held amount).
+pub(crate) fn post_now(c: &Connection, h: &NewHold, posted: Money) -> Result<(String, Money)> {
+    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
+    let now = db::ts(Utc::now());
+    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
+    let amount = h.amount.units();
+    let posted_units = posted.units().min(amount);
+    c.prepare_cached(
+        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'posted', ?, ?, ?)",
+    )?
+    .execute(params![
+        id,
+        h.tenant.as_str(),
+        h.chain[0].as_str(),
+        chain,
+        h.action,
+        amount,
+        h.credit.units(),
+        i64::from(h.kit_version),
+        posted_units,
+        now,
+        now
+    ])?;
+    for account in &h.chain {
+        move_balance(
+            c,
+            &h.tenant,
+            account.as_str(),
+            &id,
+            &h.action,
+            h.kit_version,
+            "post",
+            0,
+            posted_units,
+            &now,
+        )?;
+    }
+    let credit_posted = credit_share(h.credit.units(), posted_units, amount);
+    c.prepare_cached("UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?")?
+        .execute(params![credit_posted, h.tenant.as_str()])?;
+    Ok((id, money(posted_units)))
+}
+
+/// Platform credit is consumed in proportion to what was posted; the rest is released.
+fn credit_share(credit: i64, posted: i64, amount: i64) -> i64 {
+    if amount == 0 { 0 } else { credit * posted / amount }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn move_balance(
     c: &Connection,
@@ -198,8 +250,7 @@ pub(crate) fn end(c: &Connection, hold: &str, how: HoldEnd, posted: Money) -> Re
             &now,
         )?;
     }
-    // Platform credit is consumed in proportion to what was posted; the rest is released.
-    let credit_posted = if amount == 0 { 0 } else { credit * posted_units / amount };
+    let credit_posted = credit_share(credit, posted_units, amount);
     c.prepare_cached("UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?")?
         .execute(params![credit, credit_posted, tenant.as_str()])?;
     Ok(money(posted_units))
@@ -259,10 +310,11 @@ impl Gateway {
         let pool = self.store.pool();
         let mut v = Vec::new();
         let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT a.profile_id, a.posted_units, a.pending_units, \
-               COALESCE((SELECT SUM(posted_delta) FROM ledger_entries e WHERE e.account_id = a.profile_id), 0), \
-               COALESCE((SELECT SUM(pending_delta) FROM ledger_entries e WHERE e.account_id = a.profile_id), 0) \
-             FROM budget_accounts a WHERE a.tenant_id = ?",
+            "SELECT a.profile_id, a.posted_units, a.pending_units, COALESCE(s.posted, 0), COALESCE(s.pending, 0) \
+             FROM budget_accounts a LEFT JOIN ( \
+               SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
+               FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
+             ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
         )
         .bind(tenant.as_str())
         .fetch_all(pool)
@@ -354,19 +406,19 @@ impl Gateway {
         max: i64,
     ) -> Result<Vec<LedgerEntry>> {
         self.profile(tenant, profile).await?;
-        let rows: Vec<EntryRow> = sqlx::query_as(
-            "SELECT seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at FROM ledger_entries \
-             WHERE tenant_id = ?1 AND account_id = ?2 AND seq > COALESCE(?3, 0) \
-             AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5) ORDER BY seq LIMIT ?6",
-        )
-        .bind(tenant.as_str())
-        .bind(profile.as_str())
-        .bind(q.after)
-        .bind(q.from.map(db::ts))
-        .bind(q.to.map(db::ts))
-        .bind(q.limit.unwrap_or(max).clamp(1, max))
-        .fetch_all(self.store.pool())
-        .await?;
+        let sql = crate::deferred::ledger_of_account(
+            "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
+            "(?4 IS NULL OR e.created_at >= ?4) AND (?5 IS NULL OR e.created_at < ?5)",
+        );
+        let rows: Vec<EntryRow> = sqlx::query_as(&sql)
+            .bind(tenant.as_str())
+            .bind(profile.as_str())
+            .bind(q.after.unwrap_or(0))
+            .bind(q.from.map(db::ts))
+            .bind(q.to.map(db::ts))
+            .bind(q.limit.unwrap_or(max).clamp(1, max))
+            .fetch_all(self.store.pool())
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(seq, hold_id, action, kit_version, kind, pending, posted, created_at)| LedgerEntry {

@@ -17,6 +17,7 @@ pub mod approvals;
 pub mod brain;
 pub mod connectors;
 mod db;
+mod deferred;
 pub mod demo;
 pub mod error;
 pub mod events;

@@ -297,6 +297,8 @@ impl Gateway {
         let ttl = Duration::seconds(self.config.approval_ttl_secs);
         let (s, t, a, ar) = (subject.clone(), tool.clone(), args.clone(), args_digest.clone());
         let connector = self.connectors.get(tool.primitive).clone();
+        // The writer may run the job twice; the connector is asked once.
+        let answer = std::sync::OnceLock::new();
         let reserved = self
             .writer
             .run(move |c| {
@@ -312,6 +314,7 @@ impl Gateway {
                     &request_digest,
                     ttl,
                     &*connector,
+                    &answer,
                 )
             })
             .await?;
@@ -351,12 +354,16 @@ impl Gateway {
         let call = Call { action: tool.name.clone(), primitive: tool.primitive, args, reserved: cost };
         let outcome = self.connectors.get(tool.primitive).execute(&call).await;
         let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());
-        let (resp, entries) =
-            self.writer.run(move |c| settle(c, &s, &name, &hold, outcome, cost, kit_version, &actor)).await?;
+        let (resp, entries) = self
+            .writer
+            .run(move |c| settle(c, &s, &name, &hold, outcome.clone(), cost, kit_version, &actor))
+            .await?;
         self.bus.publish(entries);
         Ok(resp)
     }
 }
+
+type ConnectorOutcome = std::result::Result<crate::connectors::Done, crate::connectors::Failure>;
 
 /// Settles a reserved hold with the connector's outcome: post and record on success; on
 /// failure void the hold, record the outage and forget the idempotency claim (an outage is
@@ -367,7 +374,7 @@ fn settle(
     s: &Subject,
     name: &str,
     hold: &str,
-    outcome: std::result::Result<crate::connectors::Done, crate::connectors::Failure>,
+    outcome: ConnectorOutcome,
     cost: Money,
     kit_version: u32,
     actor: &str,
@@ -375,20 +382,9 @@ fn settle(
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost)?;
-            let body =
-                json!({ "ok": true, "action": name, "result": done.result, "cost": posted, "hold_id": hold });
-            let e = activity::append(
-                c,
-                NewEntry::new(&s.tenant, actor, Kind::Action)
-                    .profile(&s.profile)
-                    .action(name)
-                    .verdict("allow")
-                    .amount(posted)
-                    .kit_version(kit_version)
-                    .detail(json!({ "hold_id": hold, "hold": "posted" })),
-            )?;
-            finish_idempotency(c, hold, Disposition::Executed, &body)?;
-            Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, vec![e]))
+            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor)?;
+            finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
+            Ok((resp, vec![e]))
         }
         Err(f) => {
             ledger::end(c, hold, HoldEnd::Voided, Money::ZERO)?;
@@ -408,6 +404,32 @@ fn settle(
             Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
         }
     }
+}
+
+/// Records a carried-out call whose hold has posted, and builds the agent's answer.
+#[allow(clippy::too_many_arguments)]
+fn executed(
+    c: &Connection,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    result: Value,
+    posted: Money,
+    kit_version: u32,
+    actor: &str,
+) -> Result<(ActionResponse, Entry)> {
+    let body = json!({ "ok": true, "action": name, "result": result, "cost": posted, "hold_id": hold });
+    let e = activity::append(
+        c,
+        NewEntry::new(&s.tenant, actor, Kind::Action)
+            .profile(&s.profile)
+            .action(name)
+            .verdict("allow")
+            .amount(posted)
+            .kit_version(kit_version)
+            .detail(json!({ "hold_id": hold, "hold": "posted" })),
+    )?;
+    Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))
 }
 
 /// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
@@ -462,6 +484,7 @@ fn reserve_job(
     request_digest: &str,
     ttl: Duration,
     connector: &dyn Connector,
+    answer: &std::sync::OnceLock<Option<ConnectorOutcome>>,
 ) -> Result<Reserved> {
     if let Some(key) = idem {
         let row: Option<(String, i64, String)> = c
@@ -620,8 +643,6 @@ fn reserve_job(
             ))
         }
         _ => {
-            let hold = reserve_hold()?;
-            store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
             // An in-process connector answers now: settle in this same transaction.
             let call = Call {
                 action: tool.name.clone(),
@@ -629,12 +650,43 @@ fn reserve_job(
                 args: args.clone(),
                 reserved: decision.cost,
             };
-            if let Some(outcome) = connector.execute_now(&call) {
-                let (resp, entries) =
-                    settle(c, s, &tool.name, &hold, outcome, decision.cost, kit_version, &actor)?;
-                return Ok(Reserved::Final(resp, entries));
+            match answer.get_or_init(|| connector.execute_now(&call)).clone() {
+                Some(Ok(done)) => {
+                    let hold = NewHold {
+                        tenant: s.tenant.clone(),
+                        chain: chain.clone(),
+                        action: tool.name.clone(),
+                        amount: decision.cost,
+                        credit: tool.price,
+                        kit_version,
+                    };
+                    let (hold, posted) = ledger::post_now(c, &hold, done.cost)?;
+                    let (resp, e) =
+                        executed(c, s, &tool.name, &hold, done.result, posted, kit_version, &actor)?;
+                    let body = resp.body.to_string();
+                    store_idempotency(
+                        c,
+                        &s.profile,
+                        idem,
+                        request_digest,
+                        Some(Disposition::Executed),
+                        &body,
+                    )?;
+                    Ok(Reserved::Final(resp, vec![e]))
+                }
+                Some(Err(failure)) => {
+                    let hold = reserve_hold()?;
+                    store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
+                    let (resp, entries) =
+                        settle(c, s, &tool.name, &hold, Err(failure), decision.cost, kit_version, &actor)?;
+                    Ok(Reserved::Final(resp, entries))
+                }
+                None => {
+                    let hold = reserve_hold()?;
+                    store_idempotency(c, &s.profile, idem, request_digest, None, &hold)?;
+                    Ok(Reserved::Hold { hold, cost: decision.cost, kit_version, entries: Vec::new() })
+                }
             }
-            Ok(Reserved::Hold { hold, cost: decision.cost, kit_version, entries: Vec::new() })
         }
     }
 }

@@ -7,21 +7,28 @@
 //! take the last of a cap. Jobs are synchronous and use cached prepared statements, because a
 //! statement costs well under a microsecond here, against tens through an async driver.
 //!
-//! Group commit: the thread takes up to `max_batch` queued jobs, runs each inside its own
-//! SAVEPOINT within one transaction, and commits once. A job that fails rolls back to its
-//! savepoint and leaves nothing behind, while its neighbours still commit. A job's caller
-//! hears back only after the shared COMMIT, so nothing is acknowledged before it is durable.
+//! Group commit: the thread takes up to `max_batch` queued jobs and runs them in one
+//! transaction with one COMMIT. A job that fails before writing anything (the usual refusal)
+//! costs nothing; one that fails after writing makes the writer roll the whole batch back and
+//! run it again with each job inside its own SAVEPOINT, so the failed job leaves nothing behind
+//! while its neighbours still commit. Savepoints on every job cost a fifth of the writer's
+//! time, and failures after a write are rare, so jobs pay for isolation only when it is used.
+//! That is why a job may run twice, and must be a pure function of the database state. A
+//! job's caller hears back only after the shared COMMIT, so nothing is acknowledged before it
+//! is durable.
 //! With `max_batch = 1` this is one transaction per job, for comparison.
 //!
 //! Checkpoints: SQLite restarts the WAL from its beginning only when a checkpoint has copied
 //! every frame back before a write transaction begins. A checkpointer beside a writer that
 //! never pauses never catches up, and the WAL grew without bound (1.9 GB after 100,000
-//! actions). So a thread copies frames every few milliseconds off the writer's path, and the
-//! writer itself finishes the small remainder between batches every 50 ms; the WAL stays at
-//! tens of megabytes under full load.
+//! actions). So a thread copies frames once a second off the writer's path, and right after
+//! each pass the writer finishes the few frames written meanwhile, between two batches; the
+//! WAL stays near one second of writes. Between batches the writer also fills the deferred
+//! per-profile indexes ([`crate::deferred`]). Both are rare, short pauses rather than a cost
+//! on every commit.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
@@ -34,8 +41,44 @@ pub const QUEUE_CAPACITY: usize = 4_096;
 /// The default largest batch in one commit.
 pub const DEFAULT_MAX_BATCH: usize = 512;
 
-type Reply = Box<dyn FnOnce(Option<String>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
+/// A queued job: its writes, which may run twice, and the reply sent once after commit.
+trait Task: Send {
+    /// Runs the job's writes and keeps its result; true when they should commit.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Sends the kept result, or the commit's error.
+    fn reply(self: Box<Self>, commit_error: Option<&str>);
+}
+
+struct Pending<T, F> {
+    f: F,
+    result: Option<Result<T>>,
+    tx: oneshot::Sender<Result<T>>,
+}
+
+impl<T: Send, F: Fn(&Connection) -> Result<T> + Send> Task for Pending<T, F> {
+    fn run(&mut self, conn: &Connection) -> bool {
+        let r = (self.f)(conn);
+        let ok = r.is_ok();
+        self.result = Some(r);
+        ok
+    }
+
+    fn reply(self: Box<Self>, commit_error: Option<&str>) {
+        let answer = match (commit_error, self.result) {
+            (_, None) => Err(Error::invalid(
+                "write_failed",
+                "the write was rolled back after an internal error; try again",
+            )),
+            (Some(e), Some(Ok(_))) => {
+                Err(Error::invalid("commit_failed", format!("the write did not commit: {e}")))
+            }
+            (_, Some(r)) => r,
+        };
+        let _ = self.tx.send(answer);
+    }
+}
+
+type Job = Box<dyn Task>;
 
 /// A handle to the writer thread. Cheap to clone; the thread stops when the last handle drops.
 #[derive(Clone, Debug)]
@@ -49,6 +92,8 @@ pub struct Writer {
 pub struct Stats {
     pub commits: AtomicU64,
     pub jobs: AtomicU64,
+    /// Batches undone and run again with savepoints because a job failed after writing.
+    pub replays: AtomicU64,
 }
 
 impl Writer {
@@ -61,18 +106,19 @@ impl Writer {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let stats = Arc::new(Stats::default());
         let s = stats.clone();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop_checkpoints = stop.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let copied = Arc::new(AtomicBool::new(false));
+        let (stop_checkpoints, copied_checkpoints) = (stop.clone(), copied.clone());
         std::thread::Builder::new()
             .name("naive-checkpoint".into())
-            .spawn(move || checkpoint_loop(&checkpointer, &stop_checkpoints))
+            .spawn(move || checkpoint_loop(&checkpointer, &stop_checkpoints, &copied_checkpoints))
             .map_err(|e| {
                 Error::invalid("writer_start_failed", format!("cannot start the checkpoint thread: {e}"))
             })?;
         std::thread::Builder::new()
             .name("naive-writer".into())
             .spawn(move || {
-                run(conn, rx, max_batch.max(1), &s);
+                run(conn, rx, max_batch.max(1), &s, &copied);
                 stop.store(true, Ordering::Relaxed);
             })
             .map_err(|e| {
@@ -81,31 +127,33 @@ impl Writer {
         Ok(Writer { tx, stats })
     }
 
+    /// Jobs waiting for the writer.
+    pub fn queued(&self) -> usize {
+        QUEUE_CAPACITY - self.tx.capacity()
+    }
+
+    /// Batches run again with savepoints so far, because a job failed after writing.
+    pub fn replays(&self) -> u64 {
+        self.stats.replays.load(Ordering::Relaxed)
+    }
+
     /// (commits, jobs) so far.
     pub fn stats(&self) -> (u64, u64) {
         (self.stats.commits.load(Ordering::Relaxed), self.stats.jobs.load(Ordering::Relaxed))
     }
 
     /// Runs `f` atomically: either all its writes commit, or none do and its error returns.
+    ///
+    /// `f` may run more than once (see the module doc), so it must do nothing but its writes
+    /// and return the same answer for the same database state; remember anything with an
+    /// effect outside the database (a connector's answer) in the closure, once.
     pub async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
     {
-        let (rtx, rrx) = oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |conn| {
-            let result = f(conn);
-            let ok = result.is_ok();
-            let reply: Reply = Box::new(move |commit_error: Option<String>| {
-                let _ = rtx.send(match (commit_error, result) {
-                    (Some(e), Ok(_)) => {
-                        Err(Error::invalid("commit_failed", format!("the write did not commit: {e}")))
-                    }
-                    (_, r) => r,
-                });
-            });
-            (ok, reply)
-        });
+        let (tx, rrx) = oneshot::channel::<Result<T>>();
+        let job: Job = Box::new(Pending { f, result: None, tx });
         self.tx
             .send(job)
             .await
@@ -116,9 +164,10 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &Stats) {
+fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &Stats, copied: &AtomicBool) {
     let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
-    let mut last_checkpoint = std::time::Instant::now();
+    let mut last_index = std::time::Instant::now();
+    let mut data_version = -1;
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
         while batch.len() < max_batch {
@@ -127,48 +176,106 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
                 Err(_) => break,
             }
         }
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let begun = conn.execute_batch("BEGIN IMMEDIATE").and_then(|_| {
+            // Another connection's commit (an operator's repair, a second process) makes
+            // what this thread remembers about the log stale.
+            let v: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+            if v != data_version {
+                data_version = v;
+                crate::activity::forget_heads();
+            }
+            Ok(())
+        });
+        if let Err(e) = begun {
+            let _ = conn.execute_batch("ROLLBACK");
             // Without a transaction nothing runs; dropping the jobs tells their callers.
             tracing::error!(error = %e, jobs = batch.len(), "writer could not begin a transaction");
             batch.clear();
             continue;
         }
-        let mut replies = Vec::with_capacity(batch.len());
-        for job in batch.drain(..) {
-            let sp = exec(&conn, "SAVEPOINT job");
-            // A panicking job must not take the writer down with it: roll it back and go on.
-            let (ok, reply) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&conn)))
-                .unwrap_or_else(|_| {
-                    tracing::error!("a writer job panicked; its writes were rolled back");
-                    (false, Box::new(|_| {}) as Reply)
-                });
-            let end = if ok && sp.is_ok() {
-                exec(&conn, "RELEASE job")
-            } else {
-                exec(&conn, "ROLLBACK TO job").and_then(|_| exec(&conn, "RELEASE job"))
-            };
-            if let Err(e) = end {
-                tracing::error!(error = %e, "writer savepoint failed");
+        if !run_batch(&conn, &mut batch) {
+            // A job failed after writing: its writes are mixed into the transaction, so undo
+            // all of it and run the batch again, now with each job inside its own savepoint.
+            // Jobs are deterministic on the same state, so the others give the same answers.
+            crate::activity::forget_heads();
+            let retried = conn.execute_batch("ROLLBACK").and_then(|_| conn.execute_batch("BEGIN IMMEDIATE"));
+            if let Err(e) = retried {
+                tracing::error!(error = %e, jobs = batch.len(), "writer could not restart a batch");
+                batch.clear();
+                continue;
             }
-            replies.push(reply);
+            stats.replays.fetch_add(1, Ordering::Relaxed);
+            run_batch_isolated(&conn, &mut batch);
         }
         let commit = exec(&conn, "COMMIT").err().map(|e| e.to_string());
         stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats.jobs.fetch_add(replies.len() as u64, Ordering::Relaxed);
+        stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
         if let Some(e) = &commit {
             tracing::error!(error = %e, "group commit failed; rolling back the batch");
             let _ = conn.execute_batch("ROLLBACK");
+            crate::activity::forget_heads();
         }
-        for reply in replies {
-            reply(commit.clone());
+        for job in batch.drain(..) {
+            job.reply(commit.as_deref());
         }
-        if last_checkpoint.elapsed() >= WRITER_CHECKPOINT_INTERVAL {
-            last_checkpoint = std::time::Instant::now();
-            // The checkpoint thread has copied nearly everything; finishing the rest here, with
-            // no write in flight, lets the next transaction restart the WAL from its beginning.
+        if last_index.elapsed() >= crate::deferred::INTERVAL {
+            last_index = std::time::Instant::now();
+            let indexed = conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .and_then(|_| crate::deferred::index_tail(&conn))
+                .and_then(|_| conn.execute_batch("COMMIT"));
+            if let Err(e) = indexed {
+                let _ = conn.execute_batch("ROLLBACK");
+                tracing::warn!(error = %e, "indexing the newest rows failed; reads still find them");
+            }
+        }
+        if copied.swap(false, Ordering::Relaxed) {
+            // The checkpoint thread has just copied nearly everything; finishing the rest here,
+            // with no write in flight, lets the next transaction restart the WAL.
             if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
                 tracing::warn!(error = %e, "writer checkpoint failed; the WAL restarts after a later one");
             }
+        }
+    }
+}
+
+/// Runs every job of the batch with no savepoints. False when one failed after writing (or
+/// panicked), which leaves the transaction holding writes that must not commit. A job that
+/// fails before writing anything (most refusals of bad input) leaves nothing to undo.
+fn run_batch(conn: &Connection, batch: &mut [Job]) -> bool {
+    for job in batch.iter_mut() {
+        let before = conn.total_changes();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run(conn))) {
+            Ok(true) => {}
+            Ok(false) if conn.total_changes() == before => {}
+            Ok(false) => return false,
+            Err(_) => {
+                tracing::error!("a writer job panicked; its batch runs again with savepoints");
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Runs every job of the batch inside its own savepoint: one that fails rolls back alone.
+fn run_batch_isolated(conn: &Connection, batch: &mut [Job]) {
+    for job in batch.iter_mut() {
+        let sp = exec(conn, "SAVEPOINT job");
+        // A panicking job must not take the writer down with it: roll it back and go on.
+        let ok =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run(conn))).unwrap_or_else(|_| {
+                tracing::error!("a writer job panicked; its writes were rolled back");
+                false
+            });
+        let end = if ok && sp.is_ok() {
+            exec(conn, "RELEASE job")
+        } else {
+            crate::activity::forget_heads();
+            exec(conn, "ROLLBACK TO job").and_then(|_| exec(conn, "RELEASE job"))
+        };
+        if let Err(e) = end {
+            tracing::error!(error = %e, "writer savepoint failed");
         }
     }
 }
@@ -179,16 +286,115 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
 }
 
 /// How often the checkpoint thread copies the WAL back into the database file.
-const CHECKPOINT_INTERVAL_MS: u64 = 10;
-/// How often the writer finishes a checkpoint itself, so the WAL can restart.
-const WRITER_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Passive checkpoints never block the writer; they copy what no reader still needs.
-fn checkpoint_loop(conn: &Connection, stop: &std::sync::atomic::AtomicBool) {
+/// Passive checkpoints never block the writer; they copy what no reader still needs. After
+/// each, `copied` asks the writer to finish the few frames written meanwhile.
+fn checkpoint_loop(conn: &Connection, stop: &AtomicBool, copied: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(std::time::Duration::from_millis(CHECKPOINT_INTERVAL_MS));
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "checkpoint failed; the WAL keeps growing until the next one succeeds");
+        std::thread::sleep(CHECKPOINT_INTERVAL);
+        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            Ok(()) => copied.store(true, Ordering::Relaxed),
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint failed; the WAL keeps growing until the next one succeeds")
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type TestJob = Box<dyn Fn(&Connection) -> Result<()> + Send + Sync>;
+
+    async fn writer() -> (tempfile::TempDir, Writer) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("sqlite://{}/w.db", dir.path().display())).await.unwrap();
+        let w = Writer::start(&store, 64).unwrap();
+        w.run(|c| Ok(c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)")?)).await.unwrap();
+        (dir, w)
+    }
+
+    fn insert(k: &'static str) -> impl Fn(&Connection) -> Result<()> + Send + Sync + 'static {
+        move |c| {
+            c.execute("INSERT INTO t (k) VALUES (?)", [k])?;
+            Ok(())
+        }
+    }
+
+    /// Jobs sent while the writer is busy share one batch; one that fails after writing is
+    /// undone alone, and its neighbours commit exactly once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_failing_after_its_writes_is_undone_alone() {
+        let (_dir, w) = writer().await;
+        // The writer waits inside this job until the others are queued behind it.
+        let (started, has_started) = std::sync::mpsc::channel::<()>();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Mutex::new(wait);
+        let busy = tokio::spawn({
+            let w = w.clone();
+            async move {
+                w.run(move |_| {
+                    let _ = started.send(());
+                    let _ = wait.lock().unwrap().recv();
+                    Ok(())
+                })
+                .await
+            }
+        });
+        tokio::task::spawn_blocking(move || has_started.recv()).await.unwrap().unwrap();
+        let queued = |n: usize| {
+            let w = w.clone();
+            async move {
+                while w.queued() < n {
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        let (commits_before, _) = w.stats();
+        let spawn = |f: TestJob| {
+            let w = w.clone();
+            tokio::spawn(async move { w.run(move |c| f(c)).await })
+        };
+        let ok1 = spawn(Box::new(insert("a")));
+        queued(1).await;
+        let bad = spawn(Box::new(|c| {
+            c.execute("INSERT INTO t (k) VALUES ('b')", [])?;
+            Err(Error::invalid("test_failure", "failed after writing"))
+        }));
+        queued(2).await;
+        let early = spawn(Box::new(|_| Err(Error::invalid("test_refusal", "refused before writing"))));
+        queued(3).await;
+        let ok2 = spawn(Box::new(insert("c")));
+        queued(4).await;
+        go.send(()).unwrap();
+        busy.await.unwrap().unwrap();
+        ok1.await.unwrap().unwrap();
+        ok2.await.unwrap().unwrap();
+        assert!(bad.await.unwrap().unwrap_err().to_string().contains("failed after writing"));
+        assert!(early.await.unwrap().is_err());
+        let (commits_after, _) = w.stats();
+        assert_eq!(commits_after - commits_before, 2, "the busy job's commit, then one for the batch");
+        assert_eq!(w.replays(), 1);
+        let rows = w
+            .run(|c| {
+                let mut st = c.prepare("SELECT k FROM t ORDER BY k")?;
+                let rows =
+                    st.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(rows)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, ["a", "c"]);
+    }
+
+    /// A job that fails before writing anything costs its batch nothing.
+    #[tokio::test]
+    async fn a_refusal_before_any_write_needs_no_replay() {
+        let (_dir, w) = writer().await;
+        assert!(w.run(|_| Err::<(), _>(Error::invalid("test_refusal", "no"))).await.is_err());
+        w.run(insert("a")).await.unwrap();
+        assert_eq!(w.replays(), 0);
     }
 }
