@@ -303,6 +303,25 @@ impl Gateway {
         Ok(rows.into_iter().map(entry_from_row).collect())
     }
 
+    /// Every tenant's entries (the operator's view, SPEC §3: the one read that crosses
+    /// tenants), newest first unless `after` is given, optionally narrowed to one tenant.
+    pub async fn log_all(&self, tenant: Option<&TenantId>, q: &LogQuery) -> Result<Vec<Entry>> {
+        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        let order = if q.after.is_some() { "ASC" } else { "DESC" };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM activity WHERE (?1 IS NULL OR tenant_id = ?1) \
+             AND seq > ?2 AND seq < ?3 ORDER BY seq {order} LIMIT ?4"
+        );
+        let rows = sqlx::query_as::<_, EntryRow>(&sql)
+            .bind(tenant.map(TenantId::as_str))
+            .bind(q.after.unwrap_or(0))
+            .bind(q.before.unwrap_or(i64::MAX))
+            .bind(limit)
+            .fetch_all(self.store.pool())
+            .await?;
+        Ok(rows.into_iter().map(entry_from_row).collect())
+    }
+
     /// Recomputes the tenant's chain from the first entry and names the first broken link.
     pub async fn verify_log(&self, tenant: &TenantId) -> Result<ChainReport> {
         let rows = sqlx::query_as::<_, EntryRow>(&format!(

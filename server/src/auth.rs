@@ -5,6 +5,8 @@
 //! - Tenant administration presents the company key the same way: [`Caller::Company`]. A
 //!   decision that needs a human also names the console user it is made for, in the
 //!   `X-Naive-User` header, and that user must hold the right role: [`Human`].
+//! - The operator of the deployment presents the operator key for the one read that crosses
+//!   tenants, `GET /v1/logs`: [`Operator`].
 //! - The console's session is another credential that the console issue adds beside these.
 
 use axum::extract::FromRequestParts;
@@ -138,5 +140,35 @@ impl Human {
             "role_required",
             format!("{} needs one of these roles: {}", self.user.username, names.join(", ")),
         ))
+    }
+}
+
+/// The shortest operator key accepted.
+pub const MIN_OPERATOR_KEY_LEN: usize = 24;
+
+/// The deployment's operator, who may read every tenant's activity log.
+pub struct Operator;
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Operator, Problem> {
+        let Some(expected) = &state.operator_key_hash else {
+            return Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "operator_key_not_configured",
+                "this server has no operator key; start it with --operator-key or NAIVE_OPERATOR_KEY",
+            ));
+        };
+        let token = bearer(parts)?;
+        if gateway::secrets::digest_eq(&gateway::secrets::hash_token(token), expected) {
+            Ok(Operator)
+        } else {
+            Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "operator_key_required",
+                "reading every tenant's log needs the operator key, not an agent or company key",
+            ))
+        }
     }
 }

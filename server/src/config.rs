@@ -55,6 +55,11 @@ pub struct Config {
     #[arg(long, env = "NAIVE_COMPANY_KEY", hide_env_values = true, global = true)]
     pub company_key: Option<String>,
 
+    /// The operator's key, for the one read across tenants (`GET /v1/logs`). At least 24
+    /// characters; unset means that route is closed.
+    #[arg(long, env = "NAIVE_OPERATOR_KEY", hide_env_values = true, global = true)]
+    pub operator_key: Option<String>,
+
     /// Where the built site (pkg/ with wasm, js and css) lives.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]
     pub site_root: String,

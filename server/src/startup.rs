@@ -32,6 +32,8 @@ pub struct AppState {
     pub subscribers: std::sync::Arc<tokio::sync::Semaphore>,
     /// Turns true when the server starts shutting down, so long-lived streams end.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// SHA-256 of the operator's key, when one is configured.
+    pub operator_key_hash: Option<std::sync::Arc<str>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -48,6 +50,8 @@ pub enum StartError {
         "cannot listen on {addr}: {source} (is another server running? pick another address with --bind or NAIVE_BIND)"
     )]
     Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("{0}")]
+    Config(String),
 }
 
 pub struct Application {
@@ -63,6 +67,16 @@ pub struct Application {
 
 impl Application {
     pub async fn build(config: &Config) -> Result<Application, StartError> {
+        let operator_key_hash = match &config.operator_key {
+            Some(k) if k.trim().len() < crate::auth::MIN_OPERATOR_KEY_LEN => {
+                return Err(StartError::Config(format!(
+                    "the operator key (--operator-key or NAIVE_OPERATOR_KEY) must be at least {} characters",
+                    crate::auth::MIN_OPERATOR_KEY_LEN
+                )));
+            }
+            Some(k) => Some(gateway::secrets::hash_token(k.trim()).into()),
+            None => None,
+        };
         let gateway = Gateway::open(&config.database_url).await?;
         let demo = if config.no_demo {
             None
@@ -88,6 +102,7 @@ impl Application {
             gateway: gateway.clone(),
             subscribers: crate::routes::events::subscriber_limit(),
             stopping,
+            operator_key_hash,
         });
         // Before serving, nothing is in flight: holds a previous process left pending expire now.
         let recovered = gateway.sweep(true).await?;

@@ -13,7 +13,7 @@ use gateway::ProfileId;
 use gateway::activity::LogQuery;
 use serde::Deserialize;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Operator};
 use crate::problem::Problem;
 use crate::startup::AppState;
 
@@ -75,11 +75,16 @@ pub async fn logs(
             &LogQuery { profile: Some(id), after: q.after, before: q.before, limit: q.limit },
         )
         .await?;
-    // The next page: older entries before the last one, or newer ones after it when resuming.
+    Ok(log_page(entries, q.after.is_some()))
+}
+
+/// A page of the log with its cursor: older entries before the last one, or newer ones after
+/// it when resuming.
+fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response {
     let next = entries
         .last()
-        .map(|e| if q.after.is_some() { format!("after={}", e.seq) } else { format!("before={}", e.seq) });
-    Ok(Json(serde_json::json!({ "items": entries, "next": next })).into_response())
+        .map(|e| if resuming { format!("after={}", e.seq) } else { format!("before={}", e.seq) });
+    Json(serde_json::json!({ "items": entries, "next": next })).into_response()
 }
 
 #[derive(Deserialize)]
@@ -180,4 +185,37 @@ pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Res
         ));
     };
     Ok(Json(state.gateway.verify_log(&tenant).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllLogParams {
+    /// Narrow to one tenant.
+    tenant: Option<String>,
+    after: Option<i64>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+/// `GET /v1/logs`: every tenant's activity for the operator, keyset-paginated like a
+/// profile's log.
+pub async fn all_logs(
+    State(state): State<AppState>,
+    _operator: Operator,
+    Query(q): Query<AllLogParams>,
+) -> Result<Response, Problem> {
+    let tenant = match q.tenant.as_deref() {
+        None => None,
+        Some(t) => Some(gateway::TenantId::parse(t).ok_or_else(|| {
+            Problem::new(StatusCode::BAD_REQUEST, "invalid_tenant", "`tenant` is a tenant id such as ten_…")
+        })?),
+    };
+    let entries = state
+        .gateway
+        .log_all(
+            tenant.as_ref(),
+            &LogQuery { profile: None, after: q.after, before: q.before, limit: q.limit },
+        )
+        .await?;
+    Ok(log_page(entries, q.after.is_some()))
 }

@@ -23,6 +23,7 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/users/{user_id}/budget", get(ledger::budget))
         .route("/v1/users/{user_id}/logs", get(ledger::logs))
         .route("/v1/users/{user_id}/ledger", get(ledger::ledger))
+        .route("/v1/logs", get(ledger::all_logs))
         .route("/v1/logs/verify", get(ledger::verify))
         .route("/v1/brain/writebacks", get(brain::writebacks).post(brain::submit))
         .route("/v1/brain/writebacks/{id}", get(brain::writeback))

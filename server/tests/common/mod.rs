@@ -8,6 +8,8 @@ use tokio::sync::oneshot;
 pub const ADMIN_PASSWORD: &str = "test-admin-password";
 /// The demo tenant's company key in tests.
 pub const COMPANY_KEY: &str = "nv_testco01_abcdefghijklmnopqrstuv";
+/// The deployment's operator key in tests.
+pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
 
 pub struct TestApp {
     pub base: String,
@@ -26,6 +28,7 @@ pub fn config(db_url: &str) -> Config {
         no_demo: false,
         admin_password: Some(ADMIN_PASSWORD.into()),
         company_key: Some(COMPANY_KEY.into()),
+        operator_key: Some(OPERATOR_KEY.into()),
         site_root: "target/site".into(),
     }
 }
