@@ -459,10 +459,16 @@ impl Gateway {
         let gw = self.clone();
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(StdDuration::from_millis(SWEEP_INTERVAL_MS));
-            loop {
+            for n in 0u64.. {
                 tick.tick().await;
                 if let Err(e) = gw.sweep(false).await {
                     tracing::warn!(error = %e, "sweep failed; retrying next tick");
+                }
+                // Stored Idempotency-Key responses age out far more slowly than approvals.
+                if n % 600 == 0
+                    && let Err(e) = gw.forget_old_requests().await
+                {
+                    tracing::warn!(error = %e, "forgetting old idempotency keys failed; retrying later");
                 }
             }
         });

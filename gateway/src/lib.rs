@@ -21,6 +21,7 @@ mod deferred;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod kits;

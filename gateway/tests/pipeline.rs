@@ -501,3 +501,20 @@ async fn per_profile_pages_are_whole_across_the_index_mark() {
         assert_eq!(got, want, "ledger pages");
     }
 }
+
+#[tokio::test]
+async fn a_request_key_is_claimed_once_replayed_and_released_on_failure() {
+    use gateway::idempotency::{Claim, Stored};
+    let w = world().await;
+    let gw = &w.gw;
+    assert_eq!(gw.claim_request("cred", "k", "d1").await.unwrap(), Claim::New);
+    assert_eq!(gw.claim_request("cred", "k", "d1").await.unwrap(), Claim::InProgress);
+    assert_eq!(gw.claim_request("cred", "k", "d2").await.unwrap(), Claim::Mismatch);
+    assert_eq!(gw.claim_request("other-cred", "k", "d2").await.unwrap(), Claim::New, "scopes never share");
+    let stored = Stored { status: 201, headers: vec![("etag".into(), "\"3\"".into())], body: b"{}".to_vec() };
+    gw.finish_request("cred", "k", stored.clone()).await.unwrap();
+    assert_eq!(gw.claim_request("cred", "k", "d1").await.unwrap(), Claim::Replay(stored));
+    // A failed (5xx) request lets go of its claim, so the resend runs.
+    gw.release_request("other-cred", "k").await.unwrap();
+    assert_eq!(gw.claim_request("other-cred", "k", "d2").await.unwrap(), Claim::New);
+}

@@ -21,7 +21,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::Config;
 
 /// The largest request body accepted.
-const MAX_BODY_BYTES: usize = 64 * 1024;
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// What every handler can reach.
 #[derive(Clone, Debug)]
@@ -141,7 +141,10 @@ fn router(state: AppState) -> Router {
     let gw = state.gateway.clone();
     Router::new()
         .route("/healthz", get(crate::routes::health::healthz))
-        .merge(crate::routes::v1())
+        .merge(
+            crate::routes::v1()
+                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer)),
+        )
         // Bodies are small JSON; anything bigger is refused before it is read.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .leptos_routes_with_context(&state, routes, move || provide_context(gw.clone()), {

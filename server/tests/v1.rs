@@ -731,3 +731,90 @@ async fn the_operator_reads_every_tenants_log_and_nobody_else_can() {
     assert_eq!(get("?tenant=nope", Some(common::OPERATOR_KEY)).await.1["code"], "invalid_tenant");
     app.stop().await;
 }
+
+/// Idempotency-Key on the mutating routes beyond governed actions: a resend replays the
+/// first answer and changes nothing; secrets are never replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mutating_route_honours_an_idempotency_key() {
+    let app = spawn_app().await;
+    let send = |method: reqwest::Method, path: String, body: Option<Value>, key: &'static str| {
+        let mut req = app
+            .client
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(common::COMPANY_KEY)
+            .header("Idempotency-Key", key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let replayed = res.headers().get("idempotent-replayed").is_some();
+            (res.status().as_u16(), replayed, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let create = json!({"name": "idem-bot", "kit": "Default"});
+    let (s1, r1, first) =
+        send(reqwest::Method::POST, "/v1/agent-profiles".into(), Some(create.clone()), "k-1").await;
+    let (s2, r2, again) = send(reqwest::Method::POST, "/v1/agent-profiles".into(), Some(create), "k-1").await;
+    assert_eq!((s1, r1), (201, false), "{first}");
+    assert_eq!((s2, r2), (201, true));
+    assert_eq!(first, again, "the resend gets the first answer");
+    let (_, tree) = company(&app, reqwest::Method::GET, "/v1/agent-profiles", None).await;
+    let named =
+        tree["items"].as_array().unwrap().iter().filter(|e| e["profile"]["name"] == "idem-bot").count();
+    assert_eq!(named, 1, "one profile, not two");
+
+    let (s, _, b) = send(
+        reqwest::Method::POST,
+        "/v1/agent-profiles".into(),
+        Some(json!({"name": "other-bot", "kit": "Default"})),
+        "k-1",
+    )
+    .await;
+    assert_eq!((s, b["code"].clone()), (409, json!("idempotency_key_reused")));
+
+    // A key's secret is shown once: the resend says it exists and withholds it.
+    let pid = first["id"].as_str().unwrap();
+    let (s, _, key) =
+        send(reqwest::Method::POST, format!("/v1/agent-profiles/{pid}/keys"), None, "k-2").await;
+    assert_eq!(s, 201);
+    assert!(key["secret"].as_str().unwrap().starts_with("nv_"));
+    let (s, replayed, again) =
+        send(reqwest::Method::POST, format!("/v1/agent-profiles/{pid}/keys"), None, "k-2").await;
+    assert_eq!((s, replayed), (201, true));
+    assert_eq!((again["secret"].clone(), again["secret_withheld"].clone()), (Value::Null, json!(true)));
+    assert_eq!(again["key"]["id"], key["key"]["id"]);
+    let (_, keys) =
+        company(&app, reqwest::Method::GET, &format!("/v1/agent-profiles/{pid}/keys"), None).await;
+    assert_eq!(keys["items"].as_array().unwrap().len(), 1, "one key issued");
+    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT body FROM request_idempotency")
+        .fetch_all(app.gateway.store().pool())
+        .await
+        .unwrap();
+    let secret = key["secret"].as_str().unwrap();
+    assert!(
+        stored.iter().all(|b| !String::from_utf8_lossy(b).contains(&secret[12..])),
+        "no secret is stored"
+    );
+
+    // Deleting twice with one key: the second gets the first answer, not a 404 or 409.
+    let kid = key["key"]["id"].as_str().unwrap();
+    let (s1, _, _) =
+        send(reqwest::Method::DELETE, format!("/v1/agent-profiles/{pid}/keys/{kid}"), None, "k-3").await;
+    let (s2, replayed, _) =
+        send(reqwest::Method::DELETE, format!("/v1/agent-profiles/{pid}/keys/{kid}"), None, "k-3").await;
+    assert_eq!((s1, s2, replayed), (200, 200, true));
+
+    let res = app
+        .client
+        .post(format!("{}/v1/agent-profiles", app.base))
+        .bearer_auth(common::COMPANY_KEY)
+        .header("Idempotency-Key", "x".repeat(201))
+        .json(&json!({"name": "long", "kit": "Default"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 400);
+    assert_eq!(res.json::<Value>().await.unwrap()["code"], "invalid_idempotency_key");
+    app.stop().await;
+}

@@ -112,6 +112,12 @@ pub async fn keys(
     Ok(Json(json!({ "items": state.gateway.keys(&tenant, &profile_id(&id)?).await? })).into_response())
 }
 
+/// Marks a response that shows a secret, which is never stored for an Idempotency-Key replay.
+fn secret_bearing(mut res: Response) -> Response {
+    res.extensions_mut().insert(crate::idempotency::SecretBearing);
+    res
+}
+
 pub async fn create_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -119,7 +125,9 @@ pub async fn create_key(
 ) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let (info, issued) = state.gateway.issue_key(&tenant, &profile_id(&id)?, ACTOR).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "key": info, "secret": issued.token }))).into_response())
+    Ok(secret_bearing(
+        (StatusCode::CREATED, Json(json!({ "key": info, "secret": issued.token }))).into_response(),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -138,7 +146,7 @@ pub async fn rotate_key(
     let req: Rotate = json_body(&body, r#"{"grace_secs": 3600}"#)?;
     let (info, issued) =
         state.gateway.rotate_key(&tenant, &profile_id(&id)?, &key_id(&key)?, req.grace_secs, ACTOR).await?;
-    Ok(Json(json!({ "key": info, "secret": issued.token })).into_response())
+    Ok(secret_bearing(Json(json!({ "key": info, "secret": issued.token })).into_response()))
 }
 
 pub async fn revoke_key(
