@@ -10,7 +10,7 @@ export CHROMIUM_PATH ?= /usr/bin/chromium
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
-	cargo leptos serve
+	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} cargo leptos serve
 
 test: setup-test fmt lint unit wasm e2e
 	@echo "make test: all checks passed"

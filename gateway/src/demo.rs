@@ -72,7 +72,12 @@ impl Gateway {
             .await?;
         let mailer =
             self.create_profile(&tenant.id, "support-mailer", Some(&admin.id), None, "Default").await?;
-        let crawler = self.create_profile(&tenant.id, "research-crawler", None, None, "Default").await?;
+        // The researcher may also write to the brain, so its findings become proposals.
+        let mut research = Kit::default_kit();
+        research.name = "Research".into();
+        research.primitives = policy::Primitive::ALL.into_iter().collect();
+        self.save_kit(&tenant.id, research, None, DEMO_ADMIN).await?;
+        let crawler = self.create_profile(&tenant.id, "research-crawler", None, None, "Research").await?;
 
         // A little real traffic, so the inbox, spend and activity views have rows to show:
         // reads and a mail that run, a card charge that runs, one that parks for approval, one

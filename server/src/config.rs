@@ -18,6 +18,13 @@ pub struct Cli {
 pub enum Command {
     /// Serve the console and gateway (the default).
     Serve,
+    /// Drive the demo tenant's agents over /v1 against a running server, with keys minted
+    /// with the company key (NAIVE_COMPANY_KEY), until Ctrl-C; then revoke those keys.
+    DemoAgent {
+        /// The server to call.
+        #[arg(long, env = "NAIVE_BASE_URL", default_value = "http://127.0.0.1:3000")]
+        base_url: String,
+    },
     /// Manage tenants in the database at DATABASE_URL.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -59,6 +66,14 @@ pub struct Config {
     /// characters; unset means that route is closed.
     #[arg(long, env = "NAIVE_OPERATOR_KEY", hide_env_values = true, global = true)]
     pub operator_key: Option<String>,
+
+    /// Also run the demo agent inside the server, driving the demo tenant's agents over /v1.
+    #[arg(long, env = "NAIVE_DEMO_AGENT", global = true)]
+    pub demo_agent: bool,
+
+    /// How many calls a minute the demo agent makes.
+    #[arg(long, env = "NAIVE_DEMO_AGENT_PER_MINUTE", default_value_t = 20, global = true)]
+    pub demo_agent_per_minute: u32,
 
     /// Where the built site (pkg/ with wasm, js and css) lives.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]

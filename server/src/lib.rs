@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod demo_agent;
 pub mod idempotency;
 pub mod problem;
 pub mod routes;

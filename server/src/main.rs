@@ -20,6 +20,7 @@ async fn main() -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
         Command::Tenant(TenantCommand::Create { name }) => create_tenant(&cli.config, &name).await,
+        Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
     }
 }
 
@@ -41,6 +42,35 @@ async fn create_tenant(config: &server::config::Config, name: &str) -> ExitCode 
             ExitCode::FAILURE
         }
     }
+}
+
+/// `server demo-agent`: the demo tenant's agents at work against a running server.
+async fn demo_agent(config: &server::config::Config, base_url: &str) -> ExitCode {
+    use server::demo_agent::{drive, keys_over_http, revoke_over_http};
+    let Some(company_key) = &config.company_key else {
+        eprintln!(
+            "error: the demo agent needs the demo tenant's company key: pass --company-key or set NAIVE_COMPANY_KEY"
+        );
+        return ExitCode::FAILURE;
+    };
+    let base = base_url.trim_end_matches('/');
+    let minted = match keys_over_http(base, company_key).await {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("Demo agent driving {} agents at {base}; Ctrl-C stops it and revokes their keys.", minted.len());
+    let agents: Vec<_> = minted.iter().map(|(a, _)| a.clone()).collect();
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    drive(base, &agents, config.demo_agent_per_minute, stop).await;
+    revoke_over_http(base, company_key, &minted).await;
+    ExitCode::SUCCESS
 }
 
 async fn serve(config: server::config::Config) -> ExitCode {

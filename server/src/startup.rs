@@ -61,6 +61,9 @@ pub struct Application {
     /// Expires overdue approvals and orphaned holds; stops when the application does.
     _sweeper: gateway::approvals::SweeperHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
+    /// The in-process demo agent, if started; it finishes (revoking its keys) before the
+    /// database closes.
+    demo_agent: Option<tokio::task::JoinHandle<()>>,
     /// Set when this start seeded the demo tenant.
     pub demo: Option<DemoCredentials>,
 }
@@ -97,6 +100,11 @@ impl Application {
             .site_addr(addr)
             .build();
         let (stop_tx, stopping) = tokio::sync::watch::channel(false);
+        let demo_agent = if config.demo_agent {
+            start_demo_agent(&gateway, addr, config.demo_agent_per_minute, stopping.clone()).await?
+        } else {
+            None
+        };
         let router = router(AppState {
             leptos_options,
             gateway: gateway.clone(),
@@ -110,7 +118,7 @@ impl Application {
             tracing::info!(?recovered, "expired what the previous run left behind");
         }
         let _sweeper = gateway.start_sweeper();
-        Ok(Application { listener, router, gateway, _sweeper, stop_tx, demo })
+        Ok(Application { listener, router, gateway, _sweeper, stop_tx, demo_agent, demo })
     }
 
     /// The application's gateway, for operator commands and test setup.
@@ -131,9 +139,30 @@ impl Application {
             let _ = stop_tx.send(true);
         };
         axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await?;
+        if let Some(agent) = self.demo_agent {
+            let _ = agent.await;
+        }
         self.gateway.store().close().await;
         Ok(())
     }
+}
+
+/// Mints the demo agents' keys and starts driving them against this server's own address.
+async fn start_demo_agent(
+    gateway: &Gateway,
+    addr: SocketAddr,
+    per_minute: u32,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<Option<tokio::task::JoinHandle<()>>, StartError> {
+    let Some((tenant, agents)) = crate::demo_agent::keys_in_process(gateway).await? else {
+        tracing::warn!("--demo-agent: there is no demo tenant in this database, so no demo agent runs");
+        return Ok(None);
+    };
+    let gw = gateway.clone();
+    Ok(Some(tokio::spawn(async move {
+        crate::demo_agent::drive(&format!("http://{addr}"), &agents, per_minute, stopping).await;
+        crate::demo_agent::revoke_in_process(&gw, &tenant, &agents).await;
+    })))
 }
 
 fn router(state: AppState) -> Router {

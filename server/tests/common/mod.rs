@@ -29,6 +29,8 @@ pub fn config(db_url: &str) -> Config {
         admin_password: Some(ADMIN_PASSWORD.into()),
         company_key: Some(COMPANY_KEY.into()),
         operator_key: Some(OPERATOR_KEY.into()),
+        demo_agent: false,
+        demo_agent_per_minute: 20,
         site_root: "target/site".into(),
     }
 }
