@@ -1,52 +1,148 @@
-//! Per-profile indexes of the activity log and the ledger, filled in batches.
+//! Per-profile indexes of the activity log and the ledger, kept in a database of their own.
 //!
 //! An index keyed by profile takes its inserts at one place per profile, so with many agents
 //! acting at once every commit dirtied one leaf page per agent: a third of the writer's time.
-//! Instead, `activity_by_profile` and `ledger_by_account` hold the same pairs, keyed by a
-//! small profile number (`profile_numbers`) so the rows are short, and the writer fills them
-//! every [`INTERVAL`] from the rows above each table's mark, in key order, so each page is
-//! written once per batch. Both tables are append-only and `seq` only
-//! grows, so every row is either at or below the mark (and indexed) or above it (a short,
-//! recent rowid range). Reads ask both halves in one statement, so one snapshot answers them:
-//! nothing is missed or seen twice. The query plans are pinned by a test: the indexed half
-//! is read in index order (no sort of the profile's history) and the newest half by rowid
-//! above the mark (`+tenant_id` keeps the planner off the tenant index, which would scan the
-//! tenant's whole history).
+//! Instead, the pairs (profile number, seq) live in `activity_by_profile` and
+//! `ledger_by_account` in a derived database beside the main one, attached as `idx` to every
+//! connection. An indexer thread with its own connection copies the rows appended since each
+//! table's mark, in key order, every [`INTERVAL`]. It writes only to `idx`, so it never takes
+//! the main database's write lock and never pauses the writer; it only reads the main one.
+//!
+//! Both source tables are append-only and `seq` only grows, so every row is at or below its
+//! table's mark (indexed) or above it (a short, recent rowid range). Reads ask both halves in
+//! one statement. The statement's snapshots of the two databases may differ: an index row
+//! whose source row that snapshot does not have yet is dropped by the join, and rows above
+//! the mark come from the main table itself, so nothing is missed or seen twice. The query
+//! plans are pinned by a test: the indexed half is read in index order (no sort of a
+//! profile's history) and the newest half by rowid above the mark (`+tenant_id` keeps the
+//! planner off the tenant index, which would scan the tenant's whole history).
+//!
+//! The index database is derived: if it is lost, or is ahead of the main database (a restored
+//! backup), it is rebuilt from scratch.
 
 use rusqlite::Connection;
 
-/// How often the writer indexes what was appended since the last time.
-/// Rarely is better: the cost per row is the same, and a pass is a pause for the writer that
-/// only the calls in flight at that moment feel.
-pub const INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often the indexer copies what was appended since the last time.
+pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Indexes every row above the marks. Runs on the writer thread, inside a transaction.
+/// The index database's tables, created when the store opens.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS profile_numbers (
+    no         INTEGER PRIMARY KEY,
+    profile_id TEXT NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS activity_by_profile (
+    profile_no INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (profile_no, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_by_account (
+    account_no INTEGER NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (account_no, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS index_marks (
+    name TEXT PRIMARY KEY CHECK (name IN ('activity', 'ledger')),
+    seq  INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO index_marks (name, seq) VALUES ('activity', 0), ('ledger', 0);
+";
+
+/// Indexes every row above the marks, in one transaction on `idx`.
 pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
+    // Deferred: the main database is only read, so only `idx` is ever locked for writing.
     c.execute_batch(
-        "INSERT OR IGNORE INTO profile_numbers (profile_id)
-           SELECT DISTINCT profile_id FROM activity
-           WHERE seq > (SELECT seq FROM index_marks WHERE name = 'activity') AND profile_id IS NOT NULL;
-         INSERT OR IGNORE INTO profile_numbers (profile_id)
-           SELECT DISTINCT account_id FROM ledger_entries
-           WHERE seq > (SELECT seq FROM index_marks WHERE name = 'ledger');
-         INSERT INTO activity_by_profile (profile_no, seq)
-           SELECT n.no, a.seq FROM activity a JOIN profile_numbers n ON n.profile_id = a.profile_id
-           WHERE a.seq > (SELECT seq FROM index_marks WHERE name = 'activity')
+        "BEGIN;
+         INSERT OR IGNORE INTO idx.profile_numbers (profile_id)
+           SELECT DISTINCT profile_id FROM main.activity
+           WHERE seq > (SELECT seq FROM idx.index_marks WHERE name = 'activity') AND profile_id IS NOT NULL;
+         INSERT OR IGNORE INTO idx.profile_numbers (profile_id)
+           SELECT DISTINCT account_id FROM main.ledger_entries
+           WHERE seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger');
+         INSERT INTO idx.activity_by_profile (profile_no, seq)
+           SELECT n.no, a.seq FROM main.activity a JOIN idx.profile_numbers n ON n.profile_id = a.profile_id
+           WHERE a.seq > (SELECT seq FROM idx.index_marks WHERE name = 'activity')
            ORDER BY 1, 2;
-         UPDATE index_marks SET seq = COALESCE((SELECT MAX(seq) FROM activity), seq) WHERE name = 'activity';
-         INSERT INTO ledger_by_account (account_no, seq)
-           SELECT n.no, e.seq FROM ledger_entries e JOIN profile_numbers n ON n.profile_id = e.account_id
-           WHERE e.seq > (SELECT seq FROM index_marks WHERE name = 'ledger')
+         UPDATE idx.index_marks SET seq = COALESCE((SELECT MAX(seq) FROM main.activity), seq) WHERE name = 'activity';
+         INSERT INTO idx.ledger_by_account (account_no, seq)
+           SELECT n.no, e.seq FROM main.ledger_entries e JOIN idx.profile_numbers n ON n.profile_id = e.account_id
+           WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger')
            ORDER BY 1, 2;
-         UPDATE index_marks SET seq = COALESCE((SELECT MAX(seq) FROM ledger_entries), seq) WHERE name = 'ledger';",
+         UPDATE idx.index_marks SET seq = COALESCE((SELECT MAX(seq) FROM main.ledger_entries), seq) WHERE name = 'ledger';
+         COMMIT;",
     )
+    .inspect_err(|_| {
+        let _ = c.execute_batch("ROLLBACK");
+    })
+}
+
+/// Empties the index when it is ahead of the database it indexes (the database was replaced
+/// by an older copy), so the next pass rebuilds it.
+fn check_marks(c: &Connection) -> rusqlite::Result<()> {
+    let ahead: bool = c.query_row(
+        "SELECT (SELECT seq FROM idx.index_marks WHERE name = 'activity') > COALESCE((SELECT MAX(seq) FROM main.activity), 0) \
+             OR (SELECT seq FROM idx.index_marks WHERE name = 'ledger') > COALESCE((SELECT MAX(seq) FROM main.ledger_entries), 0)",
+        [],
+        |r| r.get(0),
+    )?;
+    if ahead {
+        tracing::warn!("the index database is ahead of the database; rebuilding it");
+        c.execute_batch(
+            "BEGIN; DELETE FROM idx.activity_by_profile; DELETE FROM idx.ledger_by_account; \
+             UPDATE idx.index_marks SET seq = 0; COMMIT;",
+        )?;
+    }
+    Ok(())
+}
+
+type Request = std::sync::mpsc::Sender<()>;
+
+/// A handle to the indexer thread; it stops when the last handle drops.
+#[derive(Clone, Debug)]
+pub(crate) struct Indexer {
+    tx: std::sync::mpsc::Sender<Request>,
+}
+
+impl Indexer {
+    pub(crate) fn start(store: &crate::store::Store) -> crate::error::Result<Indexer> {
+        let conn = store.open_indexer_connection()?;
+        check_marks(&conn)?;
+        let (tx, rx) = std::sync::mpsc::channel::<Request>();
+        std::thread::Builder::new()
+            .name("naive-indexer".into())
+            .spawn(move || {
+                loop {
+                    let waiting = match rx.recv_timeout(INTERVAL) {
+                        Ok(done) => Some(done),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    if let Err(e) = index_tail(&conn) {
+                        tracing::warn!(error = %e, "indexing the newest rows failed; reads still find them");
+                    }
+                    if let Some(done) = waiting {
+                        let _ = done.send(());
+                    }
+                }
+            })
+            .map_err(|e| {
+                crate::error::Error::invalid(
+                    "indexer_start_failed",
+                    format!("cannot start the indexer thread: {e}"),
+                )
+            })?;
+        Ok(Indexer { tx })
+    }
 }
 
 impl crate::Gateway {
-    /// Indexes the newest rows now rather than at the writer's next interval (for tests and
-    /// for a tidy shutdown; reads are correct either way).
+    /// Indexes the newest rows now rather than at the indexer's next interval (for tests;
+    /// reads are correct either way).
     pub async fn index_recent(&self) -> crate::error::Result<()> {
-        self.writer.run(|c| Ok(index_tail(c)?)).await
+        let (done, wait) = std::sync::mpsc::channel();
+        let stopped = || crate::error::Error::invalid("indexer_stopped", "the indexer has stopped");
+        self.indexer.tx.send(done).map_err(|_| stopped())?;
+        tokio::task::spawn_blocking(move || wait.recv()).await.map_err(|_| stopped())?.map_err(|_| stopped())
     }
 }
 
@@ -68,11 +164,11 @@ fn qualified(t: &str, columns: &str) -> String {
 pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
     let q = qualified("a", columns);
     format!(
-        "SELECT {q} FROM activity_by_profile i JOIN activity a ON a.seq = i.seq \
-           WHERE i.profile_no = (SELECT no FROM profile_numbers WHERE profile_id = ?2) \
+        "SELECT {q} FROM idx.activity_by_profile i JOIN activity a ON a.seq = i.seq \
+           WHERE i.profile_no = (SELECT no FROM idx.profile_numbers WHERE profile_id = ?2) \
            AND i.seq > ?3 AND i.seq < ?4 AND a.tenant_id = ?1 \
          UNION ALL \
-         SELECT {columns} FROM activity WHERE seq > (SELECT seq FROM index_marks WHERE name = 'activity') \
+         SELECT {columns} FROM activity WHERE seq > (SELECT seq FROM idx.index_marks WHERE name = 'activity') \
            AND seq > ?3 AND seq < ?4 AND +tenant_id = ?1 AND profile_id = ?2 \
          ORDER BY seq {order} LIMIT ?5"
     )
@@ -84,11 +180,11 @@ pub(crate) fn ledger_of_account(columns: &str, filter: &str) -> String {
     let q = qualified("e", columns);
     let tail = columns.split(',').map(|c| format!("e.{}", c.trim())).collect::<Vec<_>>().join(", ");
     format!(
-        "SELECT {q} FROM ledger_by_account i JOIN ledger_entries e ON e.seq = i.seq \
-           WHERE i.account_no = (SELECT no FROM profile_numbers WHERE profile_id = ?2) \
+        "SELECT {q} FROM idx.ledger_by_account i JOIN ledger_entries e ON e.seq = i.seq \
+           WHERE i.account_no = (SELECT no FROM idx.profile_numbers WHERE profile_id = ?2) \
            AND i.seq > ?3 AND e.tenant_id = ?1 AND {filter} \
          UNION ALL \
-         SELECT {tail} FROM ledger_entries e WHERE e.seq > (SELECT seq FROM index_marks WHERE name = 'ledger') \
+         SELECT {tail} FROM ledger_entries e WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger') \
            AND e.seq > ?3 AND +e.tenant_id = ?1 AND e.account_id = ?2 AND {filter} \
          ORDER BY seq LIMIT ?6"
     )
@@ -107,6 +203,11 @@ mod tests {
         ] {
             c.execute_batch(sql).unwrap();
         }
+        c.execute_batch("ATTACH DATABASE ':memory:' AS idx").unwrap();
+        c.execute_batch(
+            &SCHEMA.replace("EXISTS ", "EXISTS idx.").replace("INTO index_marks", "INTO idx.index_marks"),
+        )
+        .unwrap();
         c
     }
 

@@ -71,6 +71,7 @@ impl Default for GatewayConfig {
 pub struct Gateway {
     store: Store,
     writer: Writer,
+    indexer: deferred::Indexer,
     bus: Bus,
     catalog: Arc<Catalog>,
     connectors: Connectors,
@@ -106,10 +107,12 @@ impl Gateway {
     pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
         let store = Store::open(url).await?;
         let writer = Writer::start(&store, config.max_batch)?;
+        let indexer = deferred::Indexer::start(&store)?;
         let sandbox = Arc::new(Sandbox::default());
         Ok(Gateway {
             store,
             writer,
+            indexer,
             bus: Bus::default(),
             catalog: Arc::new(Catalog::builtin()),
             connectors: Connectors::sandbox(sandbox.clone()),

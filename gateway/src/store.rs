@@ -30,6 +30,9 @@ pub struct Store {
     /// What the writer's own connection opens: the same file, or the same shared in-memory
     /// database.
     writer_target: String,
+    /// The derived per-profile index database beside it ([`crate::deferred`]), attached to
+    /// every connection as `idx`.
+    index_target: String,
 }
 
 impl Store {
@@ -38,11 +41,12 @@ impl Store {
         let Some(rest) = url.strip_prefix("sqlite:") else {
             return Err(Error::UnsupportedDatabase { given: redact(url), accepted: ACCEPTED_SCHEMES });
         };
-        let writer_target;
+        let (writer_target, index_target);
         let opts = if rest == ":memory:" {
             // A named shared-cache database, so the writer's connection sees the same data.
-            writer_target =
-                format!("file:naive-mem-{}?mode=memory&cache=shared", uuid::Uuid::new_v4().simple());
+            let name = uuid::Uuid::new_v4().simple();
+            writer_target = format!("file:naive-mem-{name}?mode=memory&cache=shared");
+            index_target = format!("file:naive-idx-{name}?mode=memory&cache=shared");
             SqliteConnectOptions::from_str(&format!("sqlite:{writer_target}"))
                 .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?
         } else {
@@ -53,6 +57,7 @@ impl Store {
             }
             ensure_parent_dir(Path::new(path))?;
             writer_target = path.to_string();
+            index_target = format!("{path}-index");
             SqliteConnectOptions::new().filename(path).create_if_missing(true)
         };
         let opts = opts
@@ -60,34 +65,44 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS));
+        // The index database exists with its tables before any connection attaches it; the
+        // indexer keeps a connection to it open, which also keeps an in-memory one alive.
+        let index_conn = open_rusqlite(&index_target)?;
+        index_conn.execute_batch(crate::deferred::SCHEMA)?;
+        let attach = index_target.clone();
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            .after_connect(move |conn, _| {
+                let attach = attach.clone();
+                Box::pin(async move {
+                    sqlx::query("ATTACH DATABASE ? AS idx").bind(attach).execute(conn).await?;
+                    Ok(())
+                })
+            })
             // A shared in-memory database lives while a connection to it is open.
             .min_connections(1)
             .connect_with(opts)
             .await
             .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
         sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
-        Ok(Store { pool, writer_target })
+        drop(index_conn);
+        Ok(Store { pool, writer_target, index_target })
     }
 
     /// Opens the writer's own connection to the same database.
     pub(crate) fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
-        let c = if self.writer_target.starts_with("file:") {
-            rusqlite::Connection::open_with_flags(
-                &self.writer_target,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_URI,
-            )?
-        } else {
-            rusqlite::Connection::open(&self.writer_target)?
-        };
-        c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
-        // A large page cache and memory-mapped reads keep the writer out of read() syscalls.
-        c.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
-             PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY;",
-        )?;
+        let c = open_rusqlite(&self.writer_target)?;
+        c.execute_batch("PRAGMA foreign_keys = ON;")?;
         c.set_prepared_statement_cache_capacity(256);
+        Ok(c)
+    }
+
+    /// Opens the indexer's connection: the database, with the index database attached as
+    /// `idx`. It writes only to `idx`, so it never takes the database's write lock.
+    pub(crate) fn open_indexer_connection(&self) -> Result<rusqlite::Connection> {
+        let c = open_rusqlite(&self.writer_target)?;
+        c.execute("ATTACH DATABASE ? AS idx", [&self.index_target])?;
+        c.execute_batch("PRAGMA idx.journal_mode = WAL; PRAGMA idx.synchronous = NORMAL;")?;
         Ok(c)
     }
 
@@ -104,6 +119,27 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A rusqlite connection to a file path or a shared in-memory URI, in WAL mode.
+fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
+    let c = if target.starts_with("file:") {
+        rusqlite::Connection::open_with_flags(
+            target,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )?
+    } else {
+        rusqlite::Connection::open(target)?
+    };
+    c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
+    // A large page cache and memory-mapped reads keep the writer out of read() syscalls.
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+         PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456; PRAGMA temp_store = MEMORY;",
+    )?;
+    Ok(c)
 }
 
 fn ensure_parent_dir(path: &Path) -> Result<()> {
