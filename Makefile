@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm e2e bench bench-gateway build-site
+.PHONY: run test setup setup-test fmt lint unit wasm e2e bench bench-gateway bench-http bench-sse build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -53,3 +53,11 @@ bench:
 
 bench-gateway:
 	cargo run --release -p gateway --bin gateway-load -- bench --callers 64 --actions 60000
+
+# Over HTTP: the release server under wrk (saturation) and oha (a fixed 10,000 actions/s).
+bench-http:
+	bench/http.sh
+
+# 1,000 event-stream subscribers while actions flow: delivery latency and memory.
+bench-sse:
+	bench/sse.sh

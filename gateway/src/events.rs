@@ -4,6 +4,12 @@
 //! subscriber that falls further behind than that gets one [`BusItem::Lagged`] marker and its
 //! subscription ends, so it can reconnect and resume from the log by event id. Event ids are
 //! the activity log's sequence numbers, so they increase and survive restarts.
+//!
+//! Fan-out is cheap: an event is serialized to JSON once, when it is published, and every
+//! subscriber shares it (an `Arc`), so a thousand subscribers cost a thousand pointer copies,
+//! not a thousand deep copies and serializations.
+
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
@@ -15,7 +21,14 @@ pub const BUS_CAPACITY: usize = 1_024;
 
 #[derive(Clone, Debug)]
 pub struct Bus {
-    tx: broadcast::Sender<Entry>,
+    tx: broadcast::Sender<Arc<Published>>,
+}
+
+/// A committed entry as subscribers get it: the entry and its JSON, made once.
+#[derive(Debug, PartialEq)]
+pub struct Published {
+    pub entry: Entry,
+    pub json: String,
 }
 
 impl Default for Bus {
@@ -27,7 +40,7 @@ impl Default for Bus {
 /// What a subscription yields.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BusItem {
-    Event(Box<Entry>),
+    Event(Arc<Published>),
     /// The subscriber fell behind by `missed` events and is being dropped.
     Lagged {
         missed: u64,
@@ -37,9 +50,10 @@ pub enum BusItem {
 impl Bus {
     /// Publishes committed entries. Never blocks.
     pub fn publish(&self, entries: impl IntoIterator<Item = Entry>) {
-        for e in entries {
+        for entry in entries {
+            let json = serde_json::to_string(&entry).expect("entries serialize");
             // No subscribers is fine.
-            let _ = self.tx.send(e);
+            let _ = self.tx.send(Arc::new(Published { entry, json }));
         }
     }
 
@@ -54,7 +68,7 @@ impl Bus {
 }
 
 pub struct Subscription {
-    rx: broadcast::Receiver<Entry>,
+    rx: broadcast::Receiver<Arc<Published>>,
     tenant: TenantId,
     done: bool,
 }
@@ -67,7 +81,7 @@ impl Subscription {
         }
         loop {
             match self.rx.recv().await {
-                Ok(e) if e.tenant_id == self.tenant => return Some(BusItem::Event(Box::new(e))),
+                Ok(p) if p.entry.tenant_id == self.tenant => return Some(BusItem::Event(p)),
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
                     self.done = true;

@@ -37,6 +37,9 @@ pub enum TenantCommand {
         /// The company's name.
         #[arg(long)]
         name: String,
+        /// Platform credit to start with, in dollars, such as 250 or 99.50.
+        #[arg(long, default_value = "0")]
+        credit: String,
     },
 }
 

@@ -19,16 +19,22 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
-        Command::Tenant(TenantCommand::Create { name }) => create_tenant(&cli.config, &name).await,
+        Command::Tenant(TenantCommand::Create { name, credit }) => {
+            create_tenant(&cli.config, &name, &credit).await
+        }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
     }
 }
 
 /// `server tenant create --name NAME`: an operator's way in without the demo.
-async fn create_tenant(config: &server::config::Config, name: &str) -> ExitCode {
+async fn create_tenant(config: &server::config::Config, name: &str, credit: &str) -> ExitCode {
+    let Ok(credit) = credit.parse::<policy::Money>() else {
+        eprintln!("error: --credit is an amount of dollars such as 250 or 99.50 (at most four decimals)");
+        return ExitCode::FAILURE;
+    };
     let result = async {
         let gw = gateway::Gateway::open(&config.database_url).await?;
-        gw.create_tenant(name, policy::Money::ZERO, None).await
+        gw.create_tenant(name, credit, None).await
     }
     .await;
     match result {

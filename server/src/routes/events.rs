@@ -145,14 +145,17 @@ fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
                 _ = f.stopping.wait_for(|stop| *stop) => None,
             };
             match next {
-                Some(BusItem::Event(e)) => {
+                Some(BusItem::Event(p)) => {
+                    let e = &p.entry;
                     if e.seq <= f.last_sent
-                        || f.profile.as_ref().is_some_and(|p| e.profile_id.as_ref() != Some(p))
+                        || f.profile.as_ref().is_some_and(|want| e.profile_id.as_ref() != Some(want))
                     {
                         continue;
                     }
                     f.last_sent = e.seq;
-                    let ev = event_of(&e);
+                    // The JSON was made once, at publish, for every subscriber.
+                    let ev =
+                        Event::default().id(e.seq.to_string()).event(e.kind.clone()).data(p.json.as_str());
                     return Some((Ok(ev), f));
                 }
                 Some(BusItem::Lagged { missed }) => {
