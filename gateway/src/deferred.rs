@@ -111,6 +111,7 @@ impl Indexer {
         std::thread::Builder::new()
             .name("naive-indexer".into())
             .spawn(move || {
+                crate::writer::background_priority();
                 loop {
                     let waiting = match rx.recv_timeout(INTERVAL) {
                         Ok(done) => Some(done),

@@ -272,12 +272,25 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute([])
 }
 
+/// Lowers the calling thread's CPU priority (Linux: per thread), for background work that
+/// must not take the cores from the calls in flight. Best effort.
+pub(crate) fn background_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority with PRIO_PROCESS and the caller's thread id changes only that
+    // thread's nice value; it reads no memory of ours.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
 /// How often the checkpoint thread copies the WAL back into the database file.
 const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Passive checkpoints never block the writer; they copy what no reader still needs. After
 /// each, `copied` asks the writer to finish the few frames written meanwhile.
 fn checkpoint_loop(conn: &Connection, stop: &AtomicBool, copied: &AtomicBool) {
+    background_priority();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(CHECKPOINT_INTERVAL);
         // Each pass copies (and syncs) what the one before left; a few passes leave the

@@ -103,7 +103,7 @@ async fn bench(callers: usize, actions: u64, max_batch: usize) -> (f64, Duration
     let report = gw.check_ledger(&gw.tenants().await.expect("tenants")[0].id).await.expect("check");
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     println!(
-        "  p99.9 {:.2} ms, max {:.2} ms (the writer's once-a-second index and checkpoint passes)",
+        "  p99.9 {:.2} ms, max {:.2} ms (the tail: the writer's checkpoint pause once a second)",
         pct(0.999).as_secs_f64() * 1e3,
         lat[lat.len() - 1].as_secs_f64() * 1e3
     );
