@@ -66,12 +66,22 @@ ensure_chromium() {
   fi
 }
 
+# schemathesis (PyPI) for the API tests, pinned, in a project-local virtualenv.
+SCHEMATHESIS_VERSION=4.32.5
+ensure_schemathesis() {
+  if ! .venv/bin/st --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    say "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into .venv"
+    python3 -m venv .venv 2>/dev/null || { apt_install python3-venv && python3 -m venv .venv; }
+    .venv/bin/pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+}
+
 ensure_rust
 ensure_cargo_leptos
 ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium ;;
+  test) ensure_chromium; ensure_schemathesis ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

@@ -120,6 +120,7 @@ impl NewEntry {
 
 /// A stored entry. `seq` is the event id: it increases across the whole log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Entry {
     pub seq: i64,
     pub tenant_id: TenantId,
@@ -138,6 +139,7 @@ pub struct Entry {
 
 /// What [`Gateway::verify_log`] found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChainReport {
     pub entries: u64,
     pub ok: bool,

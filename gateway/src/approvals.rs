@@ -32,6 +32,7 @@ pub const ORPHAN_HOLD_SECS: i64 = 120;
 pub const MAX_REASON_LEN: usize = 2_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     Pending,
@@ -57,6 +58,7 @@ impl ApprovalStatus {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TrailStep {
     pub at: DateTime<Utc>,
     pub actor: String,
@@ -65,6 +67,7 @@ pub struct TrailStep {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Approval {
     pub id: String,
     pub tenant_id: TenantId,

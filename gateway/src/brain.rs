@@ -27,6 +27,7 @@ const MAX_CLAIM_BYTES: usize = 8 * 1024;
 const MAX_LABEL_LEN: usize = 200;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WritebackInput {
     pub run_id: String,
@@ -35,6 +36,7 @@ pub struct WritebackInput {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClaimInput {
     pub object_type: String,
@@ -42,6 +44,7 @@ pub struct ClaimInput {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalStatus {
     Pending,
@@ -67,6 +70,7 @@ impl ProposalStatus {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Accept,
@@ -81,6 +85,7 @@ pub enum Decider {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Proposal {
     pub id: String,
     pub writeback_id: String,
@@ -94,6 +99,7 @@ pub struct Proposal {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Writeback {
     pub id: String,
     pub profile_id: ProfileId,

@@ -27,6 +27,7 @@ pub struct Subject {
 
 /// A key as listed: never its secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KeyInfo {
     pub id: KeyId,
     pub profile_id: ProfileId,

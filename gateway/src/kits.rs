@@ -18,6 +18,7 @@ use crate::ids::TenantId;
 
 /// One stored version of a kit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KitRecord {
     pub kit: Kit,
     pub author: String,

@@ -59,6 +59,7 @@ pub struct NewHold {
 
 /// An account's running totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Totals {
     pub posted: Money,
     pub pending: Money,
@@ -258,6 +259,7 @@ pub(crate) fn end(c: &Connection, hold: &str, how: HoldEnd, posted: Money) -> Re
 
 /// One account's spend, for the budget view and the console.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Budget {
     pub profile: ProfileId,
     pub totals: Totals,
@@ -362,6 +364,7 @@ impl Gateway {
 
 /// One ledger entry as read back: deltas are signed unit counts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LedgerEntry {
     pub seq: i64,
     pub hold_id: String,

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RuntimeState {
     Running,
@@ -31,6 +32,7 @@ impl RuntimeState {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Profile {
     pub id: ProfileId,
     pub tenant_id: TenantId,
@@ -46,6 +48,7 @@ pub struct Profile {
 
 /// A profile with its depth in the sub-agent tree, for display in tree order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TreeEntry {
     pub depth: usize,
     pub profile: Profile,

@@ -19,6 +19,7 @@ use crate::ledger::{self, HoldEnd};
 
 /// What a revoke did, or would do.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RevokeReport {
     /// The profile and every sub-agent beneath it.
     pub profiles: Vec<ProfileId>,

@@ -11,6 +11,7 @@ use crate::money::Money;
 use crate::primitive::Primitive;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Lets agents do more.
@@ -22,6 +23,7 @@ pub enum Direction {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KitChange {
     pub direction: Direction,
     pub text: String,
@@ -29,6 +31,7 @@ pub struct KitChange {
 
 /// Every difference between two kits, widening changes first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct KitDiff {
     pub changes: Vec<KitChange>,
 }

@@ -21,6 +21,7 @@ use crate::verdict::{EngineVerdict, ExplainVerdict, explain_verdict};
 
 /// The acting profile's standing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SubjectStatus {
     Active,

@@ -18,6 +18,7 @@ pub const ESCALATE_AT_REPEAT: u32 = 3;
 
 /// Which layer of governance answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
     /// The profile itself: revoked or suspended.
@@ -41,6 +42,7 @@ pub const fn layer_of(step: Step) -> Layer {
 
 /// The one thing that would change the outcome.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RecoveryStep {
     RequestCapability { change: String, human_action: String },
@@ -55,17 +57,20 @@ pub enum RecoveryStep {
 
 /// What happens when an approval window elapses: it becomes a refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OnExpiry {
     Deny,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetails {
     pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub code: String,
     pub hint: String,
@@ -74,6 +79,7 @@ pub struct ErrorBody {
 
 /// The verdict envelope, field for field as SPEC §8 shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Envelope {
     pub ok: bool,
     pub verdict: EnvelopeVerdict,

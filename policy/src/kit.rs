@@ -14,6 +14,7 @@ use crate::primitive::{Primitive, PrimitiveSet};
 
 /// A kit version: 1 for the first save, one more for each edit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(transparent)]
 pub struct KitVersion(pub u32);
 
@@ -32,6 +33,7 @@ impl fmt::Display for KitVersion {
 
 /// The policy a tenant declares for its agents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Kit {
     pub name: String,
@@ -54,6 +56,7 @@ fn first_version() -> KitVersion {
 
 /// Which connected-app toolkits an agent may use, and per-tool filters.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Toolkits {
     /// When true every toolkit is permitted (filters still apply); when false only the
@@ -76,6 +79,7 @@ impl Default for Toolkits {
 
 /// Per-tool enable/disable filter for one toolkit.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ToolFilter {
     /// When set, only these tools of the toolkit are enabled.
@@ -94,6 +98,7 @@ impl ToolFilter {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RuleEffect {
     Allow,
@@ -102,6 +107,7 @@ pub enum RuleEffect {
 
 /// A capability rule for one action (`cards.charge`), a primitive (`cards.*`) or all (`*`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CanRule {
     pub action: String,
@@ -137,6 +143,7 @@ pub fn action_pattern_matches(pattern: &str, action: &str) -> bool {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     #[serde(default)]
@@ -146,6 +153,7 @@ pub struct Limits {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BudgetLimits {
     /// The combined ceiling: real spend plus platform credits. Absent means no cap.
@@ -157,6 +165,7 @@ pub struct BudgetLimits {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ApproveLimits {
     /// Actions whose cost is at or above this park for approval.

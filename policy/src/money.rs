@@ -202,6 +202,24 @@ impl Money {
     }
 }
 
+/// Money is a decimal string in the API.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Money {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some(r"^[0-9]+(\.[0-9]{1,4})?$"))
+            .description(Some(
+                "An amount of US dollars as a decimal string, at most four decimals: \"48.00\".",
+            ))
+            .examples([serde_json::json!("48.00")])
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Money {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

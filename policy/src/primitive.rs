@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A family of actions. A kit that does not enable a primitive refuses every action in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Primitive {
     Cards,
@@ -143,3 +144,16 @@ impl<'de> Deserialize<'de> for PrimitiveSet {
         Ok(set)
     }
 }
+
+/// A primitive set is a list of primitive names in the API.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for PrimitiveSet {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(<Primitive as utoipa::PartialSchema>::schema())
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for PrimitiveSet {}

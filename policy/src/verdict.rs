@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// What the decision engine answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EngineVerdict {
     Allow,
@@ -20,6 +21,7 @@ pub enum EngineVerdict {
 
 /// What `POST /v1/policy/explain` answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ExplainVerdict {
     Allow,
@@ -29,6 +31,7 @@ pub enum ExplainVerdict {
 
 /// The closed union a refusal envelope carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EnvelopeVerdict {
     Deny,

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod demo_agent;
 pub mod idempotency;
+pub mod openapi;
 pub mod problem;
 pub mod routes;
 pub mod startup;

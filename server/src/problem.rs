@@ -6,11 +6,37 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Problem {
+    /// The HTTP status, repeated.
     pub status: u16,
+    /// A stable code to branch on, such as `invalid_amount` or `idempotency_key_reused`.
     pub code: &'static str,
+    /// What went wrong and what to do about it.
     pub message: String,
+}
+
+/// Query parameters, refused with a problem body (not axum's plain text) when they do not
+/// parse.
+#[derive(Debug, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(Problem))]
+pub struct Query<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for Problem {
+    fn from(e: axum::extract::rejection::QueryRejection) -> Problem {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_query", e.body_text())
+    }
+}
+
+/// Path parameters, refused with a problem body when they do not parse.
+#[derive(Debug, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(Problem))]
+pub struct Path<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for Problem {
+    fn from(e: axum::extract::rejection::PathRejection) -> Problem {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_path", e.body_text())
+    }
 }
 
 impl Problem {

@@ -818,3 +818,34 @@ async fn every_mutating_route_honours_an_idempotency_key() {
     assert_eq!(res.json::<Value>().await.unwrap()["code"], "invalid_idempotency_key");
     app.stop().await;
 }
+
+/// The OpenAPI document covers every route the router serves, with the problem body on
+/// every operation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_covers_every_route() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/v1/openapi.json").await;
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    let source = include_str!("../src/routes/mod.rs");
+    let mut served: Vec<(String, String)> = Vec::new();
+    for line in source.lines().filter(|l| l.trim_start().starts_with(".route(\"")) {
+        let path = line.split('"').nth(1).unwrap().to_string();
+        for method in ["get", "post", "put", "delete"] {
+            if line.contains(&format!("{method}(")) || line.contains(&format!(".{method}(")) {
+                served.push((path.clone(), method.to_string()));
+            }
+        }
+    }
+    assert!(served.len() > 30, "{served:?}");
+    for (path, method) in &served {
+        let op = &doc["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} is served but not documented");
+        assert!(
+            op["responses"]["400"]["content"]["application/problem+json"].is_object(),
+            "{method} {path} lacks the problem body"
+        );
+    }
+    app.stop().await;
+}

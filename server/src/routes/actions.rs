@@ -7,7 +7,9 @@
 //! `POST /v1/policy/explain`: `{action, args}` → `allow | deny | park` with every reason.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+
+use crate::problem::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gateway::pipeline::{ActionResponse, Disposition};
@@ -18,6 +20,16 @@ use crate::auth::Agent;
 use crate::problem::Problem;
 use crate::startup::AppState;
 
+#[utoipa::path(post, path = "/v1/users/{user_id}/{primitive}/{verb}", tag = "actions",
+    params(("user_id" = String, Path, description = "The calling agent's profile id."),
+        ("primitive" = String, Path, description = "cards, email, web, brain…"),
+        ("verb" = String, Path, description = "charge, send, read, query…"), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body(content = Object, description = "The action's arguments, such as {\"amount\": \"48.00\", \"merchant\": \"acme\"}."),
+    responses((status = 200, description = "The action ran.", body = crate::openapi::ActionResult),
+        (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
+        (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
+        (status = 503, description = "The connector is unavailable; retry after `Retry-After` seconds.", body = policy::Envelope, content_type = "application/json",
+            headers(("Retry-After" = u64, description = "Seconds to wait.")))))]
 pub async fn governed(
     State(state): State<AppState>,
     Agent(subject): Agent,
@@ -61,7 +73,7 @@ pub fn respond(r: ActionResponse) -> Response {
     res
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainRequest {
     action: String,
@@ -69,6 +81,10 @@ pub struct ExplainRequest {
     args: Option<Value>,
 }
 
+#[utoipa::path(post, path = "/v1/policy/explain", tag = "actions",
+    request_body = ExplainRequest,
+    responses((status = 200, description = "What the call would meet now, with every reason; nothing is reserved.", body = crate::openapi::Explained),
+        (status = 403, description = "The profile is revoked or suspended.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn explain(
     State(state): State<AppState>,
     Agent(subject): Agent,

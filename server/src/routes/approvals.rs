@@ -6,7 +6,9 @@
 //! `admin` role; never the requesting agent, and never the profile's owner.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+
+use crate::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::Role;
@@ -21,6 +23,10 @@ use crate::startup::AppState;
 /// The most approvals one list returns.
 const MAX_PAGE: i64 = 200;
 
+#[utoipa::path(get, path = "/v1/approvals/{id}", tag = "approvals",
+    params(("id" = String, Path, description = "The approval id.")),
+    responses((status = 200, description = "The approval, its result and its trail.", body = gateway::approvals::Approval),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -38,14 +44,17 @@ pub async fn get(
     Ok(Json(approval).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     status: Option<String>,
     profile: Option<String>,
     limit: Option<i64>,
 }
 
+#[utoipa::path(get, path = "/v1/approvals", tag = "approvals", params(ListQuery),
+    responses((status = 200, description = "The tenant's approvals, newest first.", body = crate::openapi::ApprovalList)))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -79,12 +88,17 @@ pub async fn list(
     Ok(Json(serde_json::json!({ "items": items })).into_response())
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
     note: Option<String>,
 }
 
+#[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
+    params(("id" = String, Path, description = "The approval id."), ("X-Naive-User" = String, Header, description = "The console user the company key decides for."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body(content = ApproveBody, description = "An optional note."),
+    responses((status = 200, description = "The bound call ran once; its result.", body = crate::openapi::ActionResult),
+        (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn approve(
     State(state): State<AppState>,
     human: Human,
@@ -101,12 +115,16 @@ pub async fn approve(
     Ok(respond(state.gateway.approve(&human.tenant, &id, &human.user, b.note.as_deref()).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyBody {
     reason: String,
 }
 
+#[utoipa::path(post, path = "/v1/approvals/{id}/deny", tag = "approvals",
+    params(("id" = String, Path, description = "The approval id."), ("X-Naive-User" = String, Header, description = "The console user the company key decides for."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body = DenyBody,
+    responses((status = 200, description = "Denied; the hold is voided.", body = gateway::approvals::Approval)))]
 pub async fn deny(
     State(state): State<AppState>,
     human: Human,

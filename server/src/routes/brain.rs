@@ -6,7 +6,9 @@
 //! `reviewer` or `admin` role (named in `X-Naive-User`) decides directly.
 
 use axum::Json;
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{FromRequestParts, State};
+
+use crate::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -33,6 +35,10 @@ async fn gated(state: &AppState, caller: &Caller, tool: &str) -> Result<Option<R
     Ok(None)
 }
 
+#[utoipa::path(post, path = "/v1/brain/writebacks", tag = "brain", params(("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body = gateway::brain::WritebackInput,
+    responses((status = 200, description = "Recorded; each claim became a proposal.", body = gateway::brain::Writeback),
+        (status = 403, description = "The kit does not enable brain, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn submit(
     State(state): State<AppState>,
     Agent(subject): Agent,
@@ -53,6 +59,8 @@ pub async fn submit(
     Ok(res)
 }
 
+#[utoipa::path(get, path = "/v1/brain/writebacks", tag = "brain",
+    responses((status = 200, description = "Writebacks, newest first.", body = crate::openapi::WritebackList)))]
 pub async fn writebacks(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     if let Some(refused) = gated(&state, &caller, "naive_brain_writebacks").await? {
         return Ok(refused);
@@ -60,6 +68,9 @@ pub async fn writebacks(State(state): State<AppState>, caller: Caller) -> Result
     Ok(Json(json!({ "items": state.gateway.writebacks(caller.tenant(), None).await? })).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/brain/writebacks/{id}", tag = "brain",
+    params(("id" = String, Path, description = "The writeback id.")),
+    responses((status = 200, description = "The writeback with its proposals.", body = gateway::brain::Writeback)))]
 pub async fn writeback(
     State(state): State<AppState>,
     caller: Caller,
@@ -71,8 +82,9 @@ pub async fn writeback(
     Ok(Json(state.gateway.writeback(caller.tenant(), &id).await?).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ProposalParams {
     status: Option<String>,
     object_type: Option<String>,
@@ -80,6 +92,8 @@ pub struct ProposalParams {
     limit: Option<i64>,
 }
 
+#[utoipa::path(get, path = "/v1/brain/proposals", tag = "brain", params(ProposalParams),
+    responses((status = 200, description = "Proposals with their trails.", body = crate::openapi::ProposalList)))]
 pub async fn proposals(
     State(state): State<AppState>,
     caller: Caller,
@@ -102,6 +116,9 @@ pub async fn proposals(
     Ok(Json(json!({ "items": state.gateway.proposals(caller.tenant(), &query).await? })).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/brain/proposals/{id}", tag = "brain",
+    params(("id" = String, Path, description = "The proposal id.")),
+    responses((status = 200, description = "The proposal with its decision trail.", body = gateway::brain::Proposal)))]
 pub async fn proposal(
     State(state): State<AppState>,
     caller: Caller,
@@ -113,7 +130,7 @@ pub async fn proposal(
     Ok(Json(state.gateway.proposal(caller.tenant(), &id).await?).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     decision: Decision,
@@ -144,6 +161,13 @@ impl FromRequestParts<AppState> for DecidingCaller {
     }
 }
 
+#[utoipa::path(post, path = "/v1/brain/proposals/{id}/decision", tag = "brain",
+    params(("id" = String, Path, description = "The proposal id."),
+        ("X-Naive-User" = Option<String>, Header, description = "With the company key: the reviewer deciding."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body = DecisionBody,
+    responses((status = 200, description = "Decided.", body = gateway::brain::Proposal),
+        (status = 202, description = "An agent's accept parks for a human.", body = policy::Envelope, content_type = "application/json"),
+        (status = 403, description = "Refused by the kit, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn decide(
     State(state): State<AppState>,
     caller: DecidingCaller,

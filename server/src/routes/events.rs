@@ -55,6 +55,10 @@ fn event_of(e: &Entry) -> Event {
         .unwrap_or_else(|_| Event::default().comment("unserializable entry"))
 }
 
+#[utoipa::path(get, path = "/v1/events", tag = "activity",
+    params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id.")),
+    responses((status = 200, description = "Server-Sent Events of the activity log: each event's id is its sequence number, its name the entry's kind, its data the entry.", content_type = "text/event-stream", body = crate::openapi::SseFrame),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn stream(
     State(state): State<AppState>,
     caller: Caller,

@@ -7,6 +7,9 @@ use serde_json::{Value, json};
 
 use crate::startup::AppState;
 
+#[utoipa::path(get, path = "/healthz", tag = "meta",
+    responses((status = 200, description = "Up, and the database answers.", body = Object),
+        (status = 503, description = "The database does not answer.", body = Object)))]
 pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     match state.gateway.store().ping().await {
         Ok(()) => (StatusCode::OK, Json(json!({ "status": "ok", "database": "ok" }))),

@@ -6,7 +6,9 @@
 //! `If-Match` creates a new kit), and `GET /v1/kits/{name}/diff?from=&to=` in words.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+
+use crate::problem::{Path, Query};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gateway::{KitRecord, TenantId};
@@ -27,11 +29,17 @@ fn with_etag(r: KitRecord) -> Response {
     res
 }
 
+#[utoipa::path(get, path = "/v1/kits", tag = "kits",
+    responses((status = 200, description = "The current version of every kit.", body = crate::openapi::KitList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing kits")?;
     Ok(Json(json!({ "items": state.gateway.kits(&tenant).await? })).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/kits/{name}", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    responses((status = 200, description = "The current version.", body = gateway::KitRecord,
+        headers(("ETag" = String, description = "The version, for If-Match.")))))]
 pub async fn current(
     State(state): State<AppState>,
     caller: Caller,
@@ -41,6 +49,9 @@ pub async fn current(
     Ok(with_etag(state.gateway.current_kit(&tenant, &name).await?))
 }
 
+#[utoipa::path(get, path = "/v1/kits/{name}/versions", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    responses((status = 200, description = "Every version with its author and diff.", body = crate::openapi::KitList)))]
 pub async fn versions(
     State(state): State<AppState>,
     caller: Caller,
@@ -66,6 +77,9 @@ async fn version_of(state: &AppState, tenant: &TenantId, name: &str, v: u32) -> 
         })
 }
 
+#[utoipa::path(get, path = "/v1/kits/{name}/versions/{version}", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name."), ("version" = u32, Path, description = "A version number.")),
+    responses((status = 200, description = "That version.", body = gateway::KitRecord)))]
 pub async fn version(
     State(state): State<AppState>,
     caller: Caller,
@@ -75,6 +89,12 @@ pub async fn version(
     Ok(with_etag(version_of(&state, &tenant, &name, v).await?))
 }
 
+#[utoipa::path(put, path = "/v1/kits/{name}", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name."),
+        ("If-Match" = Option<String>, Header, description = "The version edited, such as \"3\"; without it the kit is created."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body = policy::Kit,
+    responses((status = 200, description = "Saved as the next version.", body = gateway::KitRecord),
+        (status = 201, description = "Created.", body = gateway::KitRecord)))]
 pub async fn put(
     State(state): State<AppState>,
     caller: Caller,
@@ -111,13 +131,17 @@ pub async fn put(
     Ok(res)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
     from: u32,
     to: u32,
 }
 
+#[utoipa::path(get, path = "/v1/kits/{name}/diff", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name."), DiffQuery),
+    responses((status = 200, description = "What `to` widens and narrows against `from`.", body = policy::KitDiff)))]
 pub async fn diff(
     State(state): State<AppState>,
     caller: Caller,

@@ -6,7 +6,9 @@
 //! broken link. An agent sees only its own profile; the company key sees its tenant's.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+
+use crate::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::ProfileId;
@@ -38,6 +40,10 @@ async fn readable_profile(
     Ok(Ok(id))
 }
 
+#[utoipa::path(get, path = "/v1/users/{user_id}/budget", tag = "spend",
+    params(("user_id" = String, Path, description = "A profile id.")),
+    responses((status = 200, description = "Posted, pending and caps, with the shared pools above.", body = gateway::ledger::Budget),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn budget(
     State(state): State<AppState>,
     caller: Caller,
@@ -50,14 +56,19 @@ pub async fn budget(
     Ok(Json(state.gateway.budget(caller.tenant(), &id).await?).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct LogParams {
     after: Option<i64>,
     before: Option<i64>,
     limit: Option<i64>,
 }
 
+#[utoipa::path(get, path = "/v1/users/{user_id}/logs", tag = "activity",
+    params(("user_id" = String, Path, description = "A profile id."), LogParams),
+    responses((status = 200, description = "The profile's activity, keyset-paged.", body = crate::openapi::LogPage),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn logs(
     State(state): State<AppState>,
     caller: Caller,
@@ -87,8 +98,9 @@ fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response 
     Json(serde_json::json!({ "items": entries, "next": next })).into_response()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct LedgerParams {
     /// Period start, RFC 3339, inclusive.
     from: Option<String>,
@@ -113,6 +125,11 @@ fn instant(v: Option<&str>, field: &str) -> Result<Option<chrono::DateTime<chron
 
 /// `GET /v1/users/{user_id}/ledger`: entries oldest first with a keyset cursor and a period;
 /// `Accept: text/csv` exports every entry the filter matches (up to a bound), not one page.
+#[utoipa::path(get, path = "/v1/users/{user_id}/ledger", tag = "spend",
+    params(("user_id" = String, Path, description = "A profile id."), LedgerParams),
+    responses((status = 200, description = "Entries oldest first; with `Accept: text/csv`, every entry the filter matches as CSV.",
+            content((crate::openapi::LedgerPage = "application/json"), (String = "text/csv"))),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn ledger(
     State(state): State<AppState>,
     caller: Caller,
@@ -176,6 +193,8 @@ fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
+#[utoipa::path(get, path = "/v1/logs/verify", tag = "activity",
+    responses((status = 200, description = "The audit chain's state and its first broken link.", body = gateway::activity::ChainReport)))]
 pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let Caller::Company(tenant) = caller else {
         return Err(Problem::new(
@@ -187,8 +206,9 @@ pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Res
     Ok(Json(state.gateway.verify_log(&tenant).await?).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AllLogParams {
     /// Narrow to one tenant.
     tenant: Option<String>,
@@ -199,6 +219,8 @@ pub struct AllLogParams {
 
 /// `GET /v1/logs`: every tenant's activity for the operator, keyset-paginated like a
 /// profile's log.
+#[utoipa::path(get, path = "/v1/logs", tag = "activity", params(AllLogParams),
+    responses((status = 200, description = "Every tenant's activity, for the operator key only.", body = crate::openapi::LogPage)))]
 pub async fn all_logs(
     State(state): State<AppState>,
     _operator: Operator,

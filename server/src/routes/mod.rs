@@ -47,4 +47,5 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/approvals/{id}", get(approvals::get))
         .route("/v1/approvals/{id}/approve", post(approvals::approve))
         .route("/v1/approvals/{id}/deny", post(approvals::deny))
+        .route("/v1/openapi.json", get(crate::openapi::openapi_json))
 }

@@ -5,7 +5,9 @@
 //! revoke. A key's secret appears in a response exactly once, when it is created or rotated.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+
+use crate::problem::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::{KeyId, ProfileId};
@@ -34,13 +36,15 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Resu
     })
 }
 
+#[utoipa::path(get, path = "/v1/agent-profiles", tag = "profiles",
+    responses((status = 200, description = "The profile tree, depth first.", body = crate::openapi::ProfileTree)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let tree = state.gateway.profile_tree(&tenant).await?;
     Ok(Json(json!({ "items": tree })).into_response())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProfile {
     name: String,
@@ -50,6 +54,9 @@ pub struct CreateProfile {
     owner: Option<String>,
 }
 
+#[utoipa::path(post, path = "/v1/agent-profiles", tag = "profiles", params(("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body = CreateProfile,
+    responses((status = 201, description = "Created.", body = gateway::Profile)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -68,6 +75,10 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(p)).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/agent-profiles/{id}", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id.")),
+    responses((status = 200, description = "The profile.", body = gateway::Profile),
+        (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -85,6 +96,9 @@ pub async fn get(
     Ok(Json(state.gateway.profile(caller.tenant(), &id).await?).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/agent-profiles/{id}/revoke-preview", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id.")),
+    responses((status = 200, description = "What a revoke would touch.", body = gateway::revoke::RevokeReport)))]
 pub async fn revoke_preview(
     State(state): State<AppState>,
     caller: Caller,
@@ -94,6 +108,9 @@ pub async fn revoke_preview(
     Ok(Json(state.gateway.revoke_preview(&tenant, &profile_id(&id)?).await?).into_response())
 }
 
+#[utoipa::path(post, path = "/v1/agent-profiles/{id}/revoke", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    responses((status = 200, description = "Revoked, with the cascade.", body = gateway::revoke::RevokeReport)))]
 pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,6 +120,9 @@ pub async fn revoke(
     Ok(Json(state.gateway.revoke_profile(&tenant, &profile_id(&id)?, ACTOR).await?).into_response())
 }
 
+#[utoipa::path(get, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id.")),
+    responses((status = 200, description = "The profile's keys, never their secrets.", body = crate::openapi::KeyList)))]
 pub async fn keys(
     State(state): State<AppState>,
     caller: Caller,
@@ -118,6 +138,9 @@ fn secret_bearing(mut res: Response) -> Response {
     res
 }
 
+#[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    responses((status = 201, description = "A new key; the secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
 pub async fn create_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,12 +153,16 @@ pub async fn create_key(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rotate {
     grace_secs: Option<i64>,
 }
 
+#[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys/{key_id}/rotate", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    request_body(content = Rotate, description = "How long the old key keeps working."),
+    responses((status = 200, description = "The replacement; its secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
 pub async fn rotate_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -149,6 +176,9 @@ pub async fn rotate_key(
     Ok(secret_bearing(Json(json!({ "key": info, "secret": issued.token })).into_response()))
 }
 
+#[utoipa::path(delete, path = "/v1/agent-profiles/{id}/keys/{key_id}", tag = "profiles",
+    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    responses((status = 200, description = "Revoked.", body = gateway::keys::KeyInfo)))]
 pub async fn revoke_key(
     State(state): State<AppState>,
     caller: Caller,
