@@ -1,11 +1,13 @@
 // Starts the real server binary on port 0 with a fresh SQLite file, waits for the URL it
 // prints, and hands it to the tests through NAIVE_E2E_URL. The returned function stops it.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
 export const ADMIN_PASSWORD = "e2e-admin-password";
+/// The signed-in admin's browser state, which every test starts from (see playwright.config.ts).
+export const STORAGE_STATE = path.resolve(__dirname, "test-results", "admin-state.json");
 
 export default async function globalSetup(): Promise<() => Promise<void>> {
   const root = path.resolve(__dirname, "..");
@@ -35,6 +37,24 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     server.on("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${out}`)));
   });
   process.env.NAIVE_E2E_URL = url;
+  // Sign in once as the demo admin, through the real form endpoint, and keep the cookie.
+  const res = await fetch(`${url}/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin" },
+    body: new URLSearchParams({ username: "admin", password: ADMIN_PASSWORD, next: "/" }),
+  });
+  const set = res.headers.get("set-cookie");
+  if (res.status !== 303 || !set) throw new Error(`signing in failed: HTTP ${res.status}`);
+  const [name, value] = set.split(";")[0].split("=");
+  mkdirSync(path.dirname(STORAGE_STATE), { recursive: true });
+  writeFileSync(
+    STORAGE_STATE,
+    JSON.stringify({
+      cookies: [{ name, value, domain: new URL(url).hostname, path: "/", expires: -1, httpOnly: true, secure: false, sameSite: "Strict" }],
+      origins: [],
+    }),
+  );
   return async () => {
     server.kill("SIGTERM");
     await new Promise((r) => server.once("exit", r));

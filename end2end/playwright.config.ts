@@ -1,4 +1,5 @@
 import { defineConfig } from "@playwright/test";
+import { STORAGE_STATE } from "./global-setup";
 
 // The system Chromium from Debian; Playwright never downloads a browser here.
 const launchOptions = {
@@ -27,6 +28,8 @@ export default defineConfig({
   timeout: 30_000,
   use: {
     baseURL: process.env.NAIVE_E2E_URL,
+    // Every test starts signed in as the demo admin; sign-in itself is tested from a fresh context.
+    storageState: STORAGE_STATE,
     trace: "retain-on-failure",
     launchOptions,
   },

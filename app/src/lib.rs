@@ -21,8 +21,8 @@ use leptos_router::{SsrMode, path};
 
 use crate::components::layout::Layout;
 use crate::pages::{
-    activity::ActivityPage, inbox::InboxPage, kits::KitsPage, not_found::NotFound, profiles::ProfilesPage,
-    proposals::ProposalsPage, spend::SpendPage,
+    activity::ActivityPage, inbox::InboxPage, kits::KitsPage, login::LoginPage, not_found::NotFound,
+    profiles::ProfilesPage, proposals::ProposalsPage, spend::SpendPage,
 };
 
 /// The HTML document around the app.
@@ -62,6 +62,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>
             </Layout>
         </Router>

@@ -44,6 +44,8 @@ pub enum Kind {
     Writeback,
     Proposal,
     Profile,
+    /// A console sign-in or sign-out.
+    Console,
 }
 
 impl Kind {
@@ -60,6 +62,7 @@ impl Kind {
             Kind::Writeback => "writeback",
             Kind::Proposal => "proposal",
             Kind::Profile => "profile",
+            Kind::Console => "console",
         }
     }
 }

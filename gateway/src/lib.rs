@@ -30,6 +30,7 @@ pub mod pipeline;
 pub mod profiles;
 pub mod revoke;
 pub mod secrets;
+pub mod sessions;
 pub mod store;
 pub mod tenants;
 pub mod users;

@@ -40,6 +40,9 @@ pub enum TenantCommand {
         /// Platform credit to start with, in dollars, such as 250 or 99.50.
         #[arg(long, default_value = "0")]
         credit: String,
+        /// Also create a console admin with this username; its password is printed once.
+        #[arg(long)]
+        admin: Option<String>,
     },
 }
 

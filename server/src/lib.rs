@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod console_auth;
 pub mod demo_agent;
 pub mod idempotency;
 pub mod openapi;

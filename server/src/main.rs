@@ -19,28 +19,45 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
-        Command::Tenant(TenantCommand::Create { name, credit }) => {
-            create_tenant(&cli.config, &name, &credit).await
+        Command::Tenant(TenantCommand::Create { name, credit, admin }) => {
+            create_tenant(&cli.config, &name, &credit, admin.as_deref()).await
         }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
     }
 }
 
 /// `server tenant create --name NAME`: an operator's way in without the demo.
-async fn create_tenant(config: &server::config::Config, name: &str, credit: &str) -> ExitCode {
+async fn create_tenant(
+    config: &server::config::Config,
+    name: &str,
+    credit: &str,
+    admin: Option<&str>,
+) -> ExitCode {
     let Ok(credit) = credit.parse::<policy::Money>() else {
         eprintln!("error: --credit is an amount of dollars such as 250 or 99.50 (at most four decimals)");
         return ExitCode::FAILURE;
     };
     let result = async {
         let gw = gateway::Gateway::open(&config.database_url).await?;
-        gw.create_tenant(name, credit, None).await
+        let (tenant, key) = gw.create_tenant(name, credit, None).await?;
+        let admin = match admin {
+            Some(username) => {
+                let password = gateway::secrets::random_password();
+                gw.create_user(&tenant.id, username, &password, &[gateway::Role::Admin]).await?;
+                Some((username.to_string(), password))
+            }
+            None => None,
+        };
+        Ok::<_, gateway::Error>((tenant, key, admin))
     }
     .await;
     match result {
-        Ok((tenant, key)) => {
+        Ok((tenant, key, admin)) => {
             println!("Created tenant \"{}\" ({})", tenant.name, tenant.id);
             println!("  company key: {}   (shown once; store it now)", key.token);
+            if let Some((username, password)) = admin {
+                println!("  console admin: {username}  password: {password}   (shown once)");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -34,6 +34,10 @@ pub struct AppState {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// SHA-256 of the operator's key, when one is configured.
     pub operator_key_hash: Option<std::sync::Arc<str>>,
+    /// Failed console sign-ins by username.
+    pub login_limiter: std::sync::Arc<crate::console_auth::LoginLimiter>,
+    /// Whether the session cookie is marked Secure (off only when listening on loopback).
+    pub secure_cookies: bool,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -111,6 +115,8 @@ impl Application {
             subscribers: crate::routes::events::subscriber_limit(),
             stopping,
             operator_key_hash,
+            login_limiter: Default::default(),
+            secure_cookies: !addr.ip().is_loopback(),
         });
         // Before serving, nothing is in flight: holds a previous process left pending expire now.
         let recovered = gateway.sweep(true).await?;
@@ -170,6 +176,8 @@ fn router(state: AppState) -> Router {
     let gw = state.gateway.clone();
     Router::new()
         .route("/healthz", get(crate::routes::health::healthz))
+        .route("/login", axum::routing::post(crate::console_auth::login))
+        .route("/logout", axum::routing::post(crate::console_auth::logout))
         .merge(
             crate::routes::v1()
                 .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer)),
@@ -187,6 +195,8 @@ fn router(state: AppState) -> Router {
             },
             app::shell,
         ))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::console_auth::require_sign_in))
+        .layer(axum::middleware::from_fn(crate::console_auth::same_origin_writes))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

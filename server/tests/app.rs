@@ -27,8 +27,9 @@ async fn every_page_is_server_rendered_from_the_database() {
         ("/activity", "Activity", "chain verified"),
         ("/profiles", "Profiles", "receipts-clerk"),
     ];
+    let cookie = app.sign_in("admin", common::ADMIN_PASSWORD).await;
     for (path, heading, content) in pages {
-        let (status, html) = app.get(path).await;
+        let (status, html) = app.get_signed_in(path, &cookie).await;
         assert_eq!(status, 200, "{path}");
         assert!(html.contains(&format!(">{heading}</h1>")), "{path} lacks its heading");
         assert!(
@@ -79,9 +80,12 @@ async fn no_demo_leaves_the_database_empty_and_pages_say_what_to_do() {
     let mut cfg = config(&format!("sqlite://{}/naive.db", dir.path().display()));
     cfg.no_demo = true;
     let app = spawn_with(cfg).await;
-    let (status, html) = app.get("/profiles").await;
+    let res = app.raw_client().get(format!("{}/profiles", app.base)).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 303, "signed out: to the sign-in page");
+    assert_eq!(res.headers()["location"], "/login?next=/profiles");
+    let (status, html) = app.get("/login?next=/profiles").await;
     assert_eq!(status, 200);
-    assert!(html.contains("no tenant yet"), "the page explains the empty database");
+    assert!(html.contains("tenant create"), "the sign-in page says where the first admin comes from");
     app.stop().await;
 }
 

@@ -90,8 +90,21 @@ fn sigterm_shuts_down_gracefully() {
 fn tenant_create_prints_the_id_and_a_working_company_key_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/ops.db", dir.path().display());
-    let out =
-        server().args(["--database-url", &url, "tenant", "create", "--name", "Globex"]).output().unwrap();
+    let out = server()
+        .args([
+            "--database-url",
+            &url,
+            "tenant",
+            "create",
+            "--name",
+            "Globex",
+            "--credit",
+            "12.50",
+            "--admin",
+            "gx-admin",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Created tenant \"Globex\" (ten_"), "{text}");
@@ -104,6 +117,16 @@ fn tenant_create_prints_the_id_and_a_working_company_key_once() {
         assert_eq!(tenants.len(), 1, "no demo tenant in an operator's database");
         assert_eq!(gw.authenticate_company_key(&key).await.unwrap(), Some(tenants[0].id.clone()));
         assert_eq!(gw.current_kit(&tenants[0].id, "Default").await.unwrap().kit.name, "Default");
+        assert_eq!(tenants[0].credit, policy::Money::from_units(125_000).unwrap());
+        // The console admin signs in with the password printed once.
+        let password = text
+            .lines()
+            .find(|l| l.contains("console admin: gx-admin"))
+            .and_then(|l| l.split("password: ").nth(1))
+            .and_then(|p| p.split_whitespace().next())
+            .expect("the admin's password is printed");
+        let admin = gw.verify_login("gx-admin", password).await.unwrap().expect("the admin signs in");
+        assert!(admin.has(gateway::Role::Admin));
     });
     let out = server().args(["--database-url", &url, "tenant", "create", "--name", "  "]).output().unwrap();
     assert!(!out.status.success());

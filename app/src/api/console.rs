@@ -1,7 +1,10 @@
 //! Server functions behind the console's read views: the session, profiles, kits and spend.
 //!
-//! Until sign-in lands, the session is the first tenant's first admin: the console is a
-//! single-operator tool on a local database. Every query below is scoped to that tenant.
+//! The session is the signed-in console user, read on every call from the HttpOnly session
+//! cookie; every query below is scoped to that user's tenant, and each view checks the user's
+//! roles on the server ([`VIEW_ROLES`]). A call without a live session, or by a role without
+//! access, fails with `signed_out:` or `forbidden:`, which the pages turn into a sign-in link
+//! or a 403 page.
 
 use leptos::prelude::*;
 use policy::{Kit, KitDiff, Money};
@@ -120,33 +123,78 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
     line
 }
 
+/// Who may open each console view (SPEC §3): admins everything, approvers the inbox,
+/// reviewers the proposals, finance spend and caps and read-only elsewhere; the activity feed
+/// is for everyone signed in.
+pub const VIEW_ROLES: &[(&str, &[&str])] = &[
+    ("inbox", &["admin", "approver", "finance"]),
+    ("proposals", &["admin", "reviewer", "finance"]),
+    ("kits", &["admin", "finance"]),
+    ("spend", &["admin", "finance"]),
+    ("activity", &["admin", "approver", "reviewer", "finance"]),
+    ("profiles", &["admin", "finance"]),
+];
+
+/// The name of the session cookie.
+pub const SESSION_COOKIE: &str = "naive_session";
+
+/// The session token in a `Cookie` header, if any.
+pub fn session_token(cookie_header: &str) -> Option<&str> {
+    cookie_header
+        .split(';')
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
 #[cfg(feature = "ssr")]
 mod session {
     use super::*;
     use crate::api::{gateway, to_fn_error};
 
-    /// The tenant and user this request acts as.
+    /// The signed-in user of this request and their tenant, or `None` when signed out.
     pub(crate) async fn current()
     -> Result<Option<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser)>, ServerFnError> {
         let gw = gateway()?;
-        let Some(tenant) = gw.tenants().await.map_err(to_fn_error)?.into_iter().next() else {
+        let headers: axum::http::HeaderMap = leptos_axum::extract().await?;
+        let Some(token) =
+            headers.get(axum::http::header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token)
+        else {
             return Ok(None);
         };
-        let users = gw.users(&tenant.id).await.map_err(to_fn_error)?;
-        let Some(user) = users.iter().find(|u| u.has(gateway::Role::Admin)).or(users.first()).cloned() else {
-            return Ok(None);
-        };
+        let Some(user) = gw.session_user(token).await.map_err(to_fn_error)? else { return Ok(None) };
+        let tenant = gw.tenant(&user.tenant_id).await.map_err(to_fn_error)?;
         Ok(Some((gw, tenant, user)))
     }
 }
 
-/// Fails with a readable message when the database has no tenant yet.
+/// The signed-in user, or `signed_out:`.
 #[cfg(feature = "ssr")]
 async fn require_session() -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError>
 {
-    session::current().await?.ok_or_else(|| {
-        ServerFnError::new("no_tenant: this database has no tenant yet; restart the server without --no-demo to seed the demo tenant")
-    })
+    session::current().await?.ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))
+}
+
+/// The signed-in user, if one of their roles may open `view`; otherwise `forbidden:` (and the
+/// response becomes a 403).
+#[cfg(feature = "ssr")]
+async fn require_view(
+    view: &str,
+) -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
+    let (gw, tenant, user) = require_session().await?;
+    let allowed = VIEW_ROLES.iter().find(|(v, _)| *v == view).map_or(&[][..], |(_, r)| *r);
+    if user.roles.iter().any(|r| allowed.contains(&r.as_str())) {
+        return Ok((gw, tenant, user));
+    }
+    if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+        res.set_status(axum::http::StatusCode::FORBIDDEN);
+    }
+    Err(ServerFnError::new(format!(
+        "forbidden: {} cannot open this page; it needs one of these roles: {}",
+        user.username,
+        allowed.join(", ")
+    )))
 }
 
 #[server]
@@ -161,7 +209,7 @@ pub async fn session_info() -> Result<Option<SessionSummary>, ServerFnError> {
 #[server]
 pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("profiles").await?;
     let users = gw.users(&tenant.id).await.map_err(to_fn_error)?;
     let tree = gw.profile_tree(&tenant.id).await.map_err(to_fn_error)?;
     Ok(tree
@@ -186,7 +234,7 @@ pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
 #[server]
 pub async fn list_kits() -> Result<Vec<KitSummary>, ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("kits").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let mut out = Vec::new();
     for current in gw.kits(&tenant.id).await.map_err(to_fn_error)? {
@@ -209,7 +257,7 @@ pub async fn list_kits() -> Result<Vec<KitSummary>, ServerFnError> {
 #[server]
 pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("spend").await?;
     let kits = gw.kits(&tenant.id).await.map_err(to_fn_error)?;
     let tree = gw.profile_tree(&tenant.id).await.map_err(to_fn_error)?;
     Ok(tree
@@ -231,7 +279,7 @@ pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
 #[server]
 pub async fn overview() -> Result<TenantOverview, ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("proposals").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let kits = gw.kits(&tenant.id).await.map_err(to_fn_error)?;
     Ok(TenantOverview {
@@ -246,7 +294,7 @@ pub async fn overview() -> Result<TenantOverview, ServerFnError> {
 pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
     use crate::api::to_fn_error;
     use gateway::approvals::{ApprovalQuery, ApprovalStatus};
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("inbox").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let q = ApprovalQuery { status: Some(ApprovalStatus::Pending), ..Default::default() };
     let now = chrono::Utc::now();
@@ -276,7 +324,7 @@ pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
 #[server]
 pub async fn activity_feed() -> Result<ActivityView, ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, _) = require_session().await?;
+    let (gw, tenant, _) = require_view("activity").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let entries = gw.log(&tenant.id, &Default::default()).await.map_err(to_fn_error)?;
     let chain = gw.verify_log(&tenant.id).await.map_err(to_fn_error)?;

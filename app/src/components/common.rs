@@ -34,6 +34,30 @@ pub fn ErrorBox(#[prop(into)] error: String) -> impl IntoView {
     }
 }
 
+/// The 403 page: the signed-in user's roles do not include this view.
+#[component]
+pub fn Forbidden(why: String) -> impl IntoView {
+    view! {
+        <div class="py-16 text-center" data-testid="forbidden">
+            <p class="text-5xl font-semibold text-zinc-300 dark:text-zinc-700">"403"</p>
+            <h1 class="mt-2 text-lg font-semibold">"You do not have access to this page"</h1>
+            <p class="mt-1 text-sm text-zinc-500">{why}</p>
+            <p class="mt-1 text-sm text-zinc-500">"An admin can add the role under Profiles → console users, or pick a view from the navigation."</p>
+        </div>
+    }
+}
+
+/// Shown when the session ended between loading the page and a call.
+#[component]
+pub fn SignedOut() -> impl IntoView {
+    view! {
+        <div class="py-16 text-center" data-testid="signed-out">
+            <h1 class="text-lg font-semibold">"You are signed out"</h1>
+            <a href="/login" class="mt-4 inline-block rounded bg-zinc-900 px-3 py-1.5 text-sm text-white dark:bg-zinc-100 dark:text-zinc-900">"Sign in"</a>
+        </div>
+    }
+}
+
 #[component]
 pub fn Loading() -> impl IntoView {
     view! { <p class="text-sm text-zinc-500">"Loading…"</p> }
@@ -46,7 +70,16 @@ pub fn show<T, V: IntoView + 'static>(
 ) -> AnyView {
     match result {
         Ok(v) => render(v).into_any(),
-        Err(e) => view! { <ErrorBox error=e.to_string() /> }.into_any(),
+        Err(e) => {
+            let text = e.to_string();
+            if let Some(why) = text.split_once("forbidden: ").map(|(_, w)| w.to_string()) {
+                view! { <Forbidden why /> }.into_any()
+            } else if text.contains("signed_out: ") {
+                view! { <SignedOut /> }.into_any()
+            } else {
+                view! { <ErrorBox error=text /> }.into_any()
+            }
+        }
     }
 }
 

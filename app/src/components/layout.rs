@@ -68,9 +68,12 @@ fn TopBar() -> impl IntoView {
                                 </span>
                                 <span class="font-medium">{s.tenant_name}</span>
                                 <span class="rounded bg-zinc-100 px-2 py-0.5 dark:bg-zinc-800">{s.username}</span>
+                                <form method="post" action="/logout">
+                                    <button type="submit" data-testid="sign-out" class="text-zinc-500 underline-offset-2 hover:underline dark:text-zinc-400">"Sign out"</button>
+                                </form>
                             </div>
                         }.into_any(),
-                        Ok(None) => view! { <span class="text-zinc-500">"no tenant"</span> }.into_any(),
+                        Ok(None) => view! { <a href="/login" class="text-zinc-600 underline dark:text-zinc-300">"Sign in"</a> }.into_any(),
                         Err(e) => view! { <span class="text-red-600">{e.to_string()}</span> }.into_any(),
                     }
                 })}

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod inbox;
 pub mod kits;
+pub mod login;
 pub mod not_found;
 pub mod profiles;
 pub mod proposals;

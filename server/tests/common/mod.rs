@@ -73,6 +73,46 @@ impl TestApp {
         (status, res.text().await.expect("body"))
     }
 
+    /// Signs in through the form, as a browser does; returns the `Cookie` header to send.
+    pub async fn sign_in(&self, username: &str, password: &str) -> String {
+        let res = self
+            .raw_client()
+            .post(format!("{}/login", self.base))
+            .form(&[("username", username), ("password", password), ("next", "/")])
+            .send()
+            .await
+            .expect("POST /login");
+        assert_eq!(res.status().as_u16(), 303, "sign-in redirects");
+        let set = res
+            .headers()
+            .get("set-cookie")
+            .unwrap_or_else(|| {
+                panic!("no session cookie for {username}; went to {:?}", res.headers().get("location"))
+            })
+            .to_str()
+            .unwrap()
+            .to_string();
+        set.split(';').next().unwrap().to_string()
+    }
+
+    /// A client that shows redirects instead of following them.
+    pub fn raw_client(&self) -> reqwest::Client {
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+    }
+
+    /// GET with a session cookie, not following redirects.
+    pub async fn get_signed_in(&self, path: &str, cookie: &str) -> (u16, String) {
+        let res = self
+            .raw_client()
+            .get(format!("{}{path}", self.base))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = res.status().as_u16();
+        (status, res.text().await.expect("body"))
+    }
+
     /// Stops the server and waits for it to drain.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {

@@ -1,0 +1,88 @@
+//! Console sessions (SPEC §3): a signed-in browser holds a random token in an HttpOnly
+//! cookie; only its SHA-256 is stored, with the user and an expiry. Signing in checks the
+//! argon2id password ([`Gateway::verify_login`]); every request re-reads the user, so a role
+//! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the
+//! activity log.
+
+use chrono::{Duration, Utc};
+use rusqlite::params;
+use serde_json::json;
+
+use crate::Gateway;
+use crate::activity::{self, Kind, NewEntry};
+use crate::db;
+use crate::error::Result;
+use crate::ids::{TenantId, UserId};
+use crate::secrets;
+use crate::users::ConsoleUser;
+
+/// How long a session lasts.
+pub const SESSION_HOURS: i64 = 12;
+
+impl Gateway {
+    /// Starts a session for `user`; returns the token for the cookie, shown nowhere else.
+    pub async fn start_session(&self, user: &ConsoleUser) -> Result<String> {
+        let token = format!("ns_{}", secrets::random_password());
+        let hash = secrets::hash_token(&token);
+        let (u, t, name) = (user.id.clone(), user.tenant_id.clone(), user.username.clone());
+        let entry = self
+            .writer
+            .run(move |c| {
+                let now = Utc::now();
+                c.prepare_cached(
+                    "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                )?
+                .execute(params![hash, u.as_str(), t.as_str(), db::ts(now), db::ts(now + Duration::hours(SESSION_HOURS))])?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, name.as_str(), Kind::Console).verdict("signed_in").detail(json!({ "user": name })),
+                )
+            })
+            .await?;
+        self.bus.publish([entry]);
+        Ok(token)
+    }
+
+    /// The user a session token belongs to, if it is live.
+    pub async fn session_user(&self, token: &str) -> Result<Option<ConsoleUser>> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?",
+        )
+        .bind(secrets::hash_token(token))
+        .bind(db::ts(Utc::now()))
+        .fetch_optional(self.store.pool())
+        .await?;
+        let Some((user, tenant)) = row else { return Ok(None) };
+        match self.user(&TenantId::from_db(tenant), &UserId::from_db(user)).await {
+            Ok(u) => Ok(Some(u)),
+            Err(crate::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Ends a session (sign-out). Ending an unknown or ended one is not an error.
+    pub async fn end_session(&self, token: &str) -> Result<()> {
+        let hash = secrets::hash_token(token);
+        let entries = self
+            .writer
+            .run(move |c| {
+                let row: Option<(String, String)> = c
+                    .prepare_cached(
+                        "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
+                         (SELECT username FROM console_users WHERE id = user_id)",
+                    )?
+                    .query_row([&hash], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .ok();
+                let Some((tenant, name)) = row else { return Ok(Vec::new()) };
+                Ok(vec![activity::append(
+                    c,
+                    NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
+                        .verdict("signed_out")
+                        .detail(json!({ "user": name })),
+                )?])
+            })
+            .await?;
+        self.bus.publish(entries);
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! Console sign-in, roles, sessions and CSRF over HTTP, on the real server.
+
+mod common;
+
+use common::spawn_app;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_the_session() {
+    let app = spawn_app().await;
+    // Signed out: a page sends the browser to sign in, and comes back after.
+    let res = app.raw_client().get(format!("{}/kits", app.base)).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(res.headers()["location"], "/login?next=/kits");
+
+    let res = app
+        .raw_client()
+        .post(format!("{}/login", app.base))
+        .form(&[("username", "admin"), ("password", common::ADMIN_PASSWORD), ("next", "/kits")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(res.headers()["location"], "/kits");
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(flag), "{set} lacks {flag}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP on loopback is local development");
+    let cookie = set.split(';').next().unwrap().to_string();
+    let (status, html) = app.get_signed_in("/kits", &cookie).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(">Kits</h1>") && html.contains("data-testid=\"sign-out\""));
+
+    // A next that leaves the site is ignored.
+    let res = app
+        .raw_client()
+        .post(format!("{}/login", app.base))
+        .form(&[("username", "admin"), ("password", common::ADMIN_PASSWORD), ("next", "//evil.test/x")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], "/");
+
+    let res =
+        app.raw_client().post(format!("{}/logout", app.base)).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 303);
+    assert!(res.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    let (status, _) = app.get_signed_in("/kits", &cookie).await;
+    assert_eq!(status, 303, "the ended session no longer opens pages");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_passwords_are_refused_and_then_rate_limited() {
+    let app = spawn_app().await;
+    let attempt = |pw: &'static str| {
+        let client = app.raw_client();
+        let url = format!("{}/login", app.base);
+        async move { client.post(url).form(&[("username", "admin"), ("password", pw)]).send().await.unwrap() }
+    };
+    for _ in 0..5 {
+        let res = attempt("wrong").await;
+        assert_eq!(res.status().as_u16(), 303);
+        assert!(res.headers()["location"].to_str().unwrap().starts_with("/login?error=invalid"));
+        assert!(res.headers().get("set-cookie").is_none());
+    }
+    // Past the limit even the right password waits.
+    let res = attempt(common::ADMIN_PASSWORD).await;
+    assert_eq!(res.status().as_u16(), 429);
+    assert!(res.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() > 0);
+    assert!(res.headers().get("set-cookie").is_none());
+    let (status, html) = app.get("/login?error=invalid").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("do not match"));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_role_opens_its_views_and_gets_a_403_page_elsewhere() {
+    let app = spawn_app().await;
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    for (name, role) in
+        [("fin", gateway::Role::Finance), ("appr", gateway::Role::Approver), ("rev", gateway::Role::Reviewer)]
+    {
+        app.gateway.create_user(&tenant, name, "a-long-test-password", &[role]).await.unwrap();
+    }
+    let expectations = [
+        (
+            "fin",
+            [
+                ("/", 200),
+                ("/proposals", 200),
+                ("/kits", 200),
+                ("/spend", 200),
+                ("/activity", 200),
+                ("/profiles", 200),
+            ],
+        ),
+        (
+            "appr",
+            [
+                ("/", 200),
+                ("/proposals", 403),
+                ("/kits", 403),
+                ("/spend", 403),
+                ("/activity", 200),
+                ("/profiles", 403),
+            ],
+        ),
+        (
+            "rev",
+            [
+                ("/", 403),
+                ("/proposals", 200),
+                ("/kits", 403),
+                ("/spend", 403),
+                ("/activity", 200),
+                ("/profiles", 403),
+            ],
+        ),
+    ];
+    for (user, pages) in expectations {
+        let cookie = app.sign_in(user, "a-long-test-password").await;
+        for (path, want) in pages {
+            let (status, html) = app.get_signed_in(path, &cookie).await;
+            assert_eq!(status, want, "{user} {path}");
+            if want == 403 {
+                assert!(
+                    html.contains("data-testid=\"forbidden\""),
+                    "{user} {path}: a 403 page, not an empty one"
+                );
+                assert!(html.contains("needs one of these roles"), "{user} {path}: the page says why");
+            }
+        }
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_site_post_to_the_console_is_refused() {
+    let app = spawn_app().await;
+    let cookie = app.sign_in("admin", common::ADMIN_PASSWORD).await;
+    let post = |headers: &'static [(&'static str, &'static str)]| {
+        let mut req = app.raw_client().post(format!("{}/logout", app.base)).header("cookie", cookie.clone());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        async move { req.send().await.unwrap() }
+    };
+    let res = post(&[("sec-fetch-site", "cross-site")]).await;
+    assert_eq!(res.status().as_u16(), 403);
+    assert_eq!(res.json::<serde_json::Value>().await.unwrap()["code"], "cross_site_request");
+    let res = post(&[("origin", "http://evil.test")]).await;
+    assert_eq!(res.status().as_u16(), 403);
+    // The session survived both attempts.
+    assert_eq!(app.get_signed_in("/activity", &cookie).await.0, 200);
+    // A server function, too.
+    let res = app
+        .raw_client()
+        .post(format!("{}/api/inbox", app.base))
+        .header("cookie", &cookie)
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let res = post(&[("sec-fetch-site", "same-origin")]).await;
+    assert_eq!(res.status().as_u16(), 303, "the console's own form signs out");
+    app.stop().await;
+}
