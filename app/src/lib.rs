@@ -25,8 +25,26 @@ use crate::pages::{
     profiles::ProfilesPage, proposals::ProposalsPage, spend::SpendPage,
 };
 
+/// The Content-Security-Policy of a page, with its per-request script nonce: scripts only
+/// from this origin or carrying the nonce (the hydration bootstrap), wasm compiled from this
+/// origin, no plugins, no framing, forms posting only here.
+pub fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws://127.0.0.1:*; \
+         object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    )
+}
+
 /// The HTML document around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(res)) =
+        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+        && let Ok(v) = axum::http::HeaderValue::from_str(&content_security_policy(nonce.as_inner()))
+    {
+        res.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, v);
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">

@@ -168,3 +168,34 @@ async fn a_cross_site_post_to_the_console_is_refused() {
     assert_eq!(res.status().as_u16(), 303, "the console's own form signs out");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_carry_a_content_security_policy_with_the_scripts_nonce() {
+    let app = spawn_app().await;
+    let cookie = app.sign_in("admin", common::ADMIN_PASSWORD).await;
+    let mut nonces = Vec::new();
+    for _ in 0..2 {
+        let res = app
+            .raw_client()
+            .get(format!("{}/activity", app.base))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        let csp = res.headers()["content-security-policy"].to_str().unwrap().to_string();
+        let html = res.text().await.unwrap();
+        let nonce =
+            csp.split("'nonce-").nth(1).and_then(|r| r.split('\'').next()).expect("a nonce").to_string();
+        assert!(html.contains(&format!("nonce=\"{nonce}\"")), "the page's scripts carry the header's nonce");
+        for directive in
+            ["default-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "'wasm-unsafe-eval'"]
+        {
+            assert!(csp.contains(directive), "{csp} lacks {directive}");
+        }
+        let script_src = csp.split(';').find(|d| d.trim().starts_with("script-src")).unwrap();
+        assert!(!script_src.contains("unsafe-inline"), "inline scripts need the nonce: {csp}");
+        nonces.push(nonce);
+    }
+    assert_ne!(nonces[0], nonces[1], "a fresh nonce per request");
+    app.stop().await;
+}
