@@ -6,6 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 
 export const ADMIN_PASSWORD = "e2e-admin-password";
+/// The demo tenant's company key, so tests can act as operators and agents over /v1.
+export const COMPANY_KEY = "nv_e2ecomp1_abcdefghijklmnopqrstuv";
 /// The signed-in admin's browser state, which every test starts from (see playwright.config.ts).
 export const STORAGE_STATE = path.resolve(__dirname, "test-results", "admin-state.json");
 
@@ -19,6 +21,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       ...process.env,
       LEPTOS_SITE_ROOT: path.join(root, "target", "site"),
       NAIVE_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      NAIVE_COMPANY_KEY: COMPANY_KEY,
       RUST_LOG: process.env.RUST_LOG ?? "warn",
     },
     stdio: ["ignore", "pipe", "inherit"],

@@ -33,6 +33,9 @@ pub struct DemoCredentials {
 
 pub const DEMO_TENANT: &str = "Acme Robotics";
 pub const DEMO_ADMIN: &str = "admin";
+/// The demo's single-role console users; they share the admin's password.
+pub const DEMO_ROLE_USERS: [(&str, Role); 3] =
+    [("approver", Role::Approver), ("reviewer", Role::Reviewer), ("finance", Role::Finance)];
 
 /// The demo's procurement kit: cards at two suppliers, capped, with approvals above $25.
 pub const PROCUREMENT_KIT: &str = r#"{
@@ -59,6 +62,10 @@ impl Gateway {
         let generated_password = opts.admin_password.is_none().then(secrets::random_password);
         let password = opts.admin_password.clone().or_else(|| generated_password.clone()).unwrap_or_default();
         let admin = self.create_user(&tenant.id, DEMO_ADMIN, &password, &Role::ALL).await?;
+        // One user per role, with the same password, so each view can be tried as its role.
+        for (name, role) in DEMO_ROLE_USERS {
+            self.create_user(&tenant.id, name, &password, &[role]).await?;
+        }
 
         let mut kit = Kit::from_json(PROCUREMENT_KIT).expect("the demo kit is valid");
         let v1 = self.save_kit(&tenant.id, kit.clone(), None, DEMO_ADMIN).await?;

@@ -114,6 +114,7 @@ async fn serve(config: server::config::Config) -> ExitCode {
             ),
             None => println!("  console user: {}  password: from NAIVE_ADMIN_PASSWORD", demo.admin_username),
         }
+        println!("  also: approver, reviewer, finance (one role each, same password)");
         match &demo.generated_company_key {
             Some(k) => println!("  company key: {k}   (shown once; set NAIVE_COMPANY_KEY to choose it)"),
             None => println!("  company key: from NAIVE_COMPANY_KEY"),

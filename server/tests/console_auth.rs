@@ -199,3 +199,69 @@ async fn pages_carry_a_content_security_policy_with_the_scripts_nonce() {
     assert_ne!(nonces[0], nonces[1], "a fresh nonce per request");
     app.stop().await;
 }
+
+/// The inbox's decisions are plain form posts to server functions, checked on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_decides_from_the_inbox_and_the_owner_cannot() {
+    use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+    let app = spawn_app().await;
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let pending = |app: &common::TestApp| {
+        let (gw, t) = (app.gateway.clone(), tenant.clone());
+        async move {
+            gw.approvals(&t, &ApprovalQuery { status: Some(ApprovalStatus::Pending), ..Default::default() })
+                .await
+                .unwrap()
+        }
+    };
+    let parked = pending(&app).await.remove(0);
+    let decide = |endpoint: &'static str, cookie: String, fields: Vec<(&'static str, String)>| {
+        let req = app
+            .raw_client()
+            .post(format!("{}/api/{endpoint}", app.base))
+            .header("cookie", cookie)
+            .header("sec-fetch-site", "same-origin")
+            .header("referer", format!("{}/", app.base))
+            .header("accept", "text/html,application/xhtml+xml")
+            .form(&fields);
+        async move { req.send().await.unwrap() }
+    };
+
+    // The admin owns the demo's procurement bot: the page says so, and the server refuses.
+    let admin = app.sign_in("admin", common::ADMIN_PASSWORD).await;
+    let (_, html) = app.get_signed_in("/", &admin).await;
+    assert!(html.contains("You own this agent"), "the owner is told why they cannot decide");
+    decide("approve", admin.clone(), vec![("id", parked.id.clone())]).await;
+    assert_eq!(pending(&app).await.len(), 1, "the owner's approval did not go through");
+
+    // Finance reads the inbox but cannot decide.
+    let finance = app.sign_in("finance", common::ADMIN_PASSWORD).await;
+    let (_, html) = app.get_signed_in("/", &finance).await;
+    assert!(html.contains("needs the approver or admin role"));
+    decide("deny", finance, vec![("id", parked.id.clone()), ("reason", "no".into())]).await;
+    assert_eq!(pending(&app).await.len(), 1);
+
+    let approver = app.sign_in("approver", common::ADMIN_PASSWORD).await;
+    let (_, html) = app.get_signed_in("/", &approver).await;
+    assert!(html.contains("data-testid=\"approve\"") && html.contains("data-testid=\"countdown\""));
+    // A denial needs a reason.
+    decide("deny", approver.clone(), vec![("id", parked.id.clone()), ("reason", "  ".into())]).await;
+    assert_eq!(pending(&app).await.len(), 1, "no reason, no denial");
+    let res = decide(
+        "approve",
+        approver.clone(),
+        vec![("id", parked.id.clone()), ("note", "ok for servos".into())],
+    )
+    .await;
+    assert!(res.status().is_redirection(), "a form post goes back to the page: {}", res.status());
+    let done = app.gateway.approval(&tenant, &parked.id).await.unwrap();
+    assert_eq!(done.status, ApprovalStatus::Approved);
+    assert_eq!(done.decided_by.as_deref(), Some("approver"));
+    let hold = done.hold_id.clone().unwrap();
+    let ledger =
+        app.gateway.ledger_entries(&tenant, &done.profile_id, &Default::default(), 1000).await.unwrap();
+    assert!(ledger.iter().any(|e| e.hold_id == hold && e.kind == "post"), "the hold posted");
+    let (_, html) = app.get_signed_in("/", &approver).await;
+    assert!(!html.contains(&parked.id), "the decided item left the inbox");
+    app.stop().await;
+}

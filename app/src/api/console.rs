@@ -77,6 +77,9 @@ pub struct InboxRow {
     pub requested_at: String,
     pub expires_at: String,
     pub seconds_left: i64,
+    /// Whether the signed-in user may decide it, and if not, why (shown on the row).
+    pub can_decide: bool,
+    pub why_not: Option<String>,
 }
 
 /// One line of the activity log.
@@ -294,31 +297,73 @@ pub async fn overview() -> Result<TenantOverview, ServerFnError> {
 pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
     use crate::api::to_fn_error;
     use gateway::approvals::{ApprovalQuery, ApprovalStatus};
-    let (gw, tenant, _) = require_view("inbox").await?;
+    let (gw, tenant, user) = require_view("inbox").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let q = ApprovalQuery { status: Some(ApprovalStatus::Pending), ..Default::default() };
+    let may_decide = user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin);
     let now = chrono::Utc::now();
     Ok(gw
         .approvals(&tenant.id, &q)
         .await
         .map_err(to_fn_error)?
         .into_iter()
-        .map(|a| InboxRow {
-            agent: profiles
-                .iter()
-                .find(|p| p.id == a.profile_id)
-                .map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
-            summary: summarize_args(&a.args),
-            seconds_left: a.seconds_left(now),
-            id: a.id,
-            action: a.action,
-            amount: a.amount,
-            kit: format!("{} v{}", a.kit_name, a.kit_version),
-            reason: a.reason,
-            requested_at: a.requested_at.to_rfc3339(),
-            expires_at: a.expires_at.to_rfc3339(),
+        .map(|a| {
+            let profile = profiles.iter().find(|p| p.id == a.profile_id);
+            // The gateway refuses these decisions too; the page says why before anyone tries.
+            let why_not = if !may_decide {
+                Some("Deciding needs the approver or admin role.".to_string())
+            } else if profile.and_then(|p| p.owner.as_ref()) == Some(&user.id) {
+                Some("You own this agent's profile, so another approver must decide.".to_string())
+            } else {
+                None
+            };
+            InboxRow {
+                can_decide: why_not.is_none(),
+                why_not,
+                agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
+                summary: summarize_args(&a.args),
+                seconds_left: a.seconds_left(now),
+                id: a.id,
+                action: a.action,
+                amount: a.amount,
+                kit: format!("{} v{}", a.kit_name, a.kit_version),
+                reason: a.reason,
+                requested_at: a.requested_at.to_rfc3339(),
+                expires_at: a.expires_at.to_rfc3339(),
+            }
         })
         .collect())
+}
+
+/// The signed-in human, for a decision: approver or admin.
+#[cfg(feature = "ssr")]
+async fn require_approver()
+-> Result<(gateway::Gateway, gateway::Tenant, gateway::approvals::Human), ServerFnError> {
+    let (gw, tenant, user) = require_session().await?;
+    if !(user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin)) {
+        return Err(ServerFnError::new("forbidden: deciding needs the approver or admin role"));
+    }
+    Ok((gw, tenant, gateway::approvals::Human { user: user.id, username: user.username }))
+}
+
+/// Approves a parked action: the bound call runs once and its hold settles. Posted as a plain
+/// form from the inbox (it works without JavaScript), so it is a POST, never a GET.
+#[server(prefix = "/api", endpoint = "approve")]
+pub async fn approve_action(id: String, note: Option<String>) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, human) = require_approver().await?;
+    let note = note.filter(|n| !n.trim().is_empty());
+    gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
+    Ok(())
+}
+
+/// Denies a parked action with a required reason; its hold is voided.
+#[server(prefix = "/api", endpoint = "deny")]
+pub async fn deny_action(id: String, reason: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, human) = require_approver().await?;
+    gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
+    Ok(())
 }
 
 #[server]

@@ -3,4 +3,5 @@
 
 pub mod common;
 pub mod connection;
+pub mod countdown;
 pub mod layout;

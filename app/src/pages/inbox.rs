@@ -6,15 +6,7 @@ use crate::api::console::inbox;
 use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
 };
-
-/// "in 14 min", "in 40 s", "expired".
-fn time_left(secs: i64) -> String {
-    match secs {
-        s if s <= 0 => "expired".into(),
-        s if s < 60 => format!("in {s} s"),
-        s => format!("in {} min", s / 60),
-    }
-}
+use crate::components::countdown::Countdown;
 
 #[component]
 pub fn InboxPage() -> impl IntoView {
@@ -44,6 +36,7 @@ pub fn InboxPage() -> impl IntoView {
                                         <th class=TH>"Kit"</th>
                                         <th class=TH>"Why"</th>
                                         <th class=TH>"Expires"</th>
+                                        <th class=TH>"Decide"</th>
                                     </tr>
                                 </thead>
                                 <tbody>
@@ -56,8 +49,29 @@ pub fn InboxPage() -> impl IntoView {
                                             <td class=TD>{r.kit}</td>
                                             <td class=TD><StatusBadge status=r.reason /></td>
                                             <td class=TD>
-                                                <span class="tabular-nums">{time_left(r.seconds_left)}</span>
+                                                <Countdown seconds_left=r.seconds_left />
                                                 <div class="text-xs"><Time rfc3339=r.expires_at /></div>
+                                            </td>
+                                            <td class=TD>
+                                                {match r.why_not {
+                                                    None => view! {
+                                                        <div class="flex flex-col gap-2">
+                                                            <form method="post" action="/api/approve" class="flex gap-1">
+                                                                <input type="hidden" name="id" value=r.id.clone() />
+                                                                <input name="note" placeholder="note (optional)" aria-label="Approval note" class="w-32 rounded border border-zinc-300 px-1.5 py-0.5 text-xs dark:border-zinc-700 dark:bg-zinc-950" />
+                                                                <button type="submit" data-testid="approve" class="rounded bg-emerald-700 px-2 py-0.5 text-xs font-medium text-white">"Approve"</button>
+                                                            </form>
+                                                            <form method="post" action="/api/deny" class="flex gap-1">
+                                                                <input type="hidden" name="id" value=r.id.clone() />
+                                                                <input name="reason" required placeholder="reason (required)" aria-label="Reason to deny" class="w-32 rounded border border-zinc-300 px-1.5 py-0.5 text-xs dark:border-zinc-700 dark:bg-zinc-950" />
+                                                                <button type="submit" data-testid="deny" class="rounded bg-red-700 px-2 py-0.5 text-xs font-medium text-white">"Deny"</button>
+                                                            </form>
+                                                        </div>
+                                                    }.into_any(),
+                                                    Some(why) => view! {
+                                                        <p data-testid="cannot-decide" class="max-w-48 text-xs text-zinc-500 dark:text-zinc-400">{why}</p>
+                                                    }.into_any(),
+                                                }}
                                             </td>
                                         </tr>
                                     }).collect_view()}
