@@ -21,8 +21,14 @@ use leptos_router::{SsrMode, path};
 
 use crate::components::layout::Layout;
 use crate::pages::{
-    activity::ActivityPage, inbox::InboxPage, kits::KitsPage, login::LoginPage, not_found::NotFound,
-    profiles::ProfilesPage, proposals::ProposalsPage, spend::SpendPage,
+    activity::ActivityPage,
+    inbox::InboxPage,
+    kits::KitsPage,
+    login::LoginPage,
+    not_found::NotFound,
+    profiles::ProfilesPage,
+    proposals::{ProposalDetailPage, ProposalsPage},
+    spend::SpendPage,
 };
 
 /// The Content-Security-Policy of a page, with its per-request script nonce: scripts only
@@ -76,6 +82,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=NotFound>
                     <Route path=path!("/") view=InboxPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals") view=ProposalsPage ssr=SsrMode::Async />
+                    <Route path=path!("/proposals/:id") view=ProposalDetailPage ssr=SsrMode::Async />
                     <Route path=path!("/kits") view=KitsPage ssr=SsrMode::Async />
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />

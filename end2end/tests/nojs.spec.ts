@@ -3,7 +3,7 @@ import { PAGES, expect, test } from "./fixtures";
 
 const CONTENT: Record<string, string> = {
   inbox: "servo motors",
-  proposals: "No proposals yet",
+  proposals: "Prefer acme-supplies for cable ties",
   kits: "Procurement",
   spend: "procurement-bot",
   activity: "chain verified",

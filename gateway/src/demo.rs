@@ -112,6 +112,26 @@ impl Gateway {
             self.perform_as(&subject, action.to_string(), args, None).await?;
         }
 
+        // A research run's findings, waiting in the proposal queue.
+        let (research_key, _) = self.issue_key(t, &crawler.id, DEMO_ADMIN).await?;
+        let researcher = Subject { tenant: t.clone(), profile: crawler.id.clone(), key: research_key.id };
+        let claim = |object_type: &str, text: &str| crate::brain::ClaimInput {
+            object_type: object_type.into(),
+            content: json!({ "claim": text }),
+        };
+        self.submit_writeback(
+            &researcher,
+            crate::brain::WritebackInput {
+                run_id: "demo-run-1".into(),
+                source: "research-crawler".into(),
+                claims: vec![
+                    claim("fact", "Globex Parts ships servo motors in 3 business days"),
+                    claim("preference", "Prefer acme-supplies for cable ties under $20"),
+                ],
+            },
+        )
+        .await?;
+
         tracing::info!(tenant = %tenant.id, "demo tenant seeded");
         Ok(Some(DemoCredentials {
             tenant: tenant.id,

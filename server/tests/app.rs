@@ -21,7 +21,7 @@ async fn every_page_is_server_rendered_from_the_database() {
     let app = spawn_app().await;
     let pages = [
         ("/", "Approval inbox", "amount: 30.00 · memo: servo motors · merchant: globex-parts"),
-        ("/proposals", "Proposals", "enabled in 1 of 3 kits"),
+        ("/proposals", "Proposals", "Globex Parts ships servo motors in 3 business days"),
         ("/kits", "Kits", "raises hard cap from $40.00 to $50.00"),
         ("/spend", "Spend", "$50.00"),
         ("/activity", "Activity", "chain verified"),

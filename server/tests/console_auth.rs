@@ -265,3 +265,63 @@ async fn an_approver_decides_from_the_inbox_and_the_owner_cannot() {
     assert!(!html.contains(&parked.id), "the decided item left the inbox");
     app.stop().await;
 }
+
+/// The proposal queue: filters in the URL, a detail page with the trail, and a reviewer's
+/// accept and reject (each with a required `because`) growing the trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_accepts_and_rejects_proposals_and_the_trail_grows() {
+    use gateway::brain::{ProposalQuery, ProposalStatus};
+    let app = spawn_app().await;
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let proposals = app.gateway.proposals(&tenant, &ProposalQuery::default()).await.unwrap();
+    assert_eq!(proposals.len(), 2, "the demo's research run proposed two claims");
+    let fact = proposals.iter().find(|p| p.object_type == "fact").unwrap().id.clone();
+    let pref = proposals.iter().find(|p| p.object_type == "preference").unwrap().id.clone();
+    let reviewer = app.sign_in("reviewer", common::ADMIN_PASSWORD).await;
+
+    let (status, html) = app.get_signed_in("/proposals?object_type=fact", &reviewer).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(&fact) && !html.contains(&pref), "the filter in the URL narrows the queue");
+    let (_, html) = app.get_signed_in("/proposals?status=accepted", &reviewer).await;
+    assert!(html.contains("No proposals match"));
+    let (status, html) = app.get_signed_in(&format!("/proposals/{fact}"), &reviewer).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("data-testid=\"trail\"") && html.contains("data-testid=\"envelope\""));
+    assert!(html.contains("demo-run-1"), "the writeback envelope is shown");
+
+    let decide = |id: String, decision: &'static str, because: &'static str| {
+        let req = app
+            .raw_client()
+            .post(format!("{}/api/decide_proposal", app.base))
+            .header("cookie", reviewer.clone())
+            .header("sec-fetch-site", "same-origin")
+            .header("accept", "text/html")
+            .header("referer", format!("{}/proposals/{id}", app.base))
+            .form(&[("id", id.as_str()), ("decision", decision), ("because", because)]);
+        async move { req.send().await.unwrap() }
+    };
+    decide(fact.clone(), "accept", " ").await;
+    assert_eq!(
+        app.gateway.proposal(&tenant, &fact).await.unwrap().status,
+        ProposalStatus::Pending,
+        "no because, no decision"
+    );
+    let res = decide(fact.clone(), "accept", "confirmed on the supplier's site").await;
+    assert!(res.status().is_redirection());
+    let p = app.gateway.proposal(&tenant, &fact).await.unwrap();
+    assert_eq!(p.status, ProposalStatus::Accepted);
+    let last = p.trail.last().unwrap();
+    assert_eq!(
+        (last.actor.as_str(), last.note.as_deref()),
+        ("reviewer", Some("confirmed on the supplier's site"))
+    );
+    decide(pref.clone(), "reject", "not a company policy").await;
+    assert_eq!(app.gateway.proposal(&tenant, &pref).await.unwrap().status, ProposalStatus::Rejected);
+    let (_, html) = app.get_signed_in(&format!("/proposals/{fact}"), &reviewer).await;
+    assert!(html.contains("confirmed on the supplier") && html.contains("Already accepted"));
+
+    // An approver may not open the queue, nor decide.
+    let approver = app.sign_in("approver", common::ADMIN_PASSWORD).await;
+    assert_eq!(app.get_signed_in(&format!("/proposals/{fact}"), &approver).await.0, 403);
+    app.stop().await;
+}
