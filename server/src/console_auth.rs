@@ -133,6 +133,17 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
     }
 }
 
+/// The console user signed in with this request's session cookie, if any.
+pub async fn session_user(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<gateway::ConsoleUser>, Problem> {
+    match headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token) {
+        Some(token) => Ok(state.gateway.session_user(token).await?),
+        None => Ok(None),
+    }
+}
+
 /// `POST /logout`.
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
     if let Some(token) = headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token) {
@@ -154,11 +165,7 @@ pub async fn require_sign_in(State(state): State<AppState>, req: Request, next: 
     if req.method() != Method::GET || !is_console_page(req.uri().path()) {
         return next.run(req).await;
     }
-    let token = req.headers().get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token);
-    let signed_in = match token {
-        Some(t) => matches!(state.gateway.session_user(t).await, Ok(Some(_))),
-        None => false,
-    };
+    let signed_in = matches!(session_user(&state, req.headers()).await, Ok(Some(_)));
     if signed_in {
         return next.run(req).await;
     }

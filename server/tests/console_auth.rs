@@ -325,3 +325,100 @@ async fn a_reviewer_accepts_and_rejects_proposals_and_the_trail_grows() {
     assert_eq!(app.get_signed_in(&format!("/proposals/{fact}"), &approver).await.0, 403);
     app.stop().await;
 }
+
+/// Finance: the bar shows posted and pending, moves after an action, and the CSV export has
+/// exactly the entries the filtered ledger shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finance_sees_spend_move_and_exports_exactly_the_filtered_ledger() {
+    let app = spawn_app().await;
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let bot = app
+        .gateway
+        .profiles(&tenant)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == "research-crawler")
+        .unwrap();
+    let finance = app.sign_in("finance", common::ADMIN_PASSWORD).await;
+    let posted = |html: &str| -> String {
+        let row = html.split("data-profile=\"research-crawler\"").nth(1).unwrap();
+        row.split("data-posted=\"").nth(1).unwrap().split('"').next().unwrap().to_string()
+    };
+    let (status, html) = app.get_signed_in("/spend", &finance).await;
+    assert_eq!(status, 200);
+    let before = posted(&html);
+    let pending = html
+        .split("data-profile=\"procurement-bot\"")
+        .nth(1)
+        .unwrap()
+        .split("data-pending=\"")
+        .nth(1)
+        .unwrap();
+    assert!(pending.starts_with("30.00"), "the parked charge is pending: {}", &pending[..20]);
+
+    let (_, key) = app.gateway.issue_key(&tenant, &bot.id, "test").await.unwrap();
+    let res = app
+        .client
+        .post(format!("{}/v1/users/{}/web/read", app.base, bot.id))
+        .bearer_auth(&key.token)
+        .json(&serde_json::json!({"url": "https://docs.example.test/new"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200, "{}", res.text().await.unwrap());
+    let (_, html) = app.get_signed_in("/spend", &finance).await;
+    let after = posted(&html);
+    assert_ne!(before, after, "the bar moved");
+    let diff = after.parse::<f64>().unwrap() - before.parse::<f64>().unwrap();
+    assert!((diff - 0.0025).abs() < 1e-9, "posted grew by the read's price: {before} -> {after}");
+
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let (status, html) =
+        app.get_signed_in(&format!("/spend?profile={}&from={today}", bot.id), &finance).await;
+    assert_eq!(status, 200);
+    let shown: Vec<String> =
+        html.split("data-seq=\"").skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect();
+    assert!(shown.len() >= 3, "{shown:?}");
+    let csv = app
+        .raw_client()
+        .get(format!("{}/spend/export.csv?profile={}&from={today}&to=", app.base, bot.id))
+        .header("cookie", &finance)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let text = csv.text().await.unwrap();
+    let exported: Vec<String> =
+        text.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect();
+    assert_eq!(exported, shown, "the CSV is exactly the filtered table");
+    // A period with nothing in it exports only the header; a reviewer may not export.
+    let empty = app
+        .raw_client()
+        .get(format!("{}/spend/export.csv?profile={}&from=2999-01-01", app.base, bot.id))
+        .header("cookie", &finance)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(empty.lines().count(), 1);
+    let reviewer = app.sign_in("reviewer", common::ADMIN_PASSWORD).await;
+    let res = app
+        .raw_client()
+        .get(format!("{}/spend/export.csv?profile={}", app.base, bot.id))
+        .header("cookie", &reviewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+    let res = app
+        .raw_client()
+        .get(format!("{}/spend/export.csv?profile={}", app.base, bot.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    app.stop().await;
+}

@@ -48,8 +48,12 @@ pub struct KitSummary {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpendRow {
+    pub id: String,
     pub profile: String,
     pub depth: usize,
+    /// Running totals of this account (itself and its sub-agents).
+    pub posted: Money,
+    pub pending: Money,
     pub kit_name: String,
     pub hard_cap: Option<Money>,
     pub soft_cap: Option<Money>,
@@ -263,11 +267,19 @@ pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
     let (gw, tenant, _) = require_view("spend").await?;
     let kits = gw.kits(&tenant.id).await.map_err(to_fn_error)?;
     let tree = gw.profile_tree(&tenant.id).await.map_err(to_fn_error)?;
-    Ok(tree
+    let mut rows = Vec::with_capacity(tree.len());
+    for e in tree {
+        let totals = gw.budget(&tenant.id, &e.profile.id).await.map_err(to_fn_error)?.totals;
+        rows.push((e, totals));
+    }
+    Ok(rows
         .into_iter()
-        .map(|e| {
+        .map(|(e, totals)| {
             let kit = kits.iter().find(|k| k.kit.name == e.profile.kit_name).map(|k| &k.kit);
             SpendRow {
+                id: e.profile.id.to_string(),
+                posted: totals.posted,
+                pending: totals.pending,
                 profile: e.profile.name,
                 depth: e.depth,
                 kit_name: e.profile.kit_name.clone(),
@@ -566,4 +578,77 @@ pub async fn decide_proposal_form(
         gateway::brain::Decider::Human(gateway::approvals::Human { user: user.id, username: user.username });
     gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
     Ok(())
+}
+
+/// One ledger entry as the spend page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRow {
+    pub seq: i64,
+    pub at: String,
+    pub action: String,
+    pub kind: String,
+    pub pending_delta: String,
+    pub posted_delta: String,
+}
+
+/// A page of one profile's ledger; `next` is the cursor of the following page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerPageView {
+    pub profile: String,
+    pub rows: Vec<LedgerRow>,
+    pub next: Option<i64>,
+}
+
+/// The largest ledger page the console shows.
+pub const LEDGER_PAGE: i64 = 50;
+
+/// Parses an optional `YYYY-MM-DD` (start of that day, UTC) for the period filter.
+#[cfg(feature = "ssr")]
+pub fn day(v: &str, field: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, ServerFnError> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d")
+        .map(|d| Some(d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc()))
+        .map_err(|_| ServerFnError::new(format!("invalid_period: `{field}` is a date such as 2026-11-01")))
+}
+
+/// One profile's ledger entries in a period (`from` inclusive, `to` exclusive, whole days),
+/// keyset-paged after `after`.
+#[server]
+pub async fn ledger_page(
+    profile: String,
+    from: String,
+    to: String,
+    after: Option<i64>,
+) -> Result<LedgerPageView, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_view("spend").await?;
+    let id = gateway::ProfileId::parse(&profile)
+        .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
+    let p = gw.profile(&tenant.id, &id).await.map_err(to_fn_error)?;
+    let q = gateway::ledger::LedgerQuery {
+        from: day(&from, "from")?,
+        to: day(&to, "to")?,
+        after,
+        limit: Some(LEDGER_PAGE),
+    };
+    let entries = gw.ledger_entries(&tenant.id, &id, &q, LEDGER_PAGE).await.map_err(to_fn_error)?;
+    let next = (entries.len() as i64 == LEDGER_PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
+    Ok(LedgerPageView {
+        profile: p.name,
+        next,
+        rows: entries
+            .into_iter()
+            .map(|e| LedgerRow {
+                seq: e.seq,
+                at: e.created_at.to_rfc3339(),
+                action: e.action,
+                kind: e.kind,
+                pending_delta: e.pending_delta,
+                posted_delta: e.posted_delta,
+            })
+            .collect(),
+    })
 }

@@ -157,21 +157,7 @@ pub async fn ledger(
             .gateway
             .ledger_entries(caller.tenant(), &id, &all, gateway::ledger::MAX_LEDGER_EXPORT)
             .await?;
-        let mut out =
-            String::from("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version\n");
-        for e in rows {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{}\n",
-                e.seq,
-                e.created_at.to_rfc3339(),
-                csv_field(&e.action),
-                e.kind,
-                e.pending_delta,
-                e.posted_delta,
-                e.hold_id,
-                e.kit_version
-            ));
-        }
+        let out = gateway::ledger::to_csv(&rows);
         let disposition = format!("attachment; filename=\"ledger-{id}.csv\"");
         return Ok((
             [
@@ -186,11 +172,6 @@ pub async fn ledger(
         state.gateway.ledger_entries(caller.tenant(), &id, &query, gateway::ledger::MAX_LEDGER_PAGE).await?;
     let next = items.last().map(|e| format!("after={}", e.seq));
     Ok(Json(serde_json::json!({ "items": items, "next": next })).into_response())
-}
-
-/// Quotes a CSV field when it needs it.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }
 
 #[utoipa::path(get, path = "/v1/logs/verify", tag = "activity",

@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod approvals;
 pub mod brain;
+pub mod console;
 pub mod events;
 pub mod health;
 pub mod kits;

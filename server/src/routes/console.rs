@@ -1,0 +1,68 @@
+//! Console routes outside the Leptos pages, authenticated by the console session.
+//!
+//! `GET /spend/export.csv?profile=&from=&to=`: finance's export of exactly the ledger entries
+//! the spend page's period filter shows (every page of them), as CSV.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::problem::{Problem, Query};
+use crate::startup::AppState;
+
+#[derive(Deserialize)]
+pub struct ExportParams {
+    profile: String,
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    to: String,
+}
+
+fn day(v: &str, field: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, Problem> {
+    app::api::console::day(v, field).map_err(|e| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_period",
+            e.to_string().replace("error running server function: ", ""),
+        )
+    })
+}
+
+pub async fn export_ledger_csv(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<ExportParams>,
+) -> Result<Response, Problem> {
+    let user = crate::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
+        Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to export the ledger")
+    })?;
+    if !(user.has(gateway::Role::Finance) || user.has(gateway::Role::Admin)) {
+        return Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "role_required",
+            "the ledger export needs the finance or admin role",
+        ));
+    }
+    let id = gateway::ProfileId::parse(&q.profile)
+        .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"))?;
+    let query = gateway::ledger::LedgerQuery {
+        from: day(&q.from, "from")?,
+        to: day(&q.to, "to")?,
+        after: None,
+        limit: None,
+    };
+    let rows = state
+        .gateway
+        .ledger_entries(&user.tenant_id, &id, &query, gateway::ledger::MAX_LEDGER_EXPORT)
+        .await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"ledger-{id}.csv\"")),
+        ],
+        gateway::ledger::to_csv(&rows),
+    )
+        .into_response())
+}
