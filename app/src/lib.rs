@@ -29,6 +29,7 @@ use crate::pages::{
     profiles::ProfilesPage,
     proposals::{ProposalDetailPage, ProposalsPage},
     spend::SpendPage,
+    users::UsersPage,
 };
 
 /// The Content-Security-Policy of a page, with its per-request script nonce: scripts only
@@ -87,6 +88,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
+                    <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>
             </Layout>

@@ -81,6 +81,19 @@ impl Gateway {
         password: &str,
         roles: &[Role],
     ) -> Result<ConsoleUser> {
+        self.create_user_as(tenant, username, password, roles, None).await
+    }
+
+    /// Creates a console user; with `by`, records in the activity log which admin added them,
+    /// in the same transaction.
+    pub async fn create_user_as(
+        &self,
+        tenant: &TenantId,
+        username: &str,
+        password: &str,
+        roles: &[Role],
+        by: Option<&str>,
+    ) -> Result<ConsoleUser> {
         let username = username.trim();
         if username.is_empty()
             || username.len() > MAX_USERNAME_LEN
@@ -119,7 +132,9 @@ impl Gateway {
         let hash =
             tokio::task::spawn_blocking(move || secrets::hash_password(&pw)).await.expect("hashing task");
         let u = user.clone();
-        self.writer
+        let by = by.map(str::to_string);
+        let entries = self
+            .writer
             .run(move |c| {
                 c.prepare_cached(
                     "INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -135,10 +150,67 @@ impl Gateway {
                         Error::Sql(e)
                     }
                 })?;
-                Ok(())
+                let Some(by) = &by else { return Ok(Vec::new()) };
+                Ok(vec![crate::activity::append(
+                    c,
+                    crate::activity::NewEntry::new(&u.tenant_id, by.as_str(), crate::activity::Kind::Console)
+                        .verdict("user_added")
+                        .detail(serde_json::json!({ "user": u.username, "roles": roles_to_db(&u.roles) })),
+                )?])
             })
             .await?;
+        self.bus.publish(entries);
         Ok(user)
+    }
+
+    /// Replaces a console user's roles. A tenant always keeps at least one admin.
+    pub async fn set_user_roles(
+        &self,
+        tenant: &TenantId,
+        id: &UserId,
+        roles: &[Role],
+        by: &str,
+    ) -> Result<ConsoleUser> {
+        if roles.is_empty() {
+            return Err(Error::invalid(
+                "no_roles",
+                "give the user at least one role: admin, approver, reviewer or finance",
+            ));
+        }
+        let mut roles = roles.to_vec();
+        roles.sort();
+        roles.dedup();
+        let (t, u, by) = (tenant.clone(), id.clone(), by.to_string());
+        let entries = self
+            .writer
+            .run(move |c| {
+                let (name, old): (String, String) = c
+                    .prepare_cached("SELECT username, roles FROM console_users WHERE id = ? AND tenant_id = ?")?
+                    .query_row(params![u.as_str(), t.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .map_err(|_| Error::NotFound { what: "console user" })?;
+                let admins: i64 = c
+                    .prepare_cached(
+                        "SELECT COUNT(*) FROM console_users WHERE tenant_id = ? AND id != ? AND (',' || roles || ',') LIKE '%,admin,%'",
+                    )?
+                    .query_row(params![t.as_str(), u.as_str()], |r| r.get(0))?;
+                if admins == 0 && !roles.contains(&Role::Admin) {
+                    return Err(Error::Conflict {
+                        code: "last_admin",
+                        message: format!("{name} is the tenant's last admin; make someone else an admin first"),
+                    });
+                }
+                c.prepare_cached("UPDATE console_users SET roles = ? WHERE id = ?")?
+                    .execute(params![roles_to_db(&roles), u.as_str()])?;
+                Ok(vec![crate::activity::append(
+                    c,
+                    crate::activity::NewEntry::new(&t, by.as_str(), crate::activity::Kind::Console)
+                        .verdict("roles_changed")
+                        .detail(serde_json::json!({ "user": name, "from": old, "to": roles_to_db(&roles) })),
+                )?])
+            })
+            .await?;
+        self.bus.publish(entries);
+        self.user(tenant, id).await
     }
 
     pub async fn users(&self, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {

@@ -156,7 +156,7 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 
 /// The console's pages: anything else (`/v1`, `/pkg`, `/api`, `/login`, files) passes.
 fn is_console_page(path: &str) -> bool {
-    matches!(path, "/" | "/proposals" | "/kits" | "/spend" | "/activity" | "/profiles")
+    matches!(path, "/" | "/proposals" | "/kits" | "/spend" | "/activity" | "/profiles" | "/users")
         || path.starts_with("/proposals/")
 }
 

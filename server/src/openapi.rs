@@ -94,6 +94,16 @@ pub struct KeyList {
     pub items: Vec<gateway::keys::KeyInfo>,
 }
 
+/// A decided proposal: the proposal with its trail, and, on accept, the belief it became.
+#[derive(Serialize, ToSchema)]
+pub struct ProposalDecided {
+    pub ok: bool,
+    pub proposal: gateway::brain::Proposal,
+    /// Present when the proposal was accepted into a belief.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub belief_id: Option<String>,
+}
+
 /// A new or rotated key. The secret is in this response only; a replay of it (same
 /// Idempotency-Key) withholds it.
 #[derive(Serialize, ToSchema)]

@@ -422,3 +422,106 @@ async fn finance_sees_spend_move_and_exports_exactly_the_filtered_ledger() {
     assert_eq!(res.status().as_u16(), 401);
     app.stop().await;
 }
+
+/// A plain form post that fails comes back to its page with the reason shown.
+async fn post_form(
+    app: &common::TestApp,
+    cookie: &str,
+    endpoint: &str,
+    referer: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    app.raw_client()
+        .post(format!("{}/api/{endpoint}", app.base))
+        .header("cookie", cookie)
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "text/html")
+        .header("referer", format!("{}{referer}", app.base))
+        .form(fields)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
+    let app = spawn_app().await;
+    let admin = app.sign_in("admin", common::ADMIN_PASSWORD).await;
+    let (status, html) = app.get_signed_in("/users", &admin).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("data-user=\"approver\""));
+
+    let res = post_form(
+        &app,
+        &admin,
+        "add_user",
+        "/users",
+        &[("username", "dana"), ("password", "dana-password-1"), ("approver", "on"), ("finance", "on")],
+    )
+    .await;
+    let loc = res.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        !loc.contains("error="),
+        "success goes back to the page: {loc} {}",
+        res.text().await.unwrap_or_default()
+    );
+    let dana = app.sign_in("dana", "dana-password-1").await;
+    assert_eq!(app.get_signed_in("/spend", &dana).await.0, 200, "finance opens spend");
+    assert_eq!(app.get_signed_in("/users", &dana).await.0, 403, "only admins manage users");
+
+    // A weak password comes back with the reason in the page.
+    let res = post_form(
+        &app,
+        &admin,
+        "add_user",
+        "/users",
+        &[("username", "eve"), ("password", "short"), ("approver", "on")],
+    )
+    .await;
+    let back = res.headers()["location"].to_str().unwrap().to_string();
+    assert!(back.starts_with("/users?error=weak_password"), "{back}");
+    let (_, html) = app.get_signed_in(&back, &admin).await;
+    assert!(html.contains("data-testid=\"form-error\"") && html.contains("at least 8 characters"));
+
+    // Roles change at once; the last admin cannot lose the role.
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let users = app.gateway.users(&tenant).await.unwrap();
+    let dana_id = users.iter().find(|u| u.username == "dana").unwrap().id.to_string();
+    post_form(&app, &admin, "set_roles", "/users", &[("user_id", &dana_id), ("reviewer", "on")]).await;
+    assert_eq!(app.get_signed_in("/spend", &dana).await.0, 403, "finance was taken away");
+    assert_eq!(app.get_signed_in("/proposals", &dana).await.0, 200, "reviewer was given");
+    let admin_id = users.iter().find(|u| u.username == "admin").unwrap().id.to_string();
+    let res =
+        post_form(&app, &admin, "set_roles", "/users", &[("user_id", &admin_id), ("finance", "on")]).await;
+    assert!(res.headers()["location"].to_str().unwrap().contains("error=last_admin"));
+    assert!(
+        app.gateway
+            .user(&tenant, &users.iter().find(|u| u.username == "admin").unwrap().id)
+            .await
+            .unwrap()
+            .has(gateway::Role::Admin)
+    );
+    let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
+    assert!(log.iter().any(|e| e.verdict.as_deref() == Some("user_added") && e.actor == "admin"));
+    assert!(log.iter().any(|e| e.verdict.as_deref() == Some("roles_changed")));
+
+    // The inbox's refused approval says why, too.
+    let parked = app
+        .gateway
+        .approvals(
+            &tenant,
+            &gateway::approvals::ApprovalQuery {
+                status: Some(gateway::approvals::ApprovalStatus::Pending),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    let res = post_form(&app, &admin, "approve", "/", &[("id", &parked.id)]).await;
+    let back = res.headers()["location"].to_str().unwrap().to_string();
+    assert!(back.starts_with("/?error="), "{back}");
+    let (_, html) = app.get_signed_in(&back, &admin).await;
+    assert!(html.contains("data-testid=\"form-error\""));
+    app.stop().await;
+}

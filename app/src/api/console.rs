@@ -140,6 +140,7 @@ pub const VIEW_ROLES: &[(&str, &[&str])] = &[
     ("spend", &["admin", "finance"]),
     ("activity", &["admin", "approver", "reviewer", "finance"]),
     ("profiles", &["admin", "finance"]),
+    ("users", &["admin"]),
 ];
 
 /// The name of the session cookie.
@@ -347,6 +348,47 @@ pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
         .collect())
 }
 
+/// For a plain form post, which cannot read a response body: sends the browser back to the
+/// page it came from with the error's message in `?error=`, which the page shows
+/// ([`crate::components::common::FormError`]). Returns the error for callers with JavaScript.
+#[cfg(feature = "ssr")]
+async fn back_with_error(e: ServerFnError) -> ServerFnError {
+    let message = e.to_string();
+    let message = message.rsplit("error running server function: ").next().unwrap_or(&message).to_string();
+    if let Ok(headers) = leptos_axum::extract::<axum::http::HeaderMap>().await
+        && let Some(referer) = headers.get(axum::http::header::REFERER).and_then(|v| v.to_str().ok())
+    {
+        // Only a path on this site: drop the scheme and host, and any earlier error.
+        let path = referer.splitn(4, '/').nth(3).map_or("/".to_string(), |p| format!("/{p}"));
+        let (base, query) = path.split_once('?').unwrap_or((&path, ""));
+        let mut target = format!("{base}?");
+        for kv in query.split('&').filter(|kv| !kv.is_empty() && !kv.starts_with("error=")) {
+            target.push_str(kv);
+            target.push('&');
+        }
+        target.push_str("error=");
+        for b in message.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => target.push(b as char),
+                _ => target.push_str(&format!("%{b:02X}")),
+            }
+        }
+        leptos_axum::redirect(&target);
+    }
+    e
+}
+
+/// Runs a form's server function, turning its error into [`back_with_error`].
+#[cfg(feature = "ssr")]
+async fn form<T>(
+    run: impl std::future::Future<Output = Result<T, ServerFnError>>,
+) -> Result<T, ServerFnError> {
+    match run.await {
+        Ok(v) => Ok(v),
+        Err(e) => Err(back_with_error(e).await),
+    }
+}
+
 /// The signed-in human, for a decision: approver or admin.
 #[cfg(feature = "ssr")]
 async fn require_approver()
@@ -363,19 +405,25 @@ async fn require_approver()
 #[server(prefix = "/api", endpoint = "approve")]
 pub async fn approve_action(id: String, note: Option<String>) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, human) = require_approver().await?;
-    let note = note.filter(|n| !n.trim().is_empty());
-    gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
-    Ok(())
+    form(async {
+        let (gw, tenant, human) = require_approver().await?;
+        let note = note.filter(|n| !n.trim().is_empty());
+        gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
 }
 
 /// Denies a parked action with a required reason; its hold is voided.
 #[server(prefix = "/api", endpoint = "deny")]
 pub async fn deny_action(id: String, reason: String) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, human) = require_approver().await?;
-    gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
-    Ok(())
+    form(async {
+        let (gw, tenant, human) = require_approver().await?;
+        gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
 }
 
 #[server]
@@ -565,19 +613,24 @@ pub async fn decide_proposal_form(
     because: String,
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
-    let (gw, tenant, user) = require_session().await?;
-    if !(user.has(gateway::Role::Reviewer) || user.has(gateway::Role::Admin)) {
-        return Err(ServerFnError::new("forbidden: deciding proposals needs the reviewer or admin role"));
-    }
-    let decision = match decision.as_str() {
-        "accept" => gateway::brain::Decision::Accept,
-        "reject" => gateway::brain::Decision::Reject,
-        _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
-    };
-    let by =
-        gateway::brain::Decider::Human(gateway::approvals::Human { user: user.id, username: user.username });
-    gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
-    Ok(())
+    form(async {
+        let (gw, tenant, user) = require_session().await?;
+        if !(user.has(gateway::Role::Reviewer) || user.has(gateway::Role::Admin)) {
+            return Err(ServerFnError::new("forbidden: deciding proposals needs the reviewer or admin role"));
+        }
+        let decision = match decision.as_str() {
+            "accept" => gateway::brain::Decision::Accept,
+            "reject" => gateway::brain::Decision::Reject,
+            _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
+        };
+        let by = gateway::brain::Decider::Human(gateway::approvals::Human {
+            user: user.id,
+            username: user.username,
+        });
+        gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
 }
 
 /// One ledger entry as the spend page shows it.
@@ -651,4 +704,99 @@ pub async fn ledger_page(
             })
             .collect(),
     })
+}
+
+/// A console user as the admin's user list shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserRow {
+    pub id: String,
+    pub username: String,
+    pub roles: Vec<String>,
+    pub created_at: String,
+}
+
+/// The roles ticked on a users form: one checkbox per role, present when ticked.
+#[cfg(feature = "ssr")]
+fn ticked(
+    admin: Option<String>,
+    approver: Option<String>,
+    reviewer: Option<String>,
+    finance: Option<String>,
+) -> Vec<gateway::Role> {
+    use gateway::Role;
+    [(admin, Role::Admin), (approver, Role::Approver), (reviewer, Role::Reviewer), (finance, Role::Finance)]
+        .into_iter()
+        .filter_map(|(v, r)| v.map(|_| r))
+        .collect()
+}
+
+#[cfg(feature = "ssr")]
+async fn require_admin() -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
+    let (gw, tenant, user) = require_session().await?;
+    if !user.has(gateway::Role::Admin) {
+        return Err(ServerFnError::new("forbidden: managing console users needs the admin role"));
+    }
+    Ok((gw, tenant, user))
+}
+
+#[server]
+pub async fn list_users() -> Result<Vec<UserRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_view("users").await?;
+    Ok(gw
+        .users(&tenant.id)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|u| UserRow {
+            id: u.id.to_string(),
+            roles: u.roles.iter().map(|r| r.as_str().to_string()).collect(),
+            username: u.username,
+            created_at: u.created_at.to_rfc3339(),
+        })
+        .collect())
+}
+
+/// Adds a console user with a password and roles (admin only). A plain form post.
+#[server(prefix = "/api", endpoint = "add_user")]
+pub async fn add_user(
+    username: String,
+    password: String,
+    admin: Option<String>,
+    approver: Option<String>,
+    reviewer: Option<String>,
+    finance: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_admin().await?;
+        let roles = ticked(admin, approver, reviewer, finance);
+        gw.create_user_as(&tenant.id, &username.to_lowercase(), &password, &roles, Some(&by.username))
+            .await
+            .map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}
+
+/// Replaces a console user's roles (admin only; the tenant keeps at least one admin).
+#[server(prefix = "/api", endpoint = "set_roles")]
+pub async fn set_roles(
+    user_id: String,
+    admin: Option<String>,
+    approver: Option<String>,
+    reviewer: Option<String>,
+    finance: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_admin().await?;
+        let id = gateway::UserId::parse(&user_id)
+            .ok_or_else(|| ServerFnError::new("not_found: no such console user"))?;
+        gw.set_user_roles(&tenant.id, &id, &ticked(admin, approver, reviewer, finance), &by.username)
+            .await
+            .map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
 }

@@ -58,6 +58,21 @@ pub fn SignedOut() -> impl IntoView {
     }
 }
 
+/// The error a plain form post came back with (`?error=`), so the page says what went wrong.
+#[component]
+pub fn FormError() -> impl IntoView {
+    let query = leptos_router::hooks::use_query_map();
+    move || {
+        query.read().get("error").filter(|e| !e.is_empty()).map(|e| {
+            view! {
+                <div role="alert" data-testid="form-error" class="mb-3 rounded border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-800 dark:bg-red-950 dark:text-red-200">
+                    {e}
+                </div>
+            }
+        })
+    }
+}
+
 #[component]
 pub fn Loading() -> impl IntoView {
     view! { <p class="text-sm text-zinc-500">"Loading…"</p> }

@@ -14,6 +14,7 @@ const NAV: &[(&str, &str)] = &[
     ("/spend", "Spend"),
     ("/activity", "Activity"),
     ("/profiles", "Profiles"),
+    ("/users", "Users"),
 ];
 
 #[component]

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 
 use crate::api::console::inbox;
+use crate::components::common::FormError;
 use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -13,6 +14,7 @@ pub fn InboxPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| inbox());
     view! {
         <PageHeader title="Approval inbox" subtitle="Actions an AccountKit parked for a human decision. Each holds its cost until decided; unanswered ones expire into a denial." />
+        <FormError />
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |rows| {

@@ -8,3 +8,4 @@ pub mod not_found;
 pub mod profiles;
 pub mod proposals;
 pub mod spend;
+pub mod users;

@@ -9,7 +9,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::console::{ProposalRow, TrailRow, proposal_detail, proposals_view};
 use crate::components::common::{
-    CARD, EmptyState, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, FormError, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 
 const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
@@ -132,6 +132,7 @@ pub fn ProposalDetailPage() -> impl IntoView {
                                 <pre class="max-h-64 overflow-auto rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800" data-testid="envelope">{d.envelope}</pre>
                             </section>
                             <section class="space-y-3">
+                                <FormError />
                                 <h2 class="text-sm font-semibold">"Decision trail"</h2>
                                 <Trail steps=trail />
                                 {match d.why_not {

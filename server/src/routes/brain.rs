@@ -165,7 +165,7 @@ impl FromRequestParts<AppState> for DecidingCaller {
     params(("id" = String, Path, description = "The proposal id."),
         ("X-Naive-User" = Option<String>, Header, description = "With the company key: the reviewer deciding."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     request_body = DecisionBody,
-    responses((status = 200, description = "Decided.", body = gateway::brain::Proposal),
+    responses((status = 200, description = "Decided.", body = crate::openapi::ProposalDecided),
         (status = 202, description = "An agent's accept parks for a human.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused by the kit, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn decide(
