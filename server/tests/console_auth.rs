@@ -263,6 +263,12 @@ async fn an_approver_decides_from_the_inbox_and_the_owner_cannot() {
     assert!(ledger.iter().any(|e| e.hold_id == hold && e.kind == "post"), "the hold posted");
     let (_, html) = app.get_signed_in("/", &approver).await;
     assert!(!html.contains(&parked.id), "the decided item left the inbox");
+    // The decided filter, kept in the URL, shows it with who decided and why.
+    let (status, html) = app.get_signed_in("/?status=approved", &approver).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(&parked.id) && html.contains("approved by approver: ok for servos"));
+    assert!(!html.contains("data-testid=\"approve\""), "a decided item cannot be decided again");
+    assert_eq!(app.get_signed_in("/?status=bogus", &approver).await.0, 200);
     app.stop().await;
 }
 

@@ -307,12 +307,18 @@ pub async fn overview() -> Result<TenantOverview, ServerFnError> {
 }
 
 #[server]
-pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
+pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
     use crate::api::to_fn_error;
     use gateway::approvals::{ApprovalQuery, ApprovalStatus};
     let (gw, tenant, user) = require_view("inbox").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
-    let q = ApprovalQuery { status: Some(ApprovalStatus::Pending), ..Default::default() };
+    let status = match status.trim() {
+        "" => ApprovalStatus::Pending,
+        s => ApprovalStatus::parse(s).ok_or_else(|| {
+            ServerFnError::new("invalid_filter: status is pending, approved, denied or expired")
+        })?,
+    };
+    let q = ApprovalQuery { status: Some(status), ..Default::default() };
     let may_decide = user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin);
     let now = chrono::Utc::now();
     Ok(gw
@@ -323,7 +329,13 @@ pub async fn inbox() -> Result<Vec<InboxRow>, ServerFnError> {
         .map(|a| {
             let profile = profiles.iter().find(|p| p.id == a.profile_id);
             // The gateway refuses these decisions too; the page says why before anyone tries.
-            let why_not = if !may_decide {
+            let why_not = if a.status != ApprovalStatus::Pending {
+                Some(match (&a.decided_by, &a.decision_reason) {
+                    (Some(by), Some(why)) => format!("{} by {by}: {why}", a.status.as_str()),
+                    (Some(by), None) => format!("{} by {by}", a.status.as_str()),
+                    _ => a.status.as_str().to_string(),
+                })
+            } else if !may_decide {
                 Some("Deciding needs the approver or admin role.".to_string())
             } else if profile.and_then(|p| p.owner.as_ref()) == Some(&user.id) {
                 Some("You own this agent's profile, so another approver must decide.".to_string())

@@ -11,10 +11,28 @@ use crate::components::countdown::Countdown;
 
 #[component]
 pub fn InboxPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| inbox());
+    let query = leptos_router::hooks::use_query_map();
+    let status = move || query.read().get("status").unwrap_or_default();
+    let data = Resource::new(status, inbox);
+    let tab = move |value: &'static str, label: &'static str| {
+        let current = move || status() == value || (value == "pending" && status().is_empty());
+        view! {
+            <a href=format!("/?status={value}") data-testid=format!("filter-{value}")
+                aria-current=move || current().then_some("page")
+                class="rounded px-2 py-1 text-sm text-zinc-600 hover:bg-zinc-100 aria-[current=page]:bg-zinc-900 aria-[current=page]:text-white dark:text-zinc-300 dark:hover:bg-zinc-800">
+                {label}
+            </a>
+        }
+    };
     view! {
         <PageHeader title="Approval inbox" subtitle="Actions an AccountKit parked for a human decision. Each holds its cost until decided; unanswered ones expire into a denial." />
         <FormError />
+        <nav class="mb-3 flex gap-1" aria-label="Filter by status">
+            {tab("pending", "Waiting")}
+            {tab("approved", "Approved")}
+            {tab("denied", "Denied")}
+            {tab("expired", "Expired")}
+        </nav>
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |rows| {
