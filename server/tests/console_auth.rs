@@ -531,3 +531,26 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
     assert!(html.contains("data-testid=\"form-error\""));
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_activity_feed_filters_by_agent_kind_and_verdict_in_the_url() {
+    let app = spawn_app().await;
+    let cookie = app.sign_in("approver", common::ADMIN_PASSWORD).await;
+    let kinds = |html: &str| -> Vec<String> {
+        html.split("data-kind=\"").skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect()
+    };
+    let (_, all) = app.get_signed_in("/activity", &cookie).await;
+    let every = kinds(&all);
+    assert!(every.iter().any(|k| k == "refusal") && every.iter().any(|k| k == "action"), "{every:?}");
+    let (status, html) = app.get_signed_in("/activity?kind=refusal", &cookie).await;
+    assert_eq!(status, 200);
+    let only = kinds(&html);
+    assert!(!only.is_empty() && only.iter().all(|k| k == "refusal"), "{only:?}");
+    let (_, html) = app.get_signed_in("/activity?verdict=park", &cookie).await;
+    assert!(html.split("data-verdict=\"").skip(1).all(|s| s.starts_with("park\"")));
+    let (_, html) = app.get_signed_in("/activity?agent=support-mailer", &cookie).await;
+    let rows = html.matches("data-kind=\"").count();
+    assert!(rows >= 2 && rows < every.len(), "the mailer's entries only: {rows}");
+    assert!(html.contains("chain verified"));
+    app.stop().await;
+}

@@ -103,6 +103,10 @@ pub struct ActivityRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ActivityView {
     pub rows: Vec<ActivityRow>,
+    /// The cursor of older entries, when there are more.
+    pub older: Option<i64>,
+    /// The tenant's agent names, for the filter.
+    pub agents: Vec<String>,
     pub chain_ok: bool,
     pub chain_entries: u64,
     pub first_broken: Option<i64>,
@@ -439,15 +443,38 @@ pub async fn deny_action(id: String, reason: String) -> Result<(), ServerFnError
 }
 
 #[server]
-pub async fn activity_feed() -> Result<ActivityView, ServerFnError> {
+pub async fn activity_feed(
+    agent: String,
+    kind: String,
+    verdict: String,
+    before: Option<i64>,
+) -> Result<ActivityView, ServerFnError> {
     use crate::api::to_fn_error;
+    const PAGE: i64 = 200;
     let (gw, tenant, _) = require_view("activity").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
-    let entries = gw.log(&tenant.id, &Default::default()).await.map_err(to_fn_error)?;
+    let profile = match agent.trim() {
+        "" => None,
+        name => Some(
+            profiles
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.id.clone())
+                .ok_or_else(|| ServerFnError::new(format!("not_found: no agent named {name}")))?,
+        ),
+    };
+    let q = gateway::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
+    let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
+    let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
+    let (kind, verdict) = (kind.trim().to_string(), verdict.trim().to_string());
     let chain = gw.verify_log(&tenant.id).await.map_err(to_fn_error)?;
     Ok(ActivityView {
+        older,
+        agents: profiles.iter().map(|p| p.name.clone()).collect(),
         rows: entries
             .into_iter()
+            .filter(|e| kind.is_empty() || e.kind == kind)
+            .filter(|e| verdict.is_empty() || e.verdict.as_deref() == Some(verdict.as_str()))
             .map(|e| ActivityRow {
                 agent: e
                     .profile_id

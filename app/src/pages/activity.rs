@@ -1,5 +1,6 @@
 //! The activity feed: every action, refusal and decision, newest first, with the state of the
-//! tamper-evident chain.
+//! tamper-evident chain. Filters by agent, kind and verdict live in the URL (a plain GET form),
+//! and older entries are a keyset page away.
 
 use leptos::prelude::*;
 
@@ -8,9 +9,45 @@ use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 
+const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
+const KINDS: [&str; 12] = [
+    "action",
+    "refusal",
+    "park",
+    "hold",
+    "approval",
+    "kit_edit",
+    "key",
+    "revoke",
+    "writeback",
+    "proposal",
+    "profile",
+    "console",
+];
+const VERDICTS: [&str; 6] = ["allow", "deny", "park", "unavailable", "approved", "denied"];
+
 #[component]
 pub fn ActivityPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| activity_feed());
+    let query = leptos_router::hooks::use_query_map();
+    let get = move |k: &str| query.read().get(k).unwrap_or_default();
+    let data = Resource::new(
+        move || (get("agent"), get("kind"), get("verdict"), get("before").parse::<i64>().ok()),
+        |(a, k, v, b)| activity_feed(a, k, v, b),
+    );
+    let select = move |name: &'static str, label: &'static str, options: Vec<String>| {
+        view! {
+            <label class="flex flex-col">
+                <span class="text-xs text-zinc-500">{label}</span>
+                <select name=name class=INPUT>
+                    <option value="">"any"</option>
+                    {options.into_iter().map(|o| {
+                        let selected = get(name) == o;
+                        view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
+                    }).collect_view()}
+                </select>
+            </label>
+        }
+    };
     view! {
         <PageHeader title="Activity" subtitle="Every tool call, spend and decision, newest first." />
         <Suspense fallback=Loading>
@@ -24,8 +61,22 @@ pub fn ActivityPage() -> impl IntoView {
                     if feed.rows.is_empty() {
                         return view! { {chain} <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any();
                     }
+                    let filters = view! {
+                        <form method="get" action="/activity" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="activity-filters">
+                            {select("agent", "Agent", feed.agents.clone())}
+                            {select("kind", "Kind", KINDS.iter().map(|k| k.to_string()).collect())}
+                            {select("verdict", "Verdict", VERDICTS.iter().map(|v| v.to_string()).collect())}
+                            <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
+                            <a href="/activity" class="px-1 py-1 text-zinc-500 underline">"Clear"</a>
+                        </form>
+                    };
+                    let older = feed.older.map(|b| view! {
+                        <a class="mt-2 inline-block text-sm underline" data-testid="older"
+                            href=format!("/activity?agent={}&kind={}&verdict={}&before={b}", get("agent"), get("kind"), get("verdict"))>"Older entries →"</a>
+                    });
                     view! {
                         {chain}
+                        {filters}
                         <div class=CARD>
                             <table class=TABLE data-testid="activity-table">
                                 <thead class=THEAD>
@@ -41,8 +92,10 @@ pub fn ActivityPage() -> impl IntoView {
                                     </tr>
                                 </thead>
                                 <tbody>
-                                    {feed.rows.into_iter().map(|r| view! {
-                                        <tr class=TR>
+                                    {feed.rows.into_iter().map(|r| {
+                                        let (k, v) = (r.kind.clone(), r.verdict.clone().unwrap_or_default());
+                                        view! {
+                                        <tr class=TR data-kind=k data-verdict=v>
                                             <td class=format!("{TD} tabular-nums text-zinc-400")>{r.seq}</td>
                                             <td class=TD><Time rfc3339=r.at /></td>
                                             <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
@@ -52,10 +105,11 @@ pub fn ActivityPage() -> impl IntoView {
                                             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
                                             <td class=format!("{TD} text-xs text-zinc-500")>{r.actor}</td>
                                         </tr>
-                                    }).collect_view()}
+                                    }}).collect_view()}
                                 </tbody>
                             </table>
                         </div>
+                        {older}
                     }.into_any()
                 })
             })}
