@@ -97,24 +97,8 @@ fn money(units: i64) -> Money {
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
 pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
-    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
     let now = db::ts(Utc::now());
-    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
-    c.prepare_cached(
-        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
-    )?
-    .execute(params![
-        id,
-        h.tenant.as_str(),
-        h.chain[0].as_str(),
-        chain,
-        h.action,
-        h.amount.units(),
-        h.credit.units(),
-        i64::from(h.kit_version),
-        now
-    ])?;
+    let id = insert_hold(c, h, None, &now)?;
     for account in &h.chain {
         move_balance(
             c,
@@ -139,28 +123,10 @@ pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
 /// with one `post` entry per account. Returns the hold id and the amount posted (at most the
 /// held amount).
 pub(crate) fn post_now(c: &Connection, h: &NewHold, posted: Money) -> Result<(String, Money)> {
-    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
     let now = db::ts(Utc::now());
-    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
-    c.prepare_cached(
-        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'posted', ?, ?, ?)",
-    )?
-    .execute(params![
-        id,
-        h.tenant.as_str(),
-        h.chain[0].as_str(),
-        chain,
-        h.action,
-        amount,
-        h.credit.units(),
-        i64::from(h.kit_version),
-        posted_units,
-        now,
-        now
-    ])?;
+    let id = insert_hold(c, h, Some(posted_units), &now)?;
     for account in &h.chain {
         move_balance(
             c,
@@ -179,6 +145,31 @@ pub(crate) fn post_now(c: &Connection, h: &NewHold, posted: Money) -> Result<(St
     c.prepare_cached("UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?")?
         .execute(params![credit_posted, h.tenant.as_str()])?;
     Ok((id, money(posted_units)))
+}
+
+/// Writes a hold row: pending, or (with `posted`) already posted and ended. Returns its id.
+fn insert_hold(c: &Connection, h: &NewHold, posted: Option<i64>, now: &str) -> Result<String> {
+    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
+    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
+    c.prepare_cached(
+        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )?
+    .execute(params![
+        id,
+        h.tenant.as_str(),
+        h.chain[0].as_str(),
+        chain,
+        h.action,
+        h.amount.units(),
+        h.credit.units(),
+        i64::from(h.kit_version),
+        if posted.is_some() { "posted" } else { "pending" },
+        posted,
+        now,
+        posted.map(|_| now)
+    ])?;
+    Ok(id)
 }
 
 /// Platform credit is consumed in proportion to what was posted; the rest is released.

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use app::api::console::{SESSION_COOKIE, session_token};
+use app::api::console::{SESSION_COOKIE, encode_query_value, session_token};
 use axum::Form;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -80,18 +80,8 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-/// Percent-encodes a path for a query value.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn login_url(error: &str, next: &str) -> String {
-    format!("/login?error={error}&next={}", encode(next))
+    format!("/login?error={error}&next={}", encode_query_value(next))
 }
 
 fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
@@ -170,7 +160,7 @@ pub async fn require_sign_in(State(state): State<AppState>, req: Request, next: 
         return next.run(req).await;
     }
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
-    Redirect::to(&format!("/login?next={}", encode(&target))).into_response()
+    Redirect::to(&format!("/login?next={}", encode_query_value(&target))).into_response()
 }
 
 /// Refuses cross-site state-changing requests to the console (see the module doc).

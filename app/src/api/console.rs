@@ -150,6 +150,17 @@ pub const VIEW_ROLES: &[(&str, &[&str])] = &[
 /// The name of the session cookie.
 pub const SESSION_COOKIE: &str = "naive_session";
 
+/// Percent-encodes a value for a URL query (paths keep their slashes). The console and the
+/// server's redirects both use it.
+pub fn encode_query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The session token in a `Cookie` header, if any.
 pub fn session_token(cookie_header: &str) -> Option<&str> {
     cookie_header
@@ -383,12 +394,7 @@ async fn back_with_error(e: ServerFnError) -> ServerFnError {
             target.push('&');
         }
         target.push_str("error=");
-        for b in message.bytes() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => target.push(b as char),
-                _ => target.push_str(&format!("%{b:02X}")),
-            }
-        }
+        target.push_str(&encode_query_value(&message));
         leptos_axum::redirect(&target);
     }
     e
@@ -405,14 +411,27 @@ async fn form<T>(
     }
 }
 
-/// The signed-in human, for a decision: approver or admin.
+/// The signed-in user, if they hold one of `roles`; otherwise `forbidden:` saying that `what`
+/// needs them. Every console action goes through this one check.
+#[cfg(feature = "ssr")]
+async fn require_roles(
+    roles: &[gateway::Role],
+    what: &str,
+) -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
+    let (gw, tenant, user) = require_session().await?;
+    if !roles.iter().any(|r| user.has(*r)) {
+        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+        return Err(ServerFnError::new(format!("forbidden: {what} needs the {} role", names.join(" or "))));
+    }
+    Ok((gw, tenant, user))
+}
+
+/// The signed-in human, for an approval decision: approver or admin.
 #[cfg(feature = "ssr")]
 async fn require_approver()
 -> Result<(gateway::Gateway, gateway::Tenant, gateway::approvals::Human), ServerFnError> {
-    let (gw, tenant, user) = require_session().await?;
-    if !(user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin)) {
-        return Err(ServerFnError::new("forbidden: deciding needs the approver or admin role"));
-    }
+    let (gw, tenant, user) =
+        require_roles(&[gateway::Role::Approver, gateway::Role::Admin], "deciding").await?;
     Ok((gw, tenant, gateway::approvals::Human { user: user.id, username: user.username }))
 }
 
@@ -653,10 +672,8 @@ pub async fn decide_proposal_form(
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     form(async {
-        let (gw, tenant, user) = require_session().await?;
-        if !(user.has(gateway::Role::Reviewer) || user.has(gateway::Role::Admin)) {
-            return Err(ServerFnError::new("forbidden: deciding proposals needs the reviewer or admin role"));
-        }
+        let (gw, tenant, user) =
+            require_roles(&[gateway::Role::Reviewer, gateway::Role::Admin], "deciding proposals").await?;
         let decision = match decision.as_str() {
             "accept" => gateway::brain::Decision::Accept,
             "reject" => gateway::brain::Decision::Reject,
@@ -769,15 +786,6 @@ fn ticked(
         .collect()
 }
 
-#[cfg(feature = "ssr")]
-async fn require_admin() -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
-    let (gw, tenant, user) = require_session().await?;
-    if !user.has(gateway::Role::Admin) {
-        return Err(ServerFnError::new("forbidden: managing console users needs the admin role"));
-    }
-    Ok((gw, tenant, user))
-}
-
 #[server]
 pub async fn list_users() -> Result<Vec<UserRow>, ServerFnError> {
     use crate::api::to_fn_error;
@@ -808,7 +816,7 @@ pub async fn add_user(
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     form(async {
-        let (gw, tenant, by) = require_admin().await?;
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing console users").await?;
         let roles = ticked(admin, approver, reviewer, finance);
         gw.create_user_as(&tenant.id, &username.to_lowercase(), &password, &roles, Some(&by.username))
             .await
@@ -829,7 +837,7 @@ pub async fn set_roles(
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     form(async {
-        let (gw, tenant, by) = require_admin().await?;
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing console users").await?;
         let id = gateway::UserId::parse(&user_id)
             .ok_or_else(|| ServerFnError::new("not_found: no such console user"))?;
         gw.set_user_roles(&tenant.id, &id, &ticked(admin, approver, reviewer, finance), &by.username)

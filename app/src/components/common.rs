@@ -136,6 +136,9 @@ pub fn Time(#[prop(into)] rfc3339: String) -> impl IntoView {
 }
 
 /// Shared table styling.
+/// A text input or select in the console's forms.
+pub const INPUT: &str =
+    "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 pub const TABLE: &str = "w-full border-collapse text-sm";
 pub const THEAD: &str = "border-b border-zinc-200 text-left text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:text-zinc-400";
 pub const TH: &str = "px-3 py-2";

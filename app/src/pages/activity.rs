@@ -6,10 +6,10 @@ use leptos::prelude::*;
 
 use crate::api::console::activity_feed;
 use crate::components::common::{
-    CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
+    show,
 };
 
-const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 const KINDS: [&str; 12] = [
     "action",
     "refusal",

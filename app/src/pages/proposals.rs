@@ -9,10 +9,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::console::{ProposalRow, TrailRow, proposal_detail, proposals_view};
 use crate::components::common::{
-    CARD, EmptyState, FormError, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, FormError, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
+    show,
 };
-
-const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 
 #[component]
 pub fn ProposalsPage() -> impl IntoView {

@@ -9,10 +9,8 @@ use policy::Money;
 
 use crate::api::console::{SpendRow, ledger_page, spend_overview};
 use crate::components::common::{
-    CARD, EmptyState, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
-
-const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 
 fn pct(part: Money, whole: i64) -> f64 {
     if whole <= 0 { 0.0 } else { (part.units() as f64 / whole as f64 * 100.0).clamp(0.0, 100.0) }

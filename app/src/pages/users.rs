@@ -4,7 +4,9 @@
 use leptos::prelude::*;
 
 use crate::api::console::list_users;
-use crate::components::common::{CARD, FormError, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show};
+use crate::components::common::{
+    CARD, FormError, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
+};
 
 const ROLES: [(&str, &str); 4] = [
     ("admin", "kits, profiles, keys, revoke, users"),
@@ -12,7 +14,6 @@ const ROLES: [(&str, &str); 4] = [
     ("reviewer", "brain proposals"),
     ("finance", "spend and caps; read-only elsewhere"),
 ];
-const INPUT: &str = "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 
 #[component]
 pub fn UsersPage() -> impl IntoView {
