@@ -1,5 +1,6 @@
 //! Configuration from flags and environment. Every setting has a flag and an environment
-//! variable; flags win.
+//! variable; flags win. Switches take `1`/`0`, `true`/`false`, `yes`/`no` or `on`/`off` from
+//! the environment.
 
 use std::net::SocketAddr;
 
@@ -57,7 +58,7 @@ pub struct Config {
     pub bind: SocketAddr,
 
     /// Do not seed the demo tenant into an empty database.
-    #[arg(long, env = "NAIVE_NO_DEMO", global = true)]
+    #[arg(long, env = "NAIVE_NO_DEMO", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub no_demo: bool,
 
     /// Password for the demo `admin` user; generated and printed once if unset.
@@ -74,7 +75,7 @@ pub struct Config {
     pub operator_key: Option<String>,
 
     /// Also run the demo agent inside the server, driving the demo tenant's agents over /v1.
-    #[arg(long, env = "NAIVE_DEMO_AGENT", global = true)]
+    #[arg(long, env = "NAIVE_DEMO_AGENT", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub demo_agent: bool,
 
     /// How many calls a minute the demo agent makes.
