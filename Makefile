@@ -35,6 +35,7 @@ lint:
 # process), so they run one at a time. They take a few seconds either way.
 unit:
 	cargo test -p policy -p gateway
+	cargo test -p app --features ssr --lib
 	cargo test -p server -- --test-threads=1
 	cargo test -p policy --bench decide
 

@@ -23,10 +23,10 @@ use crate::components::layout::Layout;
 use crate::pages::{
     activity::ActivityPage,
     inbox::InboxPage,
-    kits::KitsPage,
+    kits::{KitEditPage, KitsPage},
     login::LoginPage,
     not_found::NotFound,
-    profiles::ProfilesPage,
+    profiles::{ProfileDetailPage, ProfilesPage},
     proposals::{ProposalDetailPage, ProposalsPage},
     spend::SpendPage,
     users::UsersPage,
@@ -85,9 +85,11 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/proposals") view=ProposalsPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals/:id") view=ProposalDetailPage ssr=SsrMode::Async />
                     <Route path=path!("/kits") view=KitsPage ssr=SsrMode::Async />
+                    <Route path=path!("/kits/:name") view=KitEditPage ssr=SsrMode::Async />
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
+                    <Route path=path!("/profiles/:id") view=ProfileDetailPage ssr=SsrMode::Async />
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>

@@ -138,6 +138,8 @@ impl Gateway {
             .write()
             .expect("kit cache lock")
             .insert((tenant.clone(), record.kit.name.clone()), record.kit.clone());
+        // Every cached ancestry holds the effective kits derived from the old version.
+        self.invalidate_links();
         Ok(record)
     }
 }

@@ -57,6 +57,22 @@ async fn a_hard_cap_denies_and_stops_the_runtime() {
 }
 
 #[tokio::test]
+async fn a_saved_kit_governs_the_next_call_of_an_agent_already_acting() {
+    let w = world().await;
+    w.kit(r#"{"name":"Reader","primitives":["web"],"limits":{"budget":{"hard_cap":"10"}}}"#).await;
+    let a = w.agent("reader", "Reader", None).await;
+    let read = json!({"url": "https://example.test"});
+    assert_eq!(w.call(&a, "web.read", read.clone()).await.disposition, Disposition::Executed);
+    let kit = w.gw.current_kit(&w.tenant, "Reader").await.unwrap().kit;
+    let mut lower = kit.clone();
+    lower.limits.budget.hard_cap = Some(Money::units_const(25));
+    w.gw.save_kit(&w.tenant, lower, Some(kit.version), "admin").await.unwrap();
+    let r = w.call(&a, "web.read", read).await;
+    assert_eq!((r.disposition, r.body["reason"].clone()), (Disposition::Refused, json!("budget_exceeded")));
+    w.assert_ledger_ok().await;
+}
+
+#[tokio::test]
 async fn bad_input_is_refused_before_any_write() {
     let w = world().await;
     let a = w.agent("bot", "Default", None).await;

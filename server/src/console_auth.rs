@@ -148,6 +148,8 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 fn is_console_page(path: &str) -> bool {
     matches!(path, "/" | "/proposals" | "/kits" | "/spend" | "/activity" | "/profiles" | "/users")
         || path.starts_with("/proposals/")
+        || path.starts_with("/profiles/")
+        || path.starts_with("/kits/")
 }
 
 /// Redirects a console page request without a live session to the sign-in page.

@@ -172,20 +172,26 @@ pub fn session_token(cookie_header: &str) -> Option<&str> {
 }
 
 #[cfg(feature = "ssr")]
-mod session {
+pub(crate) mod session {
     use super::*;
     use crate::api::{gateway, to_fn_error};
+
+    /// The session cookie of this request.
+    pub(crate) async fn token() -> Result<Option<String>, ServerFnError> {
+        let headers: axum::http::HeaderMap = leptos_axum::extract().await?;
+        Ok(headers
+            .get(axum::http::header::COOKIE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(session_token)
+            .map(str::to_string))
+    }
 
     /// The signed-in user of this request and their tenant, or `None` when signed out.
     pub(crate) async fn current()
     -> Result<Option<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser)>, ServerFnError> {
         let gw = gateway()?;
-        let headers: axum::http::HeaderMap = leptos_axum::extract().await?;
-        let Some(token) =
-            headers.get(axum::http::header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token)
-        else {
-            return Ok(None);
-        };
+        let Some(token) = token().await? else { return Ok(None) };
+        let token = token.as_str();
         let Some(user) = gw.session_user(token).await.map_err(to_fn_error)? else { return Ok(None) };
         let tenant = gw.tenant(&user.tenant_id).await.map_err(to_fn_error)?;
         Ok(Some((gw, tenant, user)))
@@ -194,15 +200,15 @@ mod session {
 
 /// The signed-in user, or `signed_out:`.
 #[cfg(feature = "ssr")]
-async fn require_session() -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError>
-{
+pub(crate) async fn require_session()
+-> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
     session::current().await?.ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))
 }
 
 /// The signed-in user, if one of their roles may open `view`; otherwise `forbidden:` (and the
 /// response becomes a 403).
 #[cfg(feature = "ssr")]
-async fn require_view(
+pub(crate) async fn require_view(
     view: &str,
 ) -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
     let (gw, tenant, user) = require_session().await?;
@@ -380,8 +386,7 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
 /// ([`crate::components::common::FormError`]). Returns the error for callers with JavaScript.
 #[cfg(feature = "ssr")]
 async fn back_with_error(e: ServerFnError) -> ServerFnError {
-    let message = e.to_string();
-    let message = message.rsplit("error running server function: ").next().unwrap_or(&message).to_string();
+    let message = crate::components::common::error_text(&e);
     if let Ok(headers) = leptos_axum::extract::<axum::http::HeaderMap>().await
         && let Some(referer) = headers.get(axum::http::header::REFERER).and_then(|v| v.to_str().ok())
     {
@@ -402,7 +407,7 @@ async fn back_with_error(e: ServerFnError) -> ServerFnError {
 
 /// Runs a form's server function, turning its error into [`back_with_error`].
 #[cfg(feature = "ssr")]
-async fn form<T>(
+pub(crate) async fn form<T>(
     run: impl std::future::Future<Output = Result<T, ServerFnError>>,
 ) -> Result<T, ServerFnError> {
     match run.await {
@@ -414,7 +419,7 @@ async fn form<T>(
 /// The signed-in user, if they hold one of `roles`; otherwise `forbidden:` saying that `what`
 /// needs them. Every console action goes through this one check.
 #[cfg(feature = "ssr")]
-async fn require_roles(
+pub(crate) async fn require_roles(
     roles: &[gateway::Role],
     what: &str,
 ) -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {

@@ -2,6 +2,8 @@
 //! here are what crosses to the page, so the browser build never needs `gateway`.
 
 pub mod console;
+pub mod kits;
+pub mod profiles;
 
 #[cfg(feature = "ssr")]
 use leptos::prelude::ServerFnError;

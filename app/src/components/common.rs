@@ -145,3 +145,10 @@ pub const TH: &str = "px-3 py-2";
 pub const TD: &str = "px-3 py-2 align-top";
 pub const TR: &str = "border-b border-zinc-100 last:border-0 hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40";
 pub const CARD: &str = "overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900";
+
+/// A server function's error as the user should read it: its stable code and what to do,
+/// without the transport's prefix.
+pub fn error_text(e: &ServerFnError) -> String {
+    let text = e.to_string();
+    text.rsplit("error running server function: ").next().unwrap_or(&text).to_string()
+}

@@ -4,4 +4,6 @@
 pub mod common;
 pub mod connection;
 pub mod countdown;
+pub mod kit_editor;
 pub mod layout;
+pub mod secret;

@@ -1,11 +1,14 @@
 //! Kits: each AccountKit's current version, its primitives and limits, and its history with
-//! what every edit widened and narrowed.
+//! what every edit widened and narrowed; and `/kits/:name`, the editor with its simulator.
 
 use leptos::prelude::*;
-use policy::{Direction, Primitive};
+use leptos_router::hooks::{use_params_map, use_query_map};
+use policy::Primitive;
 
-use crate::api::console::{KitSummary, list_kits};
-use crate::components::common::{CARD, EmptyState, Loading, MoneyCell, PageHeader, Time, show};
+use crate::api::console::{KitSummary, KitVersionRow, encode_query_value, list_kits};
+use crate::api::kits::kit_editor;
+use crate::components::common::{CARD, EmptyState, FormError, Loading, MoneyCell, PageHeader, Time, show};
+use crate::components::kit_editor::{DiffList, KitEditor};
 
 #[component]
 pub fn KitsPage() -> impl IntoView {
@@ -32,7 +35,10 @@ fn KitCard(summary: KitSummary) -> impl IntoView {
     view! {
         <section class=format!("{CARD} mb-4 p-4") data-testid="kit-card">
             <div class="flex flex-wrap items-baseline justify-between gap-2">
-                <h2 class="text-base font-semibold">{kit.name.clone()} <span class="ml-1 text-sm font-normal text-zinc-500">{kit.version.to_string()}</span></h2>
+                <h2 class="text-base font-semibold">
+                    <a class="underline decoration-zinc-300 hover:decoration-zinc-600" href=format!("/kits/{}", encode_query_value(&kit.name)) data-testid="edit-kit">{kit.name.clone()}</a>
+                    <span class="ml-1 text-sm font-normal text-zinc-500">{kit.version.to_string()}</span>
+                </h2>
                 <span class="text-xs text-zinc-500">
                     {format!("{} profiles · saved by {} · ", summary.profiles, summary.current.author)}
                     <Time rfc3339=summary.current.created_at.clone() />
@@ -57,32 +63,58 @@ fn KitCard(summary: KitSummary) -> impl IntoView {
             </dl>
             <details class="mt-3 text-sm">
                 <summary class="cursor-pointer text-zinc-600 dark:text-zinc-300">{format!("History ({} versions)", summary.history.len())}</summary>
-                <ol class="mt-2 space-y-2">
-                    {summary.history.into_iter().map(|v| view! {
-                        <li class="border-l-2 border-zinc-200 pl-3 dark:border-zinc-700">
-                            <div class="text-xs text-zinc-500">
-                                {format!("{} by {} · ", v.kit.version, v.author)}<Time rfc3339=v.created_at />
-                            </div>
-                            {if v.diff.is_empty() {
-                                view! { <p class="text-xs text-zinc-400">"first version"</p> }.into_any()
-                            } else {
-                                view! {
-                                    <ul class="text-xs">
-                                        {v.diff.changes.into_iter().map(|c| {
-                                            let (mark, class) = match c.direction {
-                                                Direction::Widens => ("▲ widens", "text-amber-700 dark:text-amber-400"),
-                                                Direction::Narrows => ("▼ narrows", "text-emerald-700 dark:text-emerald-400"),
-                                                Direction::Neutral => ("• ", "text-zinc-500"),
-                                            };
-                                            view! { <li><span class=format!("mr-1 {class}")>{mark}</span>{c.text}</li> }
-                                        }).collect_view()}
-                                    </ul>
-                                }.into_any()
-                            }}
-                        </li>
-                    }).collect_view()}
-                </ol>
+                <KitHistory versions=summary.history />
             </details>
         </section>
+    }
+}
+
+/// Every version of a kit with its author and what it changed.
+#[component]
+fn KitHistory(versions: Vec<KitVersionRow>) -> impl IntoView {
+    view! {
+        <ol class="mt-2 space-y-2" data-testid="kit-history">
+            {versions.into_iter().map(|v| view! {
+                <li class="border-l-2 border-zinc-200 pl-3 dark:border-zinc-700">
+                    <div class="text-xs text-zinc-500">
+                        {format!("{} by {} · ", v.kit.version, v.author)}<Time rfc3339=v.created_at />
+                    </div>
+                    {if v.diff.is_empty() {
+                        view! { <p class="text-xs text-zinc-400">"first version"</p> }.into_any()
+                    } else {
+                        view! { <div class="text-xs"><DiffList diff=v.diff /></div> }.into_any()
+                    }}
+                </li>
+            }).collect_view()}
+        </ol>
+    }
+}
+
+#[component]
+pub fn KitEditPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let data = Resource::new(move || params.read().get("name").unwrap_or_default(), kit_editor);
+    view! {
+        <Suspense fallback=Loading>
+            {move || Suspend::new(async move {
+                show(data.await, |d| {
+                    let kit = d.current.kit.clone();
+                    view! {
+                        <PageHeader title="Edit kit" subtitle=format!("{} {} · saved by {}", kit.name, kit.version, d.current.author) />
+                        <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline">"← all kits"</a></p>
+                        <FormError />
+                        {move || query.read().get("saved").map(|v| view! {
+                            <div role="status" class="mb-3 rounded border border-emerald-300 bg-emerald-50 p-2 text-sm dark:border-emerald-800 dark:bg-emerald-950">{format!("Saved as {v}.")}</div>
+                        })}
+                        <KitEditor current=kit profiles=d.profiles credit=d.credit can_edit=d.can_edit />
+                        <section class="mt-8">
+                            <h2 class="text-sm font-semibold">"Version history"</h2>
+                            <KitHistory versions=d.history />
+                        </section>
+                    }
+                })
+            })}
+        </Suspense>
     }
 }

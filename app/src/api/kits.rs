@@ -1,0 +1,106 @@
+//! Server functions behind the AccountKit editor: the kit with its history and what the
+//! simulator needs, and saving a draft (admins only) as the next version.
+//!
+//! Guarantees: a save names the version it was edited from, and the gateway refuses it with
+//! `kit_version_conflict` if someone saved in between, so no edit silently overwrites another.
+//! The kit is validated again on the server whatever the browser said.
+
+use leptos::prelude::*;
+use policy::Money;
+use serde::{Deserialize, Serialize};
+
+use crate::api::console::KitVersionRow;
+use crate::components::kit_editor::SimProfile;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KitEditorData {
+    pub current: KitVersionRow,
+    /// Newest first.
+    pub history: Vec<KitVersionRow>,
+    /// The profiles on this kit, with their spend, for the simulator.
+    pub profiles: Vec<SimProfile>,
+    pub credit: Money,
+    pub can_edit: bool,
+}
+
+#[cfg(feature = "ssr")]
+fn version_row(r: gateway::KitRecord) -> KitVersionRow {
+    KitVersionRow { kit: r.kit, author: r.author, diff: r.diff, created_at: r.created_at.to_rfc3339() }
+}
+
+#[server]
+pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
+    use crate::api::console::require_view;
+    use crate::api::to_fn_error;
+    let (gw, tenant, user) = require_view("kits").await?;
+    let current = gw.current_kit(&tenant.id, &name).await.map_err(to_fn_error)?;
+    let mut history: Vec<_> =
+        gw.kit_versions(&tenant.id, &name).await.map_err(to_fn_error)?.into_iter().map(version_row).collect();
+    history.sort_by(|a, b| b.kit.version.cmp(&a.kit.version));
+    let mut profiles = Vec::new();
+    for p in gw.profiles(&tenant.id).await.map_err(to_fn_error)? {
+        if p.kit_name != name || p.status != policy::SubjectStatus::Active {
+            continue;
+        }
+        let totals = gw.budget(&tenant.id, &p.id).await.map_err(to_fn_error)?.totals;
+        profiles.push(SimProfile { name: p.name, posted: totals.posted, pending: totals.pending });
+    }
+    Ok(KitEditorData {
+        current: version_row(current),
+        history,
+        profiles,
+        credit: tenant.credit,
+        can_edit: user.has(gateway::Role::Admin),
+    })
+}
+
+/// Saves `kit_json` as the version after `expected_version`; returns the new version.
+#[cfg(feature = "ssr")]
+async fn save(name: &str, expected_version: u32, kit_json: &str) -> Result<u32, ServerFnError> {
+    use crate::api::console::require_roles;
+    use crate::api::to_fn_error;
+    let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
+    let mut kit = policy::Kit::from_json(kit_json).map_err(|e| {
+        let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
+    })?;
+    kit.name = name.to_string();
+    let record = gw
+        .save_kit(&tenant.id, kit, Some(policy::KitVersion(expected_version)), &user.username)
+        .await
+        .map_err(to_fn_error)?;
+    Ok(record.kit.version.0)
+}
+
+/// What a save from the editor island came to. A refusal (a conflict, an invalid kit, a
+/// missing role) is an answer the island shows in place, keeping the draft.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SaveOutcome {
+    Saved(u32),
+    Refused(String),
+}
+
+/// The editor island's save.
+#[server]
+pub async fn save_kit_draft(
+    name: String,
+    expected_version: u32,
+    kit_json: String,
+) -> Result<SaveOutcome, ServerFnError> {
+    Ok(match save(&name, expected_version, &kit_json).await {
+        Ok(v) => SaveOutcome::Saved(v),
+        Err(e) => SaveOutcome::Refused(crate::components::common::error_text(&e)),
+    })
+}
+
+/// The same save as a plain form post (no JavaScript): back to the editor with the outcome.
+#[server(prefix = "/api", endpoint = "save_kit")]
+pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> Result<(), ServerFnError> {
+    use crate::api::console::{encode_query_value, form};
+    form(async {
+        let v = save(&name, expected_version, &kit_json).await?;
+        leptos_axum::redirect(&format!("/kits/{}?saved=v{v}", encode_query_value(&name)));
+        Ok(())
+    })
+    .await
+}

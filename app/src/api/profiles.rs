@@ -1,0 +1,240 @@
+//! Server functions for one agent profile: its keys (issue, rotate, revoke) and revoking the
+//! profile after a preview of the cascade.
+//!
+//! Guarantees: every action is an admin's (SPEC §3) and is a POST; a key's secret leaves the
+//! server exactly once. Because the forms work without JavaScript, a new secret cannot travel
+//! in a response body the browser keeps: it waits in a short-lived, in-memory slot tied to
+//! the issuing session and key, the page it redirects to takes it (and so empties the slot),
+//! and a reload shows only the key's prefix.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::api::console::ProfileRow;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyRow {
+    pub id: String,
+    pub prefix: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub expires_at: Option<String>,
+    pub revoked_at: Option<String>,
+    /// `active`, `expiring` (rotated, in its grace period), `expired` or `revoked`.
+    pub state: String,
+}
+
+/// What revoking the profile would touch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CascadePreview {
+    /// The profile and every sub-agent beneath it, by name.
+    pub profiles: Vec<String>,
+    pub approvals_denied: usize,
+    pub holds_voided: usize,
+}
+
+/// A secret shown once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewSecret {
+    pub key_id: String,
+    pub token: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFull {
+    pub profile: ProfileRow,
+    pub parent: Option<String>,
+    pub keys: Vec<KeyRow>,
+    pub cascade: CascadePreview,
+    /// The secret just issued or rotated by this session, if the URL names it.
+    pub new_secret: Option<NewSecret>,
+    /// Whether the viewer may change keys and revoke (admins).
+    pub can_manage: bool,
+}
+
+/// The one-time slots for new secrets (see the module doc).
+#[cfg(feature = "ssr")]
+mod once {
+    use std::collections::HashMap;
+    use std::sync::{LazyLock, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// How long an unclaimed secret waits before it is dropped.
+    const TTL: Duration = Duration::from_secs(300);
+
+    type Slots = HashMap<(String, String), (String, Instant)>;
+    static SLOTS: LazyLock<Mutex<Slots>> = LazyLock::new(Default::default);
+
+    pub fn put(session: &str, key_id: &str, token: String) {
+        let mut slots = SLOTS.lock().expect("secret slots lock");
+        slots.retain(|_, (_, at)| at.elapsed() < TTL);
+        slots.insert((session.to_string(), key_id.to_string()), (token, Instant::now()));
+    }
+
+    pub fn take(session: &str, key_id: &str) -> Option<String> {
+        let mut slots = SLOTS.lock().expect("secret slots lock");
+        slots
+            .remove(&(session.to_string(), key_id.to_string()))
+            .filter(|(_, at)| at.elapsed() < TTL)
+            .map(|(token, _)| token)
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn parse_profile(id: &str) -> Result<gateway::ProfileId, ServerFnError> {
+    gateway::ProfileId::parse(id).ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))
+}
+
+#[cfg(feature = "ssr")]
+fn parse_key(id: &str) -> Result<gateway::KeyId, ServerFnError> {
+    gateway::KeyId::parse(id).ok_or_else(|| ServerFnError::new("not_found: no such key"))
+}
+
+#[cfg(feature = "ssr")]
+fn key_row(k: gateway::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>) -> KeyRow {
+    let state = match (k.revoked_at, k.expires_at) {
+        (Some(_), _) => "revoked",
+        (None, Some(e)) if e <= now => "expired",
+        (None, Some(_)) => "expiring",
+        (None, None) => "active",
+    };
+    KeyRow {
+        id: k.id.to_string(),
+        prefix: k.prefix,
+        created_at: k.created_at.to_rfc3339(),
+        last_used_at: k.last_used_at.map(|t| t.to_rfc3339()),
+        expires_at: k.expires_at.map(|t| t.to_rfc3339()),
+        revoked_at: k.revoked_at.map(|t| t.to_rfc3339()),
+        state: state.into(),
+    }
+}
+
+/// Keeps the new secret for this session and sends the browser to the profile's page, which
+/// shows it once.
+#[cfg(feature = "ssr")]
+async fn hand_over(
+    profile: &gateway::ProfileId,
+    issued: gateway::tenants::IssuedKey,
+) -> Result<(), ServerFnError> {
+    let session = crate::api::console::session::token()
+        .await?
+        .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
+    once::put(&session, issued.id.as_str(), issued.token);
+    leptos_axum::redirect(&format!("/profiles/{}?issued={}", profile.as_str(), issued.id.as_str()));
+    Ok(())
+}
+
+/// One profile's page: its place in the tree, its keys and what revoking it would touch.
+#[server]
+pub async fn profile_detail(id: String, issued: Option<String>) -> Result<ProfileFull, ServerFnError> {
+    use crate::api::console::{require_view, session};
+    use crate::api::to_fn_error;
+    let (gw, tenant, user) = require_view("profiles").await?;
+    let pid = parse_profile(&id)?;
+    let rows = crate::api::console::list_profiles().await?;
+    let profile = rows
+        .iter()
+        .find(|p| p.id == id)
+        .cloned()
+        .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
+    let p = gw.profile(&tenant.id, &pid).await.map_err(to_fn_error)?;
+    let parent =
+        p.parent.and_then(|parent| rows.iter().find(|r| r.id == parent.as_str()).map(|r| r.name.clone()));
+    let now = chrono::Utc::now();
+    let keys =
+        gw.keys(&tenant.id, &pid).await.map_err(to_fn_error)?.into_iter().map(|k| key_row(k, now)).collect();
+    let report = gw.revoke_preview(&tenant.id, &pid).await.map_err(to_fn_error)?;
+    let name_of = |id: &gateway::ProfileId| {
+        rows.iter().find(|r| r.id == id.as_str()).map_or_else(|| id.to_string(), |r| r.name.clone())
+    };
+    let cascade = CascadePreview {
+        profiles: report.profiles.iter().map(name_of).collect(),
+        approvals_denied: report.approvals_denied.len(),
+        holds_voided: report.holds_voided,
+    };
+    let new_secret = match (issued, session::token().await?) {
+        (Some(key_id), Some(session)) => {
+            once::take(&session, &key_id).map(|token| NewSecret { key_id, token })
+        }
+        _ => None,
+    };
+    Ok(ProfileFull { profile, parent, keys, cascade, new_secret, can_manage: user.has(gateway::Role::Admin) })
+}
+
+/// Issues a new key for the profile; the page it lands on shows the secret once.
+#[server(prefix = "/api", endpoint = "create_key")]
+pub async fn create_key(profile_id: String) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_roles};
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
+        let pid = parse_profile(&profile_id)?;
+        let (_, issued) = gw.issue_key(&tenant.id, &pid, &user.username).await.map_err(to_fn_error)?;
+        hand_over(&pid, issued).await
+    })
+    .await
+}
+
+/// Replaces a key; with a grace period the old one keeps working until it ends.
+#[server(prefix = "/api", endpoint = "rotate_key")]
+pub async fn rotate_key(
+    profile_id: String,
+    key_id: String,
+    grace_secs: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_roles};
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
+        let pid = parse_profile(&profile_id)?;
+        let grace = match grace_secs.as_deref().map(str::trim).filter(|g| !g.is_empty()) {
+            None => None,
+            Some(g) => Some(g.parse::<i64>().map_err(|_| {
+                ServerFnError::new("invalid_grace: the grace period is a whole number of seconds")
+            })?),
+        };
+        let (_, issued) = gw
+            .rotate_key(&tenant.id, &pid, &parse_key(&key_id)?, grace, &user.username)
+            .await
+            .map_err(to_fn_error)?;
+        hand_over(&pid, issued).await
+    })
+    .await
+}
+
+/// Revokes one key at once.
+#[server(prefix = "/api", endpoint = "revoke_key")]
+pub async fn revoke_key(profile_id: String, key_id: String) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_roles};
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
+        gw.revoke_key(&tenant.id, &parse_profile(&profile_id)?, &parse_key(&key_id)?, &user.username)
+            .await
+            .map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}
+
+/// Revokes the profile and its sub-agents. The form carries the cascade the admin saw; if it
+/// has grown since (a new sub-agent), nothing happens and the page shows the new preview.
+#[server(prefix = "/api", endpoint = "revoke_profile")]
+pub async fn revoke_profile(profile_id: String, confirm_count: usize) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_roles};
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "revoking agent profiles").await?;
+        let pid = parse_profile(&profile_id)?;
+        let preview = gw.revoke_preview(&tenant.id, &pid).await.map_err(to_fn_error)?;
+        if preview.profiles.len() != confirm_count {
+            return Err(ServerFnError::new(format!(
+                "cascade_changed: revoking now reaches {} profiles, not the {confirm_count} you confirmed; check the new preview and confirm again",
+                preview.profiles.len()
+            )));
+        }
+        gw.revoke_profile(&tenant.id, &pid, &user.username).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}
