@@ -23,9 +23,11 @@ export const test = base.extend<{ problems: string[] }>({
       page.on("requestfailed", (r) => {
         // With JavaScript off, Chromium refuses to fetch the island script; that is the point.
         if (jsOff && r.resourceType() === "script") return;
-        // Navigating away cancels the island's in-flight health check; that is the browser
-        // tidying up, not a failed request.
-        if (r.failure()?.errorText === "net::ERR_ABORTED" && r.url().endsWith("/healthz")) return;
+        // Navigating away cancels the island's in-flight health check or inbox refresh and
+        // closes the live event stream; that is the browser tidying up, not a failed request.
+        const path = new URL(r.url()).pathname;
+        const tidied = path === "/healthz" || path === "/console/events" || path.startsWith("/api/inbox");
+        if (r.failure()?.errorText === "net::ERR_ABORTED" && tidied) return;
         problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
       });
       page.on("response", (r) => {

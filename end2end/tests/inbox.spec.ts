@@ -15,6 +15,26 @@ async function api(path: string, key: string, body?: unknown): Promise<{ status:
   return { status: res.status, json: await res.json() };
 }
 
+async function signInAs(page: import("@playwright/test").Page, username: string) {
+  await page.goto("/login");
+  await page.getByLabel("Username").fill(username);
+  await page.getByLabel("Password").fill(ADMIN_PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/// The inbox island has opened its event stream.
+async function waitForLive(page: import("@playwright/test").Page) {
+  await expect(page.getByTestId("inbox-live")).toHaveAttribute("data-live", "true");
+}
+
+async function park(amount: string): Promise<{ agent: string; approvalId: string }> {
+  const profile = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-triage-${Date.now()}-${amount}`, kit: "Procurement" });
+  const key = await api(`/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {});
+  const parked = await api(`/v1/users/${profile.json.id}/cards/charge`, key.json.secret, { amount, merchant: "globex-parts", memo: "triage" });
+  expect(parked.status).toBe(202);
+  return { agent: key.json.secret, approvalId: parked.json.recovery[0].approval_id };
+}
+
 test.describe("approval inbox", () => {
   test("the owner of an agent sees its parked charge but cannot decide it", async ({ page }) => {
     // Signed in as the demo admin, who owns procurement-bot.
@@ -27,21 +47,20 @@ test.describe("approval inbox", () => {
   test.describe("as an approver", () => {
     test.use({ storageState: { cookies: [], origins: [] } });
 
-    test("a parked card charge is approved in the browser and the agent's poll shows it executed", async ({ page }) => {
+    test("a parked card charge appears live, is approved in the browser and the agent's poll shows it executed", async ({ page }) => {
       const profile = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-buyer-${Date.now()}`, kit: "Procurement" });
       expect(profile.status).toBe(201);
       const key = await api(`/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {});
       expect(key.status).toBe(201);
       const agent = key.json.secret as string;
+
+      await signInAs(page, "approver");
+      await expect(page.getByRole("heading", { level: 1, name: "Approval inbox" })).toBeVisible();
+      await waitForLive(page);
+      // The charge parks after the page has loaded: it must appear without a reload.
       const parked = await api(`/v1/users/${profile.json.id}/cards/charge`, agent, { amount: "30.00", merchant: "globex-parts", memo: "e2e" });
       expect(parked.status).toBe(202);
       const approvalId = parked.json.recovery[0].approval_id as string;
-
-      await page.goto("/login");
-      await page.getByLabel("Username").fill("approver");
-      await page.getByLabel("Password").fill(ADMIN_PASSWORD);
-      await page.getByRole("button", { name: "Sign in" }).click();
-      await expect(page.getByRole("heading", { level: 1, name: "Approval inbox" })).toBeVisible();
       const row = page.locator(`tr[data-approval="${approvalId}"]`);
       await expect(row).toContainText("amount: 30.00");
       // The countdown ticks in the browser.
@@ -60,5 +79,47 @@ test.describe("approval inbox", () => {
       expect(polled.json.decided_by).toBe("approver");
       expect(polled.json.result.ok).toBe(true);
     });
+  });
+});
+
+test.describe("inbox triage", () => {
+  test.use({ storageState: { cookies: [], origins: [] } });
+
+  test("j/k move the selection, a approves the selected item and d denies it with a reason", async ({ page }) => {
+    const first = await park("31.00");
+    const second = await park("32.00");
+    await signInAs(page, "approver");
+    const rowOf = (id: string) => page.locator(`tr[data-approval="${id}"]`);
+    await expect(rowOf(second.approvalId)).toBeVisible();
+    // Wait for the island: its rows carry the selection state once hydrated.
+    await expect(page.locator('tr[aria-selected="true"]')).toHaveCount(1);
+    const order = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
+    const selected = page.locator('tr[aria-selected="true"]');
+    await expect(selected).toHaveAttribute("data-approval", order[0]!);
+    await page.keyboard.press("j");
+    await expect(selected).toHaveAttribute("data-approval", order[1]!);
+    await page.keyboard.press("k");
+    await expect(selected).toHaveAttribute("data-approval", order[0]!);
+    // Move to the first charge and approve it with `a`.
+    for (let i = 0; i < order.indexOf(first.approvalId); i++) await page.keyboard.press("j");
+    await expect(selected).toHaveAttribute("data-approval", first.approvalId);
+    await page.keyboard.press("a");
+    await expect(rowOf(first.approvalId)).toHaveCount(0);
+    expect((await api(`/v1/approvals/${first.approvalId}`, first.agent)).json.status).toBe("approved");
+
+    // Select the second and deny it: `d` puts the cursor in its reason field.
+    await expect(page.locator('tr[aria-selected="true"]')).toHaveCount(1);
+    const now = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
+    for (let i = 0; i < now.indexOf(second.approvalId); i++) await page.keyboard.press("j");
+    await expect(rowOf(second.approvalId)).toHaveAttribute("aria-selected", "true");
+    await page.keyboard.press("d");
+    const reason = rowOf(second.approvalId).locator("input[name=reason]");
+    await expect(reason).toBeFocused();
+    await page.keyboard.type("not from this supplier");
+    await page.keyboard.press("Enter");
+    await expect(rowOf(second.approvalId)).toHaveCount(0);
+    const denied = await api(`/v1/approvals/${second.approvalId}`, second.agent);
+    expect(denied.json.status).toBe("denied");
+    expect(denied.json.decision_reason ?? denied.json.reason).toBe("not from this supplier");
   });
 });

@@ -179,6 +179,7 @@ fn router(state: AppState) -> Router {
         .route("/login", axum::routing::post(crate::console_auth::login))
         .route("/logout", axum::routing::post(crate::console_auth::logout))
         .route("/spend/export.csv", get(crate::routes::console::export_ledger_csv))
+        .route("/console/events", get(crate::routes::console::events))
         .merge(
             crate::routes::v1()
                 .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer)),

@@ -499,29 +499,30 @@ pub async fn activity_feed(
             .into_iter()
             .filter(|e| kind.is_empty() || e.kind == kind)
             .filter(|e| verdict.is_empty() || e.verdict.as_deref() == Some(verdict.as_str()))
-            .map(|e| ActivityRow {
-                agent: e
-                    .profile_id
-                    .as_ref()
-                    .and_then(|id| profiles.iter().find(|p| &p.id == id))
-                    .map(|p| p.name.clone()),
-                seq: e.seq,
-                at: e.at.to_rfc3339(),
-                actor: profiles
-                    .iter()
-                    .find(|p| p.id.as_str() == e.actor)
-                    .map_or(e.actor.clone(), |p| p.name.clone()),
-                kind: e.kind,
-                action: e.action,
-                verdict: e.verdict,
-                amount: e.amount,
-                kit_version: e.kit_version,
-            })
+            .map(|e| activity_row(e, &profiles))
             .collect(),
         chain_ok: chain.ok,
         chain_entries: chain.entries,
         first_broken: chain.first_broken,
     })
+}
+
+/// One log entry as the console shows it, with agent names in place of profile ids. The
+/// activity page and the live stream (`/console/events`) both use it.
+#[cfg(feature = "ssr")]
+pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
+    let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
+    ActivityRow {
+        agent: e.profile_id.as_ref().and_then(|id| name_of(id.as_str())),
+        actor: name_of(&e.actor).unwrap_or(e.actor),
+        seq: e.seq,
+        at: e.at.to_rfc3339(),
+        kind: e.kind,
+        action: e.action,
+        verdict: e.verdict,
+        amount: e.amount,
+        kit_version: e.kit_version,
+    }
 }
 
 /// One step of a decision trail: who, when, what, because.

@@ -1,6 +1,6 @@
-//! A live countdown to an approval's expiry: server-rendered with the seconds left, then an
-//! island ticks it down once a second in the browser. Without JavaScript it reads as of the
-//! page load.
+//! A live countdown to an approval's expiry: server-rendered with the seconds left, then
+//! ticked down once a second in the browser by the inbox island it sits in. Without
+//! JavaScript it reads as of the page load.
 
 use leptos::prelude::*;
 
@@ -13,7 +13,7 @@ pub fn time_left(secs: i64) -> String {
     }
 }
 
-#[island]
+#[component]
 pub fn Countdown(seconds_left: i64) -> impl IntoView {
     let (left, set_left) = signal(seconds_left);
     // Effects run only in the browser, after hydration.

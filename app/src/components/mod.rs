@@ -6,4 +6,5 @@ pub mod connection;
 pub mod countdown;
 pub mod kit_editor;
 pub mod layout;
+pub mod live;
 pub mod secret;

@@ -1,14 +1,134 @@
 //! The activity feed: every action, refusal and decision, newest first, with the state of the
 //! tamper-evident chain. Filters by agent, kind and verdict live in the URL (a plain GET form),
-//! and older entries are a keyset page away.
+//! and older entries are a keyset page away. The first page is backfilled from the log and
+//! then follows the live stream (an island), which can be paused and resumed; a paused feed
+//! counts what arrived and shows it on resume.
 
 use leptos::prelude::*;
 
-use crate::api::console::activity_feed;
+use crate::api::console::{ActivityRow, activity_feed};
 use crate::components::common::{
     CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
     show,
 };
+
+/// The most rows the live table keeps; older ones are a page away.
+const MAX_LIVE_ROWS: usize = 500;
+
+#[island]
+fn ActivityTable(
+    rows: Vec<ActivityRow>,
+    live: bool,
+    agent: String,
+    kind: String,
+    verdict: String,
+) -> impl IntoView {
+    let rows = RwSignal::new(rows);
+    let paused = RwSignal::new(false);
+    let waiting = RwSignal::new(Vec::<ActivityRow>::new());
+    let connected = RwSignal::new(None::<bool>);
+    let wanted = move |r: &ActivityRow| {
+        (agent.is_empty() || r.agent.as_deref() == Some(agent.as_str()))
+            && (kind.is_empty() || r.kind == kind)
+            && (verdict.is_empty() || r.verdict.as_deref() == Some(verdict.as_str()))
+    };
+    Effect::new(move |_| {
+        if !live {
+            return;
+        }
+        let wanted = wanted.clone();
+        crate::components::live::subscribe(
+            move |row| {
+                if !wanted(&row) {
+                    return;
+                }
+                if paused.get_untracked() {
+                    waiting.update(|w| w.push(row));
+                } else {
+                    rows.update(|r| {
+                        r.insert(0, row);
+                        r.truncate(MAX_LIVE_ROWS);
+                    });
+                }
+            },
+            move |up| connected.set(Some(up)),
+        );
+    });
+    let toggle = move |_| {
+        if paused.get_untracked() {
+            let arrived = waiting.try_update(std::mem::take).unwrap_or_default();
+            rows.update(|r| {
+                for row in arrived {
+                    r.insert(0, row);
+                }
+                r.truncate(MAX_LIVE_ROWS);
+            });
+        }
+        paused.update(|p| *p = !*p);
+    };
+    view! {
+        {live.then(|| view! {
+            <div class="mb-2 flex items-center gap-3 text-sm">
+                <button type="button" data-testid="pause" on:click=toggle
+                    class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">
+                    {move || if paused.get() { "Resume" } else { "Pause" }}
+                </button>
+                <span data-testid="live-state" class="text-xs text-zinc-500">
+                    {move || match (connected.get(), paused.get()) {
+                        (None, _) => "showing the log; live updates need JavaScript".to_string(),
+                        (Some(false), _) => "reconnecting…".to_string(),
+                        (Some(true), false) => "live".to_string(),
+                        (Some(true), true) => format!("paused · {} new", waiting.with(Vec::len)),
+                    }}
+                </span>
+            </div>
+        })}
+        {move || if rows.with(Vec::is_empty) {
+            view! { <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any()
+        } else {
+            view! {
+                <div class=CARD>
+                    <table class=TABLE data-testid="activity-table">
+                        <thead class=THEAD>
+                            <tr>
+                                <th class=TH>"#"</th>
+                                <th class=TH>"When"</th>
+                                <th class=TH>"Agent"</th>
+                                <th class=TH>"Kind"</th>
+                                <th class=TH>"Action"</th>
+                                <th class=TH>"Verdict"</th>
+                                <th class=format!("{TH} text-right")>"Amount"</th>
+                                <th class=TH>"By"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            <For each=move || rows.get() key=|r| r.seq let:r>
+                                <ActivityLine r />
+                            </For>
+                        </tbody>
+                    </table>
+                </div>
+            }.into_any()
+        }}
+    }
+}
+
+#[component]
+fn ActivityLine(r: ActivityRow) -> impl IntoView {
+    let (k, v) = (r.kind.clone(), r.verdict.clone().unwrap_or_default());
+    view! {
+        <tr class=TR data-kind=k data-verdict=v data-seq=r.seq>
+            <td class=format!("{TD} tabular-nums text-zinc-400")>{r.seq}</td>
+            <td class=TD><Time rfc3339=r.at /></td>
+            <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
+            <td class=TD>{r.kind}</td>
+            <td class=TD><code class="text-xs">{r.action.unwrap_or_default()}</code></td>
+            <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
+            <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
+            <td class=format!("{TD} text-xs text-zinc-500")>{r.actor}</td>
+        </tr>
+    }
+}
 
 const KINDS: [&str; 12] = [
     "action",
@@ -52,15 +172,13 @@ pub fn ActivityPage() -> impl IntoView {
         <PageHeader title="Activity" subtitle="Every tool call, spend and decision, newest first." />
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
-                show(data.await, |feed| {
+                let before_none = get("before").is_empty();
+                show(data.await, move |feed| {
                     let chain = if feed.chain_ok {
                         view! { <p class="mb-3 text-sm text-emerald-700 dark:text-emerald-400" data-testid="chain-status">{format!("✓ chain verified · {} entries", feed.chain_entries)}</p> }.into_any()
                     } else {
                         view! { <p class="mb-3 text-sm font-medium text-red-700 dark:text-red-400" data-testid="chain-status">{format!("✗ chain broken at entry {}", feed.first_broken.unwrap_or_default())}</p> }.into_any()
                     };
-                    if feed.rows.is_empty() {
-                        return view! { {chain} <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any();
-                    }
                     let filters = view! {
                         <form method="get" action="/activity" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="activity-filters">
                             {select("agent", "Agent", feed.agents.clone())}
@@ -77,38 +195,7 @@ pub fn ActivityPage() -> impl IntoView {
                     view! {
                         {chain}
                         {filters}
-                        <div class=CARD>
-                            <table class=TABLE data-testid="activity-table">
-                                <thead class=THEAD>
-                                    <tr>
-                                        <th class=TH>"#"</th>
-                                        <th class=TH>"When"</th>
-                                        <th class=TH>"Agent"</th>
-                                        <th class=TH>"Kind"</th>
-                                        <th class=TH>"Action"</th>
-                                        <th class=TH>"Verdict"</th>
-                                        <th class=format!("{TH} text-right")>"Amount"</th>
-                                        <th class=TH>"By"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>
-                                    {feed.rows.into_iter().map(|r| {
-                                        let (k, v) = (r.kind.clone(), r.verdict.clone().unwrap_or_default());
-                                        view! {
-                                        <tr class=TR data-kind=k data-verdict=v>
-                                            <td class=format!("{TD} tabular-nums text-zinc-400")>{r.seq}</td>
-                                            <td class=TD><Time rfc3339=r.at /></td>
-                                            <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
-                                            <td class=TD>{r.kind}</td>
-                                            <td class=TD><code class="text-xs">{r.action.unwrap_or_default()}</code></td>
-                                            <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
-                                            <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
-                                            <td class=format!("{TD} text-xs text-zinc-500")>{r.actor}</td>
-                                        </tr>
-                                    }}).collect_view()}
-                                </tbody>
-                            </table>
-                        </div>
+                        <ActivityTable rows=feed.rows live=before_none agent=get("agent") kind=get("kind") verdict=get("verdict") />
                         {older}
                     }.into_any()
                 })

@@ -1,5 +1,9 @@
 //! Console routes outside the Leptos pages, authenticated by the console session.
 //!
+//! `GET /console/events`: the tenant's activity as Server-Sent Events of console rows (agent
+//! names resolved), for the live inbox and activity feed; it resumes with `Last-Event-ID`
+//! exactly as `/v1/events` does, because it is the same feed.
+//!
 //! `GET /spend/export.csv?profile=&from=&to=`: finance's export of exactly the ledger entries
 //! the spend page's period filter shows (every page of them), as CSV.
 
@@ -65,4 +69,20 @@ pub async fn export_ledger_csv(
         gateway::ledger::to_csv(&rows),
     )
         .into_response())
+}
+
+pub async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
+    let user = crate::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
+        Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to follow its activity")
+    })?;
+    let names =
+        crate::routes::events::ConsoleNames::load(state.gateway.clone(), user.tenant_id.clone()).await?;
+    crate::routes::events::open(
+        &state,
+        user.tenant_id,
+        None,
+        &headers,
+        crate::routes::events::Render::Console(Box::new(names)),
+    )
+    .await
 }

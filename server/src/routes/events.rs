@@ -43,6 +43,7 @@ struct Feed {
     backlog: VecDeque<Entry>,
     last_sent: i64,
     done: bool,
+    render: Render,
     stopping: tokio::sync::watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
 }
@@ -64,13 +65,6 @@ pub async fn stream(
     caller: Caller,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
-    let permit = state.subscribers.clone().try_acquire_owned().map_err(|_| {
-        Problem::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too_many_subscribers",
-            "the event stream is at capacity; retry in a minute",
-        )
-    })?;
     let profile = match &caller {
         Caller::Agent(s) => {
             if let Some(env) = state.gateway.inactive_refusal(s, "events.stream").await? {
@@ -80,7 +74,72 @@ pub async fn stream(
         }
         Caller::Company(_) => None,
     };
-    let tenant = caller.tenant().clone();
+    open(&state, caller.tenant().clone(), profile, &headers, Render::Entry).await
+}
+
+/// How a feed turns an entry into an event.
+pub enum Render {
+    /// The entry itself, named by its kind (`/v1/events`).
+    Entry,
+    /// The console's activity row, with agent names resolved, as an unnamed message.
+    Console(Box<ConsoleNames>),
+}
+
+/// The tenant's profile names, reloaded when an event names one not seen yet.
+pub struct ConsoleNames {
+    gateway: gateway::Gateway,
+    tenant: gateway::TenantId,
+    profiles: Vec<gateway::Profile>,
+}
+
+impl ConsoleNames {
+    pub async fn load(gateway: gateway::Gateway, tenant: gateway::TenantId) -> Result<ConsoleNames, Problem> {
+        let profiles = gateway.profiles(&tenant).await?;
+        Ok(ConsoleNames { gateway, tenant, profiles })
+    }
+}
+
+impl Render {
+    async fn event(&mut self, e: &Entry, json: Option<&str>) -> Event {
+        match self {
+            Render::Entry => match json {
+                // The JSON was made once, at publish, for every subscriber.
+                Some(json) => Event::default().id(e.seq.to_string()).event(e.kind.clone()).data(json),
+                None => event_of(e),
+            },
+            Render::Console(names) => {
+                let known = |id: &ProfileId| names.profiles.iter().any(|p| &p.id == id);
+                if e.profile_id.as_ref().is_some_and(|id| !known(id))
+                    && let Ok(fresh) = names.gateway.profiles(&names.tenant).await
+                {
+                    names.profiles = fresh;
+                }
+                let row = app::api::console::activity_row(e.clone(), &names.profiles);
+                Event::default()
+                    .id(e.seq.to_string())
+                    .json_data(&row)
+                    .unwrap_or_else(|_| Event::default().comment("unserializable entry"))
+            }
+        }
+    }
+}
+
+/// Opens a feed of `tenant`'s activity (one profile's, when given), resuming after the
+/// request's `Last-Event-ID`.
+pub async fn open(
+    state: &AppState,
+    tenant: gateway::TenantId,
+    profile: Option<ProfileId>,
+    headers: &HeaderMap,
+    render: Render,
+) -> Result<Response, Problem> {
+    let permit = state.subscribers.clone().try_acquire_owned().map_err(|_| {
+        Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_subscribers",
+            "the event stream is at capacity; retry in a minute",
+        )
+    })?;
     let last: Option<i64> =
         headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     // Subscribe first, then read what was missed: the bus holds anything committed meanwhile.
@@ -125,6 +184,7 @@ pub async fn stream(
         backlog,
         last_sent,
         done: false,
+        render,
         stopping: state.stopping.clone(),
         _permit: permit,
     };
@@ -140,7 +200,7 @@ fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
         }
         if let Some(e) = f.backlog.pop_front() {
             f.last_sent = e.seq;
-            let ev = event_of(&e);
+            let ev = f.render.event(&e, None).await;
             return Some((Ok(ev), f));
         }
         loop {
@@ -157,9 +217,7 @@ fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
                         continue;
                     }
                     f.last_sent = e.seq;
-                    // The JSON was made once, at publish, for every subscriber.
-                    let ev =
-                        Event::default().id(e.seq.to_string()).event(e.kind.clone()).data(p.json.as_str());
+                    let ev = f.render.event(e, Some(p.json.as_str())).await;
                     return Some((Ok(ev), f));
                 }
                 Some(BusItem::Lagged { missed }) => {
