@@ -8,6 +8,8 @@ export const PAGES = [
   { path: "/spend", name: "spend", heading: "Spend" },
   { path: "/activity", name: "activity", heading: "Activity" },
   { path: "/profiles", name: "profiles", heading: "Profiles" },
+  { path: "/kits/Procurement", name: "kit-editor", heading: "Edit kit" },
+  { path: "/users", name: "users", heading: "Console users" },
 ] as const;
 
 export const test = base.extend<{ problems: string[] }>({
@@ -23,11 +25,12 @@ export const test = base.extend<{ problems: string[] }>({
       page.on("requestfailed", (r) => {
         // With JavaScript off, Chromium refuses to fetch the island script; that is the point.
         if (jsOff && r.resourceType() === "script") return;
-        // Navigating away cancels the island's in-flight health check or inbox refresh and
-        // closes the live event stream; that is the browser tidying up, not a failed request.
-        const path = new URL(r.url()).pathname;
-        const tidied = path === "/healthz" || path === "/console/events" || path.startsWith("/api/inbox");
-        if (r.failure()?.errorText === "net::ERR_ABORTED" && tidied) return;
+        // Navigating away cancels reads still in flight (the health check, an inbox refresh,
+        // the favicon) and closes the live event stream; that is the browser tidying up, not a
+        // failed request. A cancelled write would still count (the inbox refresh is a read
+        // server function, which posts).
+        const read = r.method() === "GET" || new URL(r.url()).pathname.startsWith("/api/inbox");
+        if (r.failure()?.errorText === "net::ERR_ABORTED" && read) return;
         problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
       });
       page.on("response", (r) => {

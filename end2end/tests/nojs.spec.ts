@@ -1,5 +1,6 @@
 // With JavaScript disabled every page still renders its data from the server.
 import { PAGES, expect, test } from "./fixtures";
+import { COMPANY_KEY } from "../global-setup";
 
 const CONTENT: Record<string, string> = {
   inbox: "servo motors",
@@ -8,6 +9,8 @@ const CONTENT: Record<string, string> = {
   spend: "procurement-bot",
   activity: "chain verified",
   profiles: "receipts-clerk",
+  "kit-editor": "Version history",
+  users: "approver",
 };
 
 for (const p of PAGES) {
@@ -21,3 +24,29 @@ for (const p of PAGES) {
     await page.screenshot({ path: `end2end/test-results/screenshots/${p.name}-nojs.png`, fullPage: true });
   });
 }
+
+test("a profile's page lists its keys and the revoke cascade without JavaScript", async ({ page }) => {
+  await page.goto("/profiles");
+  await page.getByRole("link", { name: "procurement-bot" }).click();
+  await expect(page.getByTestId("profile-name")).toHaveText("procurement-bot");
+  await expect(page.getByTestId("keys-table")).toBeVisible();
+  await expect(page.getByTestId("cascade")).toContainText("receipts-clerk");
+  await page.screenshot({ path: "end2end/test-results/screenshots/profile-nojs.png", fullPage: true });
+});
+
+test("a kit saves from its JSON without JavaScript", async ({ page }) => {
+  const name = `E2E-NoJS-${Date.now()}`;
+  const created = await fetch(`${process.env.NAIVE_E2E_URL}/v1/kits/${name}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${COMPANY_KEY}`, "content-type": "application/json" },
+    body: JSON.stringify({ name, primitives: ["web"] }),
+  });
+  expect(created.status).toBe(201);
+  await page.goto(`/kits/${name}`);
+  await page.getByText("The kit as JSON").click();
+  await page.locator("textarea[name=kit_json]").fill(JSON.stringify({ name, primitives: ["web", "search"] }));
+  await page.getByTestId("save-kit").click();
+  await expect(page).toHaveURL(new RegExp(`/kits/${name}\\?saved=v2$`));
+  await expect(page.getByTestId("kit-history")).toContainText("v2 by admin");
+  await expect(page.getByTestId("kit-history")).toContainText("search");
+});

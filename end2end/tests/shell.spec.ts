@@ -8,9 +8,12 @@ test.describe("console shell", () => {
       await expect(page.getByRole("heading", { level: 1, name: p.heading })).toBeVisible();
       await expect(page.getByTestId("session")).toContainText("Acme Robotics");
       await expect(page.getByRole("link", { name: "Profiles" })).toBeVisible();
-      for (const scheme of ["light", "dark"] as const) {
-        await page.emulateMedia({ colorScheme: scheme });
-        await page.screenshot({ path: `end2end/test-results/screenshots/${p.name}-desktop-${scheme}.png`, fullPage: true });
+      for (const [width, height, form] of [[1280, 800, "desktop"], [390, 844, "phone"]] as const) {
+        await page.setViewportSize({ width, height });
+        for (const scheme of ["light", "dark"] as const) {
+          await page.emulateMedia({ colorScheme: scheme });
+          await page.screenshot({ path: `end2end/test-results/screenshots/${p.name}-${form}-${scheme}.png`, fullPage: true });
+        }
       }
     });
   }

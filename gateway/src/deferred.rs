@@ -41,6 +41,12 @@ CREATE TABLE IF NOT EXISTS ledger_by_account (
     seq        INTEGER NOT NULL,
     PRIMARY KEY (account_no, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spend_by_day (
+    account_no   INTEGER NOT NULL,
+    day          TEXT NOT NULL,
+    posted_units INTEGER NOT NULL,
+    PRIMARY KEY (account_no, day)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS index_marks (
     name TEXT PRIMARY KEY CHECK (name IN ('activity', 'ledger')),
     seq  INTEGER NOT NULL
@@ -68,6 +74,12 @@ pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
            SELECT n.no, e.seq FROM main.ledger_entries e JOIN idx.profile_numbers n ON n.profile_id = e.account_id
            WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger')
            ORDER BY 1, 2;
+         INSERT INTO idx.spend_by_day (account_no, day, posted_units)
+           SELECT n.no, substr(e.created_at, 1, 10), SUM(e.posted_delta)
+           FROM main.ledger_entries e JOIN idx.profile_numbers n ON n.profile_id = e.account_id
+           WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger') AND e.posted_delta <> 0
+           GROUP BY 1, 2
+           ON CONFLICT (account_no, day) DO UPDATE SET posted_units = posted_units + excluded.posted_units;
          UPDATE idx.index_marks SET seq = COALESCE((SELECT MAX(seq) FROM main.ledger_entries), seq) WHERE name = 'ledger';
          COMMIT;",
     )
@@ -77,7 +89,7 @@ pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Empties the index when it is ahead of the database it indexes (the database was replaced
-/// by an older copy), so the next pass rebuilds it.
+/// by an older copy), or when it predates a table it now keeps, so the next pass rebuilds it.
 fn check_marks(c: &Connection) -> rusqlite::Result<()> {
     let ahead: bool = c.query_row(
         "SELECT (SELECT seq FROM idx.index_marks WHERE name = 'activity') > COALESCE((SELECT MAX(seq) FROM main.activity), 0) \
@@ -85,11 +97,17 @@ fn check_marks(c: &Connection) -> rusqlite::Result<()> {
         [],
         |r| r.get(0),
     )?;
-    if ahead {
-        tracing::warn!("the index database is ahead of the database; rebuilding it");
+    let incomplete: bool = c.query_row(
+        "SELECT EXISTS (SELECT 1 FROM idx.ledger_by_account) AND NOT EXISTS (SELECT 1 FROM idx.spend_by_day) \
+             AND EXISTS (SELECT 1 FROM main.ledger_entries WHERE posted_delta <> 0)",
+        [],
+        |r| r.get(0),
+    )?;
+    if ahead || incomplete {
+        tracing::warn!(ahead, incomplete, "the index database does not match the database; rebuilding it");
         c.execute_batch(
             "BEGIN; DELETE FROM idx.activity_by_profile; DELETE FROM idx.ledger_by_account; \
-             UPDATE idx.index_marks SET seq = 0; COMMIT;",
+             DELETE FROM idx.spend_by_day; UPDATE idx.index_marks SET seq = 0; COMMIT;",
         )?;
     }
     Ok(())
@@ -191,6 +209,18 @@ pub(crate) fn ledger_of_account(columns: &str, filter: &str) -> String {
     )
 }
 
+/// One account's posted spend per UTC day from `?3` (a `YYYY-MM-DD` day) on: the indexer's
+/// daily sums below the mark and the newest entries above it, in one statement (binds: ?1
+/// tenant, ?2 account). A day can appear in both halves; the caller adds them.
+pub(crate) const SPEND_BY_DAY: &str = "
+SELECT d.day, d.posted_units FROM idx.spend_by_day d
+  WHERE d.account_no = (SELECT no FROM idx.profile_numbers WHERE profile_id = ?2) AND d.day >= ?3
+UNION ALL
+SELECT substr(e.created_at, 1, 10), SUM(e.posted_delta) FROM ledger_entries e
+  WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger')
+    AND +e.tenant_id = ?1 AND e.account_id = ?2 AND substr(e.created_at, 1, 10) >= ?3
+  GROUP BY 1";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +262,8 @@ mod tests {
             plan(&c, &ledger_of_account("seq, hold_id, created_at", "(?4 IS NULL OR e.created_at >= ?4)"));
         assert!(!p.contains("TEMP B-TREE"), "{p}");
         assert!(p.contains("rowid>?"), "{p}");
+        let p = plan(&c, SPEND_BY_DAY);
+        assert!(p.contains("rowid>?"), "the newest entries read by rowid:\n{p}");
+        assert!(p.contains("SEARCH d USING PRIMARY KEY (account_no=? AND day>?)"), "daily sums by key:\n{p}");
     }
 }

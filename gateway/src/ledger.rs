@@ -296,6 +296,32 @@ impl Gateway {
         })
     }
 
+    /// One profile's posted spend (its own and its sub-agents') per UTC day from `since` on,
+    /// oldest first; days without spend are left out. Reads daily sums kept by the indexer,
+    /// so its cost follows the number of days, not the number of entries.
+    pub async fn daily_spend(
+        &self,
+        tenant: &TenantId,
+        profile: &ProfileId,
+        since: chrono::NaiveDate,
+    ) -> Result<Vec<(chrono::NaiveDate, Money)>> {
+        self.profile(tenant, profile).await?;
+        let rows: Vec<(String, i64)> = sqlx::query_as(crate::deferred::SPEND_BY_DAY)
+            .bind(tenant.as_str())
+            .bind(profile.as_str())
+            .bind(since.format("%Y-%m-%d").to_string())
+            .fetch_all(self.store.pool())
+            .await?;
+        let mut days = std::collections::BTreeMap::new();
+        for (day, units) in rows {
+            let day = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|e| {
+                Error::invalid("corrupt_ledger", format!("a ledger day could not be read: {e}"))
+            })?;
+            *days.entry(day).or_insert(0i64) += units;
+        }
+        Ok(days.into_iter().filter(|(_, u)| *u != 0).map(|(d, u)| (d, money(u))).collect())
+    }
+
     /// Checks SPEC §6's invariants for a tenant: every account's entries sum to its running
     /// totals, pending totals equal the open holds beneath it, posted + pending stays within
     /// each hard cap, and no hold has more than one ending entry per account.

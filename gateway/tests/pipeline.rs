@@ -515,6 +515,14 @@ async fn per_profile_pages_are_whole_across_the_index_mark() {
             got.extend(page.iter().map(|e| e.seq));
         }
         assert_eq!(got, want, "ledger pages");
+
+        // Daily sums: the indexed days plus the newest entries add up to the running total.
+        let since = chrono::Utc::now().date_naive() - chrono::Days::new(1);
+        let days = w.gw.daily_spend(&w.tenant, p, since).await.unwrap();
+        let sum = days.iter().fold(Money::ZERO, |acc, (_, m)| acc.checked_add(*m).unwrap());
+        assert_eq!(sum, w.gw.budget(&w.tenant, p).await.unwrap().totals.posted, "{days:?}");
+        w.gw.index_recent().await.unwrap();
+        assert_eq!(w.gw.daily_spend(&w.tenant, p, since).await.unwrap(), days, "indexing moves no money");
     }
 }
 

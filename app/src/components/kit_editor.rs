@@ -551,7 +551,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     {if can_edit {
                         view! {
                             <button type="submit" data-testid="save-kit"
-                                disabled=move || draft.with(|d| d.is_err()) || diff.with(|d| d.as_ref().is_some_and(KitDiff::is_empty))
+                                disabled=move || hydrated.get() && (draft.with(|d| d.is_err()) || diff.with(|d| d.as_ref().is_some_and(KitDiff::is_empty)))
                                 class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
                                 {move || format!("Save as v{}", saved.with(|k| k.version.0 + 1))}
                             </button>

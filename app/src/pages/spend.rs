@@ -1,5 +1,6 @@
 //! Spend (`/spend`): each profile's posted and pending spend against its caps as one bar (the
-//! soft cap marked), and, for a chosen profile, its ledger entries with a period filter,
+//! soft cap marked), its burn rate and when it would reach its cap; and, for a chosen
+//! profile, its spend per day as a server-rendered chart and its ledger entries with a period filter,
 //! keyset pages and a CSV export of exactly the filtered entries. Filters live in the URL and
 //! are plain GET forms, so the page works without JavaScript.
 
@@ -7,7 +8,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use policy::Money;
 
-use crate::api::console::{SpendRow, ledger_page, spend_overview};
+use crate::api::console::{BURN_WINDOW_DAYS, DayPoint, SpendRow, ledger_page, spend_overview};
 use crate::components::common::{
     CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -41,6 +42,53 @@ fn SpendBar(row: SpendRow) -> impl IntoView {
     }
 }
 
+/// When the hard cap is reached at the current burn rate, in words.
+fn to_cap(r: &SpendRow) -> String {
+    match (r.hard_cap, r.days_to_cap) {
+        (None, _) => "no cap".into(),
+        (Some(_), None) => "not at this rate".into(),
+        (Some(_), Some(d)) if d < 1.0 => "within a day".into(),
+        (Some(_), Some(d)) if d < 365.0 => format!("in about {} days", d.round() as i64),
+        (Some(_), Some(_)) => "over a year away".into(),
+    }
+}
+
+/// Posted spend per day as bars, server-rendered SVG; each bar names its day and amount.
+#[component]
+fn SpendChart(points: Vec<DayPoint>) -> impl IntoView {
+    const W: f64 = 600.0;
+    const H: f64 = 120.0;
+    let max = points.iter().map(|p| p.posted.units()).max().unwrap_or(0).max(1);
+    let slot = W / points.len().max(1) as f64;
+    let total = points.iter().fold(Money::ZERO, |a, p| a.checked_add(p.posted).unwrap_or(a));
+    let (first, last) = (
+        points.first().map(|p| p.day.clone()).unwrap_or_default(),
+        points.last().map(|p| p.day.clone()).unwrap_or_default(),
+    );
+    let peak = Money::from_units(max).unwrap_or(Money::ZERO);
+    let label = format!("posted spend per day from {first} to {last}");
+    view! {
+        <figure class="mb-4" data-testid="spend-chart">
+            <figcaption class="mb-1 text-xs text-zinc-500">{format!("Posted per day, last {} days: {total} in all, peak {peak}", points.len())}</figcaption>
+            <svg viewBox=format!("0 0 {W} {}", H + 16.0) class="h-36 w-full max-w-2xl text-zinc-800 dark:text-zinc-200" role="img"
+                aria-label=label>
+                <line x1="0" y1=H x2=W y2=H stroke="currentColor" stroke-opacity="0.2" />
+                {points.into_iter().enumerate().map(|(i, p)| {
+                    let h = (p.posted.units() as f64 / max as f64 * (H - 4.0)).max(if p.posted.is_zero() { 0.0 } else { 1.0 });
+                    view! {
+                        <rect x=format!("{:.1}", i as f64 * slot + 1.0) y=format!("{:.1}", H - h) width=format!("{:.1}", (slot - 2.0).max(1.0)) height=format!("{h:.1}")
+                            fill="currentColor" fill-opacity="0.75" data-day=p.day.clone() data-posted=p.posted.to_decimal_string()>
+                            <title>{format!("{}: {}", p.day, p.posted)}</title>
+                        </rect>
+                    }
+                }).collect_view()}
+                <text x="0" y=H + 13.0 font-size="10" fill="currentColor" fill-opacity="0.6">{first}</text>
+                <text x=W y=H + 13.0 font-size="10" fill="currentColor" fill-opacity="0.6" text-anchor="end">{last}</text>
+            </svg>
+        </figure>
+    }
+}
+
 #[component]
 pub fn SpendPage() -> impl IntoView {
     let query = use_query_map();
@@ -67,6 +115,8 @@ pub fn SpendPage() -> impl IntoView {
                                         <th class=format!("{TH} text-right")>"Hard cap"</th>
                                         <th class=format!("{TH} text-right")>"Soft cap"</th>
                                         <th class=format!("{TH} text-right")>"Approve at or above"</th>
+                                        <th class=format!("{TH} text-right") title=format!("average posted per day over the last {BURN_WINDOW_DAYS} days")>"Burn / day"</th>
+                                        <th class=format!("{TH} text-right")>"Cap reached"</th>
                                         <th class=TH></th>
                                     </tr>
                                 </thead>
@@ -85,6 +135,8 @@ pub fn SpendPage() -> impl IntoView {
                                             <td class=format!("{TD} text-right")><MoneyCell amount=r.hard_cap /></td>
                                             <td class=format!("{TD} text-right")><MoneyCell amount=r.soft_cap /></td>
                                             <td class=format!("{TD} text-right")><MoneyCell amount=r.approve_above /></td>
+                                            <td class=format!("{TD} text-right tabular-nums") data-testid="burn">{r.burn_per_day.to_string()}</td>
+                                            <td class=format!("{TD} text-right text-xs") data-testid="to-cap">{to_cap(&r)}</td>
                                             <td class=TD><a class="text-xs underline" href=format!("/spend?profile={}", r.id)>"Ledger"</a></td>
                                         </tr>
                                     }).collect_view()}
@@ -129,6 +181,7 @@ fn Ledger() -> impl IntoView {
                 {move || Suspend::new(async move {
                     show(data.await, move |l| view! {
                         <h2 class="mb-2 text-sm font-semibold">"Ledger of " {l.profile}</h2>
+                        <SpendChart points=l.chart />
                         {if l.rows.is_empty() {
                             view! { <EmptyState title="No entries in this period" detail="Every hold, post, void and expiry of this profile's budget is an entry here." /> }.into_any()
                         } else {
