@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api e2e bench bench-gateway bench-http bench-sse build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api e2e bench bench-gateway bench-http bench-sse bench-console build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -66,3 +66,8 @@ bench-http:
 # 1,000 event-stream subscribers while actions flow: delivery latency and memory.
 bench-sse:
 	bench/sse.sh
+
+# Server-side render of the inbox and the spend ledger, small database against 100,000
+# approvals and 1,000,000 ledger entries (seeded by `gateway-load seed-console`).
+bench-console:
+	bench/console.sh

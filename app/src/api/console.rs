@@ -64,6 +64,9 @@ pub struct SpendRow {
     pub days_to_cap: Option<f64>,
 }
 
+/// The most inbox items one page shows.
+pub const INBOX_PAGE: usize = 100;
+
 /// The days the burn rate averages over.
 pub const BURN_WINDOW_DAYS: u64 = 7;
 /// The days the spend chart shows.
@@ -395,7 +398,7 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
             ServerFnError::new("invalid_filter: status is pending, approved, denied or expired")
         })?,
     };
-    let q = ApprovalQuery { status: Some(status), ..Default::default() };
+    let q = ApprovalQuery { status: Some(status), limit: Some(INBOX_PAGE as i64), ..Default::default() };
     let may_decide = user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin);
     let now = chrono::Utc::now();
     Ok(gw

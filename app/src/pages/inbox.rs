@@ -64,6 +64,11 @@ fn LiveInbox(rows: Vec<InboxRow>, status: String) -> impl IntoView {
                 {pending.then(|| view! {
                     <p class="mb-2 text-xs text-zinc-500">"Keys: j / k to move, a to approve, d to deny with a reason."</p>
                 })}
+                {move || (rows.with(Vec::len) >= crate::api::console::INBOX_PAGE).then(|| view! {
+                    <p class="mb-2 text-xs text-amber-700 dark:text-amber-400" data-testid="inbox-more">
+                        {format!("Showing the newest {}; older items appear as these are decided.", crate::api::console::INBOX_PAGE)}
+                    </p>
+                })}
                 <div class=CARD>
                     <table class=TABLE data-testid="inbox-table" data-reloads=move || reloads.get().to_string()>
                         <thead class=THEAD>

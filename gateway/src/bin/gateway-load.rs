@@ -6,6 +6,12 @@
 //! group commit and then with one transaction per job, so the gain is visible. Each caller
 //! makes a few untimed actions first, so the figures are the steady state.
 //!
+//! `gateway-load seed-console --db PATH [--approvals 100000] [--ledger 1000000]` makes a
+//! demo database with that many approvals (1 in 100 still waiting) and ledger entries (a hold
+//! and a post per charge, over the last 60 days) on the demo's procurement-bot, indexes it,
+//! and prints the admin password and the profile id for the console benchmark
+//! (`bench/console.sh`).
+//!
 //! `gateway-load soak --db URL` drives a mixed load (allowed, parked, refused) until killed, and
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
 //! ledger after a restart.
@@ -163,6 +169,109 @@ async fn soak(db: &str) {
     }
 }
 
+/// See the module doc: bulk rows written straight into a fresh demo database.
+async fn seed_console(path: &str, approvals: u64, entries: u64) {
+    let url = format!("sqlite://{path}");
+    let gw = Gateway::open(&url).await.expect("open");
+    let password = "console-bench-password";
+    let creds = gw
+        .seed_demo_if_empty(&gateway::demo::DemoOptions {
+            admin_password: Some(password.into()),
+            company_key: None,
+        })
+        .await
+        .expect("demo")
+        .expect("a fresh database");
+    let profile = gw
+        .profiles(&creds.tenant)
+        .await
+        .expect("profiles")
+        .into_iter()
+        .find(|p| p.name == "procurement-bot")
+        .expect("the demo's procurement-bot");
+    let (tenant, pid) = (creds.tenant.as_str().to_string(), profile.id.as_str().to_string());
+    let started = Instant::now();
+    let mut c = rusqlite::Connection::open(path).expect("open for seeding");
+    c.busy_timeout(Duration::from_secs(30)).expect("busy timeout");
+    let tx = c.transaction().expect("begin");
+    let now = chrono::Utc::now();
+    let span = chrono::Duration::days(60).num_seconds();
+    let at = |i: u64, n: u64| {
+        (now - chrono::Duration::seconds(span - (span * i as i64) / n.max(1) as i64)).to_rfc3339()
+    };
+    {
+        let mut ins = tx
+            .prepare(
+                "INSERT INTO approvals (id, tenant_id, profile_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, \
+                 status, requested_at, expires_at, decided_by, decided_at, decision_reason) \
+                 VALUES (?, ?, ?, 'cards.charge', ?, 'seed', ?, 'Procurement', 1, 'above_approval_threshold', ?, ?, ?, ?, ?, ?)",
+            )
+            .expect("prepare");
+        for i in 0..approvals {
+            let requested = at(i, approvals);
+            let (status, expires, by, reason) = match i % 100 {
+                99 => ("pending", (now + chrono::Duration::days(1)).to_rfc3339(), None, None),
+                n if n % 3 == 0 => ("denied", requested.clone(), Some("approver"), Some("not this supplier")),
+                n if n % 3 == 1 => ("approved", requested.clone(), Some("approver"), None),
+                _ => ("expired", requested.clone(), None, None),
+            };
+            let args =
+                format!(r#"{{"amount":"{}.00","merchant":"globex-parts","memo":"seed {i}"}}"#, 30 + i % 50);
+            ins.execute(rusqlite::params![
+                format!("apr_seed{i:09}"),
+                tenant,
+                pid,
+                args,
+                (30 + (i % 50) as i64) * 10_000,
+                status,
+                requested,
+                expires,
+                by,
+                by.map(|_| requested.clone()),
+                reason
+            ])
+            .expect("approval");
+        }
+        let mut hold = tx
+            .prepare(
+                "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+                 VALUES (?, ?, ?, ?, 'cards.charge', ?, 0, 1, 'posted', ?, ?, ?)",
+            )
+            .expect("prepare");
+        let mut entry = tx
+            .prepare(
+                "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
+                 VALUES (?, ?, ?, 'cards.charge', 1, ?, ?, ?, ?)",
+            )
+            .expect("prepare");
+        let charges = entries / 2;
+        let mut posted: i64 = 0;
+        for i in 0..charges {
+            let id = format!("hld_seed{i:09}");
+            let units = 100 + (i % 900) as i64;
+            let when = at(i, charges);
+            hold.execute(rusqlite::params![id, tenant, pid, pid, units, units, when, when]).expect("hold");
+            entry.execute(rusqlite::params![tenant, pid, id, "hold", units, 0, when]).expect("entry");
+            entry.execute(rusqlite::params![tenant, pid, id, "post", -units, units, when]).expect("entry");
+            posted += units;
+        }
+        tx.execute(
+            "UPDATE budget_accounts SET posted_units = posted_units + ? WHERE profile_id = ?",
+            rusqlite::params![posted, pid],
+        )
+        .expect("totals");
+    }
+    tx.commit().expect("commit");
+    gw.index_recent().await.expect("index");
+    println!(
+        "seeded {approvals} approvals and {} ledger entries in {:.1?}",
+        entries / 2 * 2,
+        started.elapsed()
+    );
+    println!("admin password: {password}");
+    println!("profile: {pid}");
+}
+
 #[tokio::main]
 async fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -188,9 +297,14 @@ async fn main() {
             }
         }
         Some("soak") => soak(&arg("--db", "sqlite://data/soak.db")).await,
+        Some("seed-console") => {
+            let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
+            let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
+            seed_console(&arg("--db", "data/console-bench.db"), approvals, entries).await;
+        }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] | soak --db URL"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }
