@@ -67,3 +67,22 @@ test.describe("console shell", () => {
     await page.screenshot({ path: "end2end/test-results/screenshots/not-found-desktop-light.png" });
   });
 });
+
+test.describe("time zones", () => {
+  test.use({ timezoneId: "Asia/Tokyo", locale: "en-US" });
+
+  test("timestamps appear in the viewer's time zone, server-rendered ones and live ones alike", async ({ page }) => {
+    await page.goto("/activity");
+    const first = page.locator("time[datetime]").first();
+    // Rendered in UTC by the server, rewritten in the browser; the UTC text stays as a tooltip.
+    await expect(first).toHaveAttribute("title", /UTC$/);
+    await expect(first).toContainText("GMT+9");
+    const utc = new Date((await first.getAttribute("datetime"))!);
+    const tokyoHour = (utc.getUTCHours() + 9) % 24;
+    const hour12 = tokyoHour % 12 === 0 ? 12 : tokyoHour % 12;
+    await expect(first).toContainText(`${hour12}:`);
+    // Outside any island too (the profiles table is plain server-rendered HTML).
+    await page.goto("/profiles");
+    await expect(page.getByTestId("profiles-table").locator("time[datetime]").first()).toContainText("GMT+9");
+  });
+});

@@ -8,4 +8,6 @@ pub fn hydrate() {
     use app::*;
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
+    // Server-rendered timestamps are UTC; show them in the viewer's time zone.
+    app::components::common::localize_times();
 }

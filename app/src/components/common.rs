@@ -125,14 +125,80 @@ pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
     view! { <span class=format!("inline-flex rounded px-1.5 py-0.5 text-xs font-medium {colour}")>{status}</span> }
 }
 
-/// A timestamp: machine-readable in `datetime`, readable as text (UTC until the viewer's
-/// time zone is applied in the browser).
+/// A timestamp: machine-readable in `datetime`, readable as text. The server writes UTC (it
+/// does not know the viewer's zone); in the browser every timestamp is shown in the viewer's
+/// time zone, both those the server rendered ([`localize_times`], run once at hydration) and
+/// those an island adds later (this component, built for the browser).
 #[component]
 pub fn Time(#[prop(into)] rfc3339: String) -> impl IntoView {
-    let text = chrono::DateTime::parse_from_rfc3339(&rfc3339)
+    let utc = utc_text(&rfc3339);
+    let text = RwSignal::new(utc.clone());
+    let at = rfc3339.clone();
+    // Runs only in a hydrated island; elsewhere `localize_times` rewrites the text.
+    Effect::new(move |_| {
+        if let Some(local) = local_time_text(&at) {
+            text.set(local);
+        }
+    });
+    view! { <time datetime=rfc3339 title=utc class="tabular-nums text-zinc-500 dark:text-zinc-400">{move || text.get()}</time> }
+}
+
+/// `2026-11-30 09:31 UTC`, the server's rendering.
+pub fn utc_text(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
         .map(|t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|_| rfc3339.clone());
-    view! { <time datetime=rfc3339 class="tabular-nums text-zinc-500 dark:text-zinc-400">{text}</time> }
+        .unwrap_or_else(|_| rfc3339.to_string())
+}
+
+/// The timestamp in the browser's locale and time zone, such as `Nov 30, 2026, 6:31 PM GMT+9`;
+/// `None` on the server.
+pub fn local_time_text(rfc3339: &str) -> Option<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
+        if date.get_time().is_nan() {
+            return None;
+        }
+        let options = js_sys::Object::new();
+        for (k, v) in [
+            ("year", "numeric"),
+            ("month", "short"),
+            ("day", "numeric"),
+            ("hour", "numeric"),
+            ("minute", "2-digit"),
+            ("timeZoneName", "short"),
+        ] {
+            let _ = js_sys::Reflect::set(&options, &k.into(), &v.into());
+        }
+        Some(String::from(date.to_locale_string("default", &options)))
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = rfc3339;
+        None
+    }
+}
+
+/// Rewrites every server-rendered `<time datetime>` outside the islands into the viewer's
+/// time zone (islands do it themselves, through [`Time`], so their hydration markers stay
+/// intact). Called once by the wasm entry point.
+#[cfg(feature = "hydrate")]
+pub fn localize_times() {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Ok(nodes) = doc.query_selector_all("time[datetime]") else { return };
+    for i in 0..nodes.length() {
+        let Some(el) = nodes.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok())
+        else {
+            continue;
+        };
+        if el.closest("leptos-island").ok().flatten().is_some() {
+            continue;
+        }
+        let Some(at) = el.get_attribute("datetime") else { continue };
+        if let Some(local) = local_time_text(&at) {
+            el.set_text_content(Some(&local));
+        }
+    }
 }
 
 /// Shared table styling.
