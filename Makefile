@@ -28,6 +28,7 @@ fmt:
 # the server and with `hydrate` for wasm, never both at once.
 lint:
 	cargo clippy -p policy -p gateway -p server --all-targets -- -D warnings
+	cargo clippy -p app --features ssr --all-targets -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 # The server's tests each start a whole application; several Leptos apps rendering at once in

@@ -36,7 +36,7 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
     let current = gw.current_kit(&tenant.id, &name).await.map_err(to_fn_error)?;
     let mut history: Vec<_> =
         gw.kit_versions(&tenant.id, &name).await.map_err(to_fn_error)?.into_iter().map(version_row).collect();
-    history.sort_by(|a, b| b.kit.version.cmp(&a.kit.version));
+    history.sort_by_key(|r| std::cmp::Reverse(r.kit.version));
     let mut profiles = Vec::new();
     for p in gw.profiles(&tenant.id).await.map_err(to_fn_error)? {
         if p.kit_name != name || p.status != policy::SubjectStatus::Active {

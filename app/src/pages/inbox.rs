@@ -139,7 +139,7 @@ fn triage(ev: web_sys::KeyboardEvent, rows: RwSignal<Vec<InboxRow>>, selected: R
                 let _ = field.focus();
             }
         }
-        _ => return,
+        _ => (),
     }
 }
 
