@@ -27,12 +27,12 @@ async function waitForLive(page: import("@playwright/test").Page) {
   await expect(page.getByTestId("inbox-live")).toHaveAttribute("data-live", "true");
 }
 
-async function park(amount: string): Promise<{ agent: string; approvalId: string }> {
+async function park(amount: string): Promise<{ agent: string; approvalId: string; profile: string }> {
   const profile = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-triage-${Date.now()}-${amount}`, kit: "Procurement" });
   const key = await api(`/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {});
   const parked = await api(`/v1/users/${profile.json.id}/cards/charge`, key.json.secret, { amount, merchant: "globex-parts", memo: "triage" });
   expect(parked.status).toBe(202);
-  return { agent: key.json.secret, approvalId: parked.json.recovery[0].approval_id };
+  return { agent: key.json.secret, approvalId: parked.json.recovery[0].approval_id, profile: profile.json.id };
 }
 
 test.describe("approval inbox", () => {
@@ -106,6 +106,9 @@ test.describe("inbox triage", () => {
     await page.keyboard.press("a");
     await expect(rowOf(first.approvalId)).toHaveCount(0);
     expect((await api(`/v1/approvals/${first.approvalId}`, first.agent)).json.status).toBe("approved");
+    // Approved: the hold posted.
+    const spent = await api(`/v1/users/${first.profile}/budget`, first.agent);
+    expect([spent.json.totals.posted, spent.json.totals.pending]).toEqual(["31.00", "0.00"]);
 
     // Select the second and deny it: `d` puts the cursor in its reason field.
     await expect(page.locator('tr[aria-selected="true"]')).toHaveCount(1);
@@ -120,6 +123,9 @@ test.describe("inbox triage", () => {
     await expect(rowOf(second.approvalId)).toHaveCount(0);
     const denied = await api(`/v1/approvals/${second.approvalId}`, second.agent);
     expect(denied.json.status).toBe("denied");
-    expect(denied.json.decision_reason ?? denied.json.reason).toBe("not from this supplier");
+    expect(denied.json.decision_reason).toBe("not from this supplier");
+    // Denied: the hold is voided, nothing posted.
+    const after = await api(`/v1/users/${second.profile}/budget`, second.agent);
+    expect([after.json.totals.posted, after.json.totals.pending]).toEqual(["0.00", "0.00"]);
   });
 });
