@@ -554,3 +554,72 @@ async fn the_activity_feed_filters_by_agent_kind_and_verdict_in_the_url() {
     assert!(html.contains("chain verified"));
     app.stop().await;
 }
+
+/// The console's live stream: only for a signed-in session, scoped to its tenant, and each
+/// event is the activity row the console shows (agent names resolved), not the raw entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_stream_needs_a_session_and_carries_console_rows() {
+    let app = spawn_app().await;
+    let res = app.raw_client().get(format!("{}/console/events", app.base)).send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 401);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "signed_out");
+
+    let cookie = app.sign_in("finance", common::ADMIN_PASSWORD).await;
+    let mut stream = app
+        .raw_client()
+        .get(format!("{}/console/events", app.base))
+        .header("cookie", &cookie)
+        .timeout(std::time::Duration::from_secs(60))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+
+    // A new profile acts: its name, not its id, is on the row.
+    let tenant = app.gateway.tenants().await.unwrap()[0].id.clone();
+    let p = app.gateway.create_profile(&tenant, "stream-reader", None, None, "Default").await.unwrap();
+    let (_, key) = app.gateway.issue_key(&tenant, &p.id, "test").await.unwrap();
+    let res = app
+        .client
+        .post(format!("{}/v1/users/{}/web/read", app.base, p.id))
+        .bearer_auth(&key.token)
+        .json(&serde_json::json!({"url": "https://x.test/console"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+
+    let mut buf = String::new();
+    let row = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+        loop {
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                let data = frame.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim);
+                if let Some(row) = data.and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                    && row["kind"] == "action"
+                {
+                    assert!(frame.lines().any(|l| l.starts_with("id:")), "events carry an id to resume from");
+                    assert!(
+                        !frame.lines().any(|l| l.starts_with("event:")),
+                        "console rows are plain messages"
+                    );
+                    return row;
+                }
+            }
+            let chunk = stream.chunk().await.unwrap().expect("the stream stays open");
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .expect("an action row within 15 s");
+    assert_eq!(row["agent"], "stream-reader");
+    assert_eq!(row["action"], "web.read");
+    assert!(
+        row.get("tenant_id").is_none() && row.get("hash").is_none(),
+        "a console row, not the raw entry: {row}"
+    );
+    drop(stream);
+    app.stop().await;
+}
