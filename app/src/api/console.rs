@@ -947,6 +947,15 @@ mod tests {
     }
 
     #[test]
+    fn utc_text_reads_stored_timestamps_and_leaves_others_alone() {
+        use crate::components::common::utc_text;
+        assert_eq!(utc_text("2026-11-30T08:24:48.123456+00:00"), "2026-11-30 08:24 UTC");
+        assert_eq!(utc_text("2026-11-30T23:59:00Z"), "2026-11-30 23:59 UTC");
+        assert_eq!(utc_text("2026-11-30T08:24:48+09:00"), "2026-11-30T08:24:48+09:00", "not UTC: as is");
+        assert_eq!(utc_text("yesterday"), "yesterday");
+    }
+
+    #[test]
     fn chart_points_fill_every_day_oldest_first() {
         let days = [(d("2026-11-29"), m("3"))];
         let points = chart_points(&days, d("2026-11-30"), 3);

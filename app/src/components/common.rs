@@ -143,11 +143,16 @@ pub fn Time(#[prop(into)] rfc3339: String) -> impl IntoView {
     view! { <time datetime=rfc3339 title=utc class="tabular-nums text-zinc-500 dark:text-zinc-400">{move || text.get()}</time> }
 }
 
-/// `2026-11-30 09:31 UTC`, the server's rendering.
+/// `2026-11-30 09:31 UTC`, the server's rendering. Stored timestamps are UTC (`…+00:00`), so
+/// slicing suffices, and the browser build needs no date library for it.
 pub fn utc_text(rfc3339: &str) -> String {
-    chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
-        .unwrap_or_else(|_| rfc3339.to_string())
+    let utc = rfc3339.ends_with("+00:00") || rfc3339.ends_with('Z');
+    match (rfc3339.get(0..10), rfc3339.get(11..16)) {
+        (Some(day), Some(time)) if utc && rfc3339.as_bytes().get(10) == Some(&b'T') => {
+            format!("{day} {time} UTC")
+        }
+        _ => rfc3339.to_string(),
+    }
 }
 
 /// The timestamp in the browser's locale and time zone, such as `Nov 30, 2026, 6:31 PM GMT+9`;

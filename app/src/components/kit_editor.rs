@@ -324,7 +324,8 @@ impl FilterRow {
 const LABEL: &str = "flex flex-col gap-1 text-sm";
 const SMALL_BUTTON: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
 
-#[island]
+/// Lazy: its code (with `policy`) is a separate wasm chunk, fetched only on pages that show it.
+#[island(lazy)]
 pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edit: bool) -> impl IntoView {
     let initial_json = current.to_json_pretty();
     let saved = RwSignal::new(current.clone());

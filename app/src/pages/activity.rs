@@ -15,7 +15,8 @@ use crate::components::common::{
 /// The most rows the live table keeps; older ones are a page away.
 const MAX_LIVE_ROWS: usize = 500;
 
-#[island]
+/// Lazy: a wasm chunk of its own, fetched only on the activity page.
+#[island(lazy)]
 fn ActivityTable(
     rows: Vec<ActivityRow>,
     live: bool,

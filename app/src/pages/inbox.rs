@@ -18,7 +18,8 @@ use crate::components::countdown::Countdown;
 /// Kinds of activity after which the inbox may have changed.
 const INBOX_KINDS: [&str; 3] = ["park", "approval", "revoke"];
 
-#[island]
+/// Lazy: a wasm chunk of its own, fetched only on the inbox.
+#[island(lazy)]
 fn LiveInbox(rows: Vec<InboxRow>, status: String) -> impl IntoView {
     let rows = RwSignal::new(rows);
     let selected = RwSignal::new(0usize);
