@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api e2e bench bench-gateway bench-http bench-sse bench-console build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api e2e bench bench-gateway bench-http bench-sse bench-console bench-wasm build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -72,3 +72,7 @@ bench-sse:
 # approvals and 1,000,000 ledger entries (seeded by `gateway-load seed-console`).
 bench-console:
 	bench/console.sh
+
+# The release wasm, split into lazy chunks: bytes per file and per page, gzipped.
+bench-wasm:
+	bench/wasm-size.sh
