@@ -16,6 +16,9 @@
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
 //! ledger after a restart.
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
