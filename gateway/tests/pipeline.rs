@@ -542,3 +542,27 @@ async fn a_request_key_is_claimed_once_replayed_and_released_on_failure() {
     gw.release_request("other-cred", "k").await.unwrap();
     assert_eq!(gw.claim_request("other-cred", "k", "d2").await.unwrap(), Claim::New);
 }
+
+/// An index database from before daily sums existed (its marks advanced, its sums empty) is
+/// rebuilt when the gateway opens, so the spend chart never silently misses history.
+#[tokio::test]
+async fn an_index_without_daily_sums_is_rebuilt_when_the_gateway_opens() {
+    let w = world().await;
+    let a = w.agent("reader", "Default", None).await;
+    for i in 0..3 {
+        w.call(&a, "web.read", json!({"url": format!("u{i}")})).await;
+    }
+    w.gw.index_recent().await.unwrap();
+    sqlx::query("DELETE FROM idx.spend_by_day").execute(w.gw.store().pool()).await.unwrap();
+    let since = chrono::Utc::now().date_naive() - chrono::Days::new(1);
+    let posted = w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.posted;
+    let stale = w.gw.daily_spend(&w.tenant, &a.profile, since).await.unwrap();
+    assert!(stale.iter().all(|(_, m)| *m < posted), "the emptied sums miss the indexed spend: {stale:?}");
+
+    let reopened =
+        gateway::Gateway::open(&format!("sqlite://{}/t.db", w._dir.path().display())).await.unwrap();
+    reopened.index_recent().await.unwrap();
+    let days = reopened.daily_spend(&w.tenant, &a.profile, since).await.unwrap();
+    let sum = days.iter().fold(Money::ZERO, |acc, (_, m)| acc.checked_add(*m).unwrap());
+    assert_eq!(sum, posted, "{days:?}");
+}
