@@ -91,8 +91,8 @@ test.describe("inbox triage", () => {
     await signInAs(page, "approver");
     const rowOf = (id: string) => page.locator(`tr[data-approval="${id}"]`);
     await expect(rowOf(second.approvalId)).toBeVisible();
-    // Wait for the island: its rows carry the selection state once hydrated.
-    await expect(page.locator('tr[aria-selected="true"]')).toHaveCount(1);
+    // Wait for the (lazy) island: it is live once hydrated.
+    await waitForLive(page);
     const order = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
     const selected = page.locator('tr[aria-selected="true"]');
     await expect(selected).toHaveAttribute("data-approval", order[0]!);
@@ -111,7 +111,7 @@ test.describe("inbox triage", () => {
     expect([spent.json.totals.posted, spent.json.totals.pending]).toEqual(["31.00", "0.00"]);
 
     // Select the second and deny it: `d` puts the cursor in its reason field.
-    await expect(page.locator('tr[aria-selected="true"]')).toHaveCount(1);
+    await waitForLive(page);
     const now = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
     for (let i = 0; i < now.indexOf(second.approvalId); i++) await page.keyboard.press("j");
     await expect(rowOf(second.approvalId)).toHaveAttribute("aria-selected", "true");

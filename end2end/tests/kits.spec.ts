@@ -30,7 +30,8 @@ test.describe("kit editor", () => {
 
     await page.goto(`/kits/${name}`);
     const editor = page.getByTestId("kit-editor");
-    await expect(editor).toBeVisible();
+    // The editor is a lazy island: wait until its chunk has loaded and hydrated.
+    await expect(editor).toHaveAttribute("data-hydrated", "true");
     // The simulator runs in the browser: the profile has spent $30, so $48 more is allowed.
     await page.getByTestId("sim-profile").selectOption({ index: 0 });
     await expect(page.getByTestId("sim-profile")).toContainText("$30.00 posted");
@@ -65,6 +66,7 @@ test.describe("kit editor", () => {
     const name = `E2E-Conflict-${Date.now()}`;
     expect((await api("PUT", `/v1/kits/${name}`, COMPANY_KEY, { name, primitives: ["web"] })).status).toBe(201);
     await page.goto(`/kits/${name}`);
+    await expect(page.getByTestId("kit-editor")).toHaveAttribute("data-hydrated", "true");
     await page.getByTestId("approve-above").fill("25");
     // Someone saves v2 through the API meanwhile.
     const other = { name, primitives: ["web", "search"] };

@@ -435,7 +435,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
     };
 
     view! {
-        <div class="grid gap-6 lg:grid-cols-5" data-testid="kit-editor">
+        <div class="grid gap-6 lg:grid-cols-5" data-testid="kit-editor" data-hydrated=move || hydrated.get().to_string()>
             <form method="post" action="/api/save_kit" class="space-y-5 lg:col-span-3" on:submit=on_submit>
                 <input type="hidden" name="name" value=current.name.clone() />
                 <input type="hidden" name="expected_version" prop:value=move || saved.with(|k| k.version.0.to_string()) value=current.version.0.to_string() />
