@@ -12,12 +12,20 @@ export const PAGES = [
   { path: "/users", name: "users", heading: "Console users" },
 ] as const;
 
+/// Paths a test expects an error status from (a 403 page it asked for); reset per test.
+const expectedErrors = new Set<string>();
+export function expectErrorStatus(path: string) {
+  expectedErrors.add(path);
+}
+
 export const test = base.extend<{ problems: string[] }>({
   problems: [
     async ({ page }, use, testInfo) => {
       const problems: string[] = [];
+      expectedErrors.clear();
       const jsOff = testInfo.project.use.javaScriptEnabled === false;
-      const expected404 = (url: string) => url.includes("/no-such-page");
+      const expected404 = (url: string) =>
+        url.includes("/no-such-page") || [...expectedErrors].some((p) => new URL(url).pathname === p);
       page.on("console", (m) => {
         if (m.type() === "error" && !expected404(m.location().url)) problems.push(`console error: ${m.text()}`);
       });

@@ -1,5 +1,5 @@
 // Signing in through the form in a fresh browser, and a role's 403 page.
-import { expect, test } from "./fixtures";
+import { expect, expectErrorStatus, test } from "./fixtures";
 import { ADMIN_PASSWORD } from "../global-setup";
 
 test.describe("sign-in", () => {
@@ -34,5 +34,46 @@ test.describe("sign-in", () => {
     await expect(page.getByTestId("login-error")).toContainText("do not match");
     expect((await page.context().cookies()).some((c) => c.name === "naive_session")).toBe(false);
     await page.screenshot({ path: "end2end/test-results/screenshots/login-error.png" });
+  });
+});
+
+test.describe("roles", () => {
+  test.use({ storageState: { cookies: [], origins: [] } });
+
+  // Each role opens its own views and gets the 403 page, which names the roles needed, elsewhere.
+  for (const [role, allowed, forbidden] of [
+    ["approver", "/", "/spend"],
+    ["reviewer", "/proposals", "/"],
+    ["finance", "/spend", "/users"],
+  ] as const) {
+    test(`${role} gets a 403 page for ${forbidden}`, async ({ page }) => {
+      expectErrorStatus(forbidden);
+      await page.goto("/login");
+      await page.getByLabel("Username").fill(role);
+      await page.getByLabel("Password").fill(ADMIN_PASSWORD);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect(page.getByTestId("session")).toContainText(role);
+      const ok = await page.goto(allowed);
+      expect(ok?.status()).toBe(200);
+      await expect(page.getByTestId("forbidden")).toHaveCount(0);
+      const res = await page.goto(forbidden);
+      expect(res?.status()).toBe(403);
+      await expect(page.getByTestId("forbidden")).toContainText("You do not have access to this page");
+      await expect(page.getByTestId("forbidden")).toContainText(role);
+      await page.screenshot({ path: `end2end/test-results/screenshots/403-${role}.png`, fullPage: true });
+    });
+  }
+
+  test("a cross-site POST to a server function is refused", async ({ page }) => {
+    expectErrorStatus("/api/approve");
+    // A page from another origin (here about:blank, origin "null") posting to the console.
+    const target = `${process.env.NAIVE_E2E_URL}/api/approve`;
+    await page.setContent(`<form method="post" action="${target}"><input name="id" value="apr_x"><button>go</button></form>`);
+    const [res] = await Promise.all([
+      page.waitForResponse((r) => r.url() === target),
+      page.getByRole("button", { name: "go" }).click(),
+    ]);
+    expect(res.status()).toBe(403);
+    expect(await res.json()).toMatchObject({ code: "cross_site_request" });
   });
 });
