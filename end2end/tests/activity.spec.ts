@@ -1,18 +1,7 @@
 // The live activity feed: backfilled from the log on load, then following the stream; an
 // action shows up within a second; pause holds new entries back and resume shows them.
-import { expect, test } from "./fixtures";
+import { api, expect, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
-
-const base = () => process.env.NAIVE_E2E_URL!;
-
-async function api(path: string, key: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base()}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
-}
 
 async function newAgent(prefix: string) {
   const profile = await api("/v1/agent-profiles", COMPANY_KEY, { name: `${prefix}-${Date.now()}`, kit: "Default" });

@@ -1,5 +1,6 @@
 // A page fixture that fails the test on any console error, page error or failed request.
-import { test as base, expect } from "@playwright/test";
+import { test as base, expect, type Page } from "@playwright/test";
+import { ADMIN_PASSWORD } from "../global-setup";
 
 export const PAGES = [
   { path: "/", name: "inbox", heading: "Approval inbox" },
@@ -53,3 +54,33 @@ export const test = base.extend<{ problems: string[] }>({
 });
 
 export { expect };
+
+/// The gateway's HTTP API as an agent or the company calls it: the method, the path, a bearer
+/// key, and a JSON body; answers the status and the parsed JSON.
+export async function request(
+  method: string,
+  path: string,
+  key: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${process.env.NAIVE_E2E_URL}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+/// A GET, or a POST when there is a body.
+export const api = (path: string, key: string, body?: unknown) =>
+  request(body === undefined ? "GET" : "POST", path, key, body);
+
+/// Signs in through the form as one of the demo's console users (they share the admin's
+/// password).
+export async function signInAs(page: Page, username: string) {
+  await page.goto("/login");
+  await page.getByLabel("Username").fill(username);
+  await page.getByLabel("Password").fill(ADMIN_PASSWORD);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}

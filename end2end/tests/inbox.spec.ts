@@ -1,26 +1,8 @@
 // The approval inbox as its users see it: an agent's card charge over HTTP parks, an approver
 // approves it in the browser, and the agent's poll then shows it executed; the profile's owner
 // sees the item but is told they cannot decide it.
-import { expect, test } from "./fixtures";
-import { ADMIN_PASSWORD, COMPANY_KEY } from "../global-setup";
-
-const base = () => process.env.NAIVE_E2E_URL!;
-
-async function api(path: string, key: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base()}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
-}
-
-async function signInAs(page: import("@playwright/test").Page, username: string) {
-  await page.goto("/login");
-  await page.getByLabel("Username").fill(username);
-  await page.getByLabel("Password").fill(ADMIN_PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
+import { api, expect, signInAs, test } from "./fixtures";
+import { COMPANY_KEY } from "../global-setup";
 
 /// The inbox island has opened its event stream.
 async function waitForLive(page: import("@playwright/test").Page) {

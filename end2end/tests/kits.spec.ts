@@ -1,19 +1,8 @@
 // The AccountKit editor as an admin uses it: lowering a hard cap changes the in-browser
 // simulator's verdict before anything is saved; after saving, the agent's next call is refused
 // with budget_exceeded; a stale save gets the conflict message and keeps the draft.
-import { expect, test } from "./fixtures";
+import { expect, request as api, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
-
-const base = () => process.env.NAIVE_E2E_URL!;
-
-async function api(method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base()}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
-}
 
 test.describe("kit editor", () => {
   test("lowering a hard cap changes the simulator's verdict, and after saving the agent gets budget_exceeded", async ({ page }) => {

@@ -1,5 +1,5 @@
 // With JavaScript disabled every page still renders its data from the server.
-import { PAGES, expect, test } from "./fixtures";
+import { PAGES, expect, request, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
 
 const CONTENT: Record<string, string> = {
@@ -36,11 +36,7 @@ test("a profile's page lists its keys and the revoke cascade without JavaScript"
 
 test("a kit saves from its JSON without JavaScript", async ({ page }) => {
   const name = `E2E-NoJS-${Date.now()}`;
-  const created = await fetch(`${process.env.NAIVE_E2E_URL}/v1/kits/${name}`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${COMPANY_KEY}`, "content-type": "application/json" },
-    body: JSON.stringify({ name, primitives: ["web"] }),
-  });
+  const created = await request("PUT", `/v1/kits/${name}`, COMPANY_KEY, { name, primitives: ["web"] });
   expect(created.status).toBe(201);
   await page.goto(`/kits/${name}`);
   await page.getByText("The kit as JSON").click();

@@ -1,19 +1,8 @@
 // Profiles and keys as an admin uses them: a key is created in the console (its secret shown
 // once), used by an agent, rotated and revoked; revoking a profile previews its cascade and
 // then stops every sub-agent.
-import { expect, test } from "./fixtures";
+import { api, expect, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
-
-const base = () => process.env.NAIVE_E2E_URL!;
-
-async function api(path: string, key: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base()}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
-}
 
 const read = (profile: string, key: string) => api(`/v1/users/${profile}/web/read`, key, { url: "https://example.test/" });
 

@@ -1,5 +1,5 @@
 // Signing in through the form in a fresh browser, and a role's 403 page.
-import { expect, expectErrorStatus, test } from "./fixtures";
+import { expect, expectErrorStatus, signInAs, test } from "./fixtures";
 import { ADMIN_PASSWORD } from "../global-setup";
 
 test.describe("sign-in", () => {
@@ -48,10 +48,7 @@ test.describe("roles", () => {
   ] as const) {
     test(`${role} gets a 403 page for ${forbidden}`, async ({ page }) => {
       expectErrorStatus(forbidden);
-      await page.goto("/login");
-      await page.getByLabel("Username").fill(role);
-      await page.getByLabel("Password").fill(ADMIN_PASSWORD);
-      await page.getByRole("button", { name: "Sign in" }).click();
+      await signInAs(page, role);
       await expect(page.getByTestId("session")).toContainText(role);
       const ok = await page.goto(allowed);
       expect(ok?.status()).toBe(200);

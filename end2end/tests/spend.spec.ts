@@ -1,18 +1,7 @@
 // Spend as finance sees it: the bar moves after an agent acts, the chart and burn rate show
 // the day's spend, and the CSV export holds exactly the rows of the ledger table.
-import { expect, test } from "./fixtures";
-import { ADMIN_PASSWORD, COMPANY_KEY } from "../global-setup";
-
-const base = () => process.env.NAIVE_E2E_URL!;
-
-async function api(path: string, key: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${base()}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
-}
+import { api, expect, signInAs, test } from "./fixtures";
+import { COMPANY_KEY } from "../global-setup";
 
 test.describe("spend as finance", () => {
   test.use({ storageState: { cookies: [], origins: [] } });
@@ -22,10 +11,7 @@ test.describe("spend as finance", () => {
     expect(profile.status).toBe(201);
     const key = (await api(`/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {})).json.secret as string;
 
-    await page.goto("/login");
-    await page.getByLabel("Username").fill("finance");
-    await page.getByLabel("Password").fill(ADMIN_PASSWORD);
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await signInAs(page, "finance");
     await page.goto("/spend");
     const row = page.locator(`tr[data-profile="${profile.json.name}"]`);
     const bar = row.getByTestId("spend-bar");
