@@ -21,6 +21,7 @@ test.describe("kit editor", () => {
     const editor = page.getByTestId("kit-editor");
     // The editor is a lazy island: wait until its chunk has loaded and hydrated.
     await expect(editor).toHaveAttribute("data-hydrated", "true");
+    await expect(page.getByTestId("editor-loading")).toHaveCount(0);
     // The simulator runs in the browser: the profile has spent $30, so $48 more is allowed.
     await page.getByTestId("sim-profile").selectOption({ index: 0 });
     await expect(page.getByTestId("sim-profile")).toContainText("$30.00 posted");

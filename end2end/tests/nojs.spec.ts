@@ -39,7 +39,8 @@ test("a kit saves from its JSON without JavaScript", async ({ page }) => {
   const created = await request("PUT", `/v1/kits/${name}`, COMPANY_KEY, { name, primitives: ["web"] });
   expect(created.status).toBe(201);
   await page.goto(`/kits/${name}`);
-  await page.getByText("The kit as JSON").click();
+  await expect(page.getByTestId("editor-loading")).toBeVisible();
+  await page.getByText("The kit as JSON", { exact: true }).click();
   await page.locator("textarea[name=kit_json]").fill(JSON.stringify({ name, primitives: ["web", "search"] }));
   await page.getByTestId("save-kit").click();
   await expect(page).toHaveURL(new RegExp(`/kits/${name}\\?saved=v2$`));

@@ -440,7 +440,12 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                 <input type="hidden" name="name" value=current.name.clone() />
                 <input type="hidden" name="expected_version" prop:value=move || saved.with(|k| k.version.0.to_string()) value=current.version.0.to_string() />
 
-                <fieldset class="space-y-2">
+                {move || (!hydrated.get()).then(|| view! {
+                    <p class="rounded border border-zinc-200 p-2 text-sm text-zinc-600 dark:border-zinc-800 dark:text-zinc-300" data-testid="editor-loading">
+                        "The form and the simulator start once the page's script has loaded. Without JavaScript, edit the kit as JSON below and save."
+                    </p>
+                })}
+                <fieldset class="space-y-2" disabled=move || !hydrated.get()>
                     <legend class="text-sm font-semibold">"Primitives"</legend>
                     <p class="text-xs text-zinc-500">"What the agent may use at all. brain is opt-in."</p>
                     <div class="flex flex-wrap gap-3">
@@ -459,7 +464,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     </div>
                 </fieldset>
 
-                <fieldset class="grid gap-3 sm:grid-cols-3">
+                <fieldset class="grid gap-3 sm:grid-cols-3" disabled=move || !hydrated.get()>
                     <legend class="mb-2 text-sm font-semibold">"Limits"</legend>
                     {money_input("Hard cap", "never exceeded, real spend plus credits", hard, "hard-cap")}
                     {money_input("Soft cap", "crossing it parks for approval", soft, "soft-cap")}
@@ -475,7 +480,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     </label>
                 </fieldset>
 
-                <fieldset class="space-y-2">
+                <fieldset class="space-y-2" disabled=move || !hydrated.get()>
                     <legend class="text-sm font-semibold">"Can rules"</legend>
                     <p class="text-xs text-zinc-500">"Every rule that matches an action must be satisfied. Conditions are optional; leave a field empty for none."</p>
                     <For each=move || rules.get() key=|r| r.id let:r>
@@ -503,7 +508,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     </button>
                 </fieldset>
 
-                <fieldset class="space-y-2">
+                <fieldset class="space-y-2" disabled=move || !hydrated.get()>
                     <legend class="text-sm font-semibold">"Toolkits"</legend>
                     <label class="flex items-center gap-2 text-sm">
                         <input type="checkbox" bind:checked=allow_all />
@@ -571,7 +576,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                 </div>
             </form>
 
-            <aside class="space-y-3 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-testid="simulator">
+            <fieldset class="space-y-3 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-testid="simulator" disabled=move || !hydrated.get()>
                 <h3 class="text-sm font-semibold">"Simulator"</h3>
                 <p class="text-xs text-zinc-500">"Decided in your browser by the same policy code the gateway runs. Nothing is sent."</p>
                 <label class=LABEL><span class="text-xs">"As"</span>
@@ -610,7 +615,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                 <pre class="max-h-80 overflow-auto whitespace-pre-wrap break-words rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800" data-testid="sim-envelope">
                     {move || match sim_draft.get() { Ok(o) => o.envelope, Err(e) => e }}
                 </pre>
-            </aside>
+            </fieldset>
         </div>
     }
 }
