@@ -25,10 +25,10 @@ export const test = base.extend<{ problems: string[] }>({
       const problems: string[] = [];
       expectedErrors.clear();
       const jsOff = testInfo.project.use.javaScriptEnabled === false;
-      const expected404 = (url: string) =>
+      const expectedError = (url: string) =>
         url.includes("/no-such-page") || [...expectedErrors].some((p) => new URL(url).pathname === p);
       page.on("console", (m) => {
-        if (m.type() === "error" && !expected404(m.location().url)) problems.push(`console error: ${m.text()}`);
+        if (m.type() === "error" && !expectedError(m.location().url)) problems.push(`console error: ${m.text()}`);
       });
       page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
       page.on("requestfailed", (r) => {
@@ -44,7 +44,7 @@ export const test = base.extend<{ problems: string[] }>({
       });
       page.on("response", (r) => {
         // A 404 the test asked for is expected; any other 4xx/5xx is a defect.
-        if (r.status() >= 400 && !expected404(r.url())) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+        if (r.status() >= 400 && !expectedError(r.url())) problems.push(`HTTP ${r.status()}: ${r.url()}`);
       });
       await use(problems);
       expect(problems, "the page produced errors").toEqual([]);

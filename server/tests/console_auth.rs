@@ -364,15 +364,8 @@ async fn finance_sees_spend_move_and_exports_exactly_the_filtered_ledger() {
     assert!(pending.starts_with("30.00"), "the parked charge is pending: {}", &pending[..20]);
 
     let (_, key) = app.gateway.issue_key(&tenant, &bot.id, "test").await.unwrap();
-    let res = app
-        .client
-        .post(format!("{}/v1/users/{}/web/read", app.base, bot.id))
-        .bearer_auth(&key.token)
-        .json(&serde_json::json!({"url": "https://docs.example.test/new"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200, "{}", res.text().await.unwrap());
+    let (status, body) = app.web_read(&bot.id, &key.token, "https://docs.example.test/new").await;
+    assert_eq!(status, 200, "{body}");
     let (_, html) = app.get_signed_in("/spend", &finance).await;
     let after = posted(&html);
     assert_ne!(before, after, "the bar moved");
@@ -581,15 +574,8 @@ async fn the_console_stream_needs_a_session_and_carries_console_rows() {
     let tenant = app.gateway.tenants().await.unwrap()[0].id.clone();
     let p = app.gateway.create_profile(&tenant, "stream-reader", None, None, "Default").await.unwrap();
     let (_, key) = app.gateway.issue_key(&tenant, &p.id, "test").await.unwrap();
-    let res = app
-        .client
-        .post(format!("{}/v1/users/{}/web/read", app.base, p.id))
-        .bearer_auth(&key.token)
-        .json(&serde_json::json!({"url": "https://x.test/console"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
+    let (status, body) = app.web_read(&p.id, &key.token, "https://x.test/console").await;
+    assert_eq!(status, 200, "{body}");
 
     let mut buf = String::new();
     let row = tokio::time::timeout(std::time::Duration::from_secs(15), async {

@@ -28,6 +28,8 @@ pub struct ProfileRow {
     pub runtime: String,
     pub runtime_reason: Option<String>,
     pub owner: Option<String>,
+    /// The parent profile's id, for a sub-agent.
+    pub parent_id: Option<String>,
     pub created_at: String,
 }
 
@@ -37,6 +39,13 @@ pub struct KitVersionRow {
     pub author: String,
     pub diff: KitDiff,
     pub created_at: String,
+}
+
+#[cfg(feature = "ssr")]
+impl From<gateway::KitRecord> for KitVersionRow {
+    fn from(r: gateway::KitRecord) -> Self {
+        KitVersionRow { kit: r.kit, author: r.author, diff: r.diff, created_at: r.created_at.to_rfc3339() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -288,10 +297,19 @@ pub async fn session_info() -> Result<Option<SessionSummary>, ServerFnError> {
 
 #[server]
 pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
-    use crate::api::to_fn_error;
     let (gw, tenant, _) = require_view("profiles").await?;
-    let users = gw.users(&tenant.id).await.map_err(to_fn_error)?;
-    let tree = gw.profile_tree(&tenant.id).await.map_err(to_fn_error)?;
+    profile_rows(&gw, &tenant.id).await
+}
+
+/// The tenant's profiles in tree order, as the profile pages show them.
+#[cfg(feature = "ssr")]
+pub(crate) async fn profile_rows(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+) -> Result<Vec<ProfileRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let users = gw.users(tenant).await.map_err(to_fn_error)?;
+    let tree = gw.profile_tree(tenant).await.map_err(to_fn_error)?;
     Ok(tree
         .into_iter()
         .map(|e| {
@@ -305,6 +323,7 @@ pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
                 runtime: p.runtime.as_str().to_string(),
                 runtime_reason: p.runtime_reason,
                 owner: p.owner.and_then(|o| users.iter().find(|u| u.id == o).map(|u| u.username.clone())),
+                parent_id: p.parent.map(|id| id.to_string()),
                 created_at: p.created_at.to_rfc3339(),
             }
         })
@@ -319,16 +338,10 @@ pub async fn list_kits() -> Result<Vec<KitSummary>, ServerFnError> {
     let mut out = Vec::new();
     for current in gw.kits(&tenant.id).await.map_err(to_fn_error)? {
         let history = gw.kit_versions(&tenant.id, &current.kit.name).await.map_err(to_fn_error)?;
-        let row = |r: gateway::KitRecord| KitVersionRow {
-            kit: r.kit,
-            author: r.author,
-            diff: r.diff,
-            created_at: r.created_at.to_rfc3339(),
-        };
         out.push(KitSummary {
             profiles: profiles.iter().filter(|p| p.kit_name == current.kit.name).count(),
-            current: row(current),
-            history: history.into_iter().map(row).collect(),
+            current: current.into(),
+            history: history.into_iter().map(Into::into).collect(),
         });
     }
     Ok(out)

@@ -23,20 +23,19 @@ pub struct KitEditorData {
     pub can_edit: bool,
 }
 
-#[cfg(feature = "ssr")]
-fn version_row(r: gateway::KitRecord) -> KitVersionRow {
-    KitVersionRow { kit: r.kit, author: r.author, diff: r.diff, created_at: r.created_at.to_rfc3339() }
-}
-
 #[server]
 pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
     use crate::api::console::require_view;
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_view("kits").await?;
-    let current = gw.current_kit(&tenant.id, &name).await.map_err(to_fn_error)?;
-    let mut history: Vec<_> =
-        gw.kit_versions(&tenant.id, &name).await.map_err(to_fn_error)?.into_iter().map(version_row).collect();
+    // The history holds the current version too: the newest is it.
+    let mut history: Vec<KitVersionRow> =
+        gw.kit_versions(&tenant.id, &name).await.map_err(to_fn_error)?.into_iter().map(Into::into).collect();
     history.sort_by_key(|r| std::cmp::Reverse(r.kit.version));
+    let current = history
+        .first()
+        .cloned()
+        .ok_or_else(|| ServerFnError::new(format!("not_found: no kit named \"{name}\"")))?;
     let mut profiles = Vec::new();
     for p in gw.profiles(&tenant.id).await.map_err(to_fn_error)? {
         if p.kit_name != name || p.status != policy::SubjectStatus::Active {
@@ -46,7 +45,7 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
         profiles.push(SimProfile { name: p.name, posted: totals.posted, pending: totals.pending });
     }
     Ok(KitEditorData {
-        current: version_row(current),
+        current,
         history,
         profiles,
         credit: tenant.credit,

@@ -127,19 +127,20 @@ async fn hand_over(
 /// One profile's page: its place in the tree, its keys and what revoking it would touch.
 #[server]
 pub async fn profile_detail(id: String, issued: Option<String>) -> Result<ProfileFull, ServerFnError> {
-    use crate::api::console::{require_view, session};
+    use crate::api::console::{profile_rows, require_view, session};
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_view("profiles").await?;
     let pid = parse_profile(&id)?;
-    let rows = crate::api::console::list_profiles().await?;
+    let rows = profile_rows(&gw, &tenant.id).await?;
     let profile = rows
         .iter()
         .find(|p| p.id == id)
         .cloned()
         .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
-    let p = gw.profile(&tenant.id, &pid).await.map_err(to_fn_error)?;
-    let parent =
-        p.parent.and_then(|parent| rows.iter().find(|r| r.id == parent.as_str()).map(|r| r.name.clone()));
+    let parent = profile
+        .parent_id
+        .as_ref()
+        .and_then(|parent| rows.iter().find(|r| &r.id == parent).map(|r| r.name.clone()));
     let now = chrono::Utc::now();
     let keys =
         gw.keys(&tenant.id, &pid).await.map_err(to_fn_error)?.into_iter().map(|k| key_row(k, now)).collect();

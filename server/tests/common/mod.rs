@@ -113,6 +113,20 @@ impl TestApp {
         (status, res.text().await.expect("body"))
     }
 
+    /// An agent reads a page over `/v1` with its key; returns the status and body.
+    pub async fn web_read(&self, profile: &gateway::ProfileId, token: &str, url: &str) -> (u16, String) {
+        let res = self
+            .client
+            .post(format!("{}/v1/users/{profile}/web/read", self.base))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "url": url }))
+            .send()
+            .await
+            .expect("web.read");
+        let status = res.status().as_u16();
+        (status, res.text().await.expect("body"))
+    }
+
     /// Stops the server and waits for it to drain.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
