@@ -94,12 +94,13 @@ impl KitDiff {
             (false, true) => push(Direction::Narrows, "requires approval for destructive tools".into()),
             _ => {}
         }
-        d.sort_by_key(|c| match c.direction {
-            Direction::Widens => 0,
-            Direction::Narrows => 1,
-            Direction::Neutral => 2,
-        });
-        KitDiff { changes: d }
+        // Widens first, then narrows, then the rest, each in the order found. (Grouping by
+        // hand rather than a stable sort keeps the sort's code out of the browser's wasm.)
+        let changes = [Direction::Widens, Direction::Narrows, Direction::Neutral]
+            .into_iter()
+            .flat_map(|dir| d.iter().filter(move |c| c.direction == dir).cloned())
+            .collect();
+        KitDiff { changes }
     }
 
     pub fn is_empty(&self) -> bool {
