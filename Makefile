@@ -10,7 +10,7 @@ export CHROMIUM_PATH ?= /usr/bin/chromium
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
-	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} cargo leptos serve --split
+	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} cargo leptos serve
 
 test: setup-test fmt lint unit wasm api e2e
 	@echo "make test: all checks passed"
@@ -47,10 +47,8 @@ wasm:
 api:
 	scripts/schemathesis.sh
 
-# --split always: the kit editor, inbox and activity islands are lazy wasm chunks, and a build
-# without it leaves their loader unresolved in the browser.
 build-site:
-	cargo leptos build --split
+	cargo leptos build
 
 e2e: build-site
 	npx playwright test --config end2end/playwright.config.ts
@@ -75,6 +73,6 @@ bench-sse:
 bench-console:
 	bench/console.sh
 
-# The release wasm, split into lazy chunks: bytes per file and per page, gzipped.
+# The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:
 	bench/wasm-size.sh

@@ -73,7 +73,7 @@ test.describe("inbox triage", () => {
     await signInAs(page, "approver");
     const rowOf = (id: string) => page.locator(`tr[data-approval="${id}"]`);
     await expect(rowOf(second.approvalId)).toBeVisible();
-    // Wait for the (lazy) island: it is live once hydrated.
+    // Wait for the island: it is live once hydrated.
     await waitForLive(page);
     const order = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
     const selected = page.locator('tr[aria-selected="true"]');

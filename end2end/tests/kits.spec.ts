@@ -19,7 +19,7 @@ test.describe("kit editor", () => {
 
     await page.goto(`/kits/${name}`);
     const editor = page.getByTestId("kit-editor");
-    // The editor is a lazy island: wait until its chunk has loaded and hydrated.
+    // Wait until the editor's island has hydrated.
     await expect(editor).toHaveAttribute("data-hydrated", "true");
     await expect(page.getByTestId("editor-loading")).toHaveCount(0);
     // The simulator runs in the browser: the profile has spent $30, so $48 more is allowed.
@@ -65,5 +65,29 @@ test.describe("kit editor", () => {
     await expect(page.getByTestId("save-state")).toContainText("kit_version_conflict");
     await expect(page.getByTestId("save-state")).toContainText("is now at v2");
     await expect(page.getByTestId("approve-above")).toHaveValue("25");
+  });
+
+  test("can rules are added and removed in the form, and the diff and the JSON follow", async ({ page }) => {
+    const name = `E2E-Rules-${Date.now()}`;
+    expect((await api("PUT", `/v1/kits/${name}`, COMPANY_KEY, { name, primitives: ["web", "email"] })).status).toBe(201);
+    await page.goto(`/kits/${name}`);
+    await expect(page.getByTestId("kit-editor")).toHaveAttribute("data-hydrated", "true");
+    await expect(page.getByTestId("rule")).toHaveCount(0);
+    await expect(page.getByTestId("kit-diff")).toContainText("Nothing yet");
+    await expect(page.getByTestId("save-kit")).toBeDisabled();
+
+    await page.getByTestId("add-rule").click();
+    const rule = page.getByTestId("rule");
+    await expect(rule).toHaveCount(1);
+    await rule.locator("input[name=rule_action]").fill("email.send");
+    await rule.locator("select[name=rule_effect]").selectOption("deny");
+    await expect(page.getByTestId("kit-diff")).toContainText("adds a rule denying `email.send`");
+    await expect(page.locator("textarea[name=kit_json]")).toHaveValue(/"effect": "deny"/);
+    await expect(page.getByTestId("save-kit")).toBeEnabled();
+
+    await rule.getByRole("button", { name: "Remove" }).click();
+    await expect(page.getByTestId("rule")).toHaveCount(0);
+    await expect(page.getByTestId("kit-diff")).toContainText("Nothing yet");
+    await expect(page.getByTestId("save-kit")).toBeDisabled();
   });
 });

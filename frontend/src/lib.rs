@@ -6,8 +6,14 @@ pub fn hydrate() {
     // Keeps the island registrations of `app` linked into this cdylib.
     #[allow(unused_imports)]
     use app::*;
+    // Panic messages in the console while developing; a release build leaves the formatting out.
+    #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
     // Server-rendered timestamps are UTC; show them in the viewer's time zone.
-    app::components::common::localize_times();
+    if let Some(page) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+        app::components::common::localize_times(&page);
+    }
+    // One timer ticks every approval's countdown on the page.
+    leptos::prelude::set_interval(app::components::countdown::tick, std::time::Duration::from_secs(1));
 }

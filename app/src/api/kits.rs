@@ -71,28 +71,9 @@ async fn save(name: &str, expected_version: u32, kit_json: &str) -> Result<u32, 
     Ok(record.kit.version.0)
 }
 
-/// What a save from the editor island came to. A refusal (a conflict, an invalid kit, a
-/// missing role) is an answer the island shows in place, keeping the draft.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum SaveOutcome {
-    Saved(u32),
-    Refused(String),
-}
-
-/// The editor island's save.
-#[server]
-pub async fn save_kit_draft(
-    name: String,
-    expected_version: u32,
-    kit_json: String,
-) -> Result<SaveOutcome, ServerFnError> {
-    Ok(match save(&name, expected_version, &kit_json).await {
-        Ok(v) => SaveOutcome::Saved(v),
-        Err(e) => SaveOutcome::Refused(crate::components::common::error_text(&e)),
-    })
-}
-
-/// The same save as a plain form post (no JavaScript): back to the editor with the outcome.
+/// Saves the kit from the editor's form: back to the editor with `?saved=vN`, or with
+/// `?error=` saying why not. A browser without JavaScript follows the redirect; the editor's
+/// island posts the same form and reads the outcome from the `Location` it names.
 #[server(prefix = "/api", endpoint = "save_kit")]
 pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> Result<(), ServerFnError> {
     use crate::api::console::{encode_query_value, form};

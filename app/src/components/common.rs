@@ -126,21 +126,14 @@ pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
 }
 
 /// A timestamp: machine-readable in `datetime`, readable as text. The server writes UTC (it
-/// does not know the viewer's zone); in the browser every timestamp is shown in the viewer's
-/// time zone, both those the server rendered ([`localize_times`], run once at hydration) and
-/// those an island adds later (this component, built for the browser).
+/// does not know the viewer's zone); in the browser [`localize_times`] rewrites every one in
+/// the viewer's time zone, at hydration and in every region a live island swaps in. The UTC
+/// text stays as the tooltip.
 #[component]
 pub fn Time(#[prop(into)] rfc3339: String) -> impl IntoView {
     let utc = utc_text(&rfc3339);
-    let text = RwSignal::new(utc.clone());
-    let at = rfc3339.clone();
-    // Runs only in a hydrated island; elsewhere `localize_times` rewrites the text.
-    Effect::new(move |_| {
-        if let Some(local) = local_time_text(&at) {
-            text.set(local);
-        }
-    });
-    view! { <time datetime=rfc3339 title=utc class="tabular-nums text-zinc-500 dark:text-zinc-400">{move || text.get()}</time> }
+    let title = utc.clone();
+    view! { <time datetime=rfc3339 title=title class="tabular-nums text-zinc-500 dark:text-zinc-400">{utc}</time> }
 }
 
 /// `2026-11-30 09:31 UTC`, the server's rendering. Stored timestamps are UTC (`…+00:00`), so
@@ -155,53 +148,32 @@ pub fn utc_text(rfc3339: &str) -> String {
     }
 }
 
-/// The timestamp in the browser's locale and time zone, such as `Nov 30, 2026, 6:31 PM GMT+9`;
-/// `None` on the server.
-pub fn local_time_text(rfc3339: &str) -> Option<String> {
-    #[cfg(feature = "hydrate")]
-    {
-        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
-        if date.get_time().is_nan() {
-            return None;
-        }
-        let options = js_sys::Object::new();
-        for (k, v) in [
-            ("year", "numeric"),
-            ("month", "short"),
-            ("day", "numeric"),
-            ("hour", "numeric"),
-            ("minute", "2-digit"),
-            ("timeZoneName", "short"),
-        ] {
-            let _ = js_sys::Reflect::set(&options, &k.into(), &v.into());
-        }
-        Some(String::from(date.to_locale_string("default", &options)))
-    }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = rfc3339;
-        None
-    }
-}
-
-/// Rewrites every server-rendered `<time datetime>` outside the islands into the viewer's
-/// time zone (islands do it themselves, through [`Time`], so their hydration markers stay
-/// intact). Called once by the wasm entry point.
+/// Rewrites every `<time datetime>` under `root` in the browser's locale and time zone, such
+/// as `Nov 30, 2026, 6:31 PM GMT+9`. Times are server-rendered text everywhere (no island
+/// renders one), so changing the text disturbs no hydration.
 #[cfg(feature = "hydrate")]
-pub fn localize_times() {
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
-    let Ok(nodes) = doc.query_selector_all("time[datetime]") else { return };
+pub fn localize_times(root: &web_sys::Element) {
+    let Ok(nodes) = root.query_selector_all("time[datetime]") else { return };
+    let options = js_sys::Object::new();
+    for (k, v) in [
+        ("year", "numeric"),
+        ("month", "short"),
+        ("day", "numeric"),
+        ("hour", "numeric"),
+        ("minute", "2-digit"),
+        ("timeZoneName", "short"),
+    ] {
+        let _ = js_sys::Reflect::set(&options, &k.into(), &v.into());
+    }
     for i in 0..nodes.length() {
         let Some(el) = nodes.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok())
         else {
             continue;
         };
-        if el.closest("leptos-island").ok().flatten().is_some() {
-            continue;
-        }
         let Some(at) = el.get_attribute("datetime") else { continue };
-        if let Some(local) = local_time_text(&at) {
-            el.set_text_content(Some(&local));
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at));
+        if !date.get_time().is_nan() {
+            el.set_text_content(Some(&String::from(date.to_locale_string("default", &options))));
         }
     }
 }
@@ -209,7 +181,7 @@ pub fn localize_times() {
 /// Shared table styling.
 /// A text input or select in the console's forms.
 pub const INPUT: &str =
-    "rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
+    "min-w-0 rounded border border-zinc-300 px-2 py-1 text-sm dark:border-zinc-700 dark:bg-zinc-950";
 pub const TABLE: &str = "w-full border-collapse text-sm";
 pub const THEAD: &str = "border-b border-zinc-200 text-left text-xs font-medium uppercase tracking-wide text-zinc-500 dark:border-zinc-800 dark:text-zinc-400";
 pub const TH: &str = "px-3 py-2";

@@ -30,7 +30,7 @@ pub fn ConnectionIndicator() -> impl IntoView {
         leptos::task::spawn_local(async move {
             state.set(Conn::Checking);
             let started = now_ms();
-            let ok = gloo_net::http::Request::get("/healthz").send().await.is_ok_and(|r| r.ok());
+            let ok = crate::components::browser::fetch("GET", "/healthz", None).await.is_ok_and(|r| r.ok());
             let ms = (now_ms() - started).max(0.0).round() as u32;
             checks.update(|c| *c += 1);
             state.set(if ok { Conn::Live { ms } } else { Conn::Down });

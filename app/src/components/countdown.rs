@@ -1,10 +1,11 @@
 //! A live countdown to an approval's expiry: server-rendered with the seconds left, then
-//! ticked down once a second in the browser by the inbox island it sits in. Without
-//! JavaScript it reads as of the page load.
+//! ticked down once a second in the browser by one timer for the whole page ([`tick`],
+//! started by the wasm entry point), which also picks up rows a live region swaps in later.
+//! Without JavaScript it reads as of the page load.
 
 use leptos::prelude::*;
 
-/// "in 14 min", "in 40 s", "expired".
+/// "in 14 min 05 s", "in 40 s", "expired".
 pub fn time_left(secs: i64) -> String {
     match secs {
         s if s <= 0 => "expired".into(),
@@ -15,19 +16,41 @@ pub fn time_left(secs: i64) -> String {
 
 #[component]
 pub fn Countdown(seconds_left: i64) -> impl IntoView {
-    let (left, set_left) = signal(seconds_left);
-    // Effects run only in the browser, after hydration.
-    Effect::new(move |_| {
-        if let Ok(handle) = set_interval_with_handle(
-            move || set_left.update(|s| *s = (*s - 1).max(0)),
-            std::time::Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
     view! {
-        <span class="tabular-nums" data-testid="countdown" data-seconds=move || left.get().to_string()>
-            {move || time_left(left.get())}
+        <span class="tabular-nums" data-testid="countdown" data-seconds=seconds_left.to_string()>
+            {time_left(seconds_left)}
         </span>
+    }
+}
+
+/// One second passes on every countdown on the page.
+#[cfg(feature = "hydrate")]
+pub fn tick() {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Ok(nodes) = doc.query_selector_all("[data-testid=countdown][data-seconds]") else { return };
+    for i in 0..nodes.length() {
+        let Some(el) = nodes.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok())
+        else {
+            continue;
+        };
+        let Some(left) = el.get_attribute("data-seconds").and_then(|s| s.parse::<i64>().ok()) else {
+            continue;
+        };
+        let left = (left - 1).max(0);
+        let _ = el.set_attribute("data-seconds", &left.to_string());
+        el.set_text_content(Some(&time_left(left)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_left;
+
+    #[test]
+    fn reads_as_minutes_and_seconds_until_it_expires() {
+        assert_eq!(time_left(845), "in 14 min 05 s");
+        assert_eq!(time_left(40), "in 40 s");
+        assert_eq!(time_left(0), "expired");
+        assert_eq!(time_left(-5), "expired");
     }
 }

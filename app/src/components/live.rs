@@ -1,14 +1,32 @@
-//! The console's live stream in the browser: one `EventSource` on `/console/events` per
-//! island that needs it, delivering each new activity row. The browser reconnects on its own
+//! The console's live regions in the browser.
+//!
+//! [`subscribe`] opens one `EventSource` on `/console/events` per island that needs it and
+//! reports each new activity row's kind, agent and verdict. The browser reconnects on its own
 //! with `Last-Event-ID`, and the server replays what was missed, so a dropped connection loses
-//! nothing. On the server this does nothing: pages render from the log.
+//! nothing. Rows are parsed by the browser's own `JSON.parse`.
+//!
+//! [`refresher`] re-renders a live region from the server: it fetches the page the island is
+//! on and swaps in the fresh copy of its `[data-swap]` element. The rows' markup is written
+//! once, on the server, and never ships as wasm. Refreshes coalesce: while one is in flight,
+//! any number of further requests become one more fetch after it, so a burst of events costs
+//! two page renders at most.
+//!
+//! On the server both do nothing: pages render from the log.
 
-use crate::api::console::ActivityRow;
+use leptos::prelude::NodeRef;
 
-/// Calls `on_row` with every activity row from now on, until the island is cleaned up.
+/// What an island needs to know of an activity row to decide whether its region changed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveEvent {
+    pub kind: String,
+    pub agent: Option<String>,
+    pub verdict: Option<String>,
+}
+
+/// Calls `on_event` with every activity row from now on, until the island is cleaned up.
 /// `on_state` hears whether the stream is connected.
 #[allow(unused_variables)]
-pub fn subscribe(on_row: impl Fn(ActivityRow) + 'static, on_state: impl Fn(bool) + 'static) {
+pub fn subscribe(on_event: impl Fn(LiveEvent) + 'static, on_state: impl Fn(bool) + 'static) {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
@@ -16,10 +34,13 @@ pub fn subscribe(on_row: impl Fn(ActivityRow) + 'static, on_state: impl Fn(bool)
         let Ok(source) = web_sys::EventSource::new("/console/events") else { return };
         let on_state = std::rc::Rc::new(on_state);
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |m: web_sys::MessageEvent| {
-            if let Some(row) = m.data().as_string().and_then(|d| serde_json::from_str::<ActivityRow>(&d).ok())
-            {
-                on_row(row);
-            }
+            let Some(row) = m.data().as_string().and_then(|d| js_sys::JSON::parse(&d).ok()) else { return };
+            let get = |key: &str| js_sys::Reflect::get(&row, &key.into()).ok().and_then(|v| v.as_string());
+            on_event(LiveEvent {
+                kind: get("kind").unwrap_or_default(),
+                agent: get("agent"),
+                verdict: get("verdict"),
+            });
         });
         let opened = on_state.clone();
         let on_open = Closure::<dyn Fn()>::new(move || opened(true));
@@ -35,4 +56,73 @@ pub fn subscribe(on_row: impl Fn(ActivityRow) + 'static, on_state: impl Fn(bool)
         let source = StoredValue::new_local(source);
         leptos::prelude::on_cleanup(move || source.with_value(|s| s.close()));
     }
+}
+
+/// A function that re-renders the `[data-swap]` region inside `root` from the server, then
+/// calls `after`.
+#[cfg(feature = "hydrate")]
+pub fn refresher(
+    root: NodeRef<leptos::html::Div>,
+    after: impl Fn() + 'static,
+) -> impl Fn() + Clone + 'static {
+    use leptos::prelude::GetUntracked;
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let busy = Rc::new(Cell::new(false));
+    let again = Rc::new(Cell::new(false));
+    let after = Rc::new(after);
+    move || {
+        if busy.replace(true) {
+            again.set(true);
+            return;
+        }
+        let (busy, again, after) = (busy.clone(), again.clone(), after.clone());
+        leptos::task::spawn_local(async move {
+            loop {
+                again.set(false);
+                if let Some(root) = root.get_untracked()
+                    && swap(&root).await
+                {
+                    after();
+                }
+                if !again.get() {
+                    break;
+                }
+            }
+            busy.set(false);
+        });
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+pub fn refresher(
+    _root: NodeRef<leptos::html::Div>,
+    _after: impl Fn() + 'static,
+) -> impl Fn() + Clone + 'static {
+    || ()
+}
+
+/// Fetches the current page and replaces the region's content with its fresh copy; false if
+/// anything on the way failed (the region then stays as it was until the next event).
+#[cfg(feature = "hydrate")]
+async fn swap(root: &web_sys::Element) -> bool {
+    let Some(region) = root.query_selector("[data-swap]").ok().flatten() else { return false };
+    let key = region.get_attribute("data-swap").unwrap_or_default();
+    let Some(href) = web_sys::window().and_then(|w| w.location().href().ok()) else { return false };
+    use crate::components::browser::{fetch, text};
+    let Ok(response) = fetch("GET", &href, None).await else { return false };
+    if !response.ok() {
+        return false;
+    }
+    let Ok(html) = text(&response).await else { return false };
+    let Some(fresh) = web_sys::DomParser::new()
+        .and_then(|p| p.parse_from_string(&html, web_sys::SupportedType::TextHtml))
+        .ok()
+        .and_then(|doc| doc.query_selector(&format!("[data-swap=\"{key}\"]")).ok().flatten())
+    else {
+        return false;
+    };
+    region.set_inner_html(&fresh.inner_html());
+    crate::components::common::localize_times(&region);
+    true
 }

@@ -1,6 +1,8 @@
 //! Widgets shared by the pages: the layout, empty and error states, money and status
 //! displays, and the connection indicator island.
 
+#[cfg(feature = "hydrate")]
+pub mod browser;
 pub mod common;
 pub mod connection;
 pub mod countdown;

@@ -1,8 +1,9 @@
 //! The activity feed: every action, refusal and decision, newest first, with the state of the
 //! tamper-evident chain. Filters by agent, kind and verdict live in the URL (a plain GET form),
-//! and older entries are a keyset page away. The first page is backfilled from the log and
-//! then follows the live stream (an island), which can be paused and resumed; a paused feed
-//! counts what arrived and shows it on resume.
+//! and older entries are a keyset page away. The first page is server-rendered from the log,
+//! inside the [`ActivityTable`] island, which follows the live stream: on every row that
+//! passes the filters it swaps in the page the server renders now. It can be paused and
+//! resumed; a paused feed counts what arrived and shows it on resume.
 
 use leptos::prelude::*;
 
@@ -12,64 +13,56 @@ use crate::components::common::{
     show,
 };
 
-/// The most rows the live table keeps; older ones are a page away.
-const MAX_LIVE_ROWS: usize = 500;
-
-/// Lazy: a wasm chunk of its own, fetched only on the activity page.
-#[island(lazy)]
-fn ActivityTable(
-    rows: Vec<ActivityRow>,
-    live: bool,
-    agent: String,
-    kind: String,
-    verdict: String,
-) -> impl IntoView {
-    let rows = RwSignal::new(rows);
-    let paused = RwSignal::new(false);
-    let waiting = RwSignal::new(Vec::<ActivityRow>::new());
+#[island]
+fn ActivityTable(children: Children) -> impl IntoView {
+    let root = NodeRef::<leptos::html::Div>::new();
+    // Whether this page follows the stream (the newest page does, older ones do not); `None`
+    // until the island has read it from the region.
+    let follows = RwSignal::new(None::<bool>);
     let connected = RwSignal::new(None::<bool>);
-    let wanted = move |r: &ActivityRow| {
-        (agent.is_empty() || r.agent.as_deref() == Some(agent.as_str()))
-            && (kind.is_empty() || r.kind == kind)
-            && (verdict.is_empty() || r.verdict.as_deref() == Some(verdict.as_str()))
-    };
+    let paused = RwSignal::new(false);
+    let waiting = RwSignal::new(0usize);
+    let refresh = crate::components::live::refresher(root, || ());
+    let on_row = refresh.clone();
     Effect::new(move |_| {
+        let Some(region) = root.get().and_then(|r| r.query_selector("[data-swap]").ok().flatten()) else {
+            return;
+        };
+        let filter = |name: &str| region.get_attribute(name).filter(|v| !v.is_empty());
+        let (agent, kind, verdict) = (filter("data-agent"), filter("data-kind"), filter("data-verdict"));
+        let live = region.get_attribute("data-live").as_deref() == Some("true");
+        follows.set(Some(live));
         if !live {
             return;
         }
-        let wanted = wanted.clone();
+        let refresh = on_row.clone();
         crate::components::live::subscribe(
-            move |row| {
-                if !wanted(&row) {
+            move |e| {
+                let wanted = agent.as_ref().is_none_or(|a| e.agent.as_ref() == Some(a))
+                    && kind.as_ref().is_none_or(|k| &e.kind == k)
+                    && verdict.as_ref().is_none_or(|v| e.verdict.as_ref() == Some(v));
+                if !wanted {
                     return;
                 }
                 if paused.get_untracked() {
-                    waiting.update(|w| w.push(row));
+                    waiting.update(|n| *n += 1);
                 } else {
-                    rows.update(|r| {
-                        r.insert(0, row);
-                        r.truncate(MAX_LIVE_ROWS);
-                    });
+                    refresh();
                 }
             },
             move |up| connected.set(Some(up)),
         );
     });
     let toggle = move |_| {
-        if paused.get_untracked() {
-            let arrived = waiting.try_update(std::mem::take).unwrap_or_default();
-            rows.update(|r| {
-                for row in arrived {
-                    r.insert(0, row);
-                }
-                r.truncate(MAX_LIVE_ROWS);
-            });
+        if paused.get_untracked() && waiting.get_untracked() > 0 {
+            waiting.set(0);
+            refresh();
         }
         paused.update(|p| *p = !*p);
     };
     view! {
-        {live.then(|| view! {
-            <div class="mb-2 flex items-center gap-3 text-sm">
+        <div node_ref=root>
+            <div class="mb-2 flex items-center gap-3 text-sm" hidden=move || follows.get() == Some(false)>
                 <button type="button" data-testid="pause" on:click=toggle
                     class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">
                     {move || if paused.get() { "Resume" } else { "Pause" }}
@@ -79,38 +72,54 @@ fn ActivityTable(
                         (None, _) => "showing the log; live updates need JavaScript".to_string(),
                         (Some(false), _) => "reconnecting…".to_string(),
                         (Some(true), false) => "live".to_string(),
-                        (Some(true), true) => format!("paused · {} new", waiting.with(Vec::len)),
+                        (Some(true), true) => format!("paused · {} new", waiting.get()),
                     }}
                 </span>
             </div>
-        })}
-        {move || if rows.with(Vec::is_empty) {
-            view! { <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any()
-        } else {
-            view! {
-                <div class=CARD>
-                    <table class=TABLE data-testid="activity-table">
-                        <thead class=THEAD>
-                            <tr>
-                                <th class=TH>"#"</th>
-                                <th class=TH>"When"</th>
-                                <th class=TH>"Agent"</th>
-                                <th class=TH>"Kind"</th>
-                                <th class=TH>"Action"</th>
-                                <th class=TH>"Verdict"</th>
-                                <th class=format!("{TH} text-right")>"Amount"</th>
-                                <th class=TH>"By"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            <For each=move || rows.get() key=|r| r.seq let:r>
-                                <ActivityLine r />
-                            </For>
-                        </tbody>
-                    </table>
-                </div>
-            }.into_any()
-        }}
+            {children()}
+        </div>
+    }
+}
+
+/// The feed's live region: what the island swaps in, with the filters it follows.
+#[component]
+fn ActivityRows(
+    rows: Vec<ActivityRow>,
+    live: bool,
+    agent: String,
+    kind: String,
+    verdict: String,
+) -> impl IntoView {
+    let body = if rows.is_empty() {
+        view! { <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any()
+    } else {
+        view! {
+            <div class=CARD>
+                <table class=TABLE data-testid="activity-table">
+                    <thead class=THEAD>
+                        <tr>
+                            <th class=TH>"#"</th>
+                            <th class=TH>"When"</th>
+                            <th class=TH>"Agent"</th>
+                            <th class=TH>"Kind"</th>
+                            <th class=TH>"Action"</th>
+                            <th class=TH>"Verdict"</th>
+                            <th class=format!("{TH} text-right")>"Amount"</th>
+                            <th class=TH>"By"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {rows.into_iter().map(|r| view! { <ActivityLine r /> }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    };
+    view! {
+        <div data-swap="activity" data-live=live.to_string() data-agent=agent data-kind=kind data-verdict=verdict>
+            {body}
+        </div>
     }
 }
 
@@ -196,7 +205,9 @@ pub fn ActivityPage() -> impl IntoView {
                     view! {
                         {chain}
                         {filters}
-                        <ActivityTable rows=feed.rows live=before_none agent=get("agent") kind=get("kind") verdict=get("verdict") />
+                        <ActivityTable>
+                            <ActivityRows rows=feed.rows live=before_none agent=get("agent") kind=get("kind") verdict=get("verdict") />
+                        </ActivityTable>
                         {older}
                     }.into_any()
                 })

@@ -1,14 +1,14 @@
 //! The approval inbox (`/`): parked actions waiting for a human.
 //!
-//! The list is an island: it follows the live stream and reloads itself (through the same
-//! `inbox` server function that rendered it) when an action parks or a decision lands, so new
-//! items appear without a reload. Keyboard triage: `j`/`k` move, `a` approves the selected
-//! item, `d` moves to its reason field to deny. Approve and deny are plain form posts, so the
-//! page works without JavaScript.
+//! The rows are server-rendered, inside the [`LiveInbox`] island. The island follows the live
+//! stream and, when an action parks or a decision lands, swaps in the rows the server renders
+//! now, so new items appear without a reload and the row markup never ships as wasm.
+//! Keyboard triage: `j`/`k` move, `a` approves the selected item, `d` moves to its reason
+//! field to deny. Approve and deny are plain form posts, so the page works without JavaScript.
 
 use leptos::prelude::*;
 
-use crate::api::console::{InboxRow, inbox};
+use crate::api::console::{INBOX_PAGE, InboxRow, inbox};
 use crate::components::common::FormError;
 use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
@@ -18,91 +18,63 @@ use crate::components::countdown::Countdown;
 /// Kinds of activity after which the inbox may have changed.
 const INBOX_KINDS: [&str; 3] = ["park", "approval", "revoke"];
 
-/// Lazy: a wasm chunk of its own, fetched only on the inbox.
-#[island(lazy)]
-fn LiveInbox(rows: Vec<InboxRow>, status: String) -> impl IntoView {
-    let rows = RwSignal::new(rows);
-    let selected = RwSignal::new(0usize);
-    let reloads = RwSignal::new(0u32);
+#[island]
+fn LiveInbox(children: Children) -> impl IntoView {
     let live = RwSignal::new(false);
-    let selected_id = Memo::new(move |_| rows.with(|r| r.get(selected.get()).map(|r| r.id.clone())));
-    let pending = status.is_empty() || status == "pending";
+    let root = NodeRef::<leptos::html::Div>::new();
+    let selected = StoredValue::new(0usize);
     Effect::new(move |_| {
-        let status = status.clone();
+        let refresh = crate::components::live::refresher(root, move || mark(root, selected));
         crate::components::live::subscribe(
-            move |row| {
-                if !INBOX_KINDS.contains(&row.kind.as_str()) {
-                    return;
+            move |e| {
+                if INBOX_KINDS.contains(&e.kind.as_str()) {
+                    refresh();
                 }
-                let status = status.clone();
-                leptos::task::spawn_local(async move {
-                    if let Ok(fresh) = inbox(status).await {
-                        rows.set(fresh);
-                        selected.update(|s| *s = (*s).min(rows.with_untracked(Vec::len).saturating_sub(1)));
-                        reloads.update(|n| *n += 1);
-                    }
-                });
             },
             move |up| live.set(up),
         );
+        mark(root, selected);
     });
     #[cfg(feature = "hydrate")]
     {
-        let handle = window_event_listener(leptos::ev::keydown, move |ev| triage(ev, rows, selected));
+        let handle = window_event_listener(leptos::ev::keydown, move |ev| triage(ev, root, selected));
         on_cleanup(move || handle.remove());
     }
     view! {
-        <div data-testid="inbox-live" data-live=move || live.get().to_string()>
-        {move || if rows.with(Vec::is_empty) {
-            view! {
-                <EmptyState
-                    title=if pending { "Nothing is waiting for approval" } else { "No items here" }
-                    detail="When a kit parks an action (a soft cap, an approval threshold or an always-approve rule), it appears here with a countdown to its expiry."
-                />
-            }.into_any()
-        } else {
-            view! {
-                {pending.then(|| view! {
-                    <p class="mb-2 text-xs text-zinc-500">"Keys: j / k to move, a to approve, d to deny with a reason."</p>
-                })}
-                {move || (rows.with(Vec::len) >= crate::api::console::INBOX_PAGE).then(|| view! {
-                    <p class="mb-2 text-xs text-amber-700 dark:text-amber-400" data-testid="inbox-more">
-                        {format!("Showing the newest {}; older items appear as these are decided.", crate::api::console::INBOX_PAGE)}
-                    </p>
-                })}
-                <div class=CARD>
-                    <table class=TABLE data-testid="inbox-table" data-reloads=move || reloads.get().to_string()>
-                        <thead class=THEAD>
-                            <tr>
-                                <th class=TH>"Agent"</th>
-                                <th class=TH>"Action"</th>
-                                <th class=TH>"Arguments"</th>
-                                <th class=format!("{TH} text-right")>"Amount"</th>
-                                <th class=TH>"Kit"</th>
-                                <th class=TH>"Why"</th>
-                                <th class=TH>"Expires"</th>
-                                <th class=TH>"Decide"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            <For each=move || rows.get() key=|r| r.id.clone() let:r>
-                                {
-                                    let id = r.id.clone();
-                                    view! { <InboxLine r selected=Signal::derive(move || selected_id.with(|s| s.as_ref() == Some(&id))) /> }
-                                }
-                            </For>
-                        </tbody>
-                    </table>
-                </div>
-            }.into_any()
-        }}
+        <div node_ref=root data-testid="inbox-live" data-live=move || live.get().to_string()>
+            {children()}
         </div>
+    }
+}
+
+/// The inbox's rows in the page, in order.
+#[cfg(feature = "hydrate")]
+fn rows(root: NodeRef<leptos::html::Div>) -> Vec<web_sys::Element> {
+    use wasm_bindgen::JsCast;
+    let Some(nodes) = root.get_untracked().and_then(|r| r.query_selector_all("tr[data-approval]").ok())
+    else {
+        return Vec::new();
+    };
+    (0..nodes.length()).filter_map(|i| nodes.item(i)?.dyn_into().ok()).collect()
+}
+
+/// Marks the selected row (kept in range as rows come and go) with `aria-selected`.
+#[allow(unused_variables)]
+fn mark(root: NodeRef<leptos::html::Div>, selected: StoredValue<usize>) {
+    #[cfg(feature = "hydrate")]
+    {
+        let rows = rows(root);
+        let at = selected.get_value().min(rows.len().saturating_sub(1));
+        selected.set_value(at);
+        for (i, row) in rows.iter().enumerate() {
+            let _ = row.set_attribute("aria-selected", if i == at { "true" } else { "false" });
+        }
     }
 }
 
 /// `j`/`k`/`a`/`d` on the inbox, unless the user is typing in a field.
 #[cfg(feature = "hydrate")]
-fn triage(ev: web_sys::KeyboardEvent, rows: RwSignal<Vec<InboxRow>>, selected: RwSignal<usize>) {
+fn triage(ev: web_sys::KeyboardEvent, root: NodeRef<leptos::html::Div>, selected: StoredValue<usize>) {
     use wasm_bindgen::JsCast;
     let typing = ev
         .target()
@@ -111,24 +83,15 @@ fn triage(ev: web_sys::KeyboardEvent, rows: RwSignal<Vec<InboxRow>>, selected: R
     if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
         return;
     }
-    let count = rows.with_untracked(Vec::len);
-    if count == 0 {
-        return;
-    }
-    let Some(id) =
-        rows.with_untracked(|r| r.get(selected.get_untracked().min(count - 1)).map(|r| r.id.clone()))
-    else {
-        return;
-    };
+    let rows = rows(root);
+    let Some(last) = rows.len().checked_sub(1) else { return };
+    let at = selected.get_value().min(last);
     let find = |sel: &str| {
-        web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.query_selector(&format!("tr[data-approval=\"{id}\"] {sel}")).ok().flatten())
-            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        rows[at].query_selector(sel).ok().flatten().and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
     };
     match ev.key().as_str() {
-        "j" => selected.update(|s| *s = (*s + 1).min(count - 1)),
-        "k" => selected.update(|s| *s = s.saturating_sub(1)),
+        "j" => selected.set_value((at + 1).min(last)),
+        "k" => selected.set_value(at.saturating_sub(1)),
         "a" => {
             if let Some(button) = find("[data-testid=approve]") {
                 button.click();
@@ -140,15 +103,62 @@ fn triage(ev: web_sys::KeyboardEvent, rows: RwSignal<Vec<InboxRow>>, selected: R
                 let _ = field.focus();
             }
         }
-        _ => (),
+        _ => return,
     }
+    mark(root, selected);
+}
+
+/// The inbox's live region: what the island swaps in when it changes.
+#[component]
+fn InboxRows(rows: Vec<InboxRow>, pending: bool) -> impl IntoView {
+    let body = if rows.is_empty() {
+        view! {
+            <EmptyState
+                title=if pending { "Nothing is waiting for approval" } else { "No items here" }
+                detail="When a kit parks an action (a soft cap, an approval threshold or an always-approve rule), it appears here with a countdown to its expiry."
+            />
+        }
+        .into_any()
+    } else {
+        let more = rows.len() >= INBOX_PAGE;
+        view! {
+            {pending.then(|| view! {
+                <p class="mb-2 text-xs text-zinc-500">"Keys: j / k to move, a to approve, d to deny with a reason."</p>
+            })}
+            {more.then(|| view! {
+                <p class="mb-2 text-xs text-amber-700 dark:text-amber-400" data-testid="inbox-more">
+                    {format!("Showing the newest {INBOX_PAGE}; older items appear as these are decided.")}
+                </p>
+            })}
+            <div class=CARD>
+                <table class=TABLE data-testid="inbox-table">
+                    <thead class=THEAD>
+                        <tr>
+                            <th class=TH>"Agent"</th>
+                            <th class=TH>"Action"</th>
+                            <th class=TH>"Arguments"</th>
+                            <th class=format!("{TH} text-right")>"Amount"</th>
+                            <th class=TH>"Kit"</th>
+                            <th class=TH>"Why"</th>
+                            <th class=TH>"Expires"</th>
+                            <th class=TH>"Decide"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {rows.into_iter().map(|r| view! { <InboxLine r /> }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    };
+    view! { <div data-swap="inbox">{body}</div> }
 }
 
 #[component]
-fn InboxLine(r: InboxRow, selected: Signal<bool>) -> impl IntoView {
+fn InboxLine(r: InboxRow) -> impl IntoView {
     view! {
-        <tr class=TR data-approval=r.id.clone() aria-selected=move || selected.get().to_string()
-            class:ring-2=move || selected.get() class:ring-inset=move || selected.get() class:ring-sky-500=move || selected.get()>
+        <tr class=format!("{TR} aria-selected:ring-2 aria-selected:ring-inset aria-selected:ring-sky-500") data-approval=r.id.clone() aria-selected="false">
             <td class=TD><span class="font-medium">{r.agent}</span></td>
             <td class=TD><code class="text-xs">{r.action}</code></td>
             <td class=format!("{TD} text-zinc-600 dark:text-zinc-300")>{r.summary}</td>
@@ -211,8 +221,9 @@ pub fn InboxPage() -> impl IntoView {
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 let status_now = status();
+                let pending = status_now.is_empty() || status_now == "pending";
                 show(data.await, move |rows| {
-                    view! { <LiveInbox rows status=status_now /> }
+                    view! { <LiveInbox><InboxRows rows pending /></LiveInbox> }
                 })
             })}
         </Suspense>

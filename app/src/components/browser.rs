@@ -1,0 +1,40 @@
+//! Thin calls into the browser's own `fetch`, so the islands carry no HTTP client of their
+//! own: the request and its body are the browser's objects, and so is the error text.
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+/// Sends `method url` with an optional form body, posted as a browser posts a form
+/// (`application/x-www-form-urlencoded`, accepting HTML), so the server answers it exactly as
+/// it answers a page without JavaScript; redirects are followed. A response with any status
+/// is `Ok`; `Err` says why none came back.
+pub async fn fetch(
+    method: &str,
+    url: &str,
+    form: Option<&web_sys::UrlSearchParams>,
+) -> Result<web_sys::Response, String> {
+    let window = web_sys::window().ok_or("no browser window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method(method);
+    if let Some(form) = form {
+        init.set_body(form);
+        let headers = web_sys::Headers::new().map_err(error_text)?;
+        headers.set("accept", "text/html").map_err(error_text)?;
+        init.set_headers(&headers);
+    }
+    let response = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await.map_err(error_text)?;
+    response.dyn_into().map_err(error_text)
+}
+
+/// The response's body as text.
+pub async fn text(response: &web_sys::Response) -> Result<String, String> {
+    let body = JsFuture::from(response.text().map_err(error_text)?).await.map_err(error_text)?;
+    body.as_string().ok_or_else(|| "the body is not text".to_string())
+}
+
+fn error_text(e: wasm_bindgen::JsValue) -> String {
+    match e.dyn_ref::<js_sys::Error>() {
+        Some(e) => String::from(e.message()),
+        None => e.as_string().unwrap_or_else(|| "the browser refused the request".to_string()),
+    }
+}
