@@ -24,6 +24,7 @@ test.describe("profiles and keys", () => {
     await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
     await page.getByTestId("copy-secret").click();
     await expect(page.getByTestId("copy-secret")).toHaveText("Copied");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(first);
 
     // Shown once: a reload of the same URL shows only the prefix.
     await page.reload();
