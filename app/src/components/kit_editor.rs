@@ -347,28 +347,17 @@ enum SaveState {
     Failed(String),
 }
 
-/// The simulator's inputs as read from its form.
-#[derive(Clone, Debug, PartialEq)]
-struct SimInput {
-    profile: SimProfile,
-    credit: Money,
-    action: Result<SimAction, String>,
-}
-
-impl SimInput {
-    fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
-        simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?)
-    }
-}
-
-/// The island's state: `None` until it has read the form after hydrating (and on the server,
-/// which renders the placeholders the browser starts from).
+/// The island's state, all of it computed in one place ([`dom::read`]) from the form: `None`
+/// until the island has read the form after hydrating (and on the server, which renders the
+/// placeholders the browser starts from).
 #[derive(Clone, Copy)]
 struct Editor {
     hydrated: RwSignal<bool>,
     saved: RwSignal<Option<Kit>>,
     draft: RwSignal<Option<Result<Kit, Vec<KitError>>>>,
-    sim: RwSignal<Option<SimInput>>,
+    diff: RwSignal<Option<KitDiff>>,
+    sim_draft: RwSignal<Option<Result<SimOutcome, String>>>,
+    sim_saved: RwSignal<Option<Result<SimOutcome, String>>>,
     save_state: RwSignal<SaveState>,
 }
 
@@ -554,43 +543,17 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
         hydrated: RwSignal::new(false),
         saved: RwSignal::new(None),
         draft: RwSignal::new(None),
-        sim: RwSignal::new(None),
+        diff: RwSignal::new(None),
+        sim_draft: RwSignal::new(None),
+        sim_saved: RwSignal::new(None),
         save_state: RwSignal::new(SaveState::Idle),
     };
     let root = NodeRef::<leptos::html::Div>::new();
-    let diff = Memo::new(move |_| match (s.saved.get(), s.draft.get()) {
-        (Some(saved), Some(Ok(draft))) => Some(KitDiff::between(&saved, &draft)),
-        _ => None,
-    });
-    let sim_draft = Memo::new(move |_| {
-        let input = s.sim.get()?;
-        Some(match s.draft.get()? {
-            Ok(k) => input.run(&k),
-            Err(_) => Err("fix the draft's problems first".to_string()),
-        })
-    });
-    let sim_saved = Memo::new(move |_| Some(s.sim.get()?.run(s.saved.get().as_ref()?)));
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
         if let Some(root) = root.get() {
             dom::start(&root, s);
         }
-    });
-    // What the island does not render itself, it keeps in step: the save button and the JSON.
-    Effect::new(move |_| {
-        let unsaveable = matches!(s.save_state.get(), SaveState::Saving)
-            || s.draft.with(|d| !matches!(d, Some(Ok(_))))
-            || diff.with(|d| d.as_ref().is_none_or(KitDiff::is_empty));
-        let json = s.draft.with(|d| match d {
-            Some(Ok(k)) => Some(k.to_json_pretty()),
-            _ => None,
-        });
-        #[cfg(feature = "hydrate")]
-        if let Some(root) = root.get_untracked() {
-            dom::follow(&root, unsaveable, json);
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (unsaveable, json);
     });
     #[allow(unused_variables)]
     let on_input = move |ev: leptos::ev::Event| {
@@ -627,7 +590,7 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
                 </div>
                 <section data-testid="kit-diff">
                     <h3 class="text-sm font-semibold">"What this edit changes"</h3>
-                    {move || match diff.get() {
+                    {move || match s.diff.get() {
                         None => view! { <p class="text-sm text-zinc-500">"Shown as you edit, once the page's script has loaded."</p> }.into_any(),
                         Some(d) if d.is_empty() => view! { <p class="text-sm text-zinc-500">"Nothing yet: the draft is the saved version."</p> }.into_any(),
                         Some(d) => view! { <DiffList diff=d /> }.into_any(),
@@ -646,15 +609,15 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
                     <div class="grid grid-cols-2 gap-2 text-sm">
                         <div>
                             <p class="text-xs text-zinc-500">"Draft"</p>
-                            <SimVerdict outcome=sim_draft testid="sim-verdict" />
+                            <SimVerdict outcome=s.sim_draft testid="sim-verdict" />
                         </div>
                         <div>
                             <p class="text-xs text-zinc-500">{move || s.saved.with(|k| k.as_ref().map(|k| format!("Saved ({})", k.version)).unwrap_or_else(|| "Saved".into()))}</p>
-                            <SimVerdict outcome=sim_saved testid="sim-verdict-saved" />
+                            <SimVerdict outcome=s.sim_saved testid="sim-verdict-saved" />
                         </div>
                     </div>
                     <pre class="max-h-80 overflow-auto whitespace-pre-wrap break-words rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800" data-testid="sim-envelope">
-                        {move || match sim_draft.get() { Some(Ok(o)) => o.envelope, Some(Err(e)) => e, None => String::new() }}
+                        {move || match s.sim_draft.get() { Some(Ok(o)) => o.envelope, Some(Err(e)) => e, None => String::new() }}
                     </pre>
                 </section>
             </aside>
@@ -671,6 +634,19 @@ mod dom {
         Element, HtmlButtonElement, HtmlFormElement, HtmlInputElement, HtmlSelectElement,
         HtmlTemplateElement, HtmlTextAreaElement,
     };
+
+    /// The simulator's inputs as read from its form.
+    struct SimInput {
+        profile: SimProfile,
+        credit: Money,
+        action: Result<SimAction, String>,
+    }
+
+    impl SimInput {
+        fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
+            simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?)
+        }
+    }
 
     fn find<T: JsCast>(root: &Element, selector: &str) -> Option<T> {
         root.query_selector(selector).ok().flatten().and_then(|e| e.dyn_into().ok())
@@ -744,13 +720,34 @@ mod dom {
         s.hydrated.set(true);
     }
 
-    /// Reads the draft and the simulator's inputs from the form as typed.
+    /// Reads the draft and the simulator's inputs from the form as typed, and works out
+    /// everything the island shows from them; keeps the save button and the JSON in step.
     pub fn read(root: &Element, s: Editor) {
         let Some(form) = find::<HtmlFormElement>(root, "form[data-kit-form]") else { return };
         let typed = fields(&form, false);
-        let version = s.saved.with_untracked(|k| k.as_ref().map(|k| k.version)).unwrap_or(KitVersion(1));
-        s.draft.set(Some(KitText::from_fields(pairs(&typed)).to_kit(field(&typed, "name"), version)));
-        let Some(sim) = find::<HtmlFormElement>(root, "form[data-sim-form]") else { return };
+        let saved = s.saved.get_untracked();
+        let version = saved.as_ref().map_or(KitVersion(1), |k| k.version);
+        let draft = KitText::from_fields(pairs(&typed)).to_kit(field(&typed, "name"), version);
+        let diff = match (&saved, &draft) {
+            (Some(saved), Ok(draft)) => Some(KitDiff::between(saved, draft)),
+            _ => None,
+        };
+        let unsaveable = diff.as_ref().is_none_or(KitDiff::is_empty);
+        follow(root, unsaveable, draft.as_ref().ok().map(Kit::to_json_pretty));
+        if let Some(sim) = sim_input(root) {
+            s.sim_draft.set(Some(match &draft {
+                Ok(k) => sim.run(k),
+                Err(_) => Err("fix the draft's problems first".to_string()),
+            }));
+            s.sim_saved.set(saved.as_ref().map(|k| sim.run(k)));
+        }
+        s.diff.set(diff);
+        s.draft.set(Some(draft));
+    }
+
+    /// The simulator's inputs as typed, with the chosen profile's spend from its option.
+    fn sim_input(root: &Element) -> Option<SimInput> {
+        let sim = find::<HtmlFormElement>(root, "form[data-sim-form]")?;
         let typed = fields(&sim, false);
         let money = |s: Option<String>| s.and_then(|s| Money::parse(&s).ok()).unwrap_or(Money::ZERO);
         let chosen = find::<HtmlSelectElement>(root, "select[name=sim_profile]")
@@ -758,7 +755,7 @@ mod dom {
         let attr = |name: &str| chosen.as_ref().and_then(|o| o.get_attribute(name));
         let amount = field(&typed, "sim_amount").trim();
         let opt = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
-        s.sim.set(Some(SimInput {
+        Some(SimInput {
             profile: SimProfile {
                 name: attr("data-name").unwrap_or_else(|| "a new agent".into()),
                 posted: money(attr("data-posted")),
@@ -773,11 +770,11 @@ mod dom {
                     merchant: opt(field(&typed, "sim_merchant")),
                     recipient: opt(field(&typed, "sim_recipient")),
                 }),
-        }));
+        })
     }
 
     /// Keeps the save button and the JSON view in step with the draft.
-    pub fn follow(root: &Element, unsaveable: bool, json: Option<String>) {
+    fn follow(root: &Element, unsaveable: bool, json: Option<String>) {
         if let Some(button) = find::<HtmlButtonElement>(root, "[data-testid=save-kit]") {
             button.set_disabled(unsaveable);
         }
@@ -827,14 +824,15 @@ mod dom {
             return;
         }
         s.save_state.set(SaveState::Saving);
+        follow(root, true, None);
         let root = root.clone();
         leptos::task::spawn_local(async move {
             let outcome = post_save(&kit).await;
             if let SaveState::Saved(v) = outcome {
                 s.saved.set(Some(Kit { version: KitVersion(v), ..kit }));
-                read(&root, s);
             }
             s.save_state.set(outcome);
+            read(&root, s);
         });
     }
 
@@ -871,7 +869,7 @@ mod dom {
 }
 
 #[component]
-fn SimVerdict(outcome: Memo<Option<Result<SimOutcome, String>>>, testid: &'static str) -> impl IntoView {
+fn SimVerdict(outcome: RwSignal<Option<Result<SimOutcome, String>>>, testid: &'static str) -> impl IntoView {
     move || match outcome.get() {
         Some(Ok(o)) => {
             let colour = match o.verdict {
