@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS spend_by_day (
     posted_units INTEGER NOT NULL,
     PRIMARY KEY (account_no, day)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_days (
+    account_no INTEGER NOT NULL,
+    day        TEXT NOT NULL,
+    first_seq  INTEGER NOT NULL,
+    last_seq   INTEGER NOT NULL,
+    PRIMARY KEY (account_no, day)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS index_marks (
     name TEXT PRIMARY KEY CHECK (name IN ('activity', 'ledger')),
     seq  INTEGER NOT NULL
@@ -80,6 +87,13 @@ pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
            WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger') AND e.posted_delta <> 0
            GROUP BY 1, 2
            ON CONFLICT (account_no, day) DO UPDATE SET posted_units = posted_units + excluded.posted_units;
+         INSERT INTO idx.ledger_days (account_no, day, first_seq, last_seq)
+           SELECT n.no, substr(e.created_at, 1, 10), MIN(e.seq), MAX(e.seq)
+           FROM main.ledger_entries e JOIN idx.profile_numbers n ON n.profile_id = e.account_id
+           WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger')
+           GROUP BY 1, 2
+           ON CONFLICT (account_no, day) DO UPDATE SET first_seq = MIN(first_seq, excluded.first_seq),
+             last_seq = MAX(last_seq, excluded.last_seq);
          UPDATE idx.index_marks SET seq = COALESCE((SELECT MAX(seq) FROM main.ledger_entries), seq) WHERE name = 'ledger';
          COMMIT;",
     )
@@ -98,8 +112,8 @@ fn check_marks(c: &Connection) -> rusqlite::Result<()> {
         |r| r.get(0),
     )?;
     let incomplete: bool = c.query_row(
-        "SELECT EXISTS (SELECT 1 FROM idx.ledger_by_account) AND NOT EXISTS (SELECT 1 FROM idx.spend_by_day) \
-             AND EXISTS (SELECT 1 FROM main.ledger_entries WHERE posted_delta <> 0)",
+        "SELECT EXISTS (SELECT 1 FROM idx.ledger_by_account) AND (NOT EXISTS (SELECT 1 FROM idx.ledger_days) \
+             OR (NOT EXISTS (SELECT 1 FROM idx.spend_by_day) AND EXISTS (SELECT 1 FROM main.ledger_entries WHERE posted_delta <> 0)))",
         [],
         |r| r.get(0),
     )?;
@@ -107,7 +121,7 @@ fn check_marks(c: &Connection) -> rusqlite::Result<()> {
         tracing::warn!(ahead, incomplete, "the index database does not match the database; rebuilding it");
         c.execute_batch(
             "BEGIN; DELETE FROM idx.activity_by_profile; DELETE FROM idx.ledger_by_account; \
-             DELETE FROM idx.spend_by_day; UPDATE idx.index_marks SET seq = 0; COMMIT;",
+             DELETE FROM idx.spend_by_day; DELETE FROM idx.ledger_days; UPDATE idx.index_marks SET seq = 0; COMMIT;",
         )?;
     }
     Ok(())
@@ -193,18 +207,31 @@ pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
     )
 }
 
-/// One account's ledger entries with `seq > ?3` that pass `filter` (written over the entry's
-/// own columns, qualified `e.`), oldest first, at most `?6` (binds: ?1 tenant, ?2 account).
-pub(crate) fn ledger_of_account(columns: &str, filter: &str) -> String {
+/// One account's ledger entries with `seq > ?3` created in the period `[?4, ?5)` (either end
+/// may be NULL for open), oldest first, at most `?6` (binds: ?1 tenant, ?2 account).
+///
+/// Entries carry no time index; instead the indexer keeps each account's first and last seq
+/// per UTC day (`ledger_days`), which bounds the indexed half to the period's days, so a
+/// period read costs the period's entries, not the account's whole history. The bounds are
+/// the smallest first seq of the days from `?4` on and the largest last seq of the days up
+/// to `?5`, so they hold even if the clock once stepped back between two entries.
+pub(crate) fn ledger_of_account(columns: &str) -> String {
     let q = qualified("e", columns);
     let tail = columns.split(',').map(|c| format!("e.{}", c.trim())).collect::<Vec<_>>().join(", ");
+    let account = "(SELECT no FROM idx.profile_numbers WHERE profile_id = ?2)";
+    let mark = "(SELECT seq FROM idx.index_marks WHERE name = 'ledger')";
+    let period = "(?4 IS NULL OR e.created_at >= ?4) AND (?5 IS NULL OR e.created_at < ?5)";
     format!(
         "SELECT {q} FROM idx.ledger_by_account i JOIN ledger_entries e ON e.seq = i.seq \
-           WHERE i.account_no = (SELECT no FROM idx.profile_numbers WHERE profile_id = ?2) \
-           AND i.seq > ?3 AND e.tenant_id = ?1 AND {filter} \
+           WHERE i.account_no = {account} \
+           AND i.seq > CASE WHEN ?4 IS NULL THEN ?3 ELSE MAX(?3, COALESCE((SELECT MIN(d.first_seq) - 1 \
+               FROM idx.ledger_days d WHERE d.account_no = {account} AND d.day >= substr(?4, 1, 10)), {mark})) END \
+           AND i.seq <= CASE WHEN ?5 IS NULL THEN {mark} ELSE COALESCE((SELECT MAX(d.last_seq) \
+               FROM idx.ledger_days d WHERE d.account_no = {account} AND d.day <= substr(?5, 1, 10)), 0) END \
+           AND e.tenant_id = ?1 AND {period} \
          UNION ALL \
-         SELECT {tail} FROM ledger_entries e WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger') \
-           AND e.seq > ?3 AND +e.tenant_id = ?1 AND e.account_id = ?2 AND {filter} \
+         SELECT {tail} FROM ledger_entries e WHERE e.seq > {mark} \
+           AND e.seq > ?3 AND +e.tenant_id = ?1 AND e.account_id = ?2 AND {period} \
          ORDER BY seq LIMIT ?6"
     )
 }
@@ -258,10 +285,17 @@ mod tests {
             assert!(!p.contains("TEMP B-TREE") && !p.contains("activity_tenant"), "{order}:\n{p}");
             assert!(p.contains("rowid>?"), "the newest half reads by rowid:\n{p}");
         }
-        let p =
-            plan(&c, &ledger_of_account("seq, hold_id, created_at", "(?4 IS NULL OR e.created_at >= ?4)"));
+        let p = plan(&c, &ledger_of_account("seq, hold_id, created_at"));
         assert!(!p.contains("TEMP B-TREE"), "{p}");
         assert!(p.contains("rowid>?"), "{p}");
+        assert!(
+            p.contains("SEARCH i USING PRIMARY KEY (account_no=? AND seq>? AND seq<?)"),
+            "a period reads a seq range:\n{p}"
+        );
+        assert!(
+            p.contains("SEARCH d USING PRIMARY KEY (account_no=? AND day>?)"),
+            "the period's days by key:\n{p}"
+        );
         let p = plan(&c, SPEND_BY_DAY);
         assert!(p.contains("rowid>?"), "the newest entries read by rowid:\n{p}");
         assert!(p.contains("SEARCH d USING PRIMARY KEY (account_no=? AND day>?)"), "daily sums by key:\n{p}");

@@ -450,7 +450,6 @@ impl Gateway {
         self.profile(tenant, profile).await?;
         let sql = crate::deferred::ledger_of_account(
             "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
-            "(?4 IS NULL OR e.created_at >= ?4) AND (?5 IS NULL OR e.created_at < ?5)",
         );
         let rows: Vec<EntryRow> = sqlx::query_as(&sql)
             .bind(tenant.as_str())

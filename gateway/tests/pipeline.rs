@@ -566,3 +566,107 @@ async fn an_index_without_daily_sums_is_rebuilt_when_the_gateway_opens() {
     let sum = days.iter().fold(Money::ZERO, |acc, (_, m)| acc.checked_add(*m).unwrap());
     assert_eq!(sum, posted, "{days:?}");
 }
+
+/// A ledger period reads exactly the entries created in it, oldest first, page by page:
+/// whether the period's entries are indexed or still above the index mark, whatever days they
+/// fall on, and even when the clock once stepped back between two entries (the per-day seq
+/// bounds that keep period reads short must never cut an entry off).
+#[tokio::test]
+async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mark() {
+    use chrono::{Days, TimeZone, Utc};
+    use gateway::ledger::LedgerQuery;
+    let w = world().await;
+    let a = w.agent("days", "Default", None).await;
+    let pool = w.gw.store().pool();
+    let today = Utc::now().date_naive();
+    let midnight =
+        |days_ago: u64| Utc.from_utc_datetime(&(today - Days::new(days_ago)).and_hms_opt(0, 0, 0).unwrap());
+    // Five rounds of calls, each backdated to its own day (the fourth steps back a day), the
+    // first three indexed and the last two above the mark.
+    let mut last = 0i64;
+    for (round, days_ago) in [6u64, 5, 3, 4, 1].into_iter().enumerate() {
+        for i in 0..4 {
+            w.call(&a, "web.read", json!({"url": format!("d{round}-{i}")})).await;
+        }
+        let at = (midnight(days_ago) + chrono::Duration::hours(12)).to_rfc3339();
+        last = sqlx::query_scalar::<_, i64>(
+            "UPDATE ledger_entries SET created_at = ? WHERE account_id = ? AND seq > ? RETURNING seq",
+        )
+        .bind(&at)
+        .bind(a.profile.as_str())
+        .bind(last)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .max()
+        .unwrap_or(last);
+        if round < 3 {
+            w.gw.index_recent().await.unwrap();
+        }
+    }
+    let periods = [
+        (None, None),
+        (Some(5), None),
+        (Some(4), Some(2)),
+        (None, Some(4)),
+        (Some(3), Some(3)),
+        (Some(2), None),
+        (Some(9), Some(7)),
+        (Some(30), None),
+    ];
+    for (from, to) in periods {
+        let (from, to) = (from.map(midnight), to.map(midnight));
+        let want: Vec<i64> = sqlx::query_scalar(
+            "SELECT seq FROM ledger_entries WHERE account_id = ? AND (? IS NULL OR created_at >= ?) \
+             AND (? IS NULL OR created_at < ?) ORDER BY seq",
+        )
+        .bind(a.profile.as_str())
+        .bind(from.map(|t| t.to_rfc3339()))
+        .bind(from.map(|t| t.to_rfc3339()))
+        .bind(to.map(|t| t.to_rfc3339()))
+        .bind(to.map(|t| t.to_rfc3339()))
+        .fetch_all(pool)
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        let mut after = None;
+        loop {
+            let q = LedgerQuery { from, to, after, limit: Some(3) };
+            let page = w.gw.ledger_entries(&w.tenant, &a.profile, &q, 1000).await.unwrap();
+            let Some(end) = page.last() else { break };
+            after = Some(end.seq);
+            got.extend(page.iter().map(|e| e.seq));
+        }
+        assert_eq!(got, want, "period {from:?} .. {to:?}");
+        if (from, to) == (Some(midnight(4)), Some(midnight(2))) {
+            assert_eq!(got.len(), 8, "the rounds backdated four and three days");
+        }
+        if (from, to) == (None, None) {
+            assert_eq!(got.len(), 20, "one entry per call");
+        }
+    }
+}
+
+/// An index database from before per-day ledger bounds existed is rebuilt when the gateway
+/// opens, so a period read never skips the entries it indexed earlier.
+#[tokio::test]
+async fn an_index_without_ledger_days_is_rebuilt_when_the_gateway_opens() {
+    use gateway::ledger::LedgerQuery;
+    let w = world().await;
+    let a = w.agent("older-index", "Default", None).await;
+    for i in 0..3 {
+        w.call(&a, "web.read", json!({"url": format!("u{i}")})).await;
+    }
+    w.gw.index_recent().await.unwrap();
+    sqlx::query("DELETE FROM idx.ledger_days").execute(w.gw.store().pool()).await.unwrap();
+    let q = LedgerQuery { from: Some(chrono::Utc::now() - chrono::Duration::days(1)), ..Default::default() };
+    assert!(
+        w.gw.ledger_entries(&w.tenant, &a.profile, &q, 100).await.unwrap().is_empty(),
+        "without its days the index cannot bound the period"
+    );
+    let reopened =
+        gateway::Gateway::open(&format!("sqlite://{}/t.db", w._dir.path().display())).await.unwrap();
+    reopened.index_recent().await.unwrap();
+    assert_eq!(reopened.ledger_entries(&w.tenant, &a.profile, &q, 100).await.unwrap().len(), 3);
+}
