@@ -66,6 +66,14 @@ test.describe("profiles and keys", () => {
     const cascade = page.getByTestId("cascade");
     await expect(cascade).toContainText("2 profiles revoked");
     await expect(cascade).toContainText(`e2e-helper-${stamp}`);
+    // A sub-agent appears after the preview: the confirmed revoke is refused and nothing changes.
+    const late = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-late-${stamp}`, kit: "Default", parent: child.json.id });
+    expect(late.status).toBe(201);
+    await page.getByTestId("confirm-revoke").check();
+    await page.getByTestId("revoke").click();
+    await expect(page.getByTestId("form-error")).toContainText("cascade_changed");
+    await expect(page.getByTestId("profile-status")).toHaveText("active");
+    await expect(cascade).toContainText("3 profiles revoked");
     await page.getByTestId("confirm-revoke").check();
     await page.getByTestId("revoke").click();
     await expect(page.getByTestId("profile-status")).toHaveText("revoked");

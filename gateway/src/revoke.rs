@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::ledger::{self, HoldEnd};
 
@@ -81,12 +81,16 @@ impl Gateway {
         })
     }
 
-    /// Revokes `profile` and its whole subtree.
+    /// Revokes `profile` and its whole subtree. With `confirmed_profiles` (the size of the
+    /// cascade a human previewed), a subtree that has grown or shrunk since is refused with
+    /// `cascade_changed` and nothing is revoked: the check and the revoke are one writer job,
+    /// so no sub-agent can be created between them.
     pub async fn revoke_profile(
         &self,
         tenant: &TenantId,
         profile: &ProfileId,
         actor: &str,
+        confirmed_profiles: Option<usize>,
     ) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
@@ -94,6 +98,17 @@ impl Gateway {
             .writer
             .run(move |c| {
                 let (profiles, approvals) = plan(c, &t, &p)?;
+                if let Some(confirmed) = confirmed_profiles
+                    && confirmed != profiles.len()
+                {
+                    return Err(Error::Conflict {
+                        code: "cascade_changed",
+                        message: format!(
+                            "revoking now reaches {} profiles, not the {confirmed} you confirmed; check the new preview and confirm again",
+                            profiles.len()
+                        ),
+                    });
+                }
                 for id in &profiles {
                     c.prepare_cached(
                         "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",

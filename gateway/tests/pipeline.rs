@@ -239,7 +239,12 @@ async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
     let preview = w.gw.revoke_preview(&w.tenant, &child.profile).await.unwrap();
     assert_eq!(preview.profiles, [child.profile.clone(), grandchild.profile.clone()]);
     assert_eq!(preview.approvals_denied, std::slice::from_ref(&id));
-    let report = w.gw.revoke_profile(&w.tenant, &child.profile, "owner").await.unwrap();
+    // A revoke confirmed for a cascade of another size changes nothing.
+    let stale = w.gw.revoke_profile(&w.tenant, &child.profile, "owner", Some(1)).await.unwrap_err();
+    assert_eq!(stale.code(), "cascade_changed", "{stale}");
+    assert_eq!(w.gw.profile(&w.tenant, &child.profile).await.unwrap().status, SubjectStatus::Active);
+    assert_eq!(w.gw.approval(&w.tenant, &id).await.unwrap().status, ApprovalStatus::Pending);
+    let report = w.gw.revoke_profile(&w.tenant, &child.profile, "owner", Some(2)).await.unwrap();
     assert_eq!(report, preview);
 
     for a in [&child, &grandchild] {

@@ -175,7 +175,7 @@ async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() 
         sqlx::query_scalar("SELECT COUNT(*) FROM holds").fetch_one(app.gateway.store().pool()).await.unwrap();
     assert_eq!(holds_before, holds_after, "explain reserves nothing");
 
-    app.gateway.revoke_profile(&tenant, &p, "test").await.unwrap();
+    app.gateway.revoke_profile(&tenant, &p, "test", None).await.unwrap();
     let (s, _, b) = post(&app, &format!("/v1/users/{p}/web/read"), Some(&key), json!({}), None).await;
     assert_eq!((s, b["reason"].clone()), (403, json!("agent_profile_revoked")));
     let (s, _, b) = post(&app, "/v1/policy/explain", Some(&key), json!({"action": "web.read"}), None).await;

@@ -227,14 +227,9 @@ pub async fn revoke_profile(profile_id: String, confirm_count: usize) -> Result<
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "revoking agent profiles").await?;
         let pid = parse_profile(&profile_id)?;
-        let preview = gw.revoke_preview(&tenant.id, &pid).await.map_err(to_fn_error)?;
-        if preview.profiles.len() != confirm_count {
-            return Err(ServerFnError::new(format!(
-                "cascade_changed: revoking now reaches {} profiles, not the {confirm_count} you confirmed; check the new preview and confirm again",
-                preview.profiles.len()
-            )));
-        }
-        gw.revoke_profile(&tenant.id, &pid, &user.username).await.map_err(to_fn_error)?;
+        gw.revoke_profile(&tenant.id, &pid, &user.username, Some(confirm_count))
+            .await
+            .map_err(to_fn_error)?;
         Ok(())
     })
     .await

@@ -117,7 +117,7 @@ pub async fn revoke(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
-    Ok(Json(state.gateway.revoke_profile(&tenant, &profile_id(&id)?, ACTOR).await?).into_response())
+    Ok(Json(state.gateway.revoke_profile(&tenant, &profile_id(&id)?, ACTOR, None).await?).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
