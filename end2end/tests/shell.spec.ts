@@ -10,6 +10,9 @@ test.describe("console shell", () => {
       await expect(page.getByRole("link", { name: "Profiles" })).toBeVisible();
       for (const [width, height, form] of [[1280, 800, "desktop"], [390, 844, "phone"]] as const) {
         await page.setViewportSize({ width, height });
+        // Wide tables scroll inside their cards; the page itself never scrolls sideways.
+        const sideways = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        expect(sideways, `${p.name} at ${form} width is wider than the screen`).toBeLessThanOrEqual(0);
         for (const scheme of ["light", "dark"] as const) {
           await page.emulateMedia({ colorScheme: scheme });
           await page.screenshot({ path: `end2end/test-results/screenshots/${p.name}-${form}-${scheme}.png`, fullPage: true });

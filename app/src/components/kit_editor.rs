@@ -464,7 +464,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
             </form>
 
             <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
-                <fieldset class="space-y-3" disabled=true data-needs-script="">
+                <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
                     <h3 class="text-sm font-semibold">"Simulator"</h3>
                     <p class="text-xs text-zinc-500">"Decided in your browser by the same policy code the gateway runs. Nothing is sent."</p>
                     <label class=LABEL><span class="text-xs">"As"</span>
