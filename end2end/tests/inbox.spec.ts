@@ -110,4 +110,18 @@ test.describe("inbox triage", () => {
     const after = await api(`/v1/users/${second.profile}/budget`, second.agent);
     expect([after.json.totals.posted, after.json.totals.pending]).toEqual(["0.00", "0.00"]);
   });
+
+  test("what an approver is typing survives a live update of the inbox", async ({ page }) => {
+    const first = await park("33.00");
+    await signInAs(page, "approver");
+    await waitForLive(page);
+    const reason = page.locator(`tr[data-approval="${first.approvalId}"] input[name=reason]`);
+    await reason.click();
+    await page.keyboard.type("checking with finance");
+    // Another charge parks: the rows are swapped for the server's fresh ones.
+    const second = await park("34.00");
+    await expect(page.locator(`tr[data-approval="${second.approvalId}"]`)).toBeVisible();
+    await expect(reason).toHaveValue("checking with finance");
+    await expect(reason).toBeFocused();
+  });
 });

@@ -9,7 +9,9 @@
 //! on and swaps in the fresh copy of its `[data-swap]` element. The rows' markup is written
 //! once, on the server, and never ships as wasm. Refreshes coalesce: while one is in flight,
 //! any number of further requests become one more fetch after it, so a burst of events costs
-//! two page renders at most.
+//! two page renders at most. What the user was typing survives a swap: each field that differs
+//! from what the server rendered is found again by its row's `data-swap-key` and its name, and
+//! gets its text and, if it had it, the focus back.
 //!
 //! On the server both do nothing: pages render from the log.
 
@@ -122,7 +124,66 @@ async fn swap(root: &web_sys::Element) -> bool {
     else {
         return false;
     };
+    let typed = Typed::read(&region);
     region.set_inner_html(&fresh.inner_html());
+    typed.restore(&region);
     crate::components::common::localize_times(&region);
     true
+}
+
+/// The fields of a region that the user has typed in, by row key and field name.
+#[cfg(feature = "hydrate")]
+struct Typed {
+    fields: Vec<(String, String, String)>,
+    focused: Option<(String, String)>,
+}
+
+#[cfg(feature = "hydrate")]
+impl Typed {
+    fn read(region: &web_sys::Element) -> Typed {
+        use wasm_bindgen::JsCast;
+        let key_of = |el: &web_sys::Element| {
+            let row = el.closest("[data-swap-key]").ok().flatten()?;
+            Some((row.get_attribute("data-swap-key")?, el.get_attribute("name")?))
+        };
+        let mut fields = Vec::new();
+        if let Ok(inputs) = region.query_selector_all("input[name]") {
+            for i in 0..inputs.length() {
+                let Some(input) = inputs.item(i).and_then(|n| n.dyn_into::<web_sys::HtmlInputElement>().ok())
+                else {
+                    continue;
+                };
+                if input.value() != input.default_value()
+                    && let Some((key, name)) = key_of(&input)
+                {
+                    fields.push((key, name, input.value()));
+                }
+            }
+        }
+        let focused = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.active_element())
+            .filter(|el| region.contains(Some(el)))
+            .and_then(|el| key_of(&el));
+        Typed { fields, focused }
+    }
+
+    fn restore(self, region: &web_sys::Element) {
+        use wasm_bindgen::JsCast;
+        let find = |key: &str, name: &str| {
+            region
+                .query_selector(&format!("[data-swap-key=\"{key}\"] [name=\"{name}\"]"))
+                .ok()
+                .flatten()
+                .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
+        };
+        for (key, name, value) in &self.fields {
+            if let Some(input) = find(key, name) {
+                input.set_value(value);
+            }
+        }
+        if let Some(input) = self.focused.and_then(|(key, name)| find(&key, &name)) {
+            let _ = input.focus();
+        }
+    }
 }
