@@ -124,4 +124,20 @@ test.describe("inbox triage", () => {
     await expect(reason).toHaveValue("checking with finance");
     await expect(reason).toBeFocused();
   });
+
+  test("the selection stays on its approval when a live update adds rows above it", async ({ page }) => {
+    await park("35.00");
+    await park("36.00");
+    await signInAs(page, "approver");
+    await waitForLive(page);
+    const order = await page.locator("tr[data-approval]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-approval")));
+    const selected = page.locator('tr[aria-selected="true"]');
+    await page.keyboard.press("j");
+    const chosen = order[1]!;
+    await expect(selected).toHaveAttribute("data-approval", chosen);
+    const newer = await park("37.00");
+    await expect(page.locator(`tr[data-approval="${newer.approvalId}"]`)).toBeVisible();
+    await expect(selected).toHaveAttribute("data-approval", chosen);
+    await expect(selected).toHaveCount(1);
+  });
 });

@@ -22,7 +22,7 @@ const INBOX_KINDS: [&str; 3] = ["park", "approval", "revoke"];
 fn LiveInbox(children: Children) -> impl IntoView {
     let live = RwSignal::new(false);
     let root = NodeRef::<leptos::html::Div>::new();
-    let selected = StoredValue::new(0usize);
+    let selected = StoredValue::new(Selection::default());
     Effect::new(move |_| {
         let refresh = crate::components::live::refresher(root, move || mark(root, selected));
         crate::components::live::subscribe(
@@ -58,14 +58,28 @@ fn rows(root: NodeRef<leptos::html::Div>) -> Vec<web_sys::Element> {
     (0..nodes.length()).filter_map(|i| nodes.item(i)?.dyn_into().ok()).collect()
 }
 
-/// Marks the selected row (kept in range as rows come and go) with `aria-selected`.
+/// The selected row: the approval it shows and where it was, so a live update keeps the same
+/// approval selected, or the row now in its place once it has been decided.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+#[derive(Clone, Debug, Default)]
+struct Selection {
+    id: Option<String>,
+    at: usize,
+}
+
+/// Marks the selected row with `aria-selected`, finding it again after the rows changed.
 #[allow(unused_variables)]
-fn mark(root: NodeRef<leptos::html::Div>, selected: StoredValue<usize>) {
+fn mark(root: NodeRef<leptos::html::Div>, selected: StoredValue<Selection>) {
     #[cfg(feature = "hydrate")]
     {
         let rows = rows(root);
-        let at = selected.get_value().min(rows.len().saturating_sub(1));
-        selected.set_value(at);
+        let Some(last) = rows.len().checked_sub(1) else { return };
+        let id_at = |i: usize| rows[i].get_attribute("data-approval");
+        let Selection { id, at } = selected.get_value();
+        let at = id
+            .and_then(|id| (0..rows.len()).find(|i| id_at(*i).as_deref() == Some(id.as_str())))
+            .unwrap_or(at.min(last));
+        selected.set_value(Selection { id: id_at(at), at });
         for (i, row) in rows.iter().enumerate() {
             let _ = row.set_attribute("aria-selected", if i == at { "true" } else { "false" });
         }
@@ -74,7 +88,7 @@ fn mark(root: NodeRef<leptos::html::Div>, selected: StoredValue<usize>) {
 
 /// `j`/`k`/`a`/`d` on the inbox, unless the user is typing in a field.
 #[cfg(feature = "hydrate")]
-fn triage(ev: web_sys::KeyboardEvent, root: NodeRef<leptos::html::Div>, selected: StoredValue<usize>) {
+fn triage(ev: web_sys::KeyboardEvent, root: NodeRef<leptos::html::Div>, selected: StoredValue<Selection>) {
     use wasm_bindgen::JsCast;
     let typing = ev
         .target()
@@ -85,13 +99,15 @@ fn triage(ev: web_sys::KeyboardEvent, root: NodeRef<leptos::html::Div>, selected
     }
     let rows = rows(root);
     let Some(last) = rows.len().checked_sub(1) else { return };
-    let at = selected.get_value().min(last);
+    let at = selected.with_value(|s| s.at).min(last);
     let find = |sel: &str| {
         rows[at].query_selector(sel).ok().flatten().and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
     };
     match ev.key().as_str() {
-        "j" => selected.set_value((at + 1).min(last)),
-        "k" => selected.set_value(at.saturating_sub(1)),
+        "j" | "k" => {
+            let at = if ev.key() == "j" { (at + 1).min(last) } else { at.saturating_sub(1) };
+            selected.set_value(Selection { id: rows[at].get_attribute("data-approval"), at });
+        }
         "a" => {
             if let Some(button) = find("[data-testid=approve]") {
                 button.click();
