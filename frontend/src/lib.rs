@@ -11,7 +11,7 @@ pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
     // Server-rendered timestamps are UTC; show them in the viewer's time zone.
-    if let Some(page) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+    if let Some(page) = app::components::browser::page() {
         app::components::common::localize_times(&page);
     }
     // One timer ticks every approval's countdown on the page.

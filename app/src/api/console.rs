@@ -458,7 +458,9 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
 /// ([`crate::components::common::FormError`]). Returns the error for callers with JavaScript.
 #[cfg(feature = "ssr")]
 async fn back_with_error(e: ServerFnError) -> ServerFnError {
-    let message = crate::components::common::error_text(&e);
+    // What the user should read: the stable code and what to do, without the transport's prefix.
+    let text = e.to_string();
+    let message = text.rsplit("error running server function: ").next().unwrap_or(&text);
     if let Ok(headers) = leptos_axum::extract::<axum::http::HeaderMap>().await
         && let Some(referer) = headers.get(axum::http::header::REFERER).and_then(|v| v.to_str().ok())
     {
@@ -471,7 +473,7 @@ async fn back_with_error(e: ServerFnError) -> ServerFnError {
             target.push('&');
         }
         target.push_str("error=");
-        target.push_str(&encode_query_value(&message));
+        target.push_str(&encode_query_value(message));
         leptos_axum::redirect(&target);
     }
     e

@@ -53,33 +53,26 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
     })
 }
 
-/// Saves `kit_json` as the version after `expected_version`; returns the new version.
-#[cfg(feature = "ssr")]
-async fn save(name: &str, expected_version: u32, kit_json: &str) -> Result<u32, ServerFnError> {
-    use crate::api::console::require_roles;
-    use crate::api::to_fn_error;
-    let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
-    let mut kit = policy::Kit::from_json(kit_json).map_err(|e| {
-        let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-        ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
-    })?;
-    kit.name = name.to_string();
-    let record = gw
-        .save_kit(&tenant.id, kit, Some(policy::KitVersion(expected_version)), &user.username)
-        .await
-        .map_err(to_fn_error)?;
-    Ok(record.kit.version.0)
-}
-
-/// Saves the kit from the editor's form: back to the editor with `?saved=vN`, or with
-/// `?error=` saying why not. A browser without JavaScript follows the redirect; the editor's
-/// island posts the same form and reads the outcome from the `Location` it names.
+/// Saves `kit_json` as the version after `expected_version` (admins only; the gateway
+/// validates it again and refuses a stale version with `kit_version_conflict`): back to the
+/// editor with `?saved=vN`, or with `?error=` saying why not. A browser without JavaScript
+/// follows the redirect; the editor's island posts the same form and reads the page it lands on.
 #[server(prefix = "/api", endpoint = "save_kit")]
 pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> Result<(), ServerFnError> {
-    use crate::api::console::{encode_query_value, form};
+    use crate::api::console::{encode_query_value, form, require_roles};
+    use crate::api::to_fn_error;
     form(async {
-        let v = save(&name, expected_version, &kit_json).await?;
-        leptos_axum::redirect(&format!("/kits/{}?saved=v{v}", encode_query_value(&name)));
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
+        let mut kit = policy::Kit::from_json(&kit_json).map_err(|e| {
+            let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+            ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
+        })?;
+        kit.name = name.clone();
+        let record = gw
+            .save_kit(&tenant.id, kit, Some(policy::KitVersion(expected_version)), &user.username)
+            .await
+            .map_err(to_fn_error)?;
+        leptos_axum::redirect(&format!("/kits/{}?saved={}", encode_query_value(&name), record.kit.version));
         Ok(())
     })
     .await

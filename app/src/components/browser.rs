@@ -1,7 +1,25 @@
-//! Thin calls into the browser's own `fetch`, so the islands carry no HTTP client of their
-//! own: the request and its body are the browser's objects, and so is the error text.
+//! Thin calls into the browser's own APIs, shared by every island: `fetch`, so the islands
+//! carry no HTTP client of their own (the request and its body are the browser's objects, and
+//! so is the error text), and finding elements by selector as the type an island needs.
 
 use wasm_bindgen::JsCast;
+use web_sys::Element;
+
+/// The first element under `root` that matches `selector` and is a `T`.
+pub fn first<T: JsCast>(root: &Element, selector: &str) -> Option<T> {
+    root.query_selector(selector).ok().flatten().and_then(|e| e.dyn_into().ok())
+}
+
+/// Every element under `root` that matches `selector` and is a `T`, in document order.
+pub fn all<T: JsCast>(root: &Element, selector: &str) -> Vec<T> {
+    let Ok(nodes) = root.query_selector_all(selector) else { return Vec::new() };
+    (0..nodes.length()).filter_map(|i| nodes.item(i)?.dyn_into().ok()).collect()
+}
+
+/// The page's root element, for finding anything on the page.
+pub fn page() -> Option<Element> {
+    web_sys::window()?.document()?.document_element()
+}
 use wasm_bindgen_futures::JsFuture;
 
 /// Sends `method url` with an optional form body, posted as a browser posts a form

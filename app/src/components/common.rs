@@ -153,7 +153,6 @@ pub fn utc_text(rfc3339: &str) -> String {
 /// renders one), so changing the text disturbs no hydration.
 #[cfg(feature = "hydrate")]
 pub fn localize_times(root: &web_sys::Element) {
-    let Ok(nodes) = root.query_selector_all("time[datetime]") else { return };
     let options = js_sys::Object::new();
     for (k, v) in [
         ("year", "numeric"),
@@ -165,11 +164,7 @@ pub fn localize_times(root: &web_sys::Element) {
     ] {
         let _ = js_sys::Reflect::set(&options, &k.into(), &v.into());
     }
-    for i in 0..nodes.length() {
-        let Some(el) = nodes.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok())
-        else {
-            continue;
-        };
+    for el in crate::components::browser::all::<web_sys::Element>(root, "time[datetime]") {
         let Some(at) = el.get_attribute("datetime") else { continue };
         let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(&at));
         if !date.get_time().is_nan() {
@@ -188,10 +183,3 @@ pub const TH: &str = "px-3 py-2";
 pub const TD: &str = "px-3 py-2 align-top";
 pub const TR: &str = "border-b border-zinc-100 last:border-0 hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40";
 pub const CARD: &str = "overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900";
-
-/// A server function's error as the user should read it: its stable code and what to do,
-/// without the transport's prefix.
-pub fn error_text(e: &ServerFnError) -> String {
-    let text = e.to_string();
-    text.rsplit("error running server function: ").next().unwrap_or(&text).to_string()
-}

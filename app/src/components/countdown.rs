@@ -26,13 +26,9 @@ pub fn Countdown(seconds_left: i64) -> impl IntoView {
 /// One second passes on every countdown on the page.
 #[cfg(feature = "hydrate")]
 pub fn tick() {
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else { return };
-    let Ok(nodes) = doc.query_selector_all("[data-testid=countdown][data-seconds]") else { return };
-    for i in 0..nodes.length() {
-        let Some(el) = nodes.item(i).and_then(|n| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(n).ok())
-        else {
-            continue;
-        };
+    use crate::components::browser::{all, page};
+    let Some(page) = page() else { return };
+    for el in all::<web_sys::Element>(&page, "[data-testid=countdown][data-seconds]") {
         let Some(left) = el.get_attribute("data-seconds").and_then(|s| s.parse::<i64>().ok()) else {
             continue;
         };

@@ -629,6 +629,7 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
 #[cfg(feature = "hydrate")]
 mod dom {
     use super::*;
+    use crate::components::browser::{all, first as find};
     use wasm_bindgen::JsCast;
     use web_sys::{
         Element, HtmlButtonElement, HtmlFormElement, HtmlInputElement, HtmlSelectElement,
@@ -646,10 +647,6 @@ mod dom {
         fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
             simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?)
         }
-    }
-
-    fn find<T: JsCast>(root: &Element, selector: &str) -> Option<T> {
-        root.query_selector(selector).ok().flatten().and_then(|e| e.dyn_into().ok())
     }
 
     /// Every named field of `form` as it would be submitted, in document order: as typed, or
@@ -699,12 +696,8 @@ mod dom {
 
     /// Arms the server-rendered form and reads the saved version from its defaults.
     pub fn start(root: &Element, s: Editor) {
-        if let Ok(sets) = root.query_selector_all("fieldset[data-needs-script]") {
-            for i in 0..sets.length() {
-                if let Some(el) = sets.item(i).and_then(|n| n.dyn_into::<Element>().ok()) {
-                    let _ = el.remove_attribute("disabled");
-                }
-            }
+        for set in all::<Element>(root, "fieldset[data-needs-script]") {
+            let _ = set.remove_attribute("disabled");
         }
         if let Some(note) = find::<Element>(root, "[data-testid=editor-loading]") {
             note.remove();

@@ -108,10 +108,10 @@ pub fn refresher(
 /// anything on the way failed (the region then stays as it was until the next event).
 #[cfg(feature = "hydrate")]
 async fn swap(root: &web_sys::Element) -> bool {
-    let Some(region) = root.query_selector("[data-swap]").ok().flatten() else { return false };
+    use crate::components::browser::{fetch, first, text};
+    let Some(region) = first::<web_sys::Element>(root, "[data-swap]") else { return false };
     let key = region.get_attribute("data-swap").unwrap_or_default();
     let Some(href) = web_sys::window().and_then(|w| w.location().href().ok()) else { return false };
-    use crate::components::browser::{fetch, text};
     let Ok(response) = fetch("GET", &href, None).await else { return false };
     if !response.ok() {
         return false;
@@ -120,7 +120,8 @@ async fn swap(root: &web_sys::Element) -> bool {
     let Some(fresh) = web_sys::DomParser::new()
         .and_then(|p| p.parse_from_string(&html, web_sys::SupportedType::TextHtml))
         .ok()
-        .and_then(|doc| doc.query_selector(&format!("[data-swap=\"{key}\"]")).ok().flatten())
+        .and_then(|doc| doc.document_element())
+        .and_then(|doc| first::<web_sys::Element>(&doc, &format!("[data-swap=\"{key}\"]")))
     else {
         return false;
     };
@@ -141,25 +142,15 @@ struct Typed {
 #[cfg(feature = "hydrate")]
 impl Typed {
     fn read(region: &web_sys::Element) -> Typed {
-        use wasm_bindgen::JsCast;
         let key_of = |el: &web_sys::Element| {
             let row = el.closest("[data-swap-key]").ok().flatten()?;
             Some((row.get_attribute("data-swap-key")?, el.get_attribute("name")?))
         };
-        let mut fields = Vec::new();
-        if let Ok(inputs) = region.query_selector_all("input[name]") {
-            for i in 0..inputs.length() {
-                let Some(input) = inputs.item(i).and_then(|n| n.dyn_into::<web_sys::HtmlInputElement>().ok())
-                else {
-                    continue;
-                };
-                if input.value() != input.default_value()
-                    && let Some((key, name)) = key_of(&input)
-                {
-                    fields.push((key, name, input.value()));
-                }
-            }
-        }
+        let fields = crate::components::browser::all::<web_sys::HtmlInputElement>(region, "input[name]")
+            .into_iter()
+            .filter(|input| input.value() != input.default_value())
+            .filter_map(|input| key_of(&input).map(|(key, name)| (key, name, input.value())))
+            .collect();
         let focused = web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.active_element())
@@ -169,13 +160,11 @@ impl Typed {
     }
 
     fn restore(self, region: &web_sys::Element) {
-        use wasm_bindgen::JsCast;
         let find = |key: &str, name: &str| {
-            region
-                .query_selector(&format!("[data-swap-key=\"{key}\"] [name=\"{name}\"]"))
-                .ok()
-                .flatten()
-                .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
+            crate::components::browser::first::<web_sys::HtmlInputElement>(
+                region,
+                &format!("[data-swap-key=\"{key}\"] [name=\"{name}\"]"),
+            )
         };
         for (key, name, value) in &self.fields {
             if let Some(input) = find(key, name) {

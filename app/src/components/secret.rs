@@ -21,7 +21,8 @@ fn CopySecret(children: Children) -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if let (Some(w), Some(root)) = (web_sys::window(), root.get_untracked()) {
             let text =
-                root.query_selector("[data-testid=new-secret]").ok().flatten().and_then(|c| c.text_content());
+                crate::components::browser::first::<web_sys::Element>(&root, "[data-testid=new-secret]")
+                    .and_then(|c| c.text_content());
             let _ = w.navigator().clipboard().write_text(&text.unwrap_or_default());
             copied.set(true);
         }

@@ -50,12 +50,7 @@ fn LiveInbox(children: Children) -> impl IntoView {
 /// The inbox's rows in the page, in order.
 #[cfg(feature = "hydrate")]
 fn rows(root: NodeRef<leptos::html::Div>) -> Vec<web_sys::Element> {
-    use wasm_bindgen::JsCast;
-    let Some(nodes) = root.get_untracked().and_then(|r| r.query_selector_all("tr[data-approval]").ok())
-    else {
-        return Vec::new();
-    };
-    (0..nodes.length()).filter_map(|i| nodes.item(i)?.dyn_into().ok()).collect()
+    root.get_untracked().map_or_else(Vec::new, |r| crate::components::browser::all(&r, "tr[data-approval]"))
 }
 
 /// The selected row: the approval it shows and where it was, so a live update keeps the same
@@ -100,9 +95,7 @@ fn triage(ev: web_sys::KeyboardEvent, root: NodeRef<leptos::html::Div>, selected
     let rows = rows(root);
     let Some(last) = rows.len().checked_sub(1) else { return };
     let at = selected.with_value(|s| s.at).min(last);
-    let find = |sel: &str| {
-        rows[at].query_selector(sel).ok().flatten().and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-    };
+    let find = |sel: &str| crate::components::browser::first::<web_sys::HtmlElement>(&rows[at], sel);
     match ev.key().as_str() {
         "j" | "k" => {
             let at = if ev.key() == "j" { (at + 1).min(last) } else { at.saturating_sub(1) };
