@@ -77,7 +77,7 @@ impl BudgetView {
         }
     }
 
-    /// posted + pending + cost, or `None` if that overflows (which exceeds any cap).
+    /// posted + pending + cost, or `None` if that passes [`Money::MAX`] (which exceeds any cap).
     pub fn would_be(&self, cost: Money) -> Option<Money> {
         self.posted.checked_add(self.pending)?.checked_add(cost)
     }
@@ -112,21 +112,50 @@ pub enum Step {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Refusal {
-    ProfileInactive { status: SubjectStatus },
-    PrimitiveDisabled { primitive: Primitive },
+    ProfileInactive {
+        status: SubjectStatus,
+    },
+    PrimitiveDisabled {
+        primitive: Primitive,
+    },
     ToolkitNotPermitted,
     ToolDisabledByKit,
-    DeniedByRule { rule: usize },
-    AboveRuleMax { rule: usize, max: Money },
-    RecipientNotAllowed { rule: usize },
-    MerchantNotAllowed { rule: usize },
+    DeniedByRule {
+        rule: usize,
+    },
+    AboveRuleMax {
+        rule: usize,
+        max: Money,
+    },
+    RecipientNotAllowed {
+        rule: usize,
+    },
+    MerchantNotAllowed {
+        rule: usize,
+    },
     DestructiveNeedsApproval,
     PriceOverflow,
-    HardCapExceeded { budget: usize, cap: Money },
-    CompanyCreditExhausted { available: Money },
-    SoftCapCrossed { budget: usize, cap: Money },
-    AboveApprovalThreshold { threshold: Money },
-    AlwaysApprove { index: usize },
+    /// The balance would pass [`Money::MAX`], the most any account holds, cap or no cap.
+    BalanceLimit {
+        budget: usize,
+    },
+    HardCapExceeded {
+        budget: usize,
+        cap: Money,
+    },
+    CompanyCreditExhausted {
+        available: Money,
+    },
+    SoftCapCrossed {
+        budget: usize,
+        cap: Money,
+    },
+    AboveApprovalThreshold {
+        threshold: Money,
+    },
+    AlwaysApprove {
+        index: usize,
+    },
 }
 
 impl Refusal {
@@ -146,6 +175,7 @@ impl Refusal {
             | Refusal::RecipientNotAllowed { .. }
             | Refusal::MerchantNotAllowed { .. }
             | Refusal::PriceOverflow
+            | Refusal::BalanceLimit { .. }
             | Refusal::HardCapExceeded { .. }
             | Refusal::CompanyCreditExhausted { .. } => EngineVerdict::Deny,
         }
@@ -163,7 +193,8 @@ impl Refusal {
             | Refusal::MerchantNotAllowed { .. } => Step::Capability,
             Refusal::DestructiveNeedsApproval => Step::Effect,
             Refusal::PriceOverflow => Step::Price,
-            Refusal::HardCapExceeded { .. }
+            Refusal::BalanceLimit { .. }
+            | Refusal::HardCapExceeded { .. }
             | Refusal::CompanyCreditExhausted { .. }
             | Refusal::SoftCapCrossed { .. } => Step::Budget,
             Refusal::AboveApprovalThreshold { .. } | Refusal::AlwaysApprove { .. } => Step::Approval,
@@ -182,6 +213,7 @@ impl Refusal {
             | Refusal::RecipientNotAllowed { .. }
             | Refusal::MerchantNotAllowed { .. } => "capability_denied",
             Refusal::PriceOverflow
+            | Refusal::BalanceLimit { .. }
             | Refusal::HardCapExceeded { .. }
             | Refusal::CompanyCreditExhausted { .. } => "budget_exceeded",
             Refusal::DestructiveNeedsApproval
@@ -205,6 +237,7 @@ impl Refusal {
             Refusal::MerchantNotAllowed { .. } => "merchant_not_allowed",
             Refusal::DestructiveNeedsApproval => "destructive_effect",
             Refusal::PriceOverflow => "price_overflow",
+            Refusal::BalanceLimit { .. } => "balance_limit_reached",
             Refusal::HardCapExceeded { .. } => "hard_cap_exceeded",
             Refusal::CompanyCreditExhausted { .. } => "company_credit_exhausted",
             Refusal::SoftCapCrossed { .. } => "soft_cap_crossed",
@@ -339,12 +372,12 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
         emit(Refusal::PriceOverflow);
         return cost_or_max;
     };
-    // Step 7: budget — hard caps and company credit deny, soft caps freeze.
+    // Step 7: budget — hard caps, the balance bound and company credit deny, soft caps freeze.
     for (i, b) in input.budgets.iter().enumerate() {
-        if let Some(cap) = b.hard_cap
-            && b.would_be(cost).is_none_or(|w| w > cap)
-        {
-            refuse!(Refusal::HardCapExceeded { budget: i, cap });
+        match (b.would_be(cost), b.hard_cap) {
+            (None, _) => refuse!(Refusal::BalanceLimit { budget: i }),
+            (Some(w), Some(cap)) if w > cap => refuse!(Refusal::HardCapExceeded { budget: i, cap }),
+            _ => {}
         }
     }
     if tool.price > input.company_credit {

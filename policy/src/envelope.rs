@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{ActionRequest, Refusal, Step};
 use crate::kit::Kit;
+use crate::money::Money;
 use crate::verdict::EnvelopeVerdict;
 
 /// From this many identical refusals on, the agent is told to stop and ask a human.
@@ -316,6 +317,9 @@ fn message_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> String {
             format!("`{name}` is destructive and waits for a human's approval")
         }
         Refusal::PriceOverflow => format!("The cost of `{name}` is too large to reserve"),
+        Refusal::BalanceLimit { .. } => {
+            format!("`{name}` would take this account past {}, the most any account holds", Money::MAX)
+        }
         Refusal::HardCapExceeded { cap, .. } => {
             format!("Over budget: `{name}` would take spend past the hard cap of {cap}")
         }
@@ -364,6 +368,10 @@ fn recovery_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> RecoverySt
         | Refusal::MerchantNotAllowed { .. } => RecoveryStep::RequestCapability {
             change: format!("Change the can rule for '{name}' in AccountKit \"{}\".", kit.name),
             human_action: "Tell the user this call is outside what their AccountKit allows, and stop.".into(),
+        },
+        Refusal::BalanceLimit { .. } => RecoveryStep::EscalateToHuman {
+            human_action: "Tell the user this account has reached the gateway's largest balance, and stop."
+                .into(),
         },
         Refusal::PriceOverflow | Refusal::HardCapExceeded { .. } => RecoveryStep::RaiseBudget {
             change: "Raise the hard cap for this agent profile.".into(),

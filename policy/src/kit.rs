@@ -185,6 +185,9 @@ impl Default for ApproveLimits {
     }
 }
 
+/// The longest kit name.
+pub const MAX_KIT_NAME_LEN: usize = 80;
+
 /// One problem in a kit, at a JSON path such as `limits.budget.soft_cap`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KitError {
@@ -246,6 +249,13 @@ impl Kit {
         let mut err = |path: String, message: String| errs.push(KitError { path, message });
         if self.name.trim().is_empty() {
             err("name".into(), "a kit needs a name".into());
+        } else if self.name.chars().count() > MAX_KIT_NAME_LEN || !crate::args::is_plain_line(&self.name) {
+            err(
+                "name".into(),
+                format!(
+                    "a kit name is one line of at most {MAX_KIT_NAME_LEN} characters, without control characters"
+                ),
+            );
         }
         if self.version.0 == 0 {
             err("version".into(), "versions start at 1".into());

@@ -9,10 +9,12 @@
 //! - [`derive`]: sub-agent narrowing (SPEC §4).
 //! - [`diff`]: what a kit edit widens and narrows (SPEC §4, §13).
 //! - [`catalog`]: tools with primitive, effect and price (SPEC §5).
+//! - [`args`]: each action's declared arguments, checked before anything is decided.
 //! - [`engine`]: the decision pipeline, steps 2–8 (SPEC §5).
 //! - [`verdict`]: the three vocabularies and their mappings (SPEC §8).
 //! - [`envelope`]: the refusal envelope (SPEC §8).
 
+pub mod args;
 pub mod catalog;
 pub mod derive;
 pub mod diff;
@@ -23,6 +25,7 @@ pub mod money;
 pub mod primitive;
 pub mod verdict;
 
+pub use args::{ArgError, ArgsDecl, CheckedArgs};
 pub use catalog::{Catalog, Effect, ToolDecl, ToolSpec};
 pub use derive::derive_child;
 pub use diff::{Direction, KitChange, KitDiff};

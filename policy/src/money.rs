@@ -1,9 +1,11 @@
 //! Money: an exact count of 1/10,000 of the currency unit (SPEC §6).
 //!
-//! Guarantees: a [`Money`] is never negative, never rounded and never overflows silently.
-//! Parsing rejects anything finer than four decimal places (`"0.00005"` is an error, not
-//! zero), arithmetic is checked, and every amount is displayed through [`Money`]'s one
-//! formatter (`$0.0008`, `$12.50`).
+//! Guarantees: a [`Money`] is never negative, never rounded and never above [`Money::MAX`]
+//! ($1,000,000,000,000), so no sum the gateway keeps (a balance, a cap, a hold) can overflow
+//! the 64-bit integers it is stored in. Parsing rejects anything finer than four decimal
+//! places (`"0.00005"` is an error, not zero) and anything above the bound, arithmetic is
+//! checked against the bound, and every amount is displayed through [`Money`]'s one formatter
+//! (`$0.0008`, `$12.50`).
 
 use std::fmt;
 
@@ -11,6 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Units per whole currency unit: amounts resolve four decimal places.
 pub const UNITS_PER_DOLLAR: i64 = 10_000;
+/// [`Money::MAX`] in units: $1,000,000,000,000.
+const MAX_UNITS: i64 = 1_000_000_000_000 * UNITS_PER_DOLLAR;
+/// The largest amount one action may carry (a charge, an order): $1,000,000,000. Far below
+/// [`Money::MAX`], so a thousand of the largest actions still fit in one balance.
+pub const MAX_ACTION_AMOUNT: Money = Money::units_const(1_000_000_000 * UNITS_PER_DOLLAR);
 
 /// Default platform price of reading one URL: 0.25¢ (SPEC §6).
 pub const DEFAULT_WEB_READ_PRICE_UNITS: i64 = 25;
@@ -35,23 +42,24 @@ pub enum MoneyError {
     TooPrecise,
     #[error("amount is not a decimal number like \"12.50\"")]
     Malformed,
-    #[error("amount is too large")]
+    #[error("amount is too large; the most any amount or balance may be is $1000000000000")]
     Overflow,
 }
 
 impl Money {
     pub const ZERO: Money = Money(0);
-    /// The largest representable amount.
-    pub const MAX: Money = Money(i64::MAX);
+    /// The largest amount: $1,000,000,000,000. Every balance, cap and hold stays at or below
+    /// it, so a sum of a few of them never comes near `i64::MAX` (about 922 times as much).
+    pub const MAX: Money = Money(MAX_UNITS);
 
-    /// An amount from a raw unit count; `None` if negative.
+    /// An amount from a raw unit count; `None` if negative or above [`Money::MAX`].
     pub const fn from_units(units: i64) -> Option<Money> {
-        if units < 0 { None } else { Some(Money(units)) }
+        if units < 0 || units > MAX_UNITS { None } else { Some(Money(units)) }
     }
 
     /// An amount from a unit count known at compile time to be valid.
     pub const fn units_const(units: i64) -> Money {
-        assert!(units >= 0, "money is never negative");
+        assert!(units >= 0 && units <= MAX_UNITS, "money is never negative nor above Money::MAX");
         Money(units)
     }
 
@@ -107,11 +115,12 @@ impl Money {
             }
             units = units.checked_add(frac_units).ok_or(MoneyError::Overflow)?;
         }
-        Ok(Money(units))
+        Money::from_units(units).ok_or(MoneyError::Overflow)
     }
 
+    /// `None` when the sum is above [`Money::MAX`].
     pub fn checked_add(self, other: Money) -> Option<Money> {
-        self.0.checked_add(other.0).map(Money)
+        self.0.checked_add(other.0).and_then(Money::from_units)
     }
 
     /// `None` when the result would be negative.
@@ -198,7 +207,7 @@ impl<'de> Deserialize<'de> for Money {
 
 impl Money {
     fn dollars_checked(d: i64) -> Option<Money> {
-        d.checked_mul(UNITS_PER_DOLLAR).map(Money)
+        d.checked_mul(UNITS_PER_DOLLAR).and_then(Money::from_units)
     }
 }
 
@@ -210,7 +219,7 @@ impl utoipa::PartialSchema for Money {
             .schema_type(utoipa::openapi::schema::Type::String)
             .pattern(Some(r"^[0-9]+(\.[0-9]{1,4})?$"))
             .description(Some(
-                "An amount of US dollars as a decimal string, at most four decimals: \"48.00\".",
+                "An amount of US dollars as a decimal string, at most four decimals and at most 1000000000000 (an action's amount at most 1000000000): \"48.00\".",
             ))
             .examples([serde_json::json!("48.00")])
             .into()
@@ -253,8 +262,19 @@ mod tests {
     }
 
     #[test]
+    fn amounts_have_an_upper_bound() {
+        assert_eq!(Money::parse("1000000000000").unwrap(), Money::MAX);
+        assert_eq!(Money::parse("1000000000000.0001"), Err(MoneyError::Overflow));
+        assert_eq!(Money::parse("900000000000000"), Err(MoneyError::Overflow));
+        assert_eq!(Money::from_units(Money::MAX.units() + 1), None);
+        assert_eq!(serde_json::from_str::<Money>("900000000000000").ok(), None);
+        assert!(MAX_ACTION_AMOUNT < Money::MAX);
+    }
+
+    #[test]
     fn arithmetic_is_checked() {
         assert_eq!(Money::MAX.checked_add(Money::units_const(1)), None);
+        assert_eq!(Money::MAX.checked_mul(2), None);
         assert_eq!(Money::ZERO.checked_sub(Money::units_const(1)), None);
         assert_eq!(Money::from_units(-1), None);
     }
