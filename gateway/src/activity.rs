@@ -148,6 +148,9 @@ pub struct ChainReport {
     pub ok: bool,
     /// The sequence number of the first entry whose link or hash does not hold.
     pub first_broken: Option<i64>,
+    /// How many entries this verification hashed (all of them, or those since the last look).
+    #[serde(default)]
+    pub checked: u64,
 }
 
 fn entry_hash(prev: &str, e: &Entry) -> String {
@@ -327,24 +330,99 @@ impl Gateway {
         Ok(rows.into_iter().map(entry_from_row).collect())
     }
 
-    /// Recomputes the tenant's chain from the first entry and names the first broken link.
+    /// Recomputes the tenant's whole chain from its first entry and names the first broken
+    /// link. Reads the log a page at a time, so its memory does not grow with the log.
     pub async fn verify_log(&self, tenant: &TenantId) -> Result<ChainReport> {
-        let rows = sqlx::query_as::<_, EntryRow>(&format!(
-            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? ORDER BY seq"
-        ))
-        .bind(tenant.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
-        let mut prev = GENESIS.to_string();
-        let mut n = 0u64;
-        for r in rows {
-            let e = entry_from_row(r);
-            n += 1;
-            if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
-                return Ok(ChainReport { entries: n, ok: false, first_broken: Some(e.seq) });
-            }
-            prev = e.hash;
-        }
-        Ok(ChainReport { entries: n, ok: true, first_broken: None })
+        let walk = self.verify_after(tenant, 0, GENESIS.to_string()).await?;
+        Ok(self.remember(tenant, walk, 0))
     }
+
+    /// The chain's state for the console, hashing only what was appended since this process
+    /// last verified it: the entry it stopped at must still be the one it verified, and every
+    /// newer one must link to it. A change further back is found by [`Gateway::verify_log`].
+    pub async fn verify_log_since_last(&self, tenant: &TenantId) -> Result<ChainReport> {
+        let mark = self.chain_marks.lock().expect("chain marks lock").get(tenant).cloned();
+        let Some(mark) = mark else { return self.verify_log(tenant).await };
+        let row = sqlx::query_as::<_, EntryRow>(&format!("SELECT {COLUMNS} FROM activity WHERE seq = ?"))
+            .bind(mark.seq)
+            .fetch_optional(self.store.pool())
+            .await?;
+        let unchanged = row
+            .map(entry_from_row)
+            .is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash);
+        if !unchanged {
+            self.chain_marks.lock().expect("chain marks lock").remove(tenant);
+            return Ok(ChainReport {
+                entries: mark.entries,
+                ok: false,
+                first_broken: Some(mark.seq),
+                checked: 1,
+            });
+        }
+        let walk = self.verify_after(tenant, mark.seq, mark.hash.clone()).await?;
+        Ok(self.remember(tenant, walk, mark.entries))
+    }
+
+    /// Hashes the entries after `seq`, starting from `prev`, a page at a time.
+    async fn verify_after(&self, tenant: &TenantId, mut seq: i64, mut prev: String) -> Result<Walk> {
+        let mut walk = Walk { checked: 0, broken: None, last: None };
+        loop {
+            let rows = sqlx::query_as::<_, EntryRow>(&format!(
+                "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT {VERIFY_PAGE}"
+            ))
+            .bind(tenant.as_str())
+            .bind(seq)
+            .fetch_all(self.store.pool())
+            .await?;
+            let full = rows.len() as i64 == VERIFY_PAGE;
+            for r in rows {
+                let e = entry_from_row(r);
+                walk.checked += 1;
+                if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
+                    walk.broken = Some(e.seq);
+                    return Ok(walk);
+                }
+                (seq, prev) = (e.seq, e.hash);
+                walk.last = Some((seq, prev.clone()));
+            }
+            if !full {
+                return Ok(walk);
+            }
+        }
+    }
+
+    /// Turns a walk into a report, and keeps where an intact one ended for the next look.
+    fn remember(&self, tenant: &TenantId, walk: Walk, before: u64) -> ChainReport {
+        let entries = before + walk.checked;
+        let mut marks = self.chain_marks.lock().expect("chain marks lock");
+        match (walk.broken, walk.last) {
+            (None, Some((seq, hash))) => {
+                marks.insert(tenant.clone(), ChainMark { seq, hash, entries });
+            }
+            (None, None) => {}
+            (Some(_), _) => {
+                marks.remove(tenant);
+            }
+        }
+        ChainReport { entries, ok: walk.broken.is_none(), first_broken: walk.broken, checked: walk.checked }
+    }
+}
+
+/// How many entries one verification read takes.
+const VERIFY_PAGE: i64 = 5_000;
+
+/// What one pass over part of a chain found.
+struct Walk {
+    checked: u64,
+    broken: Option<i64>,
+    last: Option<(i64, String)>,
+}
+
+/// Where a tenant's chain was last verified intact: its newest entry then, and how many
+/// entries the chain had up to it.
+#[derive(Clone, Debug)]
+pub(crate) struct ChainMark {
+    seq: i64,
+    hash: String,
+    entries: u64,
 }

@@ -64,6 +64,9 @@ pub struct TrailStep {
     pub actor: String,
     pub step: String,
     pub note: Option<String>,
+    /// The credential a human decided with (`console session`, `token tok_…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,11 +93,21 @@ pub struct Approval {
     pub trail: Vec<TrailStep>,
 }
 
-/// A human deciding in the console or through a company key acting for a named user.
+/// A human deciding: a console user, and the credential they decided with (the console
+/// session, or one of their personal API tokens), which the trail records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Human {
     pub user: UserId,
     pub username: String,
+    /// How the decision arrived: `console session` or `token tok_…`.
+    pub credential: String,
+}
+
+impl Human {
+    /// A console user deciding in the console, signed in with a session.
+    pub fn in_console(user: &crate::ConsoleUser) -> Human {
+        Human { user: user.id.clone(), username: user.username.clone(), credential: "console session".into() }
+    }
 }
 
 /// Filters for [`Gateway::approvals`].
@@ -160,6 +173,13 @@ fn from_row(r: ApprovalRow) -> Approval {
     }
 }
 
+/// A trail step as read back: when, who, what, the note, the credential.
+pub(crate) type TrailRow = (DateTime<Utc>, String, String, Option<String>, Option<String>);
+
+pub(crate) fn trail_step((at, actor, step, note, credential): TrailRow) -> TrailStep {
+    TrailStep { at, actor, step, note, credential }
+}
+
 /// Appends a step to an approval's trail.
 pub(crate) fn trail(
     c: &Connection,
@@ -167,12 +187,25 @@ pub(crate) fn trail(
     actor: &str,
     step: &str,
     note: Option<&str>,
+    credential: Option<&str>,
 ) -> Result<()> {
     c.prepare_cached(
-        "INSERT INTO approval_trail (approval_id, at, actor, step, note) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO approval_trail (approval_id, at, actor, step, note, credential) VALUES (?, ?, ?, ?, ?, ?)",
     )?
-    .execute(params![approval, db::ts(Utc::now()), actor, step, note])?;
+    .execute(params![approval, db::ts(Utc::now()), actor, step, note, credential])?;
     Ok(())
+}
+
+/// An optional note on a decision: trimmed, empty as none, at most [`MAX_REASON_LEN`].
+fn optional_note(note: Option<&str>) -> Result<Option<String>> {
+    let Some(n) = note.map(str::trim).filter(|n| !n.is_empty()) else { return Ok(None) };
+    if n.chars().count() > MAX_REASON_LEN {
+        return Err(Error::invalid(
+            "note_too_long",
+            format!("a note is at most {MAX_REASON_LEN} characters"),
+        ));
+    }
+    Ok(Some(n.to_string()))
 }
 
 fn required_reason(reason: &str, what: &str) -> Result<String> {
@@ -198,6 +231,7 @@ fn close(
     a: &Approval,
     status: ApprovalStatus,
     actor: &str,
+    credential: Option<&str>,
     reason: &str,
 ) -> Result<Vec<Entry>> {
     let changed = c
@@ -211,10 +245,10 @@ fn close(
             message: "this approval was already decided or expired".into(),
         });
     }
-    trail(c, &a.id, actor, status.as_str(), Some(reason))?;
+    trail(c, &a.id, actor, status.as_str(), Some(reason), credential)?;
     let hold_end = if status == ApprovalStatus::Expired { HoldEnd::Expired } else { HoldEnd::Voided };
     if let Some(h) = &a.hold_id {
-        ledger::end(c, h, hold_end, Money::ZERO)?;
+        ledger::end(c, h, hold_end, Money::ZERO, None)?;
     }
     c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
         .execute([&a.id])?;
@@ -226,7 +260,7 @@ fn close(
             .verdict(status.as_str())
             .amount(a.amount)
             .kit_version(a.kit_version)
-            .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str() })),
+            .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str(), "credential": credential })),
     )?])
 }
 
@@ -277,14 +311,13 @@ impl Gateway {
         .await?
         .map(from_row)
         .ok_or(Error::NotFound { what: "approval" })?;
-        let steps: Vec<(DateTime<Utc>, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT at, actor, step, note FROM approval_trail WHERE approval_id = ? ORDER BY seq",
+        let steps: Vec<TrailRow> = sqlx::query_as(
+            "SELECT at, actor, step, note, credential FROM approval_trail WHERE approval_id = ? ORDER BY seq",
         )
         .bind(id)
         .fetch_all(self.store.pool())
         .await?;
-        a.trail =
-            steps.into_iter().map(|(at, actor, step, note)| TrailStep { at, actor, step, note }).collect();
+        a.trail = steps.into_iter().map(trail_step).collect();
         Ok(a)
     }
 
@@ -313,7 +346,11 @@ impl Gateway {
         Ok(rows.into_iter().map(from_row).collect())
     }
 
-    /// Approves and executes the bound call exactly once.
+    /// Approves and executes the bound call exactly once, if the kit and caps in force now
+    /// still allow it. The hold a parked call keeps is a reservation, not a licence: the call
+    /// is decided again, in the job that approves it, on the current kits, statuses and
+    /// totals (its own hold given back). If they refuse it now, the approval ends refused with
+    /// the reason, its hold is voided, and the answer is the refusal envelope.
     pub async fn approve(
         &self,
         tenant: &TenantId,
@@ -321,61 +358,21 @@ impl Gateway {
         by: &Human,
         note: Option<&str>,
     ) -> Result<ActionResponse> {
-        let (t, id_, by_, note) = (tenant.clone(), id.to_string(), by.clone(), note.map(str::to_string));
-        let (a, entries) = self
-            .writer
-            .run(move |c| {
-                let a = load(c, &t, &id_)?;
-                check_decider(c, &a, &by_)?;
-                if a.status != ApprovalStatus::Pending {
-                    return Err(Error::Conflict {
-                        code: "approval_already_decided",
-                        message: format!("this approval is already {}", a.status.as_str()),
-                    });
-                }
-                if a.expires_at <= Utc::now() {
-                    return Err(Error::Conflict { code: "approval_expired", message: "this approval has expired; the agent must ask again".into() });
-                }
-                c.prepare_cached(
-                    "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-                )?
-                .execute(params![by_.username, db::ts(Utc::now()), note, a.id])?;
-                trail(c, &a.id, &by_.username, "approved", note.as_deref())?;
-                let e = activity::append(
-                    c,
-                    NewEntry::new(&a.tenant_id, &by_.username, Kind::Approval)
-                        .profile(&a.profile_id)
-                        .action(&a.action)
-                        .verdict("approved")
-                        .amount(a.amount)
-                        .kit_version(a.kit_version)
-                        .detail(json!({ "approval_id": a.id })),
-                )?;
-                Ok((a, vec![e]))
-            })
-            .await?;
-        self.bus.publish(entries);
-        let subject = Subject {
-            tenant: a.tenant_id.clone(),
-            profile: a.profile_id.clone(),
-            key: crate::ids::KeyId::from_db("approval".into()),
+        let note = optional_note(note)?;
+        let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
+        let decided =
+            self.writer.run(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref())).await?;
+        let (a, kit_version) = match decided {
+            Approved::Refused(resp, entries) => {
+                self.bus.publish(entries);
+                return Ok(resp);
+            }
+            Approved::Run { approval, kit_version, entries } => {
+                self.bus.publish(entries);
+                (*approval, kit_version)
+            }
         };
-        let resp = if let Some((proposal, because)) = crate::brain::proposal_in(&a) {
-            self.canonize(&a.tenant_id, &proposal, &by.username, &because).await?
-        } else {
-            let tool = self.catalog.get(&a.action).cloned().ok_or(Error::NotFound { what: "tool" })?;
-            let hold = a.hold_id.clone().ok_or(Error::NotFound { what: "hold" })?;
-            self.execute_and_settle(
-                &subject,
-                &tool,
-                a.args.clone(),
-                hold,
-                a.amount,
-                a.kit_version,
-                &by.username,
-            )
-            .await?
-        };
+        let resp = self.run_approved(&a, by, kit_version).await?;
         let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
         let actor = by.username.clone();
         self.writer
@@ -383,10 +380,32 @@ impl Gateway {
                 c.prepare_cached("UPDATE approvals SET result = ? WHERE id = ?")?
                     .execute(params![body.to_string(), id_])?;
                 let step = if d == Disposition::Executed { "executed" } else { "failed" };
-                trail(c, &id_, &actor, step, None)
+                trail(c, &id_, &actor, step, None, None)
             })
             .await?;
         Ok(resp)
+    }
+
+    /// Carries out the call an approval bound: a brain accept canonizes, anything else runs
+    /// through its connector and settles its hold.
+    async fn run_approved(&self, a: &Approval, by: &Human, kit_version: u32) -> Result<ActionResponse> {
+        if let Some((proposal, because)) = crate::brain::proposal_in(a) {
+            return self
+                .canonize(&a.tenant_id, &proposal, &by.username, &because, Some(&by.credential))
+                .await;
+        }
+        let subject = Subject {
+            tenant: a.tenant_id.clone(),
+            profile: a.profile_id.clone(),
+            key: crate::ids::KeyId::from_db("approval".into()),
+        };
+        let tool = self.tool(&a.action)?;
+        let hold = a
+            .hold_id
+            .clone()
+            .ok_or_else(|| Error::internal("approval_without_hold", "a parked call has no hold"))?;
+        self.execute_and_settle(&subject, &tool, a.args.clone(), hold, a.amount, kit_version, &by.username)
+            .await
     }
 
     /// Denies with a required reason; voids the hold.
@@ -398,57 +417,30 @@ impl Gateway {
             .run(move |c| {
                 let a = load(c, &t, &id_)?;
                 check_decider(c, &a, &by_)?;
-                close(c, &a, ApprovalStatus::Denied, &by_.username, &reason)
+                close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_.credential), &reason)
             })
             .await?;
         self.bus.publish(entries);
         self.approval(tenant, id).await
     }
 
-    /// Expires overdue approvals (into denials) and orphaned holds. `orphan_all` expires every
-    /// pending hold without a pending approval, as after a restart when nothing is in flight.
+    /// Expires overdue approvals (into denials), ends orphaned holds and deletes expired
+    /// console sessions, in one job. A hold is orphaned when no pending approval keeps it and
+    /// the call that reserved it (or the approval that released it) is older than
+    /// [`ORPHAN_HOLD_SECS`]: a crash or a failure between reserving and settling left it.
+    /// `orphan_all` ends every such hold whatever its age, as after a restart when nothing of
+    /// this process is in flight.
     pub async fn sweep(&self, orphan_all: bool) -> Result<SweepReport> {
         let (report, entries) = self
             .writer
             .run(move |c| {
                 let now = Utc::now();
-                let due = c
-                    .prepare_cached(&format!(
-                        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500"
-                    ))?
-                    .query_map([db::ts(now)], row_from)?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                let mut entries = Vec::new();
                 let mut report = SweepReport::default();
-                for a in due.into_iter().map(from_row) {
-                    entries.extend(close(c, &a, ApprovalStatus::Expired, "system", "expired before a decision (on_expiry: deny)")?);
-                    report.approvals_expired += 1;
-                }
+                let mut entries = expire_due(c, now, &mut report)?;
                 let cutoff = if orphan_all { now } else { now - chrono::Duration::seconds(ORPHAN_HOLD_SECS) };
-                let orphans = c
-                    .prepare_cached(
-                        "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units FROM holds h WHERE h.status = 'pending' AND h.created_at <= ? \
-                         AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.hold_id = h.id AND a.status IN ('pending', 'approved')) LIMIT 500",
-                    )?
-                    .query_map([db::ts(cutoff)], |r| {
-                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, i64>(4)?))
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                for (hold, tenant, profile, action, amount) in orphans {
-                    ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO)?;
-                    c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([&hold])?;
-                    let t = TenantId::from_db(tenant);
-                    entries.push(activity::append(
-                        c,
-                        NewEntry::new(&t, "system", Kind::Hold)
-                            .profile(&ProfileId::from_db(profile))
-                            .action(action)
-                            .verdict("expired")
-                            .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
-                            .detail(json!({ "hold_id": hold, "reason": "the action never completed" })),
-                    )?);
-                    report.holds_expired += 1;
-                }
+                entries.extend(end_orphans(c, cutoff, &mut report)?);
+                c.prepare_cached("DELETE FROM console_sessions WHERE expires_at <= ?")?
+                    .execute([db::ts(now)])?;
                 Ok((report, entries))
             })
             .await?;
@@ -492,27 +484,200 @@ impl Drop for SweeperHandle {
     }
 }
 
-/// Neither the requesting agent nor the human who owns its profile (or an ancestor's) may decide.
+/// Neither the requesting agent nor the human who owns its profile (or an ancestor's) may
+/// decide; for an agent's parked accept of a proposal, nor the owner of the profile that
+/// proposed it.
 fn check_decider(c: &Connection, a: &Approval, by: &Human) -> Result<()> {
-    let owners = c
-        .prepare_cached(
-            "WITH RECURSIVE chain(id, parent, owner) AS ( \
-               SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
-               UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-             SELECT owner FROM chain",
-        )?
-        .query_map([a.profile_id.as_str()], |r| r.get::<_, Option<String>>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    if owners.iter().flatten().any(|o| o == by.user.as_str()) {
-        return Err(Error::Forbidden {
-            code: "requester_cannot_decide",
-            message: format!(
-                "{} owns the agent profile that asked, so another approver must decide",
-                by.username
-            ),
-        });
+    crate::profiles::ensure_not_owner(c, &a.profile_id, by)?;
+    if let Some((proposal, _)) = crate::brain::proposal_in(a)
+        && let Some(proposer) = crate::brain::proposer(c, &proposal)?
+    {
+        crate::profiles::ensure_not_owner(c, &proposer, by)?;
     }
     Ok(())
+}
+
+/// What the approving job found.
+enum Approved {
+    /// The kit or caps in force refuse the call now; the approval ended refused.
+    Refused(ActionResponse, Vec<Entry>),
+    /// Approved under the kit version given: run the bound call.
+    Run { approval: Box<Approval>, kit_version: u32, entries: Vec<Entry> },
+}
+
+/// Decides an approval in one job: the decider may decide, it is still pending, and the call
+/// is allowed under the kits, statuses and totals in force now (its own hold given back).
+fn approve_job(
+    c: &Connection,
+    catalog: &policy::Catalog,
+    tenant: &TenantId,
+    id: &str,
+    by: &Human,
+    note: Option<&str>,
+) -> Result<Approved> {
+    let a = load(c, tenant, id)?;
+    check_decider(c, &a, by)?;
+    if a.status != ApprovalStatus::Pending {
+        return Err(Error::Conflict {
+            code: "approval_already_decided",
+            message: format!("this approval is already {}", a.status.as_str()),
+        });
+    }
+    if a.expires_at <= Utc::now() {
+        return Err(Error::Conflict {
+            code: "approval_expired",
+            message: "this approval has expired; the agent must ask again".into(),
+        });
+    }
+    let links = crate::pipeline::load_links(c, &a.tenant_id, &a.profile_id)?;
+    let tool = catalog
+        .get(&a.action)
+        .cloned()
+        .ok_or_else(|| Error::internal("unknown_tool", format!("{} is not in the catalog", a.action)))?;
+    let checked = crate::pipeline::check_args(&a.action, &a.args)?;
+    let own = match &a.hold_id {
+        Some(h) => Some((a.amount, held_credit(c, h)?)),
+        None => None,
+    };
+    let (budgets, credit) = crate::reserve::budget_views(c, &a.tenant_id, &links, own)?;
+    let kit = &links[0].kit;
+    let request = crate::pipeline::request(&tool, &checked);
+    let d = policy::evaluate(&policy::DecisionInput {
+        subject: crate::pipeline::chain_status(&links),
+        kit,
+        action: request,
+        budgets: &budgets,
+        company_credit: credit,
+    });
+    if let (policy::EngineVerdict::Deny, Some(refusal)) = (d.verdict, d.refusal) {
+        let env = policy::Envelope::deny(kit, &request, refusal, 1, Vec::new());
+        let entries = refuse_approved(c, &a, by, &env, kit.version.0)?;
+        return Ok(Approved::Refused(ActionResponse::refused(&env), entries));
+    }
+    c.prepare_cached(
+        "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
+    )?
+    .execute(params![by.username, db::ts(Utc::now()), note, a.id])?;
+    trail(c, &a.id, &by.username, "approved", note, Some(&by.credential))?;
+    let e = activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict("approved")
+            .amount(a.amount)
+            .kit_version(kit.version.0)
+            .detail(json!({ "approval_id": a.id, "credential": by.credential })),
+    )?;
+    Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0, entries: vec![e] })
+}
+
+/// The platform-credit part of a pending hold; a hold that has ended is a conflict.
+fn held_credit(c: &Connection, hold: &str) -> Result<Money> {
+    let units: Option<i64> = c
+        .prepare_cached("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'")?
+        .query_row([hold], |r| r.get(0))
+        .optional()?;
+    units.and_then(Money::from_units).ok_or_else(|| Error::Conflict {
+        code: "hold_already_ended",
+        message: "this approval's hold has already ended; the agent must ask again".into(),
+    })
+}
+
+/// Ends an approval refused at decision time: denied with the refusal as its reason and
+/// result, its hold voided, the trail and the log saying why.
+fn refuse_approved(
+    c: &Connection,
+    a: &Approval,
+    by: &Human,
+    env: &policy::Envelope,
+    kit_version: u32,
+) -> Result<Vec<Entry>> {
+    let reason = format!("refused when approved: {}", env.message);
+    c.prepare_cached(
+        "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = ?, result = ? WHERE id = ? AND status = 'pending'",
+    )?
+    .execute(params![by.username, db::ts(Utc::now()), reason, serde_json::to_string(env).expect("envelopes serialize"), a.id])?;
+    trail(c, &a.id, &by.username, "refused", Some(&env.message), Some(&by.credential))?;
+    if let Some(h) = &a.hold_id {
+        ledger::end(c, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+    }
+    c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
+        .execute([&a.id])?;
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict("refused")
+            .amount(a.amount)
+            .kit_version(kit_version)
+            .detail(json!({ "approval_id": a.id, "reason": env.error.details.reason, "hold_id": a.hold_id, "hold": "voided", "credential": by.credential })),
+    )?])
+}
+
+/// Expires the approvals whose time is up, into denials that void their holds.
+fn expire_due(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let due = c
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500"
+        ))?
+        .query_map([db::ts(now)], row_from)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut entries = Vec::new();
+    for a in due.into_iter().map(from_row) {
+        entries.extend(close(
+            c,
+            &a,
+            ApprovalStatus::Expired,
+            "system",
+            None,
+            "expired before a decision (on_expiry: deny)",
+        )?);
+        report.approvals_expired += 1;
+    }
+    Ok(entries)
+}
+
+/// A pending hold nobody will settle: the hold, its tenant, profile, action, amount, and the
+/// approval that released it, if one did.
+type Orphan = (String, String, String, String, i64, Option<String>);
+
+/// Ends the holds whose call (or approved call) started before `cutoff` and never settled.
+/// An approved call that never completed says so in its result and trail.
+fn end_orphans(c: &Connection, cutoff: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let orphans = c
+        .prepare_cached(
+            "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
+             LEFT JOIN approvals a ON a.hold_id = h.id \
+             WHERE h.status = 'pending' AND (a.id IS NULL AND h.created_at <= ?1 \
+               OR a.status = 'approved' AND a.decided_at <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500",
+        )?
+        .query_map([db::ts(cutoff)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+        .collect::<rusqlite::Result<Vec<Orphan>>>()?;
+    let mut entries = Vec::new();
+    for (hold, tenant, profile, action, amount, approval) in orphans {
+        ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
+        crate::reserve::forget_claim(c, &hold)?;
+        if let Some(a) = &approval {
+            let note = "the approved call never completed; its hold expired and nothing was charged";
+            let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
+            c.prepare_cached("UPDATE approvals SET result = ? WHERE id = ? AND result IS NULL")?
+                .execute(params![result.to_string(), a])?;
+            trail(c, a, "system", "failed", Some(note), None)?;
+        }
+        entries.push(activity::append(
+            c,
+            NewEntry::new(&TenantId::from_db(tenant), "system", Kind::Hold)
+                .profile(&ProfileId::from_db(profile))
+                .action(action)
+                .verdict("expired")
+                .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
+                .detail(json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" })),
+        )?);
+        report.holds_expired += 1;
+    }
+    Ok(entries)
 }
 
 impl Approval {

@@ -110,6 +110,29 @@ pub struct Writeback {
     pub proposals: Vec<Proposal>,
 }
 
+/// A writeback that was recorded: each of its claims is now a pending proposal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WritebackAccepted {
+    pub ok: bool,
+    pub writeback: Writeback,
+}
+
+/// A decided proposal: the proposal with its trail, and, on accept, the belief it became.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProposalDecided {
+    pub ok: bool,
+    pub proposal: Proposal,
+    /// Present when the proposal was accepted into a belief.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub belief_id: Option<String>,
+}
+
+fn decided(proposal: Proposal, belief_id: Option<String>) -> Value {
+    serde_json::to_value(ProposalDecided { ok: true, proposal, belief_id }).expect("serializes")
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ProposalQuery {
     pub status: Option<ProposalStatus>,
@@ -119,14 +142,7 @@ pub struct ProposalQuery {
 }
 
 fn label(v: &str, field: &str) -> Result<String> {
-    let v = v.trim();
-    if v.is_empty() || v.chars().count() > MAX_LABEL_LEN {
-        return Err(Error::invalid(
-            "invalid_writeback",
-            format!("`{field}` must be 1 to {MAX_LABEL_LEN} characters"),
-        ));
-    }
-    Ok(v.to_string())
+    crate::ids::display_name(v, MAX_LABEL_LEN, "invalid_writeback", &format!("`{field}`"))
 }
 
 fn because(b: &str) -> Result<String> {
@@ -143,12 +159,29 @@ fn because(b: &str) -> Result<String> {
     Ok(b.to_string())
 }
 
-fn trail(c: &Connection, proposal: &str, actor: &str, step: &str, because: Option<&str>) -> Result<()> {
+fn trail(
+    c: &Connection,
+    proposal: &str,
+    actor: &str,
+    step: &str,
+    because: Option<&str>,
+    credential: Option<&str>,
+) -> Result<()> {
     c.prepare_cached(
-        "INSERT INTO proposal_trail (proposal_id, at, actor, step, because) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO proposal_trail (proposal_id, at, actor, step, because, credential) VALUES (?, ?, ?, ?, ?, ?)",
     )?
-    .execute(params![proposal, db::ts(Utc::now()), actor, step, because])?;
+    .execute(params![proposal, db::ts(Utc::now()), actor, step, because, credential])?;
     Ok(())
+}
+
+/// The profile whose writeback carried `proposal`.
+pub(crate) fn proposer(c: &Connection, proposal: &str) -> Result<Option<ProfileId>> {
+    Ok(c.prepare_cached(
+        "SELECT w.profile_id FROM proposals p JOIN writebacks w ON w.id = p.writeback_id WHERE p.id = ?",
+    )?
+    .query_row([proposal], |r| r.get::<_, String>(0))
+    .optional()?
+    .map(ProfileId::from_db))
 }
 
 type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
@@ -220,7 +253,7 @@ impl Gateway {
                     for claim in &input.claims {
                         let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
                         c.prepare_cached("INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)")?.execute(params![pid, s.tenant.as_str(), id, run_id, claim.object_type, claim.content.to_string(), db::ts(now)])?;
-                        trail(c, &pid, s.profile.as_str(), "proposed", None)?;
+                        trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
                         ids.push(pid);
                     }
                     let e = activity::append(
@@ -239,7 +272,7 @@ impl Gateway {
         let wb = self.writeback(&subject.tenant, &wid).await?;
         Ok(ActionResponse {
             disposition: Disposition::Executed,
-            body: json!({ "ok": true, "writeback": wb }),
+            body: serde_json::to_value(WritebackAccepted { ok: true, writeback: wb }).expect("serializes"),
             replayed: false,
         })
     }
@@ -257,7 +290,7 @@ impl Gateway {
             toolkit: None,
         };
         let d = policy::evaluate(&DecisionInput {
-            subject: links[0].status,
+            subject: crate::pipeline::chain_status(&links),
             kit: &links[0].kit,
             action: request,
             budgets: &[],
@@ -270,7 +303,7 @@ impl Gateway {
             .writer
             .run(move |c| {
                 {
-                    let repeat = pipeline::count_repeat(c, &s.profile, &name, &digest)?;
+                    let repeat = crate::reserve::count_repeat(c, &s.profile, &name, &digest)?;
                     let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
                     let e = activity::append(
                         c,
@@ -319,15 +352,21 @@ impl Gateway {
         .await?
         .map(from_row)
         .ok_or(Error::NotFound { what: "proposal" })?;
-        let steps: Vec<(DateTime<Utc>, String, String, Option<String>)> = sqlx::query_as(
-            "SELECT at, actor, step, because FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
+        let steps: Vec<approvals::TrailRow> = sqlx::query_as(
+            "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
         )
         .bind(id)
         .fetch_all(self.store.pool())
         .await?;
         p.trail = steps
             .into_iter()
-            .map(|(at, actor, step, note)| approvals::TrailStep { at, actor, step, note })
+            .map(|(at, actor, step, note, credential)| approvals::TrailStep {
+                at,
+                actor,
+                step,
+                note,
+                credential,
+            })
             .collect();
         Ok(p)
     }
@@ -393,16 +432,30 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let because = because(because_text)?;
         let p = self.proposal(tenant, id).await?;
-        if let Decider::Agent(s) = by {
-            if &s.tenant != tenant {
-                return Err(Error::NotFound { what: "proposal" });
+        let pid = p.id.clone();
+        let proposer =
+            self.writer.run(move |c| proposer(c, &pid)).await?.ok_or(Error::NotFound { what: "proposal" })?;
+        match by {
+            Decider::Agent(s) => {
+                if &s.tenant != tenant {
+                    return Err(Error::NotFound { what: "proposal" });
+                }
+                if let Some(refused) =
+                    self.gate(s, DECIDE_TOOL, &json!({ "proposal_id": id, "decision": decision })).await?
+                {
+                    return Ok(refused);
+                }
+                self.ensure_proposer_or_above(s, &proposer).await?;
             }
-            if let Some(refused) =
-                self.gate(s, DECIDE_TOOL, &json!({ "proposal_id": id, "decision": decision })).await?
-            {
-                return Ok(refused);
+            Decider::Human(h) => {
+                let h = h.clone();
+                self.writer.run(move |c| crate::profiles::ensure_not_owner(c, &proposer, &h)).await?;
             }
         }
+        let credential = match by {
+            Decider::Human(h) => Some(h.credential.clone()),
+            Decider::Agent(_) => None,
+        };
         if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::Parked) {
             return Err(Error::Conflict {
                 code: "proposal_already_decided",
@@ -415,7 +468,8 @@ impl Gateway {
         };
         match (decision, by) {
             (Decision::Reject, _) => {
-                let (t, pid, a, b) = (tenant.clone(), p.id.clone(), actor.clone(), because.clone());
+                let (t, pid, a, b, cred) =
+                    (tenant.clone(), p.id.clone(), actor.clone(), because.clone(), credential.clone());
                 let entries = self
                     .writer
                     .run(move |c| {
@@ -424,7 +478,7 @@ impl Gateway {
                             if changed == 0 {
                                 return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
                             }
-                            trail(c, &pid, &a, "rejected", Some(&b))?;
+                            trail(c, &pid, &a, "rejected", Some(&b), cred.as_deref())?;
                             // A parked accept waiting on a human is moot now.
                             c.prepare_cached("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'proposal rejected' \
                                          WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?")?.execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
@@ -440,15 +494,27 @@ impl Gateway {
                 self.bus.publish(entries);
                 Ok(ActionResponse {
                     disposition: Disposition::Executed,
-                    body: json!({ "ok": true, "proposal": self.proposal(tenant, id).await? }),
+                    body: decided(self.proposal(tenant, id).await?, None),
                     replayed: false,
                 })
             }
             (Decision::Accept, Decider::Human(h)) => {
-                self.canonize(tenant, &p.id, &h.username, &because).await
+                self.canonize(tenant, &p.id, &h.username, &because, credential.as_deref()).await
             }
             (Decision::Accept, Decider::Agent(s)) => self.park_accept(s, &p, &because).await,
         }
+    }
+
+    /// An agent decides only proposals it made itself or a sub-agent of its made.
+    async fn ensure_proposer_or_above(&self, s: &Subject, proposer: &ProfileId) -> Result<()> {
+        let chain = self.links(&s.tenant, proposer).await?;
+        if chain.iter().any(|l| l.profile == s.profile) {
+            return Ok(());
+        }
+        Err(Error::Forbidden {
+            code: "not_the_proposer",
+            message: "an agent decides only the proposals it (or one of its sub-agents) made; a human reviewer decides the others".into(),
+        })
     }
 
     async fn park_accept(&self, s: &Subject, p: &Proposal, because: &str) -> Result<ActionResponse> {
@@ -485,9 +551,9 @@ impl Gateway {
                         db::ts(now),
                         db::ts(expires)
                     ])?;
-                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b))?;
+                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b), None)?;
                     c.prepare_cached("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'")?.execute(params![approval, pid])?;
-                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b))?;
+                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b), None)?;
                     let env = Envelope::park_for(
                         DECIDE_TOOL,
                         "agent_accept_requires_human",
@@ -522,8 +588,10 @@ impl Gateway {
         proposal: &str,
         actor: &str,
         because: &str,
+        credential: Option<&str>,
     ) -> Result<ActionResponse> {
         let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
+        let cred = credential.map(str::to_string);
         let (belief, entries) = self
             .writer
             .run(move |c| {
@@ -547,7 +615,7 @@ impl Gateway {
                      WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?",
                 )?
                 .execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
-                    trail(c, &pid, &a, "accepted", Some(&b))?;
+                    trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
                     let e = activity::append(
                         c,
                         NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
@@ -559,7 +627,7 @@ impl Gateway {
         self.bus.publish(entries);
         Ok(ActionResponse {
             disposition: Disposition::Executed,
-            body: json!({ "ok": true, "belief_id": belief, "proposal": self.proposal(tenant, proposal).await? }),
+            body: decided(self.proposal(tenant, proposal).await?, Some(belief)),
             replayed: false,
         })
     }

@@ -173,7 +173,13 @@ impl crate::Gateway {
     /// reads are correct either way).
     pub async fn index_recent(&self) -> crate::error::Result<()> {
         let (done, wait) = std::sync::mpsc::channel();
-        let stopped = || crate::error::Error::invalid("indexer_stopped", "the indexer has stopped");
+        let stopped = || {
+            crate::error::Error::unavailable(
+                "indexer_stopped",
+                "the indexer has stopped; try again shortly",
+                5,
+            )
+        };
         self.indexer.tx.send(done).map_err(|_| stopped())?;
         tokio::task::spawn_blocking(move || wait.recv()).await.map_err(|_| stopped())?.map_err(|_| stopped())
     }

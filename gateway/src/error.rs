@@ -19,6 +19,14 @@ pub enum Error {
     /// The caller is known but may not do this.
     #[error("{message}")]
     Forbidden { code: &'static str, message: String },
+    /// Our failure, not the caller's (a write that did not commit, data that does not read
+    /// back): nothing was kept, and the same request may succeed when sent again.
+    #[error("{message}")]
+    Internal { code: &'static str, message: String },
+    /// The gateway cannot serve this now (it is shutting down, a part of it has stopped):
+    /// nothing was done; send the same request again after `retry_after_secs`.
+    #[error("{message}")]
+    Unavailable { code: &'static str, message: String, retry_after_secs: u32 },
     #[error("unsupported database URL `{given}`: use one of {accepted} (for example sqlite://data/naive.db)")]
     UnsupportedDatabase { given: String, accepted: &'static str },
     #[error("cannot create the database directory {}: {source}", path.display())]
@@ -39,9 +47,11 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::NotFound { .. } => "not_found",
-            Error::Invalid { code, .. } | Error::Conflict { code, .. } | Error::Forbidden { code, .. } => {
-                code
-            }
+            Error::Invalid { code, .. }
+            | Error::Conflict { code, .. }
+            | Error::Forbidden { code, .. }
+            | Error::Internal { code, .. }
+            | Error::Unavailable { code, .. } => code,
             Error::Unauthenticated { .. } => "invalid_key",
             Error::UnsupportedDatabase { .. } => "unsupported_database",
             Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
@@ -53,6 +63,30 @@ impl Error {
 
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Error {
         Error::Invalid { code, message: message.into() }
+    }
+
+    pub fn internal(code: &'static str, message: impl Into<String>) -> Error {
+        Error::Internal { code, message: message.into() }
+    }
+
+    pub fn unavailable(code: &'static str, message: impl Into<String>, retry_after_secs: u32) -> Error {
+        Error::Unavailable { code, message: message.into(), retry_after_secs }
+    }
+
+    /// Whether this is the gateway's own failure (a 5xx), which a caller may retry and which
+    /// is never stored as an answer.
+    pub fn is_internal(&self) -> bool {
+        matches!(
+            self,
+            Error::Internal { .. }
+                | Error::Unavailable { .. }
+                | Error::UnsupportedDatabase { .. }
+                | Error::DatabaseDirectory { .. }
+                | Error::DatabaseOpen { .. }
+                | Error::Migrate(_)
+                | Error::Storage(_)
+                | Error::Sql(_)
+        )
     }
 }
 

@@ -51,6 +51,21 @@ id_type!(TenantId, "ten", "A tenant (company).");
 id_type!(UserId, "usr", "A console user (a human).");
 id_type!(ProfileId, "prf", "An agent profile.");
 id_type!(KeyId, "key", "A scoped or company key.");
+id_type!(TokenId, "tok", "A console user's personal API token.");
+
+/// A name people read (a tenant's, a profile's, a token's label): trimmed, 1 to `max`
+/// characters on one line, without control characters or the invisible ones that reorder or
+/// hide text, so a name can never show as something it is not. Otherwise `code`.
+pub(crate) fn display_name(name: &str, max: usize, code: &'static str, what: &str) -> crate::Result<String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > max || !policy::args::is_plain_line(name) {
+        return Err(crate::Error::invalid(
+            code,
+            format!("{what} is 1 to {max} characters on one line, without control or hidden characters"),
+        ));
+    }
+    Ok(name.to_string())
+}
 
 #[cfg(test)]
 mod tests {

@@ -134,11 +134,8 @@ impl Gateway {
             })
             .await?;
         self.bus.publish([entry]);
-        self.kit_cache
-            .write()
-            .expect("kit cache lock")
-            .insert((tenant.clone(), record.kit.name.clone()), record.kit.clone());
-        // Every cached ancestry holds the effective kits derived from the old version.
+        // Every cached kit and ancestry may hold the old version.
+        self.kit_cache.invalidate();
         self.invalidate_links();
         Ok(record)
     }
@@ -148,17 +145,33 @@ impl Gateway {
     /// The current version of a kit, from the cache when this process has seen it.
     pub(crate) async fn cached_kit(&self, tenant: &TenantId, name: &str) -> Result<Kit> {
         let key = (tenant.clone(), name.to_string());
-        if let Some(k) = self.kit_cache.read().expect("kit cache lock").get(&key) {
-            return Ok(k.clone());
+        if let Some(k) = self.kit_cache.get(&key) {
+            return Ok(k);
         }
+        let generation = self.kit_cache.generation();
         let kit = self.current_kit(tenant, name).await?.kit;
-        self.kit_cache.write().expect("kit cache lock").insert(key, kit.clone());
+        self.kit_cache.insert(generation, key, kit.clone());
         Ok(kit)
     }
 }
 
+/// The newest version of the kit `name`, read on the writer's connection.
+pub(crate) fn current_kit_in(c: &rusqlite::Connection, tenant: &TenantId, name: &str) -> Result<Kit> {
+    let body: String = c
+        .prepare_cached(
+            "SELECT body FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
+        )?
+        .query_row(params![tenant.as_str(), name], |r| r.get(0))
+        .map_err(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Error::NotFound { what: "kit" },
+            e => Error::Sql(e),
+        })?;
+    Kit::from_json(&body)
+        .map_err(|e| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}")))
+}
+
 fn kit_from_row((body, author, diff, created_at): KitRow) -> Result<KitRecord> {
-    let corrupt = |e: String| Error::invalid("corrupt_kit", format!("a stored kit could not be read: {e}"));
+    let corrupt = |e: String| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}"));
     Ok(KitRecord {
         kit: Kit::from_json(&body).map_err(|e| corrupt(e.to_string()))?,
         author,

@@ -91,8 +91,10 @@ pub fn views(totals: &[Totals], kits: &[&Kit]) -> Vec<BudgetView> {
     totals.iter().zip(kits).map(|(t, k)| BudgetView::from_kit(k, t.posted, t.pending)).collect()
 }
 
-fn money(units: i64) -> Money {
-    Money::from_units(units).expect("balances are never negative (CHECK constraint)")
+/// A stored balance. Balances are never negative (a CHECK constraint) and never above
+/// `Money::MAX` (every reservation is decided against that bound).
+pub(crate) fn money(units: i64) -> Money {
+    Money::from_units(units).expect("balances are never negative nor above Money::MAX")
 }
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
@@ -173,8 +175,13 @@ fn insert_hold(c: &Connection, h: &NewHold, posted: Option<i64>, now: &str) -> R
 }
 
 /// Platform credit is consumed in proportion to what was posted; the rest is released.
+/// Computed in 128 bits: the product of two amounts does not fit in 64.
 fn credit_share(credit: i64, posted: i64, amount: i64) -> i64 {
-    if amount == 0 { 0 } else { credit * posted / amount }
+    if amount == 0 {
+        return 0;
+    }
+    let share = i128::from(credit) * i128::from(posted) / i128::from(amount);
+    i64::try_from(share).expect("a share of the credit is at most the credit")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -203,8 +210,16 @@ fn move_balance(
 }
 
 /// Ends a pending hold exactly once. `posted` is what is posted (clamped to the held
-/// amount) for [`HoldEnd::Posted`], and ignored otherwise. Returns the amount posted.
-pub(crate) fn end(c: &Connection, hold: &str, how: HoldEnd, posted: Money) -> Result<Money> {
+/// amount) for [`HoldEnd::Posted`], and ignored otherwise. The entries carry `decided_under`
+/// (the kit version of the decision that ended it, such as an approval's) or else the
+/// hold's own. Returns the amount posted.
+pub(crate) fn end(
+    c: &Connection,
+    hold: &str,
+    how: HoldEnd,
+    posted: Money,
+    decided_under: Option<u32>,
+) -> Result<Money> {
     let row: Option<(String, String, String, i64, i64, i64)> = c
         .prepare_cached(
             "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
@@ -227,7 +242,7 @@ pub(crate) fn end(c: &Connection, hold: &str, how: HoldEnd, posted: Money) -> Re
     // The status guard makes a second ending impossible; assert it where it holds.
     assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
     let tenant = TenantId::from_db(tenant);
-    let kit_version = u32::try_from(kit_version).unwrap_or(0);
+    let kit_version = decided_under.unwrap_or_else(|| u32::try_from(kit_version).unwrap_or(0));
     for account in chain.split(',') {
         move_balance(
             c,
@@ -315,7 +330,7 @@ impl Gateway {
         let mut days = std::collections::BTreeMap::new();
         for (day, units) in rows {
             let day = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|e| {
-                Error::invalid("corrupt_ledger", format!("a ledger day could not be read: {e}"))
+                Error::internal("corrupt_ledger", format!("a ledger day could not be read: {e}"))
             })?;
             *days.entry(day).or_insert(0i64) += units;
         }

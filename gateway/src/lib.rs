@@ -6,16 +6,21 @@
 //! - [`store`]: the storage boundary, chosen by URL scheme; [`writer`]: the single writer
 //!   with group commit that every state change goes through.
 //! - [`tenants`], [`users`], [`profiles`], [`kits`], [`keys`]: identities and policy documents.
-//! - [`pipeline`]: the governed action pipeline; [`ledger`]: holds and balances;
+//! - [`pipeline`]: the governed action pipeline, [`reserve`] its writer side; [`ledger`]:
+//!   holds and balances;
 //!   [`connectors`]: what carries actions out.
 //! - [`approvals`], [`revoke`], [`brain`]: the human decisions.
 //! - [`activity`], [`events`]: the tamper-evident log and the live bus.
+//! - [`credentials`]: every credential resolved in one place; [`tokens`]: console users'
+//!   personal API tokens; [`cache`]: hot-path caches where invalidation wins.
 //! - [`secrets`]: key tokens and password hashing; [`demo`]: the demo tenant.
 
 pub mod activity;
 pub mod approvals;
 pub mod brain;
+pub mod cache;
 pub mod connectors;
+pub mod credentials;
 mod db;
 mod deferred;
 pub mod demo;
@@ -28,25 +33,29 @@ pub mod kits;
 pub mod ledger;
 pub mod pipeline;
 pub mod profiles;
+pub mod reserve;
 pub mod revoke;
 pub mod secrets;
 pub mod sessions;
 pub mod store;
 pub mod tenants;
+pub mod tokens;
 pub mod users;
 pub mod writer;
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use credentials::{Credential, Person};
 pub use error::{Error, Result};
-pub use ids::{KeyId, ProfileId, TenantId, UserId};
+pub use ids::{KeyId, ProfileId, TenantId, TokenId, UserId};
 pub use kits::KitRecord;
 pub use profiles::{Profile, RuntimeState, TreeEntry};
 pub use store::Store;
 pub use tenants::{IssuedKey, Tenant};
 pub use users::{ConsoleUser, Role};
 
+use cache::GenCache;
 use connectors::{Connectors, Sandbox};
 use events::Bus;
 use policy::{Catalog, Kit};
@@ -78,17 +87,25 @@ pub struct Gateway {
     connectors: Connectors,
     sandbox: Arc<Sandbox>,
     config: GatewayConfig,
-    /// Current kit versions by (tenant, name); replaced on every save through this process.
-    kit_cache: Arc<RwLock<HashMap<(TenantId, String), Kit>>>,
-    /// Each profile's ancestry with effective kits, for the hot path. Cleared on every kit
-    /// save and revoke; the profile's status is re-read inside the deciding job regardless.
-    links_cache: Arc<RwLock<HashMap<ProfileId, Arc<Vec<pipeline::Link>>>>>,
-    /// Valid key tokens (by hash) to their subjects. Cleared on every key change.
-    auth_cache: Arc<RwLock<HashMap<String, keys::CachedKey>>>,
+    /// Current kit versions by (tenant, name). Invalidated on every save; a deciding job
+    /// checks the versions it used against the database regardless.
+    kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
+    /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
+    /// kit save and revoke; statuses are re-read inside the deciding job regardless.
+    links_cache: Arc<GenCache<ProfileId, Arc<Vec<pipeline::Link>>>>,
+    /// Valid key tokens (by hash) to their credentials. Invalidated on every key change.
+    auth_cache: Arc<GenCache<String, credentials::CachedKey>>,
+    /// Ticks when a credential may have stopped being valid (see [`credentials`]).
+    credential_epoch: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Test hook: how long a cache fill waits between its read and its insert.
+    cache_fill_pause_ms: Arc<AtomicU64>,
+    /// Where each tenant's audit chain was last verified intact, so the console hashes only
+    /// what is new.
+    chain_marks: Arc<std::sync::Mutex<std::collections::HashMap<TenantId, activity::ChainMark>>>,
+    /// Bounds concurrent argon2 verifications ([`users::MAX_PASSWORD_CHECKS`]).
+    password_checks: Arc<tokio::sync::Semaphore>,
+    password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
 }
-
-/// Caches above this many entries are cleared rather than grown.
-const MAX_CACHE_ENTRIES: usize = 100_000;
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -122,6 +139,11 @@ impl Gateway {
             kit_cache: Arc::default(),
             links_cache: Arc::default(),
             auth_cache: Arc::default(),
+            credential_epoch: Arc::new(tokio::sync::watch::channel(0).0),
+            cache_fill_pause_ms: Arc::default(),
+            chain_marks: Arc::default(),
+            password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
+            password_check_peak: Arc::default(),
         })
     }
 
@@ -159,11 +181,27 @@ impl Gateway {
 
     /// Forgets every cached ancestry, after a change to kits or profile status.
     pub(crate) fn invalidate_links(&self) {
-        self.links_cache.write().expect("links cache lock").clear();
+        self.links_cache.invalidate();
     }
 
-    /// Forgets every cached key, after a key is issued, rotated or revoked.
+    /// Forgets every cached key, after a key is rotated or revoked, and tells every stream
+    /// holding a credential to check it again.
     pub(crate) fn invalidate_keys(&self) {
-        self.auth_cache.write().expect("auth cache lock").clear();
+        self.auth_cache.invalidate();
+        self.credentials_changed();
+    }
+
+    /// Test hook: makes every cache fill wait `pause` between its database read and its
+    /// insert, so a test can land an invalidation in between. Zero turns it off.
+    #[doc(hidden)]
+    pub fn pause_cache_fills(&self, pause: std::time::Duration) {
+        self.cache_fill_pause_ms.store(pause.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) async fn cache_fill_pause(&self) {
+        let ms = self.cache_fill_pause_ms.load(Ordering::Relaxed);
+        if ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
     }
 }

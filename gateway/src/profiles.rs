@@ -8,7 +8,7 @@ use policy::SubjectStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use crate::db;
 use crate::error::{Error, Result};
@@ -79,13 +79,8 @@ impl Gateway {
         parent: Option<&ProfileId>,
         kit_name: &str,
     ) -> Result<Profile> {
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
-            return Err(Error::invalid(
-                "invalid_profile_name",
-                format!("a profile name is 1 to {MAX_NAME_LEN} characters"),
-            ));
-        }
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_profile_name", "a profile name")?;
+        let name = name.as_str();
         if let Some(p) = parent {
             self.profile(tenant, p).await?;
         }
@@ -108,6 +103,10 @@ impl Gateway {
         let p = profile.clone();
         self.writer
             .run(move |c| {
+                // Checked in the job that inserts, so a revoke queued just before cannot be missed.
+                if let Some(parent) = &p.parent {
+                    ensure_active_ancestry(c, parent)?;
+                }
                 c.prepare_cached(
                     "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
                      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -166,6 +165,56 @@ impl Gateway {
     /// The tenant's profiles in tree order: each parent followed by its sub-agents.
     pub async fn profile_tree(&self, tenant: &TenantId) -> Result<Vec<TreeEntry>> {
         Ok(tree_order(self.profiles(tenant).await?))
+    }
+}
+
+/// Refuses with `requester_cannot_decide` when `by` owns `profile` or any profile above it:
+/// nobody decides what their own agent asked for.
+pub(crate) fn ensure_not_owner(
+    c: &rusqlite::Connection,
+    profile: &ProfileId,
+    by: &crate::approvals::Human,
+) -> Result<()> {
+    let owners = c
+        .prepare_cached(
+            "WITH RECURSIVE chain(id, parent, owner) AS ( \
+               SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
+               UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+             SELECT owner FROM chain",
+        )?
+        .query_map([profile.as_str()], |r| r.get::<_, Option<String>>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    if owners.iter().flatten().any(|o| o == by.user.as_str()) {
+        return Err(Error::Forbidden {
+            code: "requester_cannot_decide",
+            message: format!(
+                "{} owns the agent profile that asked, so someone else must decide",
+                by.username
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses with `parent_not_active` unless `parent` and every profile above it are active.
+fn ensure_active_ancestry(c: &rusqlite::Connection, parent: &ProfileId) -> Result<()> {
+    let inactive: Option<(String, String)> = c
+        .prepare_cached(
+            "WITH RECURSIVE chain(id, parent, name, status) AS ( \
+               SELECT id, parent_id, name, status FROM agent_profiles WHERE id = ? \
+               UNION ALL SELECT p.id, p.parent_id, p.name, p.status FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+             SELECT name, status FROM chain WHERE status != 'active' LIMIT 1",
+        )?
+        .query_row([parent.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match inactive {
+        None => Ok(()),
+        Some((name, status)) => Err(Error::Conflict {
+            code: "parent_not_active",
+            message: format!(
+                "`{name}` above this profile is {status}, so nothing can be created beneath it; choose an active parent"
+            ),
+        }),
     }
 }
 

@@ -122,9 +122,9 @@ impl Gateway {
                          WHERE id = ? AND status = 'pending'",
                     )?
                     .execute(params![actor, db::ts(Utc::now()), approval])?;
-                    crate::approvals::trail(c, approval, &actor, "denied", Some("agent profile revoked"))?;
+                    crate::approvals::trail(c, approval, &actor, "denied", Some("agent profile revoked"), None)?;
                     if let Some(h) = hold {
-                        ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO)?;
+                        ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO, None)?;
                         holds_voided += 1;
                     }
                 }
@@ -140,6 +140,7 @@ impl Gateway {
             .await?;
         self.bus.publish(entries);
         self.invalidate_links();
+        self.credentials_changed();
         Ok(report)
     }
 }

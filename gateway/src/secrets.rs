@@ -39,9 +39,29 @@ pub fn key_from_token(token: &str) -> Option<MintedKey> {
     Some(MintedKey { prefix: prefix.to_string(), token: token.to_string(), hash: hash_token(token) })
 }
 
-/// The prefix of a well-formed token, or `None`.
+/// How a console user's personal API token starts: `nvu_<prefix>_<secret>`, told apart from
+/// agent and company keys (`nv_…`) at a glance.
+pub const USER_TOKEN_PREFIX: &str = "nvu_";
+
+/// Mints a personal API token, `nvu_<prefix>_<secret>`.
+pub fn mint_user_token() -> MintedKey {
+    let k = mint_key();
+    let token = format!("nvu_{}", &k.token["nv_".len()..]);
+    MintedKey { hash: hash_token(&token), prefix: k.prefix, token }
+}
+
+/// The prefix of a well-formed personal API token, or `None`.
+pub fn split_user_token(token: &str) -> Option<&str> {
+    split_after(token, USER_TOKEN_PREFIX)
+}
+
+/// The prefix of a well-formed key token, or `None`.
 pub fn split_token(token: &str) -> Option<&str> {
-    let rest = token.strip_prefix("nv_")?;
+    split_after(token, "nv_")
+}
+
+fn split_after<'a>(token: &'a str, kind: &str) -> Option<&'a str> {
+    let rest = token.strip_prefix(kind)?;
     let (prefix, secret) = rest.split_once('_')?;
     let ok = prefix.len() == PREFIX_LEN
         && prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
@@ -90,6 +110,9 @@ mod tests {
         assert!(digest_eq(&hash_token(&k.token), &k.hash));
         assert!(!digest_eq(&hash_token(&format!("{}x", k.token)), &k.hash));
         assert!(split_token("nv_short_x").is_none());
+        let u = mint_user_token();
+        assert!(u.token.starts_with("nvu_") && split_user_token(&u.token) == Some(u.prefix.as_str()));
+        assert!(split_token(&u.token).is_none(), "a personal token is never taken for a key");
         assert!(key_from_token("not-a-key").is_none());
     }
 

@@ -83,6 +83,7 @@ impl Gateway {
             })
             .await?;
         self.bus.publish(entries);
+        self.credentials_changed();
         Ok(())
     }
 }

@@ -7,10 +7,13 @@
 use chrono::{DateTime, Utc};
 use policy::{Kit, KitDiff, Money};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::Gateway;
 use rusqlite::params;
 
+use crate::activity::{self, Kind, NewEntry};
+use crate::credentials::KeyTable;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
@@ -44,13 +47,8 @@ impl Gateway {
         credit: Money,
         company_key: Option<&str>,
     ) -> Result<(Tenant, IssuedKey)> {
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
-            return Err(Error::invalid(
-                "invalid_tenant_name",
-                format!("a tenant name is 1 to {MAX_NAME_LEN} characters"),
-            ));
-        }
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_tenant_name", "a tenant name")?;
+        let name = name.as_str();
         let key: MintedKey = match company_key {
             Some(t) => secrets::key_from_token(t).ok_or_else(|| {
                 Error::invalid(
@@ -82,21 +80,7 @@ impl Gateway {
                     serde_json::to_string(&KitDiff::default()).expect("diff serializes"),
                     at
                 ])?;
-                c.prepare_cached(
-                    "INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                )?
-                .execute(params![kid.as_str(), t.id.as_str(), k.prefix, k.hash, at])
-                .map_err(|e| {
-                    if crate::error::is_unique_violation(&e) {
-                        Error::Conflict {
-                            code: "key_prefix_taken",
-                            message: "that company key's prefix is already in use; choose another".into(),
-                        }
-                    } else {
-                        Error::Sql(e)
-                    }
-                })?;
-                Ok(())
+                insert_company_key(c, &t.id, &kid, &k, &at)
             })
             .await?;
         tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
@@ -122,30 +106,156 @@ impl Gateway {
         .await?;
         Ok(rows.into_iter().map(tenant_from_row).collect())
     }
+}
 
-    /// The tenant whose company key this is, if the key is valid and not revoked.
-    pub async fn authenticate_company_key(&self, token: &str) -> Result<Option<TenantId>> {
-        let Some(prefix) = secrets::split_token(token) else { return Ok(None) };
-        let row = sqlx::query_as::<_, (String, String, String)>(
-            "SELECT id, tenant_id, secret_hash FROM company_keys WHERE prefix = ? AND revoked_at IS NULL",
-        )
-        .bind(prefix)
-        .fetch_optional(self.store.pool())
+/// A company key as listed: never its secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CompanyKeyInfo {
+    pub id: KeyId,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// Set when rotated with a grace period: the key works until then.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+type CompanyKeyRow =
+    (String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
+
+fn company_key_from_row(
+    (id, prefix, created_at, last_used_at, expires_at, revoked_at): CompanyKeyRow,
+) -> CompanyKeyInfo {
+    CompanyKeyInfo { id: KeyId::from_db(id), prefix, created_at, last_used_at, expires_at, revoked_at }
+}
+
+/// Company keys: listed, issued, rotated (with an optional grace period) and revoked, like an
+/// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
+impl Gateway {
+    pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
+        let rows = sqlx::query_as::<_, CompanyKeyRow>(&format!(
+            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
+        ))
+        .bind(tenant.as_str())
+        .fetch_all(self.store.pool())
         .await?;
-        let Some((id, tenant, hash)) = row else { return Ok(None) };
-        if !secrets::digest_eq(&secrets::hash_token(token), &hash) {
-            return Ok(None);
-        }
-        let now = Utc::now();
-        self.writer
+        Ok(rows.into_iter().map(company_key_from_row).collect())
+    }
+
+    async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
+        sqlx::query_as::<_, CompanyKeyRow>(&format!(
+            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?"
+        ))
+        .bind(tenant.as_str())
+        .bind(id.as_str())
+        .fetch_optional(self.store.pool())
+        .await?
+        .map(company_key_from_row)
+        .ok_or(Error::NotFound { what: "company key" })
+    }
+
+    /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
+    /// same transaction.
+    pub async fn issue_company_key(
+        &self,
+        tenant: &TenantId,
+        old: Option<(&KeyId, Option<i64>)>,
+        actor: &str,
+    ) -> Result<(CompanyKeyInfo, IssuedKey)> {
+        let old = match old {
+            Some((id, grace)) => {
+                self.company_key(tenant, id).await?;
+                Some((id.clone(), crate::keys::check_grace(grace)?))
+            }
+            None => None,
+        };
+        let key = secrets::mint_key();
+        let id = KeyId::generate();
+        let (t, kid, k, actor, rotating) =
+            (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
+        let entry = self
+            .writer
             .run(move |c| {
-                c.prepare_cached("UPDATE company_keys SET last_used_at = ? WHERE id = ?")?
-                    .execute(params![db::ts(now), id])?;
-                Ok(())
+                insert_company_key(c, &t, &kid, &k, &db::ts(Utc::now()))?;
+                let e = NewEntry::new(&t, actor.as_str(), Kind::Key);
+                let e = match &old {
+                    None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
+                    Some((old, grace)) => {
+                        crate::keys::rotate_out(c, KeyTable::Company, &t, old, *grace, &kid)?;
+                        e.verdict("rotated")
+                            .detail(json!({ "company_key_id": old, "replaced_by": kid, "grace_secs": grace }))
+                    }
+                };
+                activity::append(c, e)
             })
             .await?;
-        Ok(Some(TenantId::from_db(tenant)))
+        self.bus.publish([entry]);
+        if rotating {
+            self.invalidate_keys();
+        }
+        Ok((self.company_key(tenant, &id).await?, IssuedKey { id, token: key.token }))
     }
+
+    /// Revokes a company key at once; the tenant's last active key cannot be revoked.
+    pub async fn revoke_company_key(
+        &self,
+        tenant: &TenantId,
+        id: &KeyId,
+        actor: &str,
+    ) -> Result<CompanyKeyInfo> {
+        self.company_key(tenant, id).await?;
+        let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
+        let entry = self
+            .writer
+            .run(move |c| {
+                let others: i64 = c
+                    .prepare_cached(
+                        "SELECT COUNT(*) FROM company_keys WHERE tenant_id = ? AND id != ? AND revoked_at IS NULL AND expires_at IS NULL",
+                    )?
+                    .query_row(params![t.as_str(), k.as_str()], |r| r.get(0))?;
+                if others == 0 {
+                    return Err(Error::Conflict {
+                        code: "last_company_key",
+                        message: "this is the tenant's last active company key; issue another before revoking it".into(),
+                    });
+                }
+                crate::keys::revoke_now(c, KeyTable::Company, &t, &k)?;
+                activity::append(
+                    c,
+                    NewEntry::new(&t, actor.as_str(), Kind::Key).verdict("revoked").detail(json!({ "company_key_id": k })),
+                )
+            })
+            .await?;
+        self.bus.publish([entry]);
+        self.invalidate_keys();
+        self.company_key(tenant, id).await
+    }
+}
+
+fn insert_company_key(
+    c: &rusqlite::Connection,
+    tenant: &TenantId,
+    id: &KeyId,
+    k: &MintedKey,
+    at: &str,
+) -> Result<()> {
+    c.prepare_cached(
+        "INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+    )?
+    .execute(params![id.as_str(), tenant.as_str(), k.prefix, k.hash, at])
+    .map_err(|e| {
+        if crate::error::is_unique_violation(&e) {
+            Error::Conflict {
+                code: "key_prefix_taken",
+                message: "that company key's prefix is already in use; choose another".into(),
+            }
+        } else {
+            Error::Sql(e)
+        }
+    })?;
+    Ok(())
 }
 
 fn tenant_from_row((id, name, credit, created_at): (String, String, i64, DateTime<Utc>)) -> Tenant {

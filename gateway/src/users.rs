@@ -210,6 +210,7 @@ impl Gateway {
             })
             .await?;
         self.bus.publish(entries);
+        self.credentials_changed();
         self.user(tenant, id).await
     }
 
@@ -258,14 +259,43 @@ impl Gateway {
         .fetch_optional(self.store.pool())
         .await?;
         let stored = row.as_ref().map(|r| r.5.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
-        let pw = password.to_string();
-        let ok = tokio::task::spawn_blocking(move || secrets::verify_password(&pw, &stored))
-            .await
-            .expect("verify task");
+        let ok = self.check_password(password, stored).await?;
         Ok(match row {
             Some((id, t, u, r, c, _)) if ok => Some(user_from_row((id, t, u, r, c))),
             _ => None,
         })
+    }
+}
+
+/// The most argon2 verifications at once: each takes 19 MiB and a core for tens of
+/// milliseconds, so unbounded parallel sign-ins could exhaust memory.
+pub const MAX_PASSWORD_CHECKS: usize = 4;
+/// How long a sign-in waits for a verification slot before it is told to try again.
+const PASSWORD_CHECK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Gateway {
+    /// Verifies a password against its hash, at most [`MAX_PASSWORD_CHECKS`] at a time, off
+    /// the async workers.
+    async fn check_password(&self, password: &str, stored: String) -> Result<bool> {
+        let permit = tokio::time::timeout(PASSWORD_CHECK_WAIT, self.password_checks.clone().acquire_owned())
+            .await
+            .map_err(|_| {
+                Error::unavailable("sign_in_busy", "too many sign-ins at once; try again in a moment", 2)
+            })?
+            .expect("the semaphore is never closed");
+        let in_flight = MAX_PASSWORD_CHECKS - self.password_checks.available_permits();
+        self.password_check_peak.fetch_max(in_flight, std::sync::atomic::Ordering::Relaxed);
+        let pw = password.to_string();
+        let ok = tokio::task::spawn_blocking(move || secrets::verify_password(&pw, &stored))
+            .await
+            .map_err(|_| Error::internal("verify_failed", "the password check stopped; try again"))?;
+        drop(permit);
+        Ok(ok)
+    }
+
+    /// The most password verifications that ran at once so far.
+    pub fn password_check_peak(&self) -> usize {
+        self.password_check_peak.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -64,12 +64,12 @@ impl<T: Send, F: Fn(&Connection) -> Result<T> + Send> Task for Pending<T, F> {
 
     fn reply(self: Box<Self>, commit_error: Option<&str>) {
         let answer = match (commit_error, self.result) {
-            (_, None) => Err(Error::invalid(
+            (_, None) => Err(Error::internal(
                 "write_failed",
                 "the write was rolled back after an internal error; try again",
             )),
             (Some(e), Some(Ok(_))) => {
-                Err(Error::invalid("commit_failed", format!("the write did not commit: {e}")))
+                Err(Error::internal("commit_failed", format!("the write did not commit ({e}); try again")))
             }
             (_, Some(r)) => r,
         };
@@ -112,7 +112,7 @@ impl Writer {
             .name("naive-checkpoint".into())
             .spawn(move || checkpoint_loop(&checkpointer, &stop_checkpoints, &copied_checkpoints))
             .map_err(|e| {
-                Error::invalid("writer_start_failed", format!("cannot start the checkpoint thread: {e}"))
+                Error::internal("writer_start_failed", format!("cannot start the checkpoint thread: {e}"))
             })?;
         std::thread::Builder::new()
             .name("naive-writer".into())
@@ -121,7 +121,7 @@ impl Writer {
                 stop.store(true, Ordering::Relaxed);
             })
             .map_err(|e| {
-                Error::invalid("writer_start_failed", format!("cannot start the writer thread: {e}"))
+                Error::internal("writer_start_failed", format!("cannot start the writer thread: {e}"))
             })?;
         Ok(Writer { tx, stats })
     }
@@ -153,12 +153,11 @@ impl Writer {
     {
         let (tx, rrx) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(Pending { f, result: None, tx });
-        self.tx
-            .send(job)
-            .await
-            .map_err(|_| Error::invalid("writer_stopped", "the gateway is shutting down"))?;
+        self.tx.send(job).await.map_err(|_| {
+            Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
+        })?;
         rrx.await.map_err(|_| {
-            Error::invalid("write_failed", "the write was rolled back after an internal error; try again")
+            Error::internal("write_failed", "the write was rolled back after an internal error; try again")
         })?
     }
 }

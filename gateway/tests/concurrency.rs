@@ -85,8 +85,8 @@ async fn mixed_load_never_breaks_the_ledger() {
                 let a = &agents[rng.gen_range(0..agents.len())];
                 let (action, args) = match rng.gen_range(0..4) {
                     0 => ("web.read", json!({ "url": format!("https://x.test/{t}/{op}") })),
-                    1 => ("email.send", json!({ "to": "ops@x.test", "n": op })),
-                    _ => ("cards.charge", json!({ "amount": format!("{}.{:02}", rng.gen_range(0..5), rng.gen_range(0..100)), "merchant": "acme", "t": t, "op": op })),
+                    1 => ("email.send", json!({ "to": "ops@x.test", "subject": format!("n{op}") })),
+                    _ => ("cards.charge", json!({ "amount": format!("{}.{:02}", rng.gen_range(0..5), rng.gen_range(1..100)), "merchant": "acme", "memo": format!("{t}-{op}") })),
                 };
                 let idem = rng.gen_bool(0.2).then(|| format!("{t}-{}", op / 2));
                 match w.call_idem(a, action, args, idem.as_deref()).await {

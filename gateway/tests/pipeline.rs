@@ -79,7 +79,7 @@ async fn bad_input_is_refused_before_any_write() {
     let before = (w.count("holds").await, w.count("activity").await, w.count("ledger_entries").await);
     let cases = [
         ("warp.drive", json!({}), "unknown_action"),
-        ("cards.charge", json!({"amount": "1.00001"}), "invalid_amount"),
+        ("cards.charge", json!({"amount": "1.00001", "merchant": "acme"}), "invalid_amount"),
         ("cards.charge", json!({"amount": "-3"}), "invalid_amount"),
         ("cards.charge", json!({"amount": 2.5}), "invalid_amount"),
         ("web.read", json!({"blob": "x".repeat(20_000)}), "args_too_large"),
@@ -115,7 +115,10 @@ async fn idempotency_returns_the_first_result_without_a_second_effect() {
     assert_eq!(first.body, second.body);
     assert_eq!(w.gw.sandbox().calls(), 1);
     assert_eq!(w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.posted, Money::dollars(5));
-    let err = w.call_idem(&a, "cards.charge", json!({"amount": "6.00"}), Some("k1")).await.unwrap_err();
+    let err = w
+        .call_idem(&a, "cards.charge", json!({"amount": "6.00", "merchant": "acme"}), Some("k1"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "idempotency_key_reused");
     w.assert_ledger_ok().await;
 }
@@ -190,7 +193,7 @@ async fn deny_needs_a_reason_and_voids_the_hold() {
     let w = world().await;
     w.kit(CARDS).await;
     let a = w.agent("buyer", "Cards", None).await;
-    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.body);
     assert_eq!(w.gw.deny(&w.tenant, &id, &w.approver, "  ").await.unwrap_err().code(), "reason_required");
     let denied = w.gw.deny(&w.tenant, &id, &w.approver, "not this month").await.unwrap();
     assert_eq!(denied.status, ApprovalStatus::Denied);
@@ -204,7 +207,7 @@ async fn expiry_turns_into_a_deny_and_voids_the_hold_with_no_traffic() {
     let w = world_with(GatewayConfig { approval_ttl_secs: 0, ..Default::default() }).await;
     w.kit(CARDS).await;
     let a = w.agent("buyer", "Cards", None).await;
-    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.body);
     let _sweeper = w.gw.start_sweeper();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
@@ -234,7 +237,9 @@ async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
     let child = w.agent("child", "Cards", Some(&parent.profile)).await;
     let grandchild = w.agent("grandchild", "Cards", Some(&child.profile)).await;
     let other = w.agent("other", "Cards", None).await;
-    let id = approval_id(&w.call(&grandchild, "cards.charge", json!({"amount": "40"})).await.body);
+    let id = approval_id(
+        &w.call(&grandchild, "cards.charge", json!({"amount": "40", "merchant": "acme"})).await.body,
+    );
 
     let preview = w.gw.revoke_preview(&w.tenant, &child.profile).await.unwrap();
     assert_eq!(preview.profiles, [child.profile.clone(), grandchild.profile.clone()]);
@@ -267,16 +272,16 @@ async fn sub_agents_spend_from_the_parents_budget() {
     let parent = w.agent("parent", "Pool", None).await;
     let child = w.agent("child", "Pool", Some(&parent.profile)).await;
     assert_eq!(
-        w.call(&child, "cards.charge", json!({"amount": "30"})).await.disposition,
+        w.call(&child, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.disposition,
         Disposition::Executed
     );
-    let r = w.call(&parent, "cards.charge", json!({"amount": "25"})).await;
+    let r = w.call(&parent, "cards.charge", json!({"amount": "25", "merchant": "acme"})).await;
     assert_eq!(r.body["reason"], "budget_exceeded", "{}", r.body);
     assert_eq!(
-        w.call(&parent, "cards.charge", json!({"amount": "20"})).await.disposition,
+        w.call(&parent, "cards.charge", json!({"amount": "20", "merchant": "acme"})).await.disposition,
         Disposition::Executed
     );
-    let r = w.call(&child, "cards.charge", json!({"amount": "0.01"})).await;
+    let r = w.call(&child, "cards.charge", json!({"amount": "0.01", "merchant": "acme"})).await;
     assert_eq!(r.body["reason"], "budget_exceeded");
     let pb = w.gw.budget(&w.tenant, &parent.profile).await.unwrap();
     assert_eq!(pb.totals.posted, Money::dollars(50));
@@ -420,7 +425,7 @@ async fn no_read_crosses_tenants() {
     let w = world().await;
     w.kit(CARDS).await;
     let a = w.agent("buyer", "Cards", None).await;
-    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30"})).await.body);
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.body);
     let (other, _) = w.gw.create_tenant("Other", Money::ZERO, None).await.unwrap();
     let o = &other.id;
     assert!(matches!(w.gw.approval(o, &id).await, Err(Error::NotFound { .. })));

@@ -150,7 +150,10 @@ async fn soak(db: &str) {
         tokio::spawn(async move {
             for i in 0u64.. {
                 let (action, args) = if i % 3 == 0 {
-                    ("cards.charge", json!({"amount": format!("{}.00", (i * 7 + c as u64) % 60), "i": i}))
+                    (
+                        "cards.charge",
+                        json!({"amount": format!("{}.00", (i * 7 + c as u64) % 60 + 1), "merchant": "acme", "memo": format!("order {i}")}),
+                    )
                 } else {
                     ("web.read", json!({"url": format!("https://x.test/{c}/{i}")}))
                 };

@@ -26,8 +26,8 @@ pub async fn world_with(config: GatewayConfig) -> World {
     World {
         gw,
         tenant: t.id,
-        owner: Human { user: owner.id, username: owner.username },
-        approver: Human { user: approver.id, username: approver.username },
+        owner: Human::in_console(&owner),
+        approver: Human::in_console(&approver),
         _dir: dir,
     }
 }

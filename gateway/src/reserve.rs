@@ -1,0 +1,462 @@
+//! The writer-side half of a governed call: decide and reserve in one job, settle in another.
+//!
+//! [`ReserveJob::run`] reads everything it decides on inside the job, on the writer's
+//! connection: the status of the acting profile and of every ancestor (a revoke committed a
+//! moment ago is seen), the running totals and company credit (no two calls take the last of
+//! a cap), and the current version of every kit the cached ancestry used (a job that finds a
+//! newer one answers [`Reserved::Stale`] and writes nothing). Then it takes exactly one of
+//! three outcomes, each its own function: refuse (record, count repeats), park (reserve a
+//! hold, open an approval) or execute (reserve and, for an in-process connector, settle in
+//! the same transaction). A repeated `Idempotency-Key` is answered from the store only after
+//! the profile is known to be active, so a revoked agent never gets a replay.
+//!
+//! A job may run twice (see [`crate::writer`]); the connector's answer is remembered in
+//! [`ReserveJob::answer`], so it is asked once.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::{Duration, Utc};
+use policy::{
+    ApprovalHandle, CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal,
+    SubjectStatus, ToolSpec, evaluate,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::activity::{self, Entry, Kind, NewEntry};
+use crate::connectors::{Call, Connector, Done, Failure};
+use crate::db;
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::keys::Subject;
+use crate::ledger::{self, HoldEnd, NewHold};
+use crate::pipeline::{ActionResponse, Disposition, Link, request};
+
+pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
+
+/// What a reservation job decided.
+pub(crate) enum Reserved {
+    /// The answer, with the entries to publish.
+    Final(ActionResponse, Vec<Entry>),
+    /// A hold is reserved; the connector must be called outside the writer, then settled.
+    Hold { hold: String, cost: Money, kit_version: u32, entries: Vec<Entry> },
+    /// A kit the cached ancestry used is no longer current; nothing was written.
+    Stale,
+}
+
+/// A governed call that ran, as the agent receives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Executed {
+    pub ok: bool,
+    /// `primitive.verb`, such as `cards.charge`.
+    pub action: String,
+    /// What the connector answered (a charge id, a message id, page text…).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub result: Value,
+    /// What posted: the actual cost, at most what was held.
+    pub cost: Money,
+    pub hold_id: String,
+}
+
+/// One reservation, prepared outside the writer. Cheap to clone (the ancestry is shared).
+#[derive(Clone)]
+pub(crate) struct ReserveJob {
+    pub subject: Subject,
+    pub tool: ToolSpec,
+    pub args: Value,
+    pub args_digest: String,
+    pub checked: CheckedArgs,
+    pub links: Arc<Vec<Link>>,
+    pub idem: Option<String>,
+    pub request_digest: String,
+    pub ttl: Duration,
+    pub connector: Arc<dyn Connector>,
+    /// The in-process connector's answer, asked once however often the job runs.
+    pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
+}
+
+/// The running totals of `chain` and the company's credit, with `own` (the amount and credit
+/// part of a hold this decision already holds) given back, so a decision about a parked call
+/// sees the balances as if its own hold were not there.
+pub(crate) fn budget_views(
+    c: &Connection,
+    tenant: &TenantId,
+    links: &[Link],
+    own: Option<(Money, Money)>,
+) -> Result<(Vec<policy::BudgetView>, Money)> {
+    let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
+    let mut totals = ledger::totals(c, &chain)?;
+    let mut credit = ledger::credit_available(c, tenant)?;
+    if let Some((amount, credit_part)) = own {
+        for t in &mut totals {
+            t.pending = t.pending.saturating_sub(amount);
+        }
+        credit = credit.checked_add(credit_part).unwrap_or(Money::MAX);
+    }
+    let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+    Ok((ledger::views(&totals, &kits), credit))
+}
+
+/// The standing of the chain as the database has it now: the first status that is not
+/// active, the profile's own or an ancestor's.
+pub(crate) fn current_status(c: &Connection, links: &[Link]) -> Result<SubjectStatus> {
+    let mut stmt = c.prepare_cached("SELECT status FROM agent_profiles WHERE id = ?")?;
+    for l in links {
+        let s: String = stmt.query_row([l.profile.as_str()], |r| r.get(0))?;
+        let s = SubjectStatus::parse(&s).unwrap_or(SubjectStatus::Suspended);
+        if s != SubjectStatus::Active {
+            return Ok(s);
+        }
+    }
+    Ok(SubjectStatus::Active)
+}
+
+/// Whether any kit in the chain has a newer version than the one the links were built from.
+fn kits_changed(c: &Connection, links: &[Link]) -> Result<bool> {
+    let mut stmt = c.prepare_cached("SELECT MAX(version) FROM kits WHERE tenant_id = ? AND name = ?")?;
+    for l in links {
+        let v: Option<i64> = stmt.query_row(params![l.tenant.as_str(), l.kit.name], |r| r.get(0))?;
+        if v != Some(i64::from(l.kit.version.0)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+impl ReserveJob {
+    pub(crate) fn run(&self, c: &Connection) -> Result<Reserved> {
+        let status = current_status(c, &self.links)?;
+        if status == SubjectStatus::Active
+            && let Some(replay) = self.replay(c)?
+        {
+            return Ok(replay);
+        }
+        if kits_changed(c, &self.links)? {
+            return Ok(Reserved::Stale);
+        }
+        let (budgets, credit) = budget_views(c, &self.subject.tenant, &self.links, None)?;
+        let decision = evaluate(&DecisionInput {
+            subject: status,
+            kit: &self.links[0].kit,
+            action: request(&self.tool, &self.checked),
+            budgets: &budgets,
+            company_credit: credit,
+        });
+        match (decision.verdict, decision.refusal) {
+            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r),
+            (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r),
+            _ => self.execute(c, &decision),
+        }
+    }
+
+    fn kit(&self) -> &Kit {
+        &self.links[0].kit
+    }
+
+    fn actor(&self) -> &str {
+        self.subject.profile.as_str()
+    }
+
+    /// The stored first answer to this Idempotency-Key, if there is one.
+    fn replay(&self, c: &Connection) -> Result<Option<Reserved>> {
+        let Some(key) = &self.idem else { return Ok(None) };
+        let row: Option<(String, i64, String)> = c
+            .prepare_cached("SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?")?
+            .query_row(params![self.subject.profile.as_str(), key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((digest, status, response)) = row else { return Ok(None) };
+        if digest != self.request_digest {
+            return Err(Error::Conflict {
+                code: "idempotency_key_reused",
+                message: "this Idempotency-Key was used for a different call; use a new key for a new call"
+                    .into(),
+            });
+        }
+        let Some(d) = Disposition::from_i64(status) else {
+            return Err(Error::Conflict {
+                code: "idempotency_in_progress",
+                message: "the first call with this Idempotency-Key is still running; poll again shortly"
+                    .into(),
+            });
+        };
+        let body = serde_json::from_str(&response).unwrap_or(Value::Null);
+        Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true }, Vec::new())))
+    }
+
+    fn new_hold(&self, decision: &Decision) -> NewHold {
+        NewHold {
+            tenant: self.subject.tenant.clone(),
+            chain: self.links.iter().map(|l| l.profile.clone()).collect(),
+            action: self.tool.name.clone(),
+            amount: decision.cost,
+            credit: self.tool.price,
+            kit_version: self.kit().version.0,
+        }
+    }
+
+    fn store(&self, c: &Connection, d: Option<Disposition>, body: &str) -> Result<()> {
+        store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, d, body)
+    }
+
+    fn refuse(&self, c: &Connection, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+        let s = &self.subject;
+        let repeat = count_repeat(c, &s.profile, &self.tool.name, &self.args_digest)?;
+        let env =
+            Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, repeat, Vec::new());
+        let resp = ActionResponse::refused(&env);
+        let mut entries = vec![activity::append(
+            c,
+            NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
+                .profile(&s.profile)
+                .action(&self.tool.name)
+                .verdict("deny")
+                .amount(decision.cost)
+                .kit_version(self.kit().version.0)
+                .detail(
+                    json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }),
+                ),
+        )?];
+        if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
+            entries.extend(stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?);
+        }
+        self.store(c, Some(Disposition::Refused), &resp.body.to_string())?;
+        Ok(Reserved::Final(resp, entries))
+    }
+
+    fn park(&self, c: &Connection, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+        let s = &self.subject;
+        let hold = ledger::reserve(c, &self.new_hold(decision))?;
+        let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
+        let now = Utc::now();
+        let expires = now + self.ttl;
+        let kit = self.kit();
+        c.prepare_cached(
+            "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        )?
+        .execute(params![
+            approval,
+            s.tenant.as_str(),
+            s.profile.as_str(),
+            hold,
+            self.tool.name,
+            self.args.to_string(),
+            self.args_digest,
+            decision.cost.units(),
+            kit.name,
+            i64::from(kit.version.0),
+            refusal.detail(),
+            db::ts(now),
+            db::ts(expires)
+        ])?;
+        crate::approvals::trail(c, &approval, self.actor(), "requested", Some(refusal.detail()), None)?;
+        let handle = ApprovalHandle {
+            approval_id: approval.clone(),
+            expires_at: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        };
+        let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, handle);
+        let body = serde_json::to_value(&env).expect("envelopes serialize");
+        let e = activity::append(
+            c,
+            NewEntry::new(&s.tenant, self.actor(), Kind::Park)
+                .profile(&s.profile)
+                .action(&self.tool.name)
+                .verdict("park")
+                .amount(decision.cost)
+                .kit_version(kit.version.0)
+                .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
+        )?;
+        self.store(c, Some(Disposition::Parked), &body.to_string())?;
+        let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
+        Ok(Reserved::Final(resp, vec![e]))
+    }
+
+    fn execute(&self, c: &Connection, decision: &Decision) -> Result<Reserved> {
+        let call = Call {
+            action: self.tool.name.clone(),
+            primitive: self.tool.primitive,
+            args: self.args.clone(),
+            reserved: decision.cost,
+        };
+        let version = self.kit().version.0;
+        match self.answer.get_or_init(|| self.connector.execute_now(&call)).clone() {
+            // An in-process connector answered now: settle in this same transaction.
+            Some(Ok(done)) => {
+                let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
+                let (resp, e) = executed(
+                    c,
+                    &self.subject,
+                    &self.tool.name,
+                    &hold,
+                    done.result,
+                    posted,
+                    version,
+                    self.actor(),
+                )?;
+                self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
+                Ok(Reserved::Final(resp, vec![e]))
+            }
+            Some(Err(failure)) => {
+                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                self.store(c, None, &hold)?;
+                let (resp, entries) = settle(
+                    c,
+                    &self.subject,
+                    &self.tool.name,
+                    &hold,
+                    Err(failure),
+                    decision.cost,
+                    version,
+                    self.actor(),
+                )?;
+                Ok(Reserved::Final(resp, entries))
+            }
+            None => {
+                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                self.store(c, None, &hold)?;
+                Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version, entries: Vec::new() })
+            }
+        }
+    }
+}
+
+/// Settles a reserved hold with the connector's outcome: post and record on success; on
+/// failure void the hold, record the outage and forget the idempotency claim (an outage is
+/// retryable with the same key).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn settle(
+    c: &Connection,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    outcome: ConnectorOutcome,
+    cost: Money,
+    kit_version: u32,
+    actor: &str,
+) -> Result<(ActionResponse, Vec<Entry>)> {
+    match outcome {
+        Ok(done) => {
+            let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
+            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor)?;
+            finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
+            Ok((resp, vec![e]))
+        }
+        Err(f) => {
+            ledger::end(c, hold, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+            let env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
+            let e = activity::append(
+                c,
+                NewEntry::new(&s.tenant, actor, Kind::Refusal)
+                    .profile(&s.profile)
+                    .action(name)
+                    .verdict("unavailable")
+                    .amount(cost)
+                    .kit_version(kit_version)
+                    .detail(json!({ "hold_id": hold, "hold": "voided", "reason": f.detail })),
+            )?;
+            forget_claim(c, hold)?;
+            let body = serde_json::to_value(&env).expect("envelopes serialize");
+            Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
+        }
+    }
+}
+
+/// Forgets the in-progress Idempotency-Key claim of a hold that ended without an answer, so a
+/// resend runs.
+pub(crate) fn forget_claim(c: &Connection, hold: &str) -> Result<()> {
+    c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([hold])?;
+    Ok(())
+}
+
+/// Records a carried-out call whose hold has posted, and builds the agent's answer.
+#[allow(clippy::too_many_arguments)]
+fn executed(
+    c: &Connection,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    result: Value,
+    posted: Money,
+    kit_version: u32,
+    actor: &str,
+) -> Result<(ActionResponse, Entry)> {
+    let answer =
+        Executed { ok: true, action: name.to_string(), result, cost: posted, hold_id: hold.to_string() };
+    let e = activity::append(
+        c,
+        NewEntry::new(&s.tenant, actor, Kind::Action)
+            .profile(&s.profile)
+            .action(name)
+            .verdict("allow")
+            .amount(posted)
+            .kit_version(kit_version)
+            .detail(json!({ "hold_id": hold, "hold": "posted" })),
+    )?;
+    let body = serde_json::to_value(&answer).expect("answers serialize");
+    Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))
+}
+
+/// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
+fn finish_idempotency(c: &Connection, hold: &str, d: Disposition, body: &Value) -> Result<()> {
+    c.prepare_cached("UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?")?
+        .execute(params![d.as_i64(), body.to_string(), hold])?;
+    Ok(())
+}
+
+fn store_idempotency(
+    c: &Connection,
+    profile: &ProfileId,
+    key: Option<&str>,
+    digest: &str,
+    d: Option<Disposition>,
+    body: &str,
+) -> Result<()> {
+    let Some(key) = key else { return Ok(()) };
+    c.prepare_cached(
+        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    )?
+    .execute(params![profile.as_str(), key, digest, d.map_or(0, Disposition::as_i64), body, db::ts(Utc::now())])?;
+    Ok(())
+}
+
+/// Counts an identical refusal and returns how many there have been.
+pub(crate) fn count_repeat(
+    c: &Connection,
+    profile: &ProfileId,
+    action: &str,
+    args_digest: &str,
+) -> Result<u32> {
+    let n: i64 = c
+        .prepare_cached(
+            "INSERT INTO refusal_repeats (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
+             ON CONFLICT(profile_id, action, args_digest) DO UPDATE SET count = count + 1, last_at = excluded.last_at RETURNING count",
+        )?
+        .query_row(params![profile.as_str(), action, args_digest, db::ts(Utc::now())], |r| r.get(0))?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Stops a profile's hosted runtime, recording why. Idempotent.
+pub(crate) fn stop_runtime(
+    c: &Connection,
+    tenant: &TenantId,
+    profile: &ProfileId,
+    reason: &str,
+) -> Result<Vec<Entry>> {
+    let changed = c
+        .prepare_cached(
+            "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
+        )?
+        .execute(params![reason, profile.as_str(), tenant.as_str()])?;
+    if changed == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(tenant, "system", Kind::Profile)
+            .profile(profile)
+            .verdict("runtime_stopped")
+            .detail(json!({ "reason": reason })),
+    )?])
+}
