@@ -21,6 +21,7 @@ use leptos_router::{SsrMode, path};
 
 use crate::components::layout::Layout;
 use crate::pages::{
+    account::AccountPage,
     activity::ActivityPage,
     inbox::InboxPage,
     kits::{KitEditPage, KitsPage},
@@ -91,6 +92,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles/:id") view=ProfileDetailPage ssr=SsrMode::Async />
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
+                    <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>
             </Layout>

@@ -1,22 +1,151 @@
-//! Who is calling `/v1`.
+//! Who is calling `/v1`, resolved once per request, before any handler or claim.
 //!
-//! - Agents present a scoped key, `Authorization: Bearer nv_…`, which resolves to a subject
-//!   (tenant and profile): [`Agent`].
-//! - Tenant administration presents the company key the same way: [`Caller::Company`]. A
-//!   decision that needs a human also names the console user it is made for, in the
-//!   `X-Naive-User` header, and that user must hold the right role: [`Human`].
-//! - The operator of the deployment presents the operator key for the one read that crosses
-//!   tenants, `GET /v1/logs`: [`Operator`].
-//! - The console's session is another credential that the console issue adds beside these.
+//! [`authenticate`] runs around every `/v1` route but the public document and the operator's
+//! read: it resolves the request's credential through `gateway` and puts a [`Resolved`] into
+//! the request, which the extractors below read. So no handler authenticates on its own, and
+//! none can forget the revocation check: an agent whose profile (or any ancestor) is revoked
+//! or suspended is refused `403 agent_profile_revoked` here, before its body is read, its
+//! `Idempotency-Key` is looked up or its input is judged.
+//!
+//! - Agents present their scoped key: [`Agent`], or [`Caller::Agent`].
+//! - The company key administers the tenant: [`Caller::Company`]. It never decides in a
+//!   human's name.
+//! - A human decides with their own credential: a personal API token (`Authorization: Bearer
+//!   nvu_…`) or the console session cookie: [`Human`]. The decision trail names which.
+//! - The deployment's operator reads every tenant's log with the operator key: [`Operator`].
 
-use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use gateway::keys::Subject;
-use gateway::{Role, TenantId};
+use gateway::{ConsoleUser, Credential, KeyId, Role, TenantId};
 
 use crate::problem::Problem;
 use crate::startup::AppState;
+
+/// Routes that take no gateway credential: the API document, and the operator's read, which
+/// takes the operator key ([`Operator`]).
+const UNAUTHENTICATED: [&str; 2] = ["/v1/openapi.json", "/v1/logs"];
+
+/// The credential of a `/v1` request.
+#[derive(Clone, Debug)]
+pub enum Resolved {
+    Agent(Subject),
+    Company {
+        tenant: TenantId,
+        key: KeyId,
+    },
+    Person(gateway::Person),
+    /// A console user signed in with the session cookie.
+    Session(ConsoleUser),
+}
+
+impl Resolved {
+    /// What anything this request stores (an Idempotency-Key's answer) is scoped to.
+    pub fn scope(&self) -> String {
+        match self {
+            Resolved::Agent(s) => s.key.to_string(),
+            Resolved::Company { key, .. } => key.to_string(),
+            Resolved::Person(p) => p.token.to_string(),
+            Resolved::Session(u) => format!("session:{}", u.id),
+        }
+    }
+
+    /// The credential, as streams re-check it; a session is checked by its cookie instead.
+    pub fn credential(&self) -> Option<Credential> {
+        match self {
+            Resolved::Agent(s) => Some(Credential::Agent(s.clone())),
+            Resolved::Company { tenant, key } => {
+                Some(Credential::Company { tenant: tenant.clone(), key: key.clone() })
+            }
+            Resolved::Person(p) => Some(Credential::Person(p.clone())),
+            Resolved::Session(_) => None,
+        }
+    }
+}
+
+pub fn bearer(parts: &axum::http::HeaderMap) -> Option<&str> {
+    let header = parts.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    header.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim)
+}
+
+fn missing_key() -> Problem {
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "missing_key",
+        "send a key as `Authorization: Bearer nv_<prefix>_<secret>` (or a personal token, `nvu_…`)",
+    )
+}
+
+fn invalid_key() -> Problem {
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "invalid_key",
+        "the key is malformed, unknown, revoked or expired; ask for a new key",
+    )
+}
+
+/// The name a refusal envelope gives the route an agent called.
+fn action_of(matched: &str, method: &axum::http::Method, path: &str) -> String {
+    match matched {
+        "/v1/users/{user_id}/{primitive}/{verb}" => {
+            let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+            format!("{}.{}", parts.get(3).unwrap_or(&""), parts.get(4).unwrap_or(&""))
+        }
+        "/v1/approvals/{id}" => "naive_approvals_get".into(),
+        "/v1/policy/explain" => "naive_policy_explain".into(),
+        "/v1/brain/proposals" => "naive_brain_proposals".into(),
+        "/v1/brain/proposals/{id}" => "naive_brain_proposal".into(),
+        "/v1/brain/proposals/{id}/decision" => gateway::brain::DECIDE_TOOL.into(),
+        "/v1/brain/writebacks" if method == axum::http::Method::POST => "brain.writeback".into(),
+        "/v1/brain/writebacks" => "naive_brain_writebacks".into(),
+        "/v1/brain/writebacks/{id}" => "naive_brain_writeback".into(),
+        other => other.trim_start_matches("/v1/").replace(['/', '-'], "_").replace(['{', '}'], ""),
+    }
+}
+
+/// Resolves the request's credential (see the module doc), refusing a missing or bad one and
+/// an agent whose profile is not active.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let matched = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_string()).unwrap_or_default();
+    if UNAUTHENTICATED.contains(&matched.as_str()) {
+        return next.run(req).await;
+    }
+    let resolved = match resolve(&state, req.headers()).await {
+        Ok(r) => r,
+        Err(p) => return p.into_response(),
+    };
+    if let Resolved::Agent(s) = &resolved {
+        let action = action_of(&matched, req.method(), req.uri().path());
+        match state.gateway.inactive_refusal(s, &action).await {
+            Ok(Some(env)) => return (StatusCode::FORBIDDEN, axum::Json(env)).into_response(),
+            Ok(None) => {}
+            Err(e) => return Problem::from(e).into_response(),
+        }
+    }
+    req.extensions_mut().insert(resolved);
+    next.run(req).await
+}
+
+async fn resolve(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Resolved, Problem> {
+    let Some(token) = bearer(headers) else {
+        return match crate::console_auth::session_user(state, headers).await? {
+            Some(user) => Ok(Resolved::Session(user)),
+            None => Err(missing_key()),
+        };
+    };
+    Ok(match state.gateway.credential(token).await?.ok_or_else(invalid_key)? {
+        Credential::Agent(s) => Resolved::Agent(s),
+        Credential::Company { tenant, key } => Resolved::Company { tenant, key },
+        Credential::Person(p) => Resolved::Person(p),
+    })
+}
+
+fn resolved(parts: &Parts) -> Result<&Resolved, Problem> {
+    parts.extensions.get::<Resolved>().ok_or_else(missing_key)
+}
 
 /// An authenticated agent.
 pub struct Agent(pub Subject);
@@ -48,36 +177,18 @@ impl Caller {
     }
 }
 
-fn bearer(parts: &Parts) -> Result<&str, Problem> {
-    let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    header.and_then(|h| h.strip_prefix("Bearer ")).map(str::trim).ok_or_else(|| {
-        Problem::new(
-            StatusCode::UNAUTHORIZED,
-            "missing_key",
-            "send a key as `Authorization: Bearer nv_<prefix>_<secret>`",
-        )
-    })
-}
-
-fn invalid_key() -> Problem {
-    Problem::new(
-        StatusCode::UNAUTHORIZED,
-        "invalid_key",
-        "the key is malformed, unknown, revoked or expired; ask for a new key",
-    )
-}
-
 impl FromRequestParts<AppState> for Caller {
     type Rejection = Problem;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, Problem> {
-        let token = bearer(parts)?;
-        if let Some(subject) = state.gateway.authenticate(token).await? {
-            return Ok(Caller::Agent(subject));
-        }
-        match state.gateway.authenticate_company_key(token).await? {
-            Some(tenant) => Ok(Caller::Company(tenant)),
-            None => Err(invalid_key()),
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Caller, Problem> {
+        match resolved(parts)? {
+            Resolved::Agent(s) => Ok(Caller::Agent(s.clone())),
+            Resolved::Company { tenant, .. } => Ok(Caller::Company(tenant.clone())),
+            Resolved::Person(_) | Resolved::Session(_) => Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "company_key_required",
+                "this route takes an agent's key or the company key; a person's credential decides approvals and proposals",
+            )),
         }
     }
 }
@@ -85,51 +196,59 @@ impl FromRequestParts<AppState> for Caller {
 impl FromRequestParts<AppState> for Agent {
     type Rejection = Problem;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Agent, Problem> {
-        let token = bearer(parts)?;
-        state.gateway.authenticate(token).await?.map(Agent).ok_or_else(invalid_key)
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Agent, Problem> {
+        match resolved(parts)? {
+            Resolved::Agent(s) => Ok(Agent(s.clone())),
+            _ => Err(Problem::new(
+                StatusCode::FORBIDDEN,
+                "agent_key_required",
+                "this route takes an agent's scoped key",
+            )),
+        }
     }
 }
 
-/// A human decision over HTTP: the company key acting for a named console user.
+/// A human deciding with their own credential.
 pub struct Human {
     pub tenant: TenantId,
     pub user: gateway::approvals::Human,
     pub roles: Vec<Role>,
 }
 
-impl FromRequestParts<AppState> for Human {
-    type Rejection = Problem;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Human, Problem> {
-        let tenant = match Caller::from_request_parts(parts, state).await? {
-            Caller::Company(t) => t,
-            Caller::Agent(_) => {
+impl Human {
+    /// The human behind `r`, or the refusal for an agent or the company key.
+    pub fn from_resolved(r: &Resolved) -> Result<Human, Problem> {
+        let (user, credential) = match r {
+            Resolved::Person(p) => (&p.user, p.credential_label()),
+            Resolved::Session(u) => (u, "console session".to_string()),
+            Resolved::Agent(_) => {
                 return Err(Problem::new(
                     StatusCode::FORBIDDEN,
                     "requester_cannot_decide",
-                    "agents cannot decide approvals; a human decides in the console or with the company key",
+                    "agents cannot decide; a human decides in the console or with their personal API token",
+                ));
+            }
+            Resolved::Company { .. } => {
+                return Err(Problem::new(
+                    StatusCode::FORBIDDEN,
+                    "human_credential_required",
+                    "a decision needs the deciding person's own credential: a personal API token from their \
+                     account page (Authorization: Bearer nvu_…) or the console; the company key decides for nobody",
                 ));
             }
         };
-        let name = parts.headers.get("x-naive-user").and_then(|v| v.to_str().ok()).ok_or_else(|| {
-            Problem::new(
-                StatusCode::BAD_REQUEST,
-                "user_required",
-                "name the deciding console user in the X-Naive-User header",
-            )
-        })?;
-        let user = state.gateway.user_named(&tenant, name).await?;
         Ok(Human {
-            tenant,
+            tenant: user.tenant_id.clone(),
             roles: user.roles.clone(),
-            user: gateway::approvals::Human { user: user.id, username: user.username },
+            user: gateway::approvals::Human {
+                user: user.id.clone(),
+                username: user.username.clone(),
+                credential,
+            },
         })
     }
-}
 
-impl Human {
-    /// Refuses unless the user holds one of `roles`.
+    /// Refuses unless the credential carries one of `roles`.
     pub fn require(&self, roles: &[Role]) -> Result<(), Problem> {
         if self.roles.iter().any(|r| roles.contains(r)) {
             return Ok(());
@@ -138,8 +257,21 @@ impl Human {
         Err(Problem::new(
             StatusCode::FORBIDDEN,
             "role_required",
-            format!("{} needs one of these roles: {}", self.user.username, names.join(", ")),
+            format!(
+                "{} ({}) needs one of these roles: {}",
+                self.user.username,
+                self.user.credential,
+                names.join(", ")
+            ),
         ))
+    }
+}
+
+impl FromRequestParts<AppState> for Human {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Human, Problem> {
+        Human::from_resolved(resolved(parts)?)
     }
 }
 
@@ -160,7 +292,7 @@ impl FromRequestParts<AppState> for Operator {
                 "this server has no operator key; start it with --operator-key or NAIVE_OPERATOR_KEY",
             ));
         };
-        let token = bearer(parts)?;
+        let token = bearer(&parts.headers).ok_or_else(missing_key)?;
         if gateway::secrets::digest_eq(&gateway::secrets::hash_token(token), expected) {
             Ok(Operator)
         } else {

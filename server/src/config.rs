@@ -82,7 +82,41 @@ pub struct Config {
     #[arg(long, env = "NAIVE_DEMO_AGENT_PER_MINUTE", default_value_t = 20, global = true)]
     pub demo_agent_per_minute: u32,
 
+    /// Whether the session cookie is Secure (and named with the `__Host-` prefix): `auto` is
+    /// secure unless the server listens on loopback (local development over plain HTTP);
+    /// `always` is for a server behind a TLS proxy, whatever address it listens on.
+    #[arg(long, env = "NAIVE_SECURE_COOKIES", value_enum, default_value = "auto", global = true)]
+    pub secure_cookies: SecureCookies,
+
+    /// How long a parked action waits for a human before it expires into a denial.
+    #[arg(long, env = "NAIVE_APPROVAL_TTL_SECS", default_value_t = 900, global = true)]
+    pub approval_ttl_secs: i64,
+
+    /// Delay every action the built-in sandbox connector carries out by this many
+    /// milliseconds, to see calls in flight (timeouts, approvals that take a while).
+    #[arg(long, env = "NAIVE_SANDBOX_LATENCY_MS", default_value_t = 0, global = true)]
+    pub sandbox_latency_ms: u64,
+
     /// Where the built site (pkg/ with wasm, js and css) lives.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]
     pub site_root: String,
+}
+
+/// When the session cookie is marked Secure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecureCookies {
+    /// Secure unless the server listens on a loopback address.
+    Auto,
+    Always,
+    Never,
+}
+
+impl SecureCookies {
+    pub fn applies(self, addr: &SocketAddr) -> bool {
+        match self {
+            SecureCookies::Auto => !addr.ip().is_loopback(),
+            SecureCookies::Always => true,
+            SecureCookies::Never => false,
+        }
+    }
 }

@@ -1,23 +1,26 @@
 //! Console sign-in, sign-out and the guards around the console (SPEC §3, issue #6).
 //!
 //! - `POST /login` checks the password (argon2id) and starts a server-side session: the
-//!   browser gets a random token in an HttpOnly, SameSite=Strict cookie (Secure unless the
-//!   server listens on loopback, which is local development). Failed attempts are limited per
-//!   username; past the limit the answer is 429 with `Retry-After`, right password or not.
+//!   browser gets a random token in an HttpOnly, SameSite=Strict cookie, Secure and named
+//!   `__Host-naive_session` when `--secure-cookies` says so (by default unless the server
+//!   listens on loopback, which is local development). Attempts are counted per username
+//!   before the password is checked; past the limit the answer is 429 with `Retry-After`,
+//!   right password or not. At most a few argon2 checks run at once (`gateway`).
 //! - `POST /logout` ends the session and clears the cookie.
 //! - [`require_sign_in`]: a console page requested without a live session redirects to
 //!   `/login?next=…`. Which views a user's roles open is checked on the server by the server
 //!   functions (`app::api::console::VIEW_ROLES`), which answer a 403 page.
-//! - [`same_origin_writes`]: a state-changing request to anything but `/v1` (the console's
-//!   server functions, sign-in, sign-out) must come from this origin: a `Sec-Fetch-Site` other
-//!   than `same-origin`/`none`, or an `Origin` for another host, is refused with 403. `/v1`
-//!   authenticates with bearer keys, never cookies, so it is not exposed to CSRF.
+//! - [`same_origin_writes`]: a state-changing request that a cookie may authenticate (the
+//!   console's server functions, sign-in, sign-out, and `/v1` without a bearer key) must come
+//!   from this origin: a `Sec-Fetch-Site` other than `same-origin`/`none`, or an `Origin` for
+//!   another host, is refused with 403. A `/v1` request with a bearer key carries its own
+//!   credential, which no other site can send, so it is not exposed to CSRF.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use app::api::console::{SESSION_COOKIE, encode_query_value, session_token};
+use app::api::console::{encode_query_value, session_token};
 use axum::Form;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -39,15 +42,10 @@ pub struct LoginLimiter {
 }
 
 impl LoginLimiter {
-    /// Seconds to wait, when `username` has used up its attempts.
-    fn blocked(&self, username: &str) -> Option<u64> {
-        let map = self.failures.lock().expect("limiter lock");
-        let (n, since) = map.get(username)?;
-        let left = LOGIN_WINDOW.checked_sub(since.elapsed())?;
-        (*n >= MAX_FAILED_LOGINS).then(|| left.as_secs().max(1))
-    }
-
-    fn failed(&self, username: &str) {
+    /// Counts an attempt for `username` before its password is checked, so attempts sent in
+    /// parallel cannot all be checked before the first failure is counted. `Err` carries the
+    /// seconds to wait when the window's attempts are used up.
+    fn begin(&self, username: &str) -> Result<(), u64> {
         let mut map = self.failures.lock().expect("limiter lock");
         if map.len() > 100_000 {
             map.retain(|_, (_, since)| since.elapsed() < LOGIN_WINDOW);
@@ -56,7 +54,12 @@ impl LoginLimiter {
         if e.1.elapsed() >= LOGIN_WINDOW {
             *e = (0, Instant::now());
         }
+        if e.0 >= MAX_FAILED_LOGINS {
+            let left = LOGIN_WINDOW.saturating_sub(e.1.elapsed());
+            return Err(left.as_secs().max(1));
+        }
         e.0 += 1;
+        Ok(())
     }
 
     fn succeeded(&self, username: &str) {
@@ -72,10 +75,13 @@ pub struct LoginForm {
     next: Option<String>,
 }
 
-/// Only paths on this site, never `//host` or a scheme.
+/// Where to send the browser after sign-in: `next` resolved the way a browser resolves it
+/// (the URL standard strips tabs and newlines, reads `\` as `/`), kept only if it stays on
+/// this site, as its path, query and fragment; otherwise the inbox.
 fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_string(),
+    let base = url::Url::parse("http://console.invalid/").expect("a valid base URL");
+    match next.and_then(|n| base.join(n).ok()) {
+        Some(u) if u.origin() == base.origin() => u[url::Position::BeforePath..].to_string(),
         _ => "/".to_string(),
     }
 }
@@ -85,18 +91,24 @@ fn login_url(error: &str, next: &str) -> String {
 }
 
 fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
-    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    let secure = if state.cookies.secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+        "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}",
+        state.cookies.name()
     ))
     .expect("cookie is ASCII")
+}
+
+/// The session token in the request's cookies, if any.
+pub fn token<'a>(state: &AppState, headers: &'a HeaderMap) -> Option<&'a str> {
+    headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session_token(c, state.cookies))
 }
 
 /// `POST /login`.
 pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Result<Response, Problem> {
     let username = form.username.trim().to_lowercase();
     let next = safe_next(form.next.as_deref());
-    if let Some(wait) = state.login_limiter.blocked(&username) {
+    if let Err(wait) = state.login_limiter.begin(&username) {
         let page = format!(
             "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><title>Too many attempts</title>\
              <p>Too many failed sign-ins for this user. Wait {} minutes, then <a href=\"{}\">try again</a>.</p></html>",
@@ -116,10 +128,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
             res.headers_mut().insert(header::SET_COOKIE, cookie(&state, &token, max_age));
             Ok(res)
         }
-        None => {
-            state.login_limiter.failed(&username);
-            Ok(Redirect::to(&login_url("invalid", &next)).into_response())
-        }
+        None => Ok(Redirect::to(&login_url("invalid", &next)).into_response()),
     }
 }
 
@@ -128,7 +137,7 @@ pub async fn session_user(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<gateway::ConsoleUser>, Problem> {
-    match headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token) {
+    match token(state, headers) {
         Some(token) => Ok(state.gateway.session_user(token).await?),
         None => Ok(None),
     }
@@ -136,7 +145,7 @@ pub async fn session_user(
 
 /// `POST /logout`.
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
-    if let Some(token) = headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(session_token) {
+    if let Some(token) = token(&state, &headers) {
         state.gateway.end_session(token).await?;
     }
     let mut res = Redirect::to("/login?error=signed_out").into_response();
@@ -146,8 +155,10 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 
 /// The console's pages: anything else (`/v1`, `/pkg`, `/api`, `/login`, files) passes.
 fn is_console_page(path: &str) -> bool {
-    matches!(path, "/" | "/proposals" | "/kits" | "/spend" | "/activity" | "/profiles" | "/users")
-        || path.starts_with("/proposals/")
+    matches!(
+        path,
+        "/" | "/proposals" | "/kits" | "/spend" | "/activity" | "/profiles" | "/users" | "/account"
+    ) || path.starts_with("/proposals/")
         || path.starts_with("/profiles/")
         || path.starts_with("/kits/")
 }
@@ -168,7 +179,8 @@ pub async fn require_sign_in(State(state): State<AppState>, req: Request, next: 
 /// Refuses cross-site state-changing requests to the console (see the module doc).
 pub async fn same_origin_writes(req: Request, next: Next) -> Response {
     let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    if !writes || req.uri().path().starts_with("/v1/") {
+    let bearer = req.uri().path().starts_with("/v1/") && req.headers().contains_key(header::AUTHORIZATION);
+    if !writes || bearer {
         return next.run(req).await;
     }
     let h = req.headers();

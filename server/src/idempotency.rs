@@ -1,6 +1,9 @@
 //! `Idempotency-Key` on every mutating `/v1` route (SPEC §12).
 //!
-//! A layer around the routes: a POST, PUT, PATCH or DELETE that carries the header is
+//! A layer around the routes, inside authentication: only a request whose credential was
+//! resolved (and, for an agent, whose profile is active) is ever claimed or answered from the
+//! store, so bad credentials write nothing and a revoked one gets its refusal, not a replay.
+//! A POST, PUT, PATCH or DELETE that carries the header is
 //! claimed in `gateway` under the credential that sent it, runs once, and its response is
 //! stored; a resend of the same request (method, path, query and body) gets that response
 //! again with `Idempotent-Replayed: true` and causes nothing. The same key on a different
@@ -65,17 +68,11 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             .into_response();
         }
     };
-    // The scope is the credential: two callers never share a key. No credential, no claim;
-    // the route refuses the request itself.
-    let (auth, user) = {
-        let header = |n: &str| req.headers().get(n).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
-        (header("authorization"), header("x-naive-user"))
-    };
-    if auth.is_empty() {
+    // The scope is the credential authentication resolved: two callers never share a key.
+    let Some(scope) = req.extensions().get::<crate::auth::Resolved>().map(crate::auth::Resolved::scope)
+    else {
         return next.run(req).await;
-    }
-    let scope =
-        hex::encode(Sha256::new().chain_update(&auth).chain_update([0]).chain_update(&user).finalize());
+    };
     let (parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, crate::startup::MAX_BODY_BYTES).await else {
         return Problem::new(

@@ -17,24 +17,12 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use crate::problem::Problem;
 use crate::routes;
 
-/// A governed call that ran: its result and what it cost.
-#[derive(Serialize, ToSchema)]
-pub struct ActionResult {
-    pub ok: bool,
-    /// `primitive.verb`, such as `cards.charge`.
-    pub action: String,
-    /// What the connector answered (a charge id, a message id, page text…).
-    #[schema(value_type = Object)]
-    pub result: serde_json::Value,
-    pub cost: policy::Money,
-    pub hold_id: String,
-}
-
 /// One reason an explained call would be refused or parked.
 #[derive(Serialize, ToSchema)]
 pub struct ExplainReason {
     /// The pipeline step that decided: `revocation`, `primitive`, `capability`, …
-    pub step: String,
+    #[schema(value_type = String)]
+    pub step: policy::Step,
     pub reason: String,
     pub detail: String,
     pub verdict: String,
@@ -94,21 +82,28 @@ pub struct KeyList {
     pub items: Vec<gateway::keys::KeyInfo>,
 }
 
-/// A decided proposal: the proposal with its trail, and, on accept, the belief it became.
-#[derive(Serialize, ToSchema)]
-pub struct ProposalDecided {
-    pub ok: bool,
-    pub proposal: gateway::brain::Proposal,
-    /// Present when the proposal was accepted into a belief.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub belief_id: Option<String>,
-}
-
 /// A new or rotated key. The secret is in this response only; a replay of it (same
 /// Idempotency-Key) withholds it.
 #[derive(Serialize, ToSchema)]
 pub struct IssuedKeyBody {
     pub key: gateway::keys::KeyInfo,
+    /// `nv_<prefix>_<secret>`; null in a replay.
+    pub secret: Option<String>,
+    /// True in a replay, where the secret is withheld.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_withheld: Option<bool>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CompanyKeyList {
+    pub items: Vec<gateway::tenants::CompanyKeyInfo>,
+}
+
+/// A new or rotated company key. The secret is in this response only; a replay of it (same
+/// Idempotency-Key) withholds it.
+#[derive(Serialize, ToSchema)]
+pub struct IssuedCompanyKey {
+    pub key: gateway::tenants::CompanyKeyInfo,
     /// `nv_<prefix>_<secret>`; null in a replay.
     pub secret: Option<String>,
     /// True in a replay, where the secret is withheld.
@@ -179,6 +174,10 @@ pub struct SseFrame {
         routes::profiles::create_key,
         routes::profiles::rotate_key,
         routes::profiles::revoke_key,
+        routes::company_keys::list,
+        routes::company_keys::create,
+        routes::company_keys::rotate,
+        routes::company_keys::revoke,
         routes::health::healthz,
         openapi_json,
     ),

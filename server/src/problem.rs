@@ -14,6 +14,9 @@ pub struct Problem {
     pub code: &'static str,
     /// What went wrong and what to do about it.
     pub message: String,
+    /// Seconds to wait before retrying, sent as `Retry-After` (a 503).
+    #[serde(skip)]
+    pub retry_after_secs: Option<u32>,
 }
 
 /// Query parameters, refused with a problem body (not axum's plain text) when they do not
@@ -41,22 +44,35 @@ impl From<axum::extract::rejection::PathRejection> for Problem {
 
 impl Problem {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Problem {
-        Problem { status: status.as_u16(), code, message: message.into() }
+        Problem { status: status.as_u16(), code, message: message.into(), retry_after_secs: None }
     }
 }
 
 impl IntoResponse for Problem {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, [(header::CONTENT_TYPE, "application/problem+json")], Json(self)).into_response()
+        let retry = self.retry_after_secs;
+        let mut res =
+            (status, [(header::CONTENT_TYPE, "application/problem+json")], Json(self)).into_response();
+        if let Some(secs) = retry {
+            res.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
+        }
+        res
     }
 }
 
-/// Each gateway error's status; the code and message pass through unchanged.
+/// Each gateway error's status; the code and message pass through unchanged. Our own
+/// failures are 5xx (a 503 says when to retry) and are never stored as an answer.
 impl From<gateway::Error> for Problem {
     fn from(e: gateway::Error) -> Problem {
         use gateway::Error as E;
+        if let E::Unavailable { code, message, retry_after_secs } = &e {
+            let mut p = Problem::new(StatusCode::SERVICE_UNAVAILABLE, code, message.clone());
+            p.retry_after_secs = Some(*retry_after_secs);
+            return p;
+        }
         let status = match &e {
+            E::Internal { .. } | E::Unavailable { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             E::NotFound { .. } => StatusCode::NOT_FOUND,
             E::Invalid { code: "args_too_large", .. } => StatusCode::PAYLOAD_TOO_LARGE,
             E::Invalid { .. } => StatusCode::BAD_REQUEST,
@@ -71,6 +87,9 @@ impl From<gateway::Error> for Problem {
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(error = %e, "request failed");
+            if let E::Internal { code, message } = &e {
+                return Problem::new(status, code, message.clone());
+            }
             return Problem::new(
                 status,
                 e.code(),

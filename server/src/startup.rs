@@ -36,8 +36,8 @@ pub struct AppState {
     pub operator_key_hash: Option<std::sync::Arc<str>>,
     /// Failed console sign-ins by username.
     pub login_limiter: std::sync::Arc<crate::console_auth::LoginLimiter>,
-    /// Whether the session cookie is marked Secure (off only when listening on loopback).
-    pub secure_cookies: bool,
+    /// How the session cookie is named and marked (`--secure-cookies`).
+    pub cookies: app::api::console::CookieSettings,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -84,7 +84,12 @@ impl Application {
             Some(k) => Some(gateway::secrets::hash_token(k.trim()).into()),
             None => None,
         };
-        let gateway = Gateway::open(&config.database_url).await?;
+        let gateway_config = gateway::GatewayConfig {
+            approval_ttl_secs: config.approval_ttl_secs.max(1),
+            ..Default::default()
+        };
+        let gateway = Gateway::open_with(&config.database_url, gateway_config).await?;
+        gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
         let demo = if config.no_demo {
             None
         } else {
@@ -116,7 +121,7 @@ impl Application {
             stopping,
             operator_key_hash,
             login_limiter: Default::default(),
-            secure_cookies: !addr.ip().is_loopback(),
+            cookies: app::api::console::CookieSettings { secure: config.secure_cookies.applies(&addr) },
         });
         // Before serving, nothing is in flight: holds a previous process left pending expire now.
         let recovered = gateway.sweep(true).await?;
@@ -174,29 +179,46 @@ async fn start_demo_agent(
 fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();
+    let cookies = state.cookies;
     Router::new()
         .route("/healthz", get(crate::routes::health::healthz))
         .route("/login", axum::routing::post(crate::console_auth::login))
         .route("/logout", axum::routing::post(crate::console_auth::logout))
         .route("/spend/export.csv", get(crate::routes::console::export_ledger_csv))
         .route("/console/events", get(crate::routes::console::events))
+        // Authentication wraps the Idempotency-Key claim: nothing is claimed or replayed for
+        // a request whose credential did not resolve.
         .merge(
             crate::routes::v1()
-                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer)),
+                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
+                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authenticate)),
         )
-        // Bodies are small JSON; anything bigger is refused before it is read.
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .leptos_routes_with_context(&state, routes, move || provide_context(gw.clone()), {
-            let options = state.leptos_options.clone();
-            move || app::shell(options.clone())
-        })
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || {
+                provide_context(gw.clone());
+                provide_context(cookies);
+            },
+            {
+                let options = state.leptos_options.clone();
+                move || app::shell(options.clone())
+            },
+        )
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(
             {
                 let gw = state.gateway.clone();
-                move || provide_context(gw.clone())
+                move || {
+                    provide_context(gw.clone());
+                    provide_context(cookies);
+                }
             },
             app::shell,
         ))
+        // Bodies are small, for every route (the console's server functions included):
+        // anything bigger is refused before it is read.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::console_auth::require_sign_in))
         .layer(axum::middleware::from_fn(crate::console_auth::same_origin_writes))
         .layer(TraceLayer::new_for_http())

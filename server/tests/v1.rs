@@ -51,12 +51,16 @@ async fn governed_actions_answer_with_the_right_status_and_body() {
     let (s, _, b) = post(&app, &path("web/read"), Some(&key), json!({"url": "https://x.test"}), None).await;
     assert_eq!((s, b["ok"].clone(), b["cost"].clone()), (200, json!(true), json!("0.0025")), "{b}");
 
-    let (s, _, b) = post(&app, &path("cards/charge"), Some(&key), json!({"amount": "30"}), None).await;
+    let (s, _, b) =
+        post(&app, &path("cards/charge"), Some(&key), json!({"amount": "30", "merchant": "acme"}), None)
+            .await;
     assert_eq!(s, 202, "{b}");
     assert_eq!(b["verdict"], "park");
     let approval = b["recovery"][0]["approval_id"].as_str().unwrap().to_string();
 
-    let (s, _, b) = post(&app, &path("cards/charge"), Some(&key), json!({"amount": "60"}), None).await;
+    let (s, _, b) =
+        post(&app, &path("cards/charge"), Some(&key), json!({"amount": "60", "merchant": "acme"}), None)
+            .await;
     assert_eq!((s, b["reason"].clone()), (403, json!("budget_exceeded")), "{b}");
 
     let (s, _, b) = post(&app, &path("email/send"), Some(&key), json!({"to": "a@x.test"}), None).await;
@@ -77,10 +81,7 @@ async fn governed_actions_answer_with_the_right_status_and_body() {
     assert_eq!(r.json::<Value>().await.unwrap()["status"], "pending");
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
     let approver = app.gateway.users(&tenant).await.unwrap().remove(0);
-    app.gateway
-        .approve(&tenant, &approval, &Human { user: approver.id, username: approver.username }, None)
-        .await
-        .unwrap();
+    app.gateway.approve(&tenant, &approval, &Human::in_console(&approver), None).await.unwrap();
     let polled: Value = poll(approval).await.json().await.unwrap();
     assert_eq!(polled["status"], "approved");
     assert_eq!(polled["result"]["ok"], true);
@@ -102,9 +103,14 @@ async fn bad_keys_bad_bodies_and_other_profiles_get_clear_errors() {
     assert_eq!((s, b["code"].clone()), (404, json!("not_found")), "a key only acts for its own profile");
     let (s, _, b) = post(&app, &format!("/v1/users/{p}/warp/drive"), Some(&key), json!({}), None).await;
     assert_eq!((s, b["code"].clone()), (400, json!("unknown_action")));
-    let (s, _, b) =
-        post(&app, &format!("/v1/users/{p}/cards/charge"), Some(&key), json!({"amount": "1.00001"}), None)
-            .await;
+    let (s, _, b) = post(
+        &app,
+        &format!("/v1/users/{p}/cards/charge"),
+        Some(&key),
+        json!({"amount": "1.00001", "merchant": "acme"}),
+        None,
+    )
+    .await;
     assert_eq!((s, b["code"].clone()), (400, json!("invalid_amount")));
     let res = app
         .client
@@ -138,7 +144,8 @@ async fn idempotency_key_replays_the_first_answer() {
     assert_eq!((s1, s2), (200, 200));
     assert_eq!(b1, b2);
     assert_eq!(h2.get("idempotent-replayed").unwrap(), "true");
-    let (s, _, b) = post(&app, &path, Some(&key), json!({"amount": "6"}), Some("k-1")).await;
+    let (s, _, b) =
+        post(&app, &path, Some(&key), json!({"amount": "6", "merchant": "acme"}), Some("k-1")).await;
     assert_eq!((s, b["code"].clone()), (409, json!("idempotency_key_reused")));
     app.stop().await;
 }
@@ -153,7 +160,7 @@ async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() 
         &app,
         "/v1/policy/explain",
         Some(&key),
-        json!({"action": "cards.charge", "args": {"amount": "60"}}),
+        json!({"action": "cards.charge", "args": {"amount": "60", "merchant": "acme"}}),
         None,
     )
     .await;
@@ -166,7 +173,7 @@ async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() 
         &app,
         "/v1/policy/explain",
         Some(&key),
-        json!({"action": "cards.charge", "args": {"amount": "30"}}),
+        json!({"action": "cards.charge", "args": {"amount": "30", "merchant": "acme"}}),
         None,
     )
     .await;
@@ -197,38 +204,36 @@ async fn approvals_are_decided_by_a_named_human_never_by_the_agent() {
     let park = |amount: &'static str| {
         let (app, charge, key) = (&app, charge.clone(), key.clone());
         async move {
-            let (s, _, b) = post(app, &charge, Some(&key), json!({"amount": amount}), None).await;
+            let (s, _, b) =
+                post(app, &charge, Some(&key), json!({"amount": amount, "merchant": "acme"}), None).await;
             assert_eq!(s, 202, "{b}");
             b["recovery"][0]["approval_id"].as_str().unwrap().to_string()
         }
     };
     let first = park("30").await;
     let company = common::COMPANY_KEY;
-    let decide = |id: &str, verb: &str, user: Option<&str>, bearer: &str, body: Value| {
-        let mut req =
+    let (_, admin) = app.personal_token("admin", &["admin", "approver"]).await;
+    let decide = |id: &str, verb: &str, bearer: &str, body: Value| {
+        let req =
             app.client.post(format!("{}/v1/approvals/{id}/{verb}", app.base)).bearer_auth(bearer).json(&body);
-        if let Some(u) = user {
-            req = req.header("X-Naive-User", u);
-        }
         async move {
             let r = req.send().await.unwrap();
             (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
         }
     };
-    let (s, b) = decide(&first, "approve", None, &key, json!({})).await;
+    let (s, b) = decide(&first, "approve", &key, json!({})).await;
     assert_eq!((s, b["code"].clone()), (403, json!("requester_cannot_decide")));
-    let (s, b) = decide(&first, "approve", None, company, json!({})).await;
-    assert_eq!((s, b["code"].clone()), (400, json!("user_required")));
-    let (s, b) = decide(&first, "approve", Some("admin"), company, json!({"note": "fine"})).await;
+    let (s, b) = decide(&first, "approve", company, json!({})).await;
+    assert_eq!((s, b["code"].clone()), (403, json!("human_credential_required")));
+    let (s, b) = decide(&first, "approve", &admin, json!({"note": "fine"})).await;
     assert_eq!((s, b["ok"].clone()), (200, json!(true)), "{b}");
-    let (s, b) = decide(&first, "approve", Some("admin"), company, json!({})).await;
+    let (s, b) = decide(&first, "approve", &admin, json!({})).await;
     assert_eq!((s, b["code"].clone()), (409, json!("approval_already_decided")));
 
     let second = park("26").await;
-    let (s, b) = decide(&second, "deny", Some("admin"), company, json!({})).await;
+    let (s, b) = decide(&second, "deny", &admin, json!({})).await;
     assert_eq!((s, b["code"].clone()), (400, json!("reason_required")));
-    let (s, b) =
-        decide(&second, "deny", Some("admin"), company, json!({"reason": "over budget this week"})).await;
+    let (s, b) = decide(&second, "deny", &admin, json!({"reason": "over budget this week"})).await;
     assert_eq!((s, b["status"].clone()), (200, json!("denied")), "{b}");
 
     let list: Value = app
@@ -470,8 +475,14 @@ async fn kits_save_with_if_match_and_bind_the_next_call() {
     assert!(b["message"].as_str().unwrap().starts_with("primitives:"), "{b}");
 
     // The next call is decided under the new version.
-    let (s, _, b) =
-        post(&app, &format!("/v1/users/{p}/cards/charge"), Some(&key), json!({"amount": "20"}), None).await;
+    let (s, _, b) = post(
+        &app,
+        &format!("/v1/users/{p}/cards/charge"),
+        Some(&key),
+        json!({"amount": "20", "merchant": "acme"}),
+        None,
+    )
+    .await;
     assert_eq!((s, b["reason"].clone()), (403, json!("budget_exceeded")), "{b}");
 
     let (s, d) = company(&app, reqwest::Method::GET, "/v1/kits/Edit/diff?from=1&to=2", None).await;
@@ -535,12 +546,12 @@ async fn brain_writebacks_become_proposals_an_agent_accept_parks_and_a_reviewer_
     .await;
     assert_eq!((s, b["verdict"].clone()), (202, json!("park")), "an agent's accept parks for a human: {b}");
 
+    let (_, token) = app.personal_token("admin", &["reviewer"]).await;
     let reviewer = |id: String, body: Value| {
         let req = app
             .client
             .post(format!("{}/v1/brain/proposals/{id}/decision", app.base))
-            .bearer_auth(common::COMPANY_KEY)
-            .header("X-Naive-User", "admin")
+            .bearer_auth(&token)
             .json(&body);
         async move {
             let r = req.send().await.unwrap();
@@ -645,7 +656,7 @@ async fn the_ledger_pages_filters_by_period_and_exports_exactly_the_filtered_ent
             &app,
             &format!("/v1/users/{p}/cards/charge"),
             Some(&key),
-            json!({"amount": format!("{}.50", i + 1), "n": i}),
+            json!({"amount": format!("{}.50", i + 1), "merchant": "acme", "memo": format!("order {i}")}),
             None,
         )
         .await;

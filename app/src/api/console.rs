@@ -169,6 +169,8 @@ pub struct ActivityView {
     pub agents: Vec<String>,
     pub chain_ok: bool,
     pub chain_entries: u64,
+    /// How many entries this look verified: those appended since the last one.
+    pub chain_checked: u64,
     pub first_broken: Option<i64>,
 }
 
@@ -207,8 +209,23 @@ pub const VIEW_ROLES: &[(&str, &[&str])] = &[
     ("users", &["admin"]),
 ];
 
-/// The name of the session cookie.
+/// The name of the session cookie over plain HTTP (local development).
 pub const SESSION_COOKIE: &str = "naive_session";
+/// Its name when cookies are Secure: the `__Host-` prefix makes the browser accept it only
+/// from this host, over HTTPS, for every path, so no sibling domain can plant one.
+pub const SECURE_SESSION_COOKIE: &str = "__Host-naive_session";
+
+/// How the server names and marks the session cookie; the router puts it into context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CookieSettings {
+    pub secure: bool,
+}
+
+impl CookieSettings {
+    pub const fn name(self) -> &'static str {
+        if self.secure { SECURE_SESSION_COOKIE } else { SESSION_COOKIE }
+    }
+}
 
 /// Percent-encodes a value for a URL query (paths keep their slashes). The console and the
 /// server's redirects both use it.
@@ -221,12 +238,13 @@ pub fn encode_query_value(s: &str) -> String {
         .collect()
 }
 
-/// The session token in a `Cookie` header, if any.
-pub fn session_token(cookie_header: &str) -> Option<&str> {
+/// The session token in a `Cookie` header, if any, under the name `settings` give it (only
+/// the `__Host-` one when cookies are secure).
+pub fn session_token(cookie_header: &str, settings: CookieSettings) -> Option<&str> {
     cookie_header
         .split(';')
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(name, _)| *name == settings.name())
         .map(|(_, v)| v)
         .filter(|v| !v.is_empty())
 }
@@ -242,7 +260,9 @@ pub(crate) mod session {
         Ok(headers
             .get(axum::http::header::COOKIE)
             .and_then(|v| v.to_str().ok())
-            .and_then(session_token)
+            .and_then(|c| {
+                session_token(c, use_context::<CookieSettings>().unwrap_or(CookieSettings { secure: false }))
+            })
             .map(str::to_string))
     }
 
@@ -511,7 +531,7 @@ async fn require_approver()
 -> Result<(gateway::Gateway, gateway::Tenant, gateway::approvals::Human), ServerFnError> {
     let (gw, tenant, user) =
         require_roles(&[gateway::Role::Approver, gateway::Role::Admin], "deciding").await?;
-    Ok((gw, tenant, gateway::approvals::Human { user: user.id, username: user.username }))
+    Ok((gw, tenant, gateway::approvals::Human::in_console(&user)))
 }
 
 /// Approves a parked action: the bound call runs once and its hold settles. Posted as a plain
@@ -565,7 +585,7 @@ pub async fn activity_feed(
     let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
     let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
     let (kind, verdict) = (kind.trim().to_string(), verdict.trim().to_string());
-    let chain = gw.verify_log(&tenant.id).await.map_err(to_fn_error)?;
+    let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
     Ok(ActivityView {
         older,
         agents: profiles.iter().map(|p| p.name.clone()).collect(),
@@ -577,6 +597,7 @@ pub async fn activity_feed(
             .collect(),
         chain_ok: chain.ok,
         chain_entries: chain.entries,
+        chain_checked: chain.checked,
         first_broken: chain.first_broken,
     })
 }
@@ -759,10 +780,7 @@ pub async fn decide_proposal_form(
             "reject" => gateway::brain::Decision::Reject,
             _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
         };
-        let by = gateway::brain::Decider::Human(gateway::approvals::Human {
-            user: user.id,
-            username: user.username,
-        });
+        let by = gateway::brain::Decider::Human(gateway::approvals::Human::in_console(&user));
         gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
         Ok(())
     })
@@ -861,7 +879,7 @@ pub struct UserRow {
 
 /// The roles ticked on a users form: one checkbox per role, present when ticked.
 #[cfg(feature = "ssr")]
-fn ticked(
+pub(crate) fn ticked(
     admin: Option<String>,
     approver: Option<String>,
     reviewer: Option<String>,

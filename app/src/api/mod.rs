@@ -1,6 +1,7 @@
 //! Server functions, one module per domain. Each is a thin call into `gateway`; the types
 //! here are what crosses to the page, so the browser build never needs `gateway`.
 
+pub mod account;
 pub mod console;
 pub mod kits;
 pub mod profiles;

@@ -52,9 +52,10 @@ pub struct ProfileFull {
     pub can_manage: bool,
 }
 
-/// The one-time slots for new secrets (see the module doc).
+/// The one-time slots for new secrets (see the module doc); the account page's tokens use
+/// them too.
 #[cfg(feature = "ssr")]
-mod once {
+pub(crate) mod once {
     use std::collections::HashMap;
     use std::sync::{LazyLock, Mutex};
     use std::time::{Duration, Instant};

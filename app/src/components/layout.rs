@@ -68,7 +68,7 @@ fn TopBar() -> impl IntoView {
                                     "credit " <span class="tabular-nums">{s.tenant_credit.to_string()}</span>
                                 </span>
                                 <span class="font-medium">{s.tenant_name}</span>
-                                <span class="rounded bg-zinc-100 px-2 py-0.5 dark:bg-zinc-800">{s.username}</span>
+                                <a href="/account" data-testid="account-link" title="Your account and personal API tokens" class="rounded bg-zinc-100 px-2 py-0.5 hover:underline dark:bg-zinc-800">{s.username}</a>
                                 <form method="post" action="/logout">
                                     <button type="submit" data-testid="sign-out" class="text-zinc-500 underline-offset-2 hover:underline dark:text-zinc-400">"Sign out"</button>
                                 </form>

@@ -184,10 +184,11 @@ pub fn ActivityPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let before_none = get("before").is_empty();
                 show(data.await, move |feed| {
+                    let (ok, checked) = (feed.chain_ok.to_string(), feed.chain_checked.to_string());
                     let chain = if feed.chain_ok {
-                        view! { <p class="mb-3 text-sm text-emerald-700 dark:text-emerald-400" data-testid="chain-status">{format!("✓ chain verified · {} entries", feed.chain_entries)}</p> }.into_any()
+                        view! { <p class="mb-3 text-sm text-emerald-700 dark:text-emerald-400" data-testid="chain-status" data-chain-ok=ok data-chain-checked=checked>{format!("✓ chain verified · {} entries ({} new since the last look)", feed.chain_entries, feed.chain_checked)}</p> }.into_any()
                     } else {
-                        view! { <p class="mb-3 text-sm font-medium text-red-700 dark:text-red-400" data-testid="chain-status">{format!("✗ chain broken at entry {}", feed.first_broken.unwrap_or_default())}</p> }.into_any()
+                        view! { <p class="mb-3 text-sm font-medium text-red-700 dark:text-red-400" data-testid="chain-status" data-chain-ok=ok data-chain-checked=checked>{format!("✗ chain broken at entry {}", feed.first_broken.unwrap_or_default())}</p> }.into_any()
                     };
                     let filters = view! {
                         <form method="get" action="/activity" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="activity-filters">

@@ -1,5 +1,6 @@
 //! One module per console view (SPEC §13).
 
+pub mod account;
 pub mod activity;
 pub mod inbox;
 pub mod kits;

@@ -25,7 +25,7 @@ use crate::startup::AppState;
         ("primitive" = String, Path, description = "cards, email, web, brain…"),
         ("verb" = String, Path, description = "charge, send, read, query…"), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     request_body(content = Object, description = "The action's arguments, such as {\"amount\": \"48.00\", \"merchant\": \"acme\"}."),
-    responses((status = 200, description = "The action ran.", body = crate::openapi::ActionResult),
+    responses((status = 200, description = "The action ran.", body = gateway::reserve::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
         (status = 503, description = "The connector is unavailable; retry after `Retry-After` seconds.", body = policy::Envelope, content_type = "application/json",
@@ -97,16 +97,24 @@ pub async fn explain(
             format!("expected {{\"action\": \"cards.charge\", \"args\": {{…}}}}: {e}"),
         )
     })?;
-    if let Some(env) = state.gateway.inactive_refusal(&subject, "policy.explain").await? {
-        return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
-    }
     let args = req.args.unwrap_or_else(|| json!({}));
     let e = state.gateway.explain_call(&subject, &req.action, &args).await?;
-    let reasons: Vec<Value> = e
+    let reasons = e
         .reasons
         .iter()
-        .map(|r| json!({ "step": r.step(), "reason": r.reason(), "detail": r.detail(), "verdict": r.verdict().as_str() }))
+        .map(|r| crate::openapi::ExplainReason {
+            step: r.step(),
+            reason: r.reason().into(),
+            detail: r.detail().into(),
+            verdict: r.verdict().as_str().into(),
+        })
         .collect();
-    Ok(Json(json!({ "verdict": e.verdict.as_str(), "action": req.action, "cost": e.cost, "effect": e.effect, "reasons": reasons }))
-        .into_response())
+    let body = crate::openapi::Explained {
+        verdict: e.verdict,
+        action: req.action,
+        cost: e.cost,
+        effect: e.effect,
+        reasons,
+    };
+    Ok(Json(body).into_response())
 }

@@ -1,9 +1,10 @@
 //! Approvals over HTTP (SPEC §7).
 //!
 //! `GET /v1/approvals/{id}`: an agent polls its own approval; the company sees any of its
-//! tenant's. `GET /v1/approvals?status=&profile=`: the company's list. Deciding needs a human:
-//! the company key acting for a console user named in `X-Naive-User` with the `approver` or
-//! `admin` role; never the requesting agent, and never the profile's owner.
+//! tenant's. `GET /v1/approvals?status=&profile=`: the company's list. Deciding needs a human
+//! with their own credential (a personal API token with the `approver` or `admin` role, or the
+//! console session); never the company key, never the requesting agent, and never the
+//! profile's owner. The call is decided again under the kit in force when it is approved.
 
 use axum::Json;
 use axum::extract::State;
@@ -33,12 +34,7 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let approval = match &caller {
-        Caller::Agent(subject) => {
-            if let Some(env) = state.gateway.inactive_refusal(subject, "naive_approvals_get").await? {
-                return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
-            }
-            state.gateway.approval_for_subject(subject, &id).await?
-        }
+        Caller::Agent(subject) => state.gateway.approval_for_subject(subject, &id).await?,
         Caller::Company(tenant) => state.gateway.approval(tenant, &id).await?,
     };
     Ok(Json(approval).into_response())
@@ -85,7 +81,7 @@ pub async fn list(
     };
     let limit = q.limit.map(|l| l.clamp(1, MAX_PAGE));
     let items = state.gateway.approvals(&tenant, &ApprovalQuery { status, profile, limit }).await?;
-    Ok(Json(serde_json::json!({ "items": items })).into_response())
+    Ok(Json(crate::openapi::ApprovalList { items }).into_response())
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -95,9 +91,9 @@ pub struct ApproveBody {
 }
 
 #[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
-    params(("id" = String, Path, description = "The approval id."), ("X-Naive-User" = String, Header, description = "The console user the company key decides for."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "The approval id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     request_body(content = ApproveBody, description = "An optional note."),
-    responses((status = 200, description = "The bound call ran once; its result.", body = crate::openapi::ActionResult),
+    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::reserve::Executed),
         (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn approve(
     State(state): State<AppState>,
@@ -122,7 +118,7 @@ pub struct DenyBody {
 }
 
 #[utoipa::path(post, path = "/v1/approvals/{id}/deny", tag = "approvals",
-    params(("id" = String, Path, description = "The approval id."), ("X-Naive-User" = String, Header, description = "The console user the company key decides for."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "The approval id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     request_body = DenyBody,
     responses((status = 200, description = "Denied; the hold is voided.", body = gateway::approvals::Approval)))]
 pub async fn deny(

@@ -2,8 +2,9 @@
 //!
 //! Agents submit writeback envelopes and read and decide proposals, all gated by the `brain`
 //! primitive of their kit. An agent's accept parks for a human (202 with the approval to
-//! poll); its reject applies at once. The company key acting for a console user with the
-//! `reviewer` or `admin` role (named in `X-Naive-User`) decides directly.
+//! poll); its reject applies at once, and only for its own proposals (or its sub-agents').
+//! A human reviewer decides directly with their own credential (a personal API token with
+//! the `reviewer` or `admin` role, or the console session), never for their own agent.
 
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
@@ -17,20 +18,17 @@ use gateway::brain::{Decider, Decision, ProposalQuery, ProposalStatus, Writeback
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{Agent, Caller, Human};
+use crate::auth::{Agent, Caller, Human, Resolved};
 use crate::problem::Problem;
 use crate::routes::actions::respond;
 use crate::startup::AppState;
 
 /// Lets an agent through only if its kit allows `tool`; the company always passes.
 async fn gated(state: &AppState, caller: &Caller, tool: &str) -> Result<Option<Response>, Problem> {
-    if let Caller::Agent(s) = caller {
-        if let Some(env) = state.gateway.inactive_refusal(s, tool).await? {
-            return Ok(Some((StatusCode::FORBIDDEN, Json(env)).into_response()));
-        }
-        if let Some(refused) = state.gateway.gate(s, tool, &json!({})).await? {
-            return Ok(Some(respond(refused)));
-        }
+    if let Caller::Agent(s) = caller
+        && let Some(refused) = state.gateway.gate(s, tool, &json!({})).await?
+    {
+        return Ok(Some(respond(refused)));
     }
     Ok(None)
 }
@@ -65,7 +63,8 @@ pub async fn writebacks(State(state): State<AppState>, caller: Caller) -> Result
     if let Some(refused) = gated(&state, &caller, "naive_brain_writebacks").await? {
         return Ok(refused);
     }
-    Ok(Json(json!({ "items": state.gateway.writebacks(caller.tenant(), None).await? })).into_response())
+    let items = state.gateway.writebacks(caller.tenant(), None).await?;
+    Ok(Json(crate::openapi::WritebackList { items }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/brain/writebacks/{id}", tag = "brain",
@@ -113,7 +112,8 @@ pub async fn proposals(
         })?),
     };
     let query = ProposalQuery { status, object_type: q.object_type, run_id: q.run_id, limit: q.limit };
-    Ok(Json(json!({ "items": state.gateway.proposals(caller.tenant(), &query).await? })).into_response())
+    let items = state.gateway.proposals(caller.tenant(), &query).await?;
+    Ok(Json(crate::openapi::ProposalList { items }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/brain/proposals/{id}", tag = "brain",
@@ -137,7 +137,8 @@ pub struct DecisionBody {
     because: String,
 }
 
-/// An agent, or a human reviewer acting through the company key.
+/// An agent, or a human reviewer with their own credential (a personal token or the console
+/// session).
 pub enum DecidingCaller {
     Agent(gateway::keys::Subject),
     Human(Human),
@@ -146,26 +147,22 @@ pub enum DecidingCaller {
 impl FromRequestParts<AppState> for DecidingCaller {
     type Rejection = Problem;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<DecidingCaller, Problem> {
-        if parts.headers.contains_key("x-naive-user") {
-            return Ok(DecidingCaller::Human(Human::from_request_parts(parts, state).await?));
-        }
-        match Caller::from_request_parts(parts, state).await? {
-            Caller::Agent(s) => Ok(DecidingCaller::Agent(s)),
-            Caller::Company(_) => Err(Problem::new(
-                StatusCode::BAD_REQUEST,
-                "user_required",
-                "name the deciding console user in the X-Naive-User header",
-            )),
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<DecidingCaller, Problem> {
+        match parts.extensions.get::<Resolved>() {
+            Some(Resolved::Agent(s)) => Ok(DecidingCaller::Agent(s.clone())),
+            Some(r) => Ok(DecidingCaller::Human(Human::from_resolved(r)?)),
+            None => {
+                Err(Problem::new(StatusCode::UNAUTHORIZED, "missing_key", "send a key or a personal token"))
+            }
         }
     }
 }
 
 #[utoipa::path(post, path = "/v1/brain/proposals/{id}/decision", tag = "brain",
     params(("id" = String, Path, description = "The proposal id."),
-        ("X-Naive-User" = Option<String>, Header, description = "With the company key: the reviewer deciding."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     request_body = DecisionBody,
-    responses((status = 200, description = "Decided.", body = crate::openapi::ProposalDecided),
+    responses((status = 200, description = "Decided.", body = gateway::brain::ProposalDecided),
         (status = 202, description = "An agent's accept parks for a human.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused by the kit, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn decide(
@@ -182,12 +179,7 @@ pub async fn decide(
         )
     })?;
     let (tenant, decider) = match caller {
-        DecidingCaller::Agent(s) => {
-            if let Some(env) = state.gateway.inactive_refusal(&s, gateway::brain::DECIDE_TOOL).await? {
-                return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
-            }
-            (s.tenant.clone(), Decider::Agent(s))
-        }
+        DecidingCaller::Agent(s) => (s.tenant.clone(), Decider::Agent(s)),
         DecidingCaller::Human(h) => {
             h.require(&[Role::Reviewer, Role::Admin])?;
             (h.tenant.clone(), Decider::Human(h.user))

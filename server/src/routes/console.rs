@@ -77,10 +77,12 @@ pub async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result
     })?;
     let names =
         crate::routes::events::ConsoleNames::load(state.gateway.clone(), user.tenant_id.clone()).await?;
+    let token = crate::console_auth::token(&state, &headers).unwrap_or_default().to_string();
     crate::routes::events::open(
         &state,
         user.tenant_id,
         None,
+        crate::routes::events::Holder::Session(token),
         &headers,
         crate::routes::events::Render::Console(Box::new(names)),
     )

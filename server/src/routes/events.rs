@@ -6,7 +6,9 @@
 //! is read and events already sent are skipped, so the hand-over drops and repeats nothing.
 //! A comment heartbeat keeps idle connections open. Subscribers are bounded; a subscriber too
 //! slow for the bus gets one `lagged` event and is closed, so it never holds up writers.
-//! The company key sees its tenant's events; an agent sees its own profile's.
+//! The company key sees its tenant's events; an agent sees its own profile's. A stream lives
+//! only as long as its credential: revoking the key, the profile (or an ancestor), the company
+//! key or ending the console session closes it.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -31,6 +33,9 @@ use crate::startup::AppState;
 pub const MAX_SUBSCRIBERS: usize = 4_096;
 /// How often an idle stream gets a heartbeat comment.
 const HEARTBEAT_SECS: u64 = 15;
+/// How often a quiet stream checks its credential anyway (a rotated key's grace period ends
+/// without anyone revoking anything).
+const RECHECK_SECS: u64 = 15;
 
 /// The subscriber bound, shared by every request.
 pub fn subscriber_limit() -> Arc<Semaphore> {
@@ -38,13 +43,21 @@ pub fn subscriber_limit() -> Arc<Semaphore> {
 }
 
 struct Feed {
-    sub: Subscription,
+    gateway: gateway::Gateway,
+    tenant: gateway::TenantId,
+    /// `None` while catching up from the log; the live subscription once caught up.
+    sub: Option<Subscription>,
     profile: Option<ProfileId>,
+    /// At most one page of the log, read when the previous one has been sent.
     backlog: VecDeque<Entry>,
     last_sent: i64,
     done: bool,
     render: Render,
     stopping: tokio::sync::watch::Receiver<bool>,
+    /// The credential the stream was opened with, checked again whenever one may have
+    /// stopped being valid, so a revoke closes the stream.
+    holder: Holder,
+    changes: tokio::sync::watch::Receiver<u64>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -56,6 +69,22 @@ fn event_of(e: &Entry) -> Event {
         .unwrap_or_else(|_| Event::default().comment("unserializable entry"))
 }
 
+/// Whose stream this is.
+pub enum Holder {
+    Credential(gateway::Credential),
+    /// A console session, by its cookie's token.
+    Session(String),
+}
+
+impl Holder {
+    async fn still_valid(&self, gw: &gateway::Gateway) -> bool {
+        match self {
+            Holder::Credential(c) => gw.still_valid(c).await.unwrap_or(false),
+            Holder::Session(token) => matches!(gw.session_user(token).await, Ok(Some(_))),
+        }
+    }
+}
+
 #[utoipa::path(get, path = "/v1/events", tag = "activity",
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id.")),
     responses((status = 200, description = "Server-Sent Events of the activity log: each event's id is its sequence number, its name the entry's kind, its data the entry.", content_type = "text/event-stream", body = crate::openapi::SseFrame),
@@ -63,18 +92,21 @@ fn event_of(e: &Entry) -> Event {
 pub async fn stream(
     State(state): State<AppState>,
     caller: Caller,
+    axum::Extension(resolved): axum::Extension<crate::auth::Resolved>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let profile = match &caller {
-        Caller::Agent(s) => {
-            if let Some(env) = state.gateway.inactive_refusal(s, "events.stream").await? {
-                return Ok((StatusCode::FORBIDDEN, axum::Json(env)).into_response());
-            }
-            Some(s.profile.clone())
-        }
+        Caller::Agent(s) => Some(s.profile.clone()),
         Caller::Company(_) => None,
     };
-    open(&state, caller.tenant().clone(), profile, &headers, Render::Entry).await
+    let holder = Holder::Credential(resolved.credential().ok_or_else(|| {
+        Problem::new(
+            StatusCode::FORBIDDEN,
+            "company_key_required",
+            "the event stream takes an agent's key or the company key",
+        )
+    })?);
+    open(&state, caller.tenant().clone(), profile, holder, &headers, Render::Entry).await
 }
 
 /// How a feed turns an entry into an event.
@@ -125,67 +157,51 @@ impl Render {
 }
 
 /// Opens a feed of `tenant`'s activity (one profile's, when given), resuming after the
-/// request's `Last-Event-ID`.
+/// request's `Last-Event-ID`. A resuming feed catches up from the log a page at a time, and
+/// subscribes to the live bus only once it has caught up (reading the log once more after
+/// subscribing, so the hand-over drops and repeats nothing): its memory is one page, however
+/// far back it resumes.
 pub async fn open(
     state: &AppState,
     tenant: gateway::TenantId,
     profile: Option<ProfileId>,
+    holder: Holder,
     headers: &HeaderMap,
     render: Render,
 ) -> Result<Response, Problem> {
     let permit = state.subscribers.clone().try_acquire_owned().map_err(|_| {
-        Problem::new(
+        let mut p = Problem::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "too_many_subscribers",
             "the event stream is at capacity; retry in a minute",
-        )
+        );
+        p.retry_after_secs = Some(60);
+        p
     })?;
     let last: Option<i64> =
         headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
-    // Subscribe first, then read what was missed: the bus holds anything committed meanwhile.
-    let sub = state.gateway.bus().subscribe(tenant.clone());
-    let mut backlog = VecDeque::new();
-    let mut last_sent = last.unwrap_or(0);
-    if let Some(after) = last {
-        let mut cursor = after;
-        loop {
-            let page = state
-                .gateway
-                .log(
-                    &tenant,
-                    &LogQuery {
-                        profile: profile.clone(),
-                        after: Some(cursor),
-                        before: None,
-                        limit: Some(MAX_PAGE),
-                    },
-                )
-                .await?;
-            let Some(tail) = page.last() else { break };
-            cursor = tail.seq;
-            let full = page.len() as i64 == MAX_PAGE;
-            backlog.extend(page);
-            if !full {
-                break;
-            }
-        }
-    } else {
+    let (sub, last_sent) = match last {
+        Some(after) => (None, after),
         // A fresh subscriber starts from now: nothing before the latest entry is replayed.
-        last_sent = state
-            .gateway
-            .log(&tenant, &LogQuery { limit: Some(1), ..Default::default() })
-            .await?
-            .first()
-            .map_or(0, |e| e.seq);
-    }
+        None => {
+            let sub = state.gateway.bus().subscribe(tenant.clone());
+            let latest =
+                state.gateway.log(&tenant, &LogQuery { limit: Some(1), ..Default::default() }).await?;
+            (Some(sub), latest.first().map_or(0, |e| e.seq))
+        }
+    };
     let feed = Feed {
+        gateway: state.gateway.clone(),
+        tenant,
         sub,
         profile,
-        backlog,
+        backlog: VecDeque::new(),
         last_sent,
         done: false,
         render,
         stopping: state.stopping.clone(),
+        holder,
+        changes: state.gateway.credential_changes(),
         _permit: permit,
     };
     Ok(Sse::new(events(feed))
@@ -193,20 +209,75 @@ pub async fn open(
         .into_response())
 }
 
+impl Feed {
+    /// The page of the log after what was sent.
+    async fn page(&self) -> Result<Vec<Entry>, gateway::Error> {
+        let q = LogQuery {
+            profile: self.profile.clone(),
+            after: Some(self.last_sent),
+            before: None,
+            limit: Some(MAX_PAGE),
+        };
+        self.gateway.log(&self.tenant, &q).await
+    }
+
+    /// Refills the backlog while catching up; subscribes once the log has no full page left.
+    async fn catch_up(&mut self) -> Result<(), gateway::Error> {
+        let page = self.page().await?;
+        if page.len() as i64 == MAX_PAGE {
+            self.backlog.extend(page);
+            return Ok(());
+        }
+        // Subscribe first, then read what was committed meanwhile: the bus holds the rest.
+        self.sub = Some(self.gateway.bus().subscribe(self.tenant.clone()));
+        let page = self.page().await?;
+        if page.len() as i64 == MAX_PAGE {
+            self.sub = None;
+        }
+        self.backlog.extend(page);
+        Ok(())
+    }
+
+    /// Whether the stream's credential still holds, checked when one may have changed.
+    async fn credential_holds(&mut self) -> bool {
+        if !self.changes.has_changed().unwrap_or(false) {
+            return true;
+        }
+        self.changes.mark_unchanged();
+        self.holder.still_valid(&self.gateway).await
+    }
+}
+
 fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
     stream::unfold(feed, |mut f| async move {
-        if f.done {
-            return None;
-        }
-        if let Some(e) = f.backlog.pop_front() {
-            f.last_sent = e.seq;
-            let ev = f.render.event(&e, None).await;
-            return Some((Ok(ev), f));
-        }
         loop {
-            let next = tokio::select! {
-                item = f.sub.next() => item,
-                _ = f.stopping.wait_for(|stop| *stop) => None,
+            if f.done || *f.stopping.borrow() || !f.credential_holds().await {
+                return None;
+            }
+            if let Some(e) = f.backlog.pop_front() {
+                f.last_sent = e.seq;
+                let ev = f.render.event(&e, None).await;
+                return Some((Ok(ev), f));
+            }
+            if f.sub.is_none() {
+                if f.catch_up().await.is_err() {
+                    return None;
+                }
+                continue;
+            }
+            let sub = f.sub.as_mut().expect("subscribed once caught up");
+            let woke = tokio::select! {
+                item = sub.next() => Some(item),
+                _ = f.stopping.wait_for(|stop| *stop) => Some(None),
+                // A credential may have changed, or a quiet stream's is due a look.
+                _ = f.changes.changed() => None,
+                _ = tokio::time::sleep(Duration::from_secs(RECHECK_SECS)) => None,
+            };
+            let Some(next) = woke else {
+                if f.holder.still_valid(&f.gateway).await {
+                    continue;
+                }
+                return None;
             };
             match next {
                 Some(BusItem::Event(p)) => {

@@ -14,7 +14,6 @@ use axum::response::{IntoResponse, Response};
 use gateway::{KitRecord, TenantId};
 use policy::{Kit, KitDiff, KitVersion};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::Caller;
 use crate::problem::Problem;
@@ -33,7 +32,7 @@ fn with_etag(r: KitRecord) -> Response {
     responses((status = 200, description = "The current version of every kit.", body = crate::openapi::KitList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing kits")?;
-    Ok(Json(json!({ "items": state.gateway.kits(&tenant).await? })).into_response())
+    Ok(Json(crate::openapi::KitList { items: state.gateway.kits(&tenant).await? }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/kits/{name}", tag = "kits",
@@ -62,7 +61,7 @@ pub async fn versions(
     if items.is_empty() {
         return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", format!("no kit named \"{name}\"")));
     }
-    Ok(Json(json!({ "items": items })).into_response())
+    Ok(Json(crate::openapi::KitList { items }).into_response())
 }
 
 async fn version_of(state: &AppState, tenant: &TenantId, name: &str, v: u32) -> Result<KitRecord, Problem> {

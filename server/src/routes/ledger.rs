@@ -20,24 +20,16 @@ use crate::problem::Problem;
 use crate::startup::AppState;
 
 /// The profile a caller may read: an agent only its own, the company any of its tenant's.
-async fn readable_profile(
-    state: &AppState,
-    caller: &Caller,
-    user_id: &str,
-    action: &str,
-) -> Result<Result<ProfileId, Response>, Problem> {
+async fn readable_profile(state: &AppState, caller: &Caller, user_id: &str) -> Result<ProfileId, Problem> {
     let not_found = || Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile for this key");
     let id = ProfileId::parse(user_id).ok_or_else(not_found)?;
-    if let Caller::Agent(subject) = caller {
-        if subject.profile != id {
-            return Err(not_found());
-        }
-        if let Some(env) = state.gateway.inactive_refusal(subject, action).await? {
-            return Ok(Err((StatusCode::FORBIDDEN, Json(env)).into_response()));
-        }
+    if let Caller::Agent(subject) = caller
+        && subject.profile != id
+    {
+        return Err(not_found());
     }
     state.gateway.profile(caller.tenant(), &id).await?;
-    Ok(Ok(id))
+    Ok(id)
 }
 
 #[utoipa::path(get, path = "/v1/users/{user_id}/budget", tag = "spend",
@@ -49,10 +41,7 @@ pub async fn budget(
     caller: Caller,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    let id = match readable_profile(&state, &caller, &user_id, "budget.get").await? {
-        Ok(id) => id,
-        Err(refusal) => return Ok(refusal),
-    };
+    let id = readable_profile(&state, &caller, &user_id).await?;
     Ok(Json(state.gateway.budget(caller.tenant(), &id).await?).into_response())
 }
 
@@ -75,10 +64,7 @@ pub async fn logs(
     Path(user_id): Path<String>,
     Query(q): Query<LogParams>,
 ) -> Result<Response, Problem> {
-    let id = match readable_profile(&state, &caller, &user_id, "logs.get").await? {
-        Ok(id) => id,
-        Err(refusal) => return Ok(refusal),
-    };
+    let id = readable_profile(&state, &caller, &user_id).await?;
     let entries = state
         .gateway
         .log(
@@ -95,7 +81,7 @@ fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response 
     let next = entries
         .last()
         .map(|e| if resuming { format!("after={}", e.seq) } else { format!("before={}", e.seq) });
-    Json(serde_json::json!({ "items": entries, "next": next })).into_response()
+    Json(crate::openapi::LogPage { items: entries, next }).into_response()
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -137,10 +123,7 @@ pub async fn ledger(
     Query(q): Query<LedgerParams>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
-    let id = match readable_profile(&state, &caller, &user_id, "ledger.get").await? {
-        Ok(id) => id,
-        Err(refusal) => return Ok(refusal),
-    };
+    let id = readable_profile(&state, &caller, &user_id).await?;
     let query = gateway::ledger::LedgerQuery {
         from: instant(q.from.as_deref(), "from")?,
         to: instant(q.to.as_deref(), "to")?,
@@ -171,7 +154,7 @@ pub async fn ledger(
     let items =
         state.gateway.ledger_entries(caller.tenant(), &id, &query, gateway::ledger::MAX_LEDGER_PAGE).await?;
     let next = items.last().map(|e| format!("after={}", e.seq));
-    Ok(Json(serde_json::json!({ "items": items, "next": next })).into_response())
+    Ok(Json(crate::openapi::LedgerPage { items, next }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/logs/verify", tag = "activity",

@@ -4,6 +4,7 @@
 pub mod actions;
 pub mod approvals;
 pub mod brain;
+pub mod company_keys;
 pub mod console;
 pub mod events;
 pub mod health;
@@ -44,6 +45,9 @@ pub fn v1() -> Router<AppState> {
         .route("/v1/agent-profiles/{id}/keys", get(profiles::keys).post(profiles::create_key))
         .route("/v1/agent-profiles/{id}/keys/{key_id}/rotate", post(profiles::rotate_key))
         .route("/v1/agent-profiles/{id}/keys/{key_id}", axum::routing::delete(profiles::revoke_key))
+        .route("/v1/company-keys", get(company_keys::list).post(company_keys::create))
+        .route("/v1/company-keys/{id}/rotate", post(company_keys::rotate))
+        .route("/v1/company-keys/{id}", axum::routing::delete(company_keys::revoke))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", get(approvals::get))
         .route("/v1/approvals/{id}/approve", post(approvals::approve))

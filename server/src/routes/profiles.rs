@@ -12,14 +12,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::{KeyId, ProfileId};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::Caller;
 use crate::problem::Problem;
 use crate::startup::AppState;
 
 /// What administrative changes are recorded as, when made with the company key.
-const ACTOR: &str = "company-key";
+pub(crate) const ACTOR: &str = "company-key";
 
 fn profile_id(s: &str) -> Result<ProfileId, Problem> {
     ProfileId::parse(s)
@@ -30,7 +29,7 @@ fn key_id(s: &str) -> Result<KeyId, Problem> {
     KeyId::parse(s).ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such key"))
 }
 
-fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, Problem> {
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, Problem> {
     serde_json::from_slice(if body.is_empty() { b"{}" } else { body }).map_err(|e| {
         Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("expected {example}: {e}"))
     })
@@ -41,7 +40,7 @@ fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Resu
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let tree = state.gateway.profile_tree(&tenant).await?;
-    Ok(Json(json!({ "items": tree })).into_response())
+    Ok(Json(crate::openapi::ProfileTree { items: tree }).into_response())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -85,13 +84,10 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let id = profile_id(&id)?;
-    if let Caller::Agent(s) = &caller {
-        if s.profile != id {
-            return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"));
-        }
-        if let Some(env) = state.gateway.inactive_refusal(s, "agent_profiles.get").await? {
-            return Ok((StatusCode::FORBIDDEN, Json(env)).into_response());
-        }
+    if let Caller::Agent(s) = &caller
+        && s.profile != id
+    {
+        return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"));
     }
     Ok(Json(state.gateway.profile(caller.tenant(), &id).await?).into_response())
 }
@@ -129,11 +125,16 @@ pub async fn keys(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
-    Ok(Json(json!({ "items": state.gateway.keys(&tenant, &profile_id(&id)?).await? })).into_response())
+    let items = state.gateway.keys(&tenant, &profile_id(&id)?).await?;
+    Ok(Json(crate::openapi::KeyList { items }).into_response())
+}
+
+fn issued_body(key: gateway::keys::KeyInfo, issued: gateway::IssuedKey) -> crate::openapi::IssuedKeyBody {
+    crate::openapi::IssuedKeyBody { key, secret: Some(issued.token), secret_withheld: None }
 }
 
 /// Marks a response that shows a secret, which is never stored for an Idempotency-Key replay.
-fn secret_bearing(mut res: Response) -> Response {
+pub(crate) fn secret_bearing(mut res: Response) -> Response {
     res.extensions_mut().insert(crate::idempotency::SecretBearing);
     res
 }
@@ -148,9 +149,7 @@ pub async fn create_key(
 ) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let (info, issued) = state.gateway.issue_key(&tenant, &profile_id(&id)?, ACTOR).await?;
-    Ok(secret_bearing(
-        (StatusCode::CREATED, Json(json!({ "key": info, "secret": issued.token }))).into_response(),
-    ))
+    Ok(secret_bearing((StatusCode::CREATED, Json(issued_body(info, issued))).into_response()))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -173,7 +172,7 @@ pub async fn rotate_key(
     let req: Rotate = json_body(&body, r#"{"grace_secs": 3600}"#)?;
     let (info, issued) =
         state.gateway.rotate_key(&tenant, &profile_id(&id)?, &key_id(&key)?, req.grace_secs, ACTOR).await?;
-    Ok(secret_bearing(Json(json!({ "key": info, "secret": issued.token })).into_response()))
+    Ok(secret_bearing(Json(issued_body(info, issued)).into_response()))
 }
 
 #[utoipa::path(delete, path = "/v1/agent-profiles/{id}/keys/{key_id}", tag = "profiles",

@@ -13,6 +13,9 @@ pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
 
 pub struct TestApp {
     pub base: String,
+    /// The database the server runs on, for tests that reach past the API (a fault, a
+    /// database written by an older version).
+    pub db_url: String,
     /// The running application's own gateway, for setting up state the API cannot create yet.
     pub gateway: gateway::Gateway,
     pub client: reqwest::Client,
@@ -31,6 +34,9 @@ pub fn config(db_url: &str) -> Config {
         operator_key: Some(OPERATOR_KEY.into()),
         demo_agent: false,
         demo_agent_per_minute: 20,
+        secure_cookies: server::config::SecureCookies::Auto,
+        approval_ttl_secs: 900,
+        sandbox_latency_ms: 0,
         site_root: "target/site".into(),
     }
 }
@@ -46,6 +52,7 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_with(config: Config) -> TestApp {
     let app = Application::build(&config).await.expect("application starts");
     let base = format!("http://{}", app.local_addr());
+    let db_url = config.database_url.clone();
     let gateway = app.gateway().clone();
     let (tx, rx) = oneshot::channel();
     let task = tokio::spawn(app.run_until(async {
@@ -53,6 +60,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
     }));
     TestApp {
         base,
+        db_url,
         gateway,
         client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap(),
         stop: Some(tx),
@@ -127,6 +135,89 @@ impl TestApp {
         (status, res.text().await.expect("body"))
     }
 
+    /// Sends `method path` with a bearer key (if any), a JSON body (if any) and extra headers;
+    /// answers the status, the headers and the JSON body (`Null` when it is not JSON).
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Option<serde_json::Value>,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        for (n, v) in headers {
+            req = req.header(*n, *v);
+        }
+        let res = req.send().await.unwrap_or_else(|e| panic!("{path}: {e}"));
+        let (status, headers) = (res.status().as_u16(), res.headers().clone());
+        (status, headers, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Creates or replaces a kit over `/v1` with the company key.
+    pub async fn put_kit(&self, kit: serde_json::Value) {
+        let name = kit["name"].as_str().unwrap().to_string();
+        let (s, h, _) = self.send("GET", &format!("/v1/kits/{name}"), Some(COMPANY_KEY), None, &[]).await;
+        let etag = (s == 200).then(|| h.get("etag").unwrap().to_str().unwrap().to_string());
+        let if_match: Vec<(&str, &str)> = etag.iter().map(|e| ("if-match", e.as_str())).collect();
+        let (s, _, b) =
+            self.send("PUT", &format!("/v1/kits/{name}"), Some(COMPANY_KEY), Some(kit), &if_match).await;
+        assert!(s == 200 || s == 201, "saving kit {name}: {s} {b}");
+    }
+
+    /// A new agent profile on `kit` (optionally owned by a console user) and a scoped key for
+    /// it, made over `/v1` with the company key: (profile id, key id, key).
+    pub async fn new_agent(&self, name: &str, kit: &str, owner: Option<&str>) -> (String, String, String) {
+        let mut body = serde_json::json!({ "name": name, "kit": kit });
+        if let Some(o) = owner {
+            body["owner"] = o.into();
+        }
+        let (s, _, p) = self.send("POST", "/v1/agent-profiles", Some(COMPANY_KEY), Some(body), &[]).await;
+        assert_eq!(s, 201, "creating {name}: {p}");
+        let id = p["id"].as_str().unwrap().to_string();
+        let (s, _, k) =
+            self.send("POST", &format!("/v1/agent-profiles/{id}/keys"), Some(COMPANY_KEY), None, &[]).await;
+        assert_eq!(s, 201, "a key for {name}: {k}");
+        (id, k["key"]["id"].as_str().unwrap().to_string(), k["secret"].as_str().unwrap().to_string())
+    }
+
+    /// A console user's personal API token with `roles`, created as that user does it: signed
+    /// in, on their account page, where the secret is shown once. Returns (token id, token).
+    pub async fn personal_token(&self, username: &str, roles: &[&str]) -> (String, String) {
+        let cookie = self.sign_in(username, ADMIN_PASSWORD).await;
+        let mut form = vec![("label", format!("{username} tests"))];
+        form.extend(roles.iter().map(|r| (*r, "on".to_string())));
+        let res = self
+            .raw_client()
+            .post(format!("{}/api/create_token", self.base))
+            .header("cookie", &cookie)
+            .header("accept", "text/html")
+            .header("referer", format!("{}/account", self.base))
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        let location = res.headers().get("location").map(|l| l.to_str().unwrap().to_string());
+        let location =
+            location.unwrap_or_else(|| panic!("creating a token for {username}: {}", res.status()));
+        let id = location.split("issued=").nth(1).expect("the page names the new token").to_string();
+        let (status, page) = self.get_signed_in(&location, &cookie).await;
+        assert_eq!(status, 200, "{page}");
+        (id, shown_secret(&page).expect("the new token is shown once"))
+    }
+
+    /// A direct connection to the server's database.
+    pub async fn database(&self) -> sqlx::SqlitePool {
+        sqlx::SqlitePool::connect(&self.db_url).await.unwrap()
+    }
+
     /// Stops the server and waits for it to drain.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
@@ -136,4 +227,12 @@ impl TestApp {
             t.await.unwrap().unwrap();
         }
     }
+}
+
+/// The secret a page shows once, if it shows one.
+pub fn shown_secret(page: &str) -> Option<String> {
+    let start = page.find("data-testid=\"new-secret\"")?;
+    let rest = &page[start..];
+    let text = &rest[rest.find('>')? + 1..];
+    Some(text[..text.find("</code>")?].to_string())
 }

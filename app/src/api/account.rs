@@ -1,0 +1,103 @@
+//! Server functions behind a console user's own page (`/account`): who they are, their roles,
+//! and their personal API tokens, which they create (the secret shown once, on the page the
+//! form lands on) and revoke. Every signed-in user has this page; a token can carry only
+//! roles its user holds.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::api::profiles::NewSecret;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TokenRow {
+    pub id: String,
+    pub label: String,
+    pub prefix: String,
+    pub roles: Vec<String>,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccountData {
+    pub username: String,
+    pub roles: Vec<String>,
+    pub tokens: Vec<TokenRow>,
+    /// The token just created by this session, if the URL names it: shown once.
+    pub new_secret: Option<NewSecret>,
+}
+
+#[server]
+pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerFnError> {
+    use crate::api::console::{require_session, session};
+    use crate::api::profiles::once;
+    use crate::api::to_fn_error;
+    let (gw, _, user) = require_session().await?;
+    let tokens = gw
+        .user_tokens(&user)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id.to_string(),
+            label: t.label,
+            prefix: t.prefix,
+            roles: t.roles.iter().map(|r| r.as_str().to_string()).collect(),
+            created_at: t.created_at.to_rfc3339(),
+            last_used_at: t.last_used_at.map(|t| t.to_rfc3339()),
+            revoked_at: t.revoked_at.map(|t| t.to_rfc3339()),
+        })
+        .collect();
+    let new_secret = match (issued, session::token().await?) {
+        (Some(id), Some(session)) => once::take(&session, &id).map(|token| NewSecret { key_id: id, token }),
+        _ => None,
+    };
+    Ok(AccountData {
+        username: user.username,
+        roles: user.roles.iter().map(|r| r.as_str().to_string()).collect(),
+        tokens,
+        new_secret,
+    })
+}
+
+/// Creates a personal API token with the ticked roles; the page it lands on shows it once.
+#[server(prefix = "/api", endpoint = "create_token")]
+pub async fn create_token(
+    label: String,
+    admin: Option<String>,
+    approver: Option<String>,
+    reviewer: Option<String>,
+    finance: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_session, session, ticked};
+    use crate::api::profiles::once;
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, _, user) = require_session().await?;
+        let roles = ticked(admin, approver, reviewer, finance);
+        let (info, token) = gw.issue_user_token(&user, &label, &roles).await.map_err(to_fn_error)?;
+        let session = session::token()
+            .await?
+            .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
+        once::put(&session, info.id.as_str(), token);
+        leptos_axum::redirect(&format!("/account?issued={}", info.id));
+        Ok(())
+    })
+    .await
+}
+
+/// Revokes one of the signed-in user's tokens at once.
+#[server(prefix = "/api", endpoint = "revoke_token")]
+pub async fn revoke_token(token_id: String) -> Result<(), ServerFnError> {
+    use crate::api::console::{form, require_session};
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, _, user) = require_session().await?;
+        let id = gateway::TokenId::parse(&token_id)
+            .ok_or_else(|| ServerFnError::new("not_found: no such token"))?;
+        gw.revoke_user_token(&user, &id).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}

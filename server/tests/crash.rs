@@ -1,0 +1,304 @@
+//! The real server binary killed with SIGKILL while agents call and approvers decide, then
+//! started again on the same database through the real start-up path: every action it
+//! acknowledged is there, and every hold has ended (or still waits on a pending approval).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{ADMIN_PASSWORD, COMPANY_KEY};
+use serde_json::{Value, json};
+
+/// A running server process on `db`, and its base URL.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+fn start(db: &str, sandbox_latency_ms: u64) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["--database-url", db, "--bind", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .env("NAIVE_ADMIN_PASSWORD", ADMIN_PASSWORD)
+        .env("NAIVE_COMPANY_KEY", COMPANY_KEY)
+        .env("NAIVE_SANDBOX_LATENCY_MS", sandbox_latency_ms.to_string())
+        .env_remove("NAIVE_DEMO_AGENT")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let base = loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
+        if let Some(at) = line.find("http://") {
+            break line[at..].trim().to_string();
+        }
+    };
+    Server { child, base }
+}
+
+impl Server {
+    fn kill(mut self) {
+        self.child.kill().unwrap(); // SIGKILL: nothing in flight gets to finish
+        self.child.wait().unwrap();
+    }
+}
+
+async fn send(
+    c: &reqwest::Client,
+    base: &str,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: Value,
+) -> (u16, Value) {
+    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    match c.request(m, format!("{base}{path}")).bearer_auth(key).json(&body).send().await {
+        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
+        // The server died under the request: nothing was acknowledged.
+        Err(_) => (0, Value::Null),
+    }
+}
+
+/// An approver's personal token, made on the account page as the approver would.
+async fn approver_token(base: &str) -> String {
+    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = raw
+        .post(format!("{base}/login"))
+        .form(&[("username", "approver"), ("password", ADMIN_PASSWORD), ("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    let cookie =
+        res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
+    let res = raw
+        .post(format!("{base}/api/create_token"))
+        .header("cookie", &cookie)
+        .header("accept", "text/html")
+        .header("referer", format!("{base}/account"))
+        .form(&[("label", "crash test"), ("approver", "on")])
+        .send()
+        .await
+        .unwrap();
+    let to = res.headers().get("location").unwrap().to_str().unwrap().to_string();
+    let page =
+        raw.get(format!("{base}{to}")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    common::shown_secret(&page).expect("the token is shown once")
+}
+
+/// What the clients were told, to check against the database after a crash.
+#[derive(Default)]
+struct Acknowledged {
+    /// Holds of calls that answered 200 (ran) and of approvals that answered 200 (ran).
+    posted_holds: Vec<String>,
+    /// Approvals that answered 202 (parked).
+    parked: Vec<String>,
+}
+
+async fn setup(base: &str) -> Vec<(String, String)> {
+    let c = reqwest::Client::new();
+    let kit = json!({"name": "Crash", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100000"}, "approve": {"above": "50"}}});
+    let (s, b) = send(&c, base, "PUT", "/v1/kits/Crash", COMPANY_KEY, kit).await;
+    assert_eq!(s, 201, "{b}");
+    let mut agents = Vec::new();
+    for i in 0..4 {
+        let (s, p) = send(
+            &c,
+            base,
+            "POST",
+            "/v1/agent-profiles",
+            COMPANY_KEY,
+            json!({"name": format!("crash-{i}"), "kit": "Crash"}),
+        )
+        .await;
+        assert_eq!(s, 201, "{p}");
+        let id = p["id"].as_str().unwrap().to_string();
+        let (_, k) =
+            send(&c, base, "POST", &format!("/v1/agent-profiles/{id}/keys"), COMPANY_KEY, json!({})).await;
+        agents.push((id, k["secret"].as_str().unwrap().to_string()));
+    }
+    agents
+}
+
+/// Agents charge (small charges run, big ones park) and the approver approves what parks,
+/// until the process dies under them.
+async fn load(base: String, agents: Vec<(String, String)>, token: String, seed: u64) -> Acknowledged {
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let ack = std::sync::Arc::new(tokio::sync::Mutex::new(Acknowledged::default()));
+    let mut tasks = Vec::new();
+    for (n, (profile, key)) in agents.into_iter().enumerate() {
+        let (c, base, token, ack) = (c.clone(), base.clone(), token.clone(), ack.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0u64.. {
+                let big = seed.wrapping_add(i + n as u64).is_multiple_of(3);
+                let amount = if big { "75.00" } else { "1.25" };
+                let body = json!({"amount": amount, "merchant": "acme", "memo": format!("{n}-{i}")});
+                let (s, b) =
+                    send(&c, &base, "POST", &format!("/v1/users/{profile}/cards/charge"), &key, body).await;
+                match s {
+                    200 => ack.lock().await.posted_holds.push(b["hold_id"].as_str().unwrap().to_string()),
+                    202 => {
+                        let id = b["recovery"][0]["approval_id"].as_str().unwrap().to_string();
+                        ack.lock().await.parked.push(id.clone());
+                        let (s, b) = send(
+                            &c,
+                            &base,
+                            "POST",
+                            &format!("/v1/approvals/{id}/approve"),
+                            &token,
+                            json!({}),
+                        )
+                        .await;
+                        if s == 200 {
+                            ack.lock().await.posted_holds.push(b["hold_id"].as_str().unwrap().to_string());
+                        }
+                    }
+                    0 => break,
+                    _ => {}
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    std::sync::Arc::try_unwrap(ack).ok().unwrap().into_inner()
+}
+
+async fn check(db: &str, ack: &Acknowledged) {
+    let pool = sqlx::SqlitePool::connect(db).await.unwrap();
+    for hold in &ack.posted_holds {
+        let status: Option<String> = sqlx::query_scalar("SELECT status FROM holds WHERE id = ?")
+            .bind(hold)
+            .fetch_optional(&pool)
+            .await
+            .unwrap();
+        assert_eq!(status.as_deref(), Some("posted"), "acknowledged hold {hold}");
+    }
+    for approval in &ack.parked {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM approvals WHERE id = ?")
+            .bind(approval)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(n, 1, "acknowledged approval {approval}");
+    }
+    let open: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT h.id, (SELECT status FROM approvals a WHERE a.hold_id = h.id) FROM holds h WHERE h.status = 'pending'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    for (hold, approval) in open {
+        assert_eq!(approval.as_deref(), Some("pending"), "hold {hold} never ended");
+    }
+    pool.close().await;
+}
+
+async fn wait_until_listening(base: &str) {
+    for _ in 0..200 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{base} never answered");
+}
+
+/// #11: an approved call that dies before it settles still ends its hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_killed_in_flight_ends_its_hold_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/crash.db", dir.path().display());
+    let server = start(&db, 3_000);
+    wait_until_listening(&server.base).await;
+    let agents = setup(&server.base).await;
+    let token = approver_token(&server.base).await;
+    let c = reqwest::Client::new();
+    let (profile, key) = &agents[0];
+    let (s, b) = send(
+        &c,
+        &server.base,
+        "POST",
+        &format!("/v1/users/{profile}/cards/charge"),
+        key,
+        json!({"amount": "80", "merchant": "acme"}),
+    )
+    .await;
+    assert_eq!(s, 202, "{b}");
+    let id = b["recovery"][0]["approval_id"].as_str().unwrap().to_string();
+    let approving = tokio::spawn({
+        let (base, id) = (server.base.clone(), id.clone());
+        async move {
+            send(
+                &reqwest::Client::new(),
+                &base,
+                "POST",
+                &format!("/v1/approvals/{id}/approve"),
+                &token,
+                json!({}),
+            )
+            .await
+        }
+    });
+    // The approval commits at once; the charge waits three seconds in the sandbox.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    server.kill();
+    assert_eq!(approving.await.unwrap().0, 0, "the approve was still in flight");
+
+    let server = start(&db, 0);
+    wait_until_listening(&server.base).await;
+    let (_, a) =
+        send(&c, &server.base, "GET", &format!("/v1/approvals/{id}"), COMPANY_KEY, Value::Null).await;
+    assert_eq!(a["status"], "approved", "{a}");
+    assert_eq!(a["result"]["ok"], false, "the approver can see the call never completed: {a}");
+    assert!(a["trail"].as_array().unwrap().iter().any(|t| t["step"] == "failed"), "{a}");
+    server.kill();
+    check(&db, &Acknowledged::default()).await;
+}
+
+/// Several kills at random points under load; each restart recovers through start-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_action_survives_repeated_kills() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/crash.db", dir.path().display());
+    let seed: u64 = std::env::var("NAIVE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    println!("NAIVE_SEED={seed}");
+    let server = start(&db, 0);
+    wait_until_listening(&server.base).await;
+    let agents = setup(&server.base).await;
+    let token = approver_token(&server.base).await;
+    server.kill();
+    let mut all = Acknowledged::default();
+    for round in 0..4u64 {
+        // Some rounds give the sandbox latency, so approved calls are in flight when it dies.
+        let latency = [0, 40, 0, 120][round as usize];
+        let server = start(&db, latency);
+        wait_until_listening(&server.base).await;
+        check(&db, &all).await;
+        let work =
+            tokio::spawn(load(server.base.clone(), agents.clone(), token.clone(), seed.wrapping_add(round)));
+        let after_ms = 300 + (seed.wrapping_mul(31).wrapping_add(round * 977)) % 700;
+        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+        server.kill();
+        let ack = work.await.unwrap();
+        all.posted_holds.extend(ack.posted_holds);
+        all.parked.extend(ack.parked);
+    }
+    assert!(all.posted_holds.len() > 20, "the load got going: {} posted", all.posted_holds.len());
+    // The last start-up recovers the last kill; then the books balance and the chain holds.
+    let server = start(&db, 0);
+    wait_until_listening(&server.base).await;
+    check(&db, &all).await;
+    server.kill();
+    let gw = gateway::Gateway::open(&db).await.unwrap();
+    let tenant = gw.tenants().await.unwrap().remove(0).id;
+    let report = gw.check_ledger(&tenant).await.unwrap();
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(gw.verify_log(&tenant).await.unwrap().ok);
+}
