@@ -208,21 +208,27 @@ fn optional_note(note: Option<&str>) -> Result<Option<String>> {
     Ok(Some(n.to_string()))
 }
 
+/// A decision's free text (a reason, a `because`, a note) as sent: at most
+/// [`MAX_REASON_LEN`] characters (else `too_long`) of plain text, line breaks allowed,
+/// control characters not. Trimmed; `None` when blank.
+pub(crate) fn decision_text(text: &str, field: &str, too_long: &'static str) -> Result<Option<String>> {
+    if text.chars().count() > MAX_REASON_LEN {
+        return Err(Error::invalid(too_long, format!("{field} is at most {MAX_REASON_LEN} characters")));
+    }
+    if !policy::args::is_plain_text(text) {
+        return Err(Error::invalid("invalid_text", format!("{field} is text without control characters")));
+    }
+    let t = text.trim();
+    Ok((!t.is_empty()).then(|| t.to_string()))
+}
+
 fn required_reason(reason: &str, what: &str) -> Result<String> {
-    let r = reason.trim();
-    if r.is_empty() {
-        return Err(Error::invalid(
+    decision_text(reason, "a reason", "reason_too_long")?.ok_or_else(|| {
+        Error::invalid(
             "reason_required",
             format!("{what} needs a reason; say why, for the agent and the audit trail"),
-        ));
-    }
-    if r.chars().count() > MAX_REASON_LEN {
-        return Err(Error::invalid(
-            "reason_too_long",
-            format!("a reason is at most {MAX_REASON_LEN} characters"),
-        ));
-    }
-    Ok(r.to_string())
+        )
+    })
 }
 
 /// Ends a pending approval as denied or expired and voids or expires its hold.

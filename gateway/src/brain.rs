@@ -30,16 +30,29 @@ const MAX_LABEL_LEN: usize = 200;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WritebackInput {
+    #[cfg_attr(feature = "openapi", schema(schema_with = label_schema))]
     pub run_id: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = label_schema))]
     pub source: String,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
     pub claims: Vec<ClaimInput>,
+}
+
+/// A writeback's labels in the API document: what [`label`] accepts.
+#[cfg(feature = "openapi")]
+fn label_schema() -> utoipa::openapi::Object {
+    policy::args::name_schema(MAX_LABEL_LEN)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClaimInput {
+    /// A lowercase word: fact, entity, preference, skill…
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z_]{1,40}$"))]
     pub object_type: String,
+    /// The claim itself: a JSON object of at most 8 KiB.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub content: Value,
 }
 
@@ -146,17 +159,9 @@ fn label(v: &str, field: &str) -> Result<String> {
 }
 
 fn because(b: &str) -> Result<String> {
-    let b = b.trim();
-    if b.is_empty() {
-        return Err(Error::invalid("because_required", "a decision needs `because`: say why, for the trail"));
-    }
-    if b.chars().count() > approvals::MAX_REASON_LEN {
-        return Err(Error::invalid(
-            "because_too_long",
-            format!("`because` is at most {} characters", approvals::MAX_REASON_LEN),
-        ));
-    }
-    Ok(b.to_string())
+    approvals::decision_text(b, "`because`", "because_too_long")?.ok_or_else(|| {
+        Error::invalid("because_required", "a decision needs `because`: say why, for the trail")
+    })
 }
 
 fn trail(
@@ -231,10 +236,10 @@ impl Gateway {
                     ),
                 ));
             }
-            if c.content.is_null() || c.content.to_string().len() > MAX_CLAIM_BYTES {
+            if !c.content.is_object() || c.content.to_string().len() > MAX_CLAIM_BYTES {
                 return Err(Error::invalid(
                     "invalid_writeback",
-                    format!("claims[{i}].content must be present and at most {MAX_CLAIM_BYTES} bytes"),
+                    format!("claims[{i}].content must be a JSON object of at most {MAX_CLAIM_BYTES} bytes"),
                 ));
             }
         }

@@ -53,15 +53,16 @@ id_type!(ProfileId, "prf", "An agent profile.");
 id_type!(KeyId, "key", "A scoped or company key.");
 id_type!(TokenId, "tok", "A console user's personal API token.");
 
-/// A name people read (a tenant's, a profile's, a token's label): trimmed, 1 to `max`
-/// characters on one line, without control characters or the invisible ones that reorder or
-/// hide text, so a name can never show as something it is not. Otherwise `code`.
+/// A name people read (a tenant's, a profile's, a token's label): 1 to `max` characters on
+/// one line, without surrounding spaces, control characters or the invisible ones that
+/// reorder or hide text, so a name can never show as something it is not. Otherwise `code`.
 pub(crate) fn display_name(name: &str, max: usize, code: &'static str, what: &str) -> crate::Result<String> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > max || !policy::args::is_plain_line(name) {
+    if !policy::args::is_plain_name(name, max) {
         return Err(crate::Error::invalid(
             code,
-            format!("{what} is 1 to {max} characters on one line, without control or hidden characters"),
+            format!(
+                "{what} is 1 to {max} characters on one line, without surrounding spaces, control or hidden characters"
+            ),
         ));
     }
     Ok(name.to_string())

@@ -54,7 +54,7 @@ pub struct TreeEntry {
     pub profile: Profile,
 }
 
-const MAX_NAME_LEN: usize = 80;
+pub const MAX_NAME_LEN: usize = 80;
 
 type ProfileRow = (
     String,

@@ -410,7 +410,7 @@ async fn brain_is_refused_under_a_kit_without_it() {
             WritebackInput {
                 run_id: "r".into(),
                 source: "s".into(),
-                claims: vec![ClaimInput { object_type: "fact".into(), content: json!(1) }],
+                claims: vec![ClaimInput { object_type: "fact".into(), content: json!({"n": 1}) }],
             },
         )
         .await

@@ -108,6 +108,52 @@ pub fn is_plain_text(s: &str) -> bool {
     s.chars().all(|c| matches!(c, '\n' | '\r' | '\t') || (!c.is_control() && !is_hidden_format(c)))
 }
 
+/// A name people read: 1 to `max` characters, no leading or trailing whitespace, one plain
+/// line. [`NAME_PATTERN`] says the same as a regular expression, for documents.
+pub fn is_plain_name(s: &str, max: usize) -> bool {
+    !s.is_empty() && s.trim() == s && s.chars().count() <= max && is_plain_line(s)
+}
+
+/// [`is_plain_name`] as a regular expression (ECMA-262 and Python alike), without the length.
+pub const NAME_PATTERN: &str = concat!(
+    r"^[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
+    r"([^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff])?$"
+);
+
+/// [`is_plain_text`] with at least one character that is not a space, as a regular expression.
+pub const TEXT_PATTERN: &str = concat!(
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
+    r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$"
+);
+
+/// [`is_plain_text`] as a regular expression, blank allowed.
+pub const OPTIONAL_TEXT_PATTERN: &str =
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$";
+
+/// Free text's JSON Schema, at most `max` characters: [`TEXT_PATTERN`] when it is required,
+/// [`OPTIONAL_TEXT_PATTERN`] when blank is fine.
+#[cfg(feature = "openapi")]
+pub fn text_schema(max: usize, required: bool) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(if required { TEXT_PATTERN } else { OPTIONAL_TEXT_PATTERN }))
+        .max_length(Some(max))
+        .build()
+}
+
+/// A name's JSON Schema in the API document: a string [`is_plain_name`] accepts.
+#[cfg(feature = "openapi")]
+pub fn name_schema(max: usize) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(NAME_PATTERN))
+        .min_length(Some(1))
+        .max_length(Some(max))
+        .build()
+}
+
 fn is_hidden_format(c: char) -> bool {
     matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}')
 }
@@ -137,7 +183,13 @@ impl ArgsDecl {
         let mut out = CheckedArgs::default();
         let (mut toolkit, mut tool) = (None, None);
         for arg in self.args {
-            let Some(v) = obj.get(arg.name).filter(|v| !v.is_null()) else {
+            if obj.get(arg.name).is_some_and(Value::is_null) {
+                return Err(refuse(
+                    "invalid_argument",
+                    format!("{} `{}` is null; leave it out instead", self.action, arg.name),
+                ));
+            }
+            let Some(v) = obj.get(arg.name) else {
                 if arg.required {
                     return Err(refuse(
                         "missing_argument",
@@ -147,9 +199,13 @@ impl ArgsDecl {
                 continue;
             };
             let text = arg.check_value(self.action, v)?;
+            let amount = match arg.kind {
+                ArgKind::Amount => parse_amount(self.action, arg.name, v)?,
+                _ => Money::ZERO,
+            };
             match arg.role {
                 ArgRole::Plain => {}
-                ArgRole::Amount => out.amount = parse_amount(self.action, arg.name, v)?,
+                ArgRole::Amount => out.amount = amount,
                 ArgRole::Recipient => out.recipient = text,
                 ArgRole::Merchant => out.merchant = text,
                 ArgRole::Toolkit => toolkit = text,
@@ -181,8 +237,42 @@ impl ArgsDecl {
     }
 }
 
+/// An amount written the one way arguments take it: digits without a leading zero (or a
+/// single `0`), then optionally a point and one to four digits. No sign, no `$`, no spaces.
+fn is_canonical_amount(s: &str) -> bool {
+    let (whole, frac) = match s.split_once('.') {
+        Some((w, f)) => (w, Some(f)),
+        None => (s, None),
+    };
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    digits(whole)
+        && (whole == "0" || !whole.starts_with('0'))
+        && frac.is_none_or(|f| digits(f) && f.len() <= 4)
+}
+
+/// What [`ArgKind::Amount`] accepts as a regular expression: more than 0, at most
+/// 1000000000, at most four decimals, in [`is_canonical_amount`]'s form.
+pub const AMOUNT_PATTERN: &str = concat!(
+    r"^([1-9][0-9]{0,8}(\.[0-9]{1,4})?|1000000000(\.0{1,4})?",
+    r"|0\.([1-9][0-9]{0,3}|0[1-9][0-9]{0,2}|00[1-9][0-9]?|000[1-9]))$"
+);
+
+/// What [`ArgKind::Line`] accepts as a regular expression (without its length): one line
+/// with at least one character that is not a space.
+pub const LINE_PATTERN: &str = concat!(
+    r"^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
+    r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$"
+);
+
 fn parse_amount(action: &str, name: &str, v: &Value) -> Result<Money, ArgError> {
     let s = v.as_str().unwrap_or_default();
+    if !is_canonical_amount(s) {
+        return Err(refuse(
+            "invalid_amount",
+            format!("{action} `{name}` is written like \"48.00\": digits, then at most four decimals"),
+        ));
+    }
     let m = Money::parse(s).map_err(|e| match e {
         MoneyError::Overflow => too_large(action, name, s),
         e => refuse(
@@ -236,7 +326,7 @@ impl Arg {
                 Some(s) if words.contains(&s) => Ok(Some(s.to_string())),
                 _ => Err(bad(format!("one of {}", words.join(", ")))),
             },
-            ArgKind::Integer { min, max } => match v.as_i64() {
+            ArgKind::Integer { min, max } => match whole_number(v) {
                 Some(n) if (min..=max).contains(&n) => Ok(None),
                 _ => Err(bad(format!("a whole number from {min} to {max}"))),
             },
@@ -249,17 +339,21 @@ impl Arg {
     }
 }
 
+/// A JSON number that is a whole number (`5` or `5.0`, as JSON Schema's `integer` allows).
+fn whole_number(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+}
+
 impl ArgKind {
     fn schema(self) -> Value {
         match self {
-            ArgKind::Amount => json!({ "type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,4})?$" }),
-            ArgKind::Line { max } | ArgKind::Text { max } => {
-                json!({ "type": "string", "minLength": 1, "maxLength": max })
-            }
+            ArgKind::Amount => json!({ "type": "string", "pattern": AMOUNT_PATTERN }),
+            ArgKind::Line { max } => json!({ "type": "string", "pattern": LINE_PATTERN, "maxLength": max }),
+            ArgKind::Text { max } => json!({ "type": "string", "pattern": TEXT_PATTERN, "maxLength": max }),
             ArgKind::OneOf(words) => json!({ "type": "string", "enum": words }),
             ArgKind::Integer { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
             ArgKind::Object => json!({ "type": "object" }),
-            ArgKind::List { max } => json!({ "type": "array", "minItems": 1, "maxItems": max }),
+            ArgKind::List { max } => json!({ "type": "array", "items": {}, "minItems": 1, "maxItems": max }),
         }
     }
 }
@@ -459,5 +553,6 @@ mod tests {
             assert!(!is_plain_line(bad), "{bad:?}");
         }
         assert!(is_plain_text("two\nlines") && !is_plain_text("bell\u{7}"));
+        assert!(is_plain_name("research bot", 80) && !is_plain_name(" padded", 80) && !is_plain_name("", 80));
     }
 }

@@ -36,6 +36,7 @@ impl fmt::Display for KitVersion {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Kit {
+    #[cfg_attr(feature = "openapi", schema(schema_with = kit_name_schema))]
     pub name: String,
     #[serde(default = "first_version")]
     pub version: KitVersion,
@@ -187,6 +188,12 @@ impl Default for ApproveLimits {
 
 /// The longest kit name.
 pub const MAX_KIT_NAME_LEN: usize = 80;
+
+/// A kit's name in the API document: what [`Kit::validate`] accepts.
+#[cfg(feature = "openapi")]
+fn kit_name_schema() -> utoipa::openapi::Object {
+    crate::args::name_schema(MAX_KIT_NAME_LEN)
+}
 
 /// One problem in a kit, at a JSON path such as `limits.budget.soft_cap`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -146,3 +146,34 @@ proptest! {
         prop_assert_eq!(e.verdict, policy::verdict::explain_verdict(d.verdict));
     }
 }
+
+/// Whether `pattern` (as the API document states it) accepts `text` as a whole value.
+fn matches(pattern: &str, text: &str) -> bool {
+    regex::Regex::new(pattern).unwrap().is_match(text)
+}
+
+fn accepted(action: &str, field: &str, value: &str) -> bool {
+    let decl = policy::args::declaration(action).unwrap();
+    let mut args = match action {
+        "cards.charge" => serde_json::json!({ "amount": "1", "merchant": "m" }),
+        _ => serde_json::json!({ "to": "a@x.test" }),
+    };
+    args[field] = serde_json::Value::String(value.to_string());
+    decl.check(&args).is_ok()
+}
+
+proptest! {
+    /// The document's patterns say exactly what the declarations accept: an amount, a line,
+    /// a text, a name.
+    #[test]
+    fn argument_patterns_agree_with_the_checks(
+        amount in "[0-9.]{1,14}|1000000000(\\.[0-9]{1,5})?|0\\.[0-9]{1,5}",
+        line in "[ a\t\u{202e}\u{85}\u{a0}x]{0,6}",
+        text in "[ \n\tq\u{7}\u{200b}]{0,6}",
+    ) {
+        prop_assert_eq!(matches(policy::args::AMOUNT_PATTERN, &amount), accepted("cards.charge", "amount", &amount), "amount {:?}", amount);
+        prop_assert_eq!(matches(policy::args::LINE_PATTERN, &line), accepted("cards.charge", "merchant", &line), "line {:?}", line);
+        prop_assert_eq!(matches(policy::args::TEXT_PATTERN, &text), accepted("email.send", "body", &text), "text {:?}", text);
+        prop_assert_eq!(matches(policy::args::NAME_PATTERN, &line), policy::args::is_plain_name(&line, 80), "name {:?}", line);
+    }
+}

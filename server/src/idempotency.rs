@@ -51,22 +51,39 @@ fn storable(body: &[u8], secret_bearing: bool) -> Vec<u8> {
     serde_json::to_vec(&v).expect("JSON serializes")
 }
 
+/// The request's `Idempotency-Key`, if it sent one: 1 to [`MAX_IDEMPOTENCY_KEY_LEN`] visible
+/// ASCII characters, or `invalid_idempotency_key`. The one check for every route.
+pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, Problem> {
+    let Some(v) = headers.get("idempotency-key") else { return Ok(None) };
+    let visible = |k: &&str| {
+        (1..=MAX_IDEMPOTENCY_KEY_LEN).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic())
+    };
+    match v.to_str().ok().filter(visible) {
+        Some(k) => Ok(Some(k.to_string())),
+        None => Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_idempotency_key",
+            format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"),
+        )),
+    }
+}
+
+/// What the OpenAPI document says an `Idempotency-Key` is: exactly what
+/// [`idempotency_key`] accepts.
+pub const KEY_PATTERN: &str = "^[!-~]{1,200}$";
+/// The longest Idempotency-Key, for the document.
+pub const MAX_KEY_LEN: usize = MAX_IDEMPOTENCY_KEY_LEN;
+
 pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let mutating = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
     let own = req.extensions().get::<MatchedPath>().is_some_and(|m| OWN_CLAIMS.contains(&m.as_str()));
-    let Some(key) = req.headers().get("idempotency-key").filter(|_| mutating && !own) else {
+    if !mutating || own {
         return next.run(req).await;
-    };
-    let key = match key.to_str() {
-        Ok(k) if !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY_LEN => k.to_string(),
-        _ => {
-            return Problem::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_idempotency_key",
-                format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} visible ASCII characters"),
-            )
-            .into_response();
-        }
+    }
+    let key = match idempotency_key(req.headers()) {
+        Ok(Some(k)) => k,
+        Ok(None) => return next.run(req).await,
+        Err(p) => return p.into_response(),
     };
     // The scope is the credential authentication resolved: two callers never share a key.
     let Some(scope) = req.extensions().get::<crate::auth::Resolved>().map(crate::auth::Resolved::scope)

@@ -219,6 +219,11 @@ impl Modify for Common {
         let problem =
             ContentBuilder::new().schema(Some(RefOr::Ref(Ref::from_schema_name("Problem")))).build();
         for item in api.paths.paths.values_mut() {
+            for op in [&mut item.post, &mut item.put, &mut item.delete].into_iter().flatten() {
+                if op.operation_id.as_deref() != Some("explain") {
+                    op.parameters.get_or_insert_with(Vec::new).push(idempotency_key_parameter().into());
+                }
+            }
             let ops: [&mut Option<Operation>; 4] =
                 [&mut item.get, &mut item.post, &mut item.put, &mut item.delete];
             for op in ops.into_iter().flatten() {
@@ -244,9 +249,111 @@ impl Modify for Common {
     }
 }
 
+/// A profile's name in the document: what the gateway accepts.
+pub fn profile_name() -> utoipa::openapi::Object {
+    policy::args::name_schema(gateway::profiles::MAX_NAME_LEN)
+}
+
+/// A decision's reason or `because`: required text, at most 2000 characters.
+pub fn decision_text() -> utoipa::openapi::Object {
+    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, true)
+}
+
+/// An optional note on a decision: text, at most 2000 characters.
+pub fn decision_note() -> utoipa::openapi::Object {
+    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, false)
+}
+
+/// A kit's name in the document.
+pub fn kit_name() -> utoipa::openapi::Object {
+    policy::args::name_schema(policy::kit::MAX_KIT_NAME_LEN)
+}
+
+/// The document: what utoipa generates from the handlers and types, with the governed route
+/// (`/v1/users/{user_id}/{primitive}/{verb}`) written out as one path per catalog action and
+/// explain's body as one variant per action, each with the body that action's argument
+/// declaration describes. The document states exactly what the gateway accepts, because both
+/// come from `policy::args`.
+pub fn document() -> serde_json::Value {
+    use serde_json::{Value, json};
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
+    let paths = doc["paths"].as_object_mut().expect("the document has paths");
+    // A header is never null: an optional one is left out, so its type is the value's alone.
+    for op in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|item| item.values_mut()) {
+        let params = op.get_mut("parameters").and_then(Value::as_array_mut);
+        for p in params.into_iter().flatten().filter(|p| p["in"] == "header") {
+            if let Some(types) = p["schema"]["type"].as_array_mut() {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    p["schema"]["type"] = types[0].clone();
+                }
+            }
+        }
+    }
+    if let Some(generic) = paths.remove("/v1/users/{user_id}/{primitive}/{verb}") {
+        for decl in policy::args::DECLARATIONS {
+            let Some((primitive, verb)) = decl.action.split_once('.') else { continue };
+            let mut item = generic.clone();
+            let op = &mut item["post"];
+            op["operationId"] = json!(format!("{primitive}_{verb}"));
+            op["summary"] = json!(format!("{}, governed", decl.action));
+            if let Some(params) = op["parameters"].as_array_mut() {
+                params.retain(|p| p["name"] != "primitive" && p["name"] != "verb");
+            }
+            op["requestBody"] = json!({
+                "description": format!("The arguments of {}.", decl.action),
+                "required": true,
+                "content": { "application/json": { "schema": decl.json_schema() } },
+            });
+            paths.insert(format!("/v1/users/{{user_id}}/{primitive}/{verb}"), item);
+        }
+    }
+    let variants: Vec<Value> = policy::args::DECLARATIONS
+        .iter()
+        .map(|d| {
+            let required =
+                if d.args.iter().any(|a| a.required) { vec!["action", "args"] } else { vec!["action"] };
+            json!({
+                "type": "object",
+                "properties": { "action": { "type": "string", "enum": [d.action] }, "args": d.json_schema() },
+                "required": required,
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    doc["paths"]["/v1/policy/explain"]["post"]["requestBody"] = json!({
+        "description": "A catalog action and its arguments, as the action would be called.",
+        "required": true,
+        "content": { "application/json": { "schema": { "oneOf": variants } } },
+    });
+    doc
+}
+
+/// The `Idempotency-Key` header every mutating route accepts, as `idempotency::idempotency_key`
+/// checks it.
+fn idempotency_key_parameter() -> utoipa::openapi::path::Parameter {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(utoipa::openapi::Required::False)
+        .description(Some(
+            "Makes a resend harmless: the first answer is replayed, and nothing happens twice.",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(crate::idempotency::KEY_PATTERN))
+                .min_length(Some(1))
+                .max_length(Some(crate::idempotency::MAX_KEY_LEN)),
+        ))
+        .build()
+}
+
 /// The OpenAPI 3.1 document of this API.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "meta",
     responses((status = 200, description = "this document", content_type = "application/json", body = Object)))]
 pub async fn openapi_json() -> impl IntoResponse {
-    Json(ApiDoc::openapi())
+    Json(document())
 }

@@ -189,8 +189,7 @@ fn router(state: AppState) -> Router {
         // Authentication wraps the Idempotency-Key claim: nothing is claimed or replayed for
         // a request whose credential did not resolve.
         .merge(
-            crate::routes::v1()
-                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
+            crate::routes::v1(&state)
                 .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authenticate)),
         )
         .leptos_routes_with_context(

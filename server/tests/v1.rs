@@ -850,6 +850,16 @@ async fn the_openapi_document_covers_every_route() {
         }
     }
     assert!(served.len() > 30, "{served:?}");
+    // The governed route is documented once per catalog action, with that action's body.
+    let governed = "/v1/users/{user_id}/{primitive}/{verb}".to_string();
+    assert!(served.iter().any(|(p, _)| p == &governed));
+    served.retain(|(p, _)| p != &governed);
+    for decl in policy::args::DECLARATIONS.iter().filter(|d| d.action.contains('.')) {
+        let path = format!("/v1/users/{{user_id}}/{}", decl.action.replace('.', "/"));
+        let body = &doc["paths"][&path]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body, &decl.json_schema(), "{path} documents what {} declares", decl.action);
+        served.push((path, "post".into()));
+    }
     for (path, method) in &served {
         let op = &doc["paths"][path][method];
         assert!(op.is_object(), "{method} {path} is served but not documented");

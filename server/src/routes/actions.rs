@@ -20,11 +20,12 @@ use crate::auth::Agent;
 use crate::problem::Problem;
 use crate::startup::AppState;
 
+/// The document writes this route out once per catalog action, with that action's arguments
+/// (`openapi::document`).
 #[utoipa::path(post, path = "/v1/users/{user_id}/{primitive}/{verb}", tag = "actions",
     params(("user_id" = String, Path, description = "The calling agent's profile id."),
         ("primitive" = String, Path, description = "cards, email, web, brain…"),
-        ("verb" = String, Path, description = "charge, send, read, query…"), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
-    request_body(content = Object, description = "The action's arguments, such as {\"amount\": \"48.00\", \"merchant\": \"acme\"}."),
+        ("verb" = String, Path, description = "charge, send, read, query…")),
     responses((status = 200, description = "The action ran.", body = gateway::reserve::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
@@ -47,7 +48,7 @@ pub async fn governed(
             Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not JSON: {e}"))
         })?
     };
-    let idem = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let idem = crate::idempotency::idempotency_key(&headers)?;
     let resp = state.gateway.perform_as(&subject, format!("{primitive}.{verb}"), args, idem).await?;
     Ok(respond(resp))
 }
@@ -77,8 +78,13 @@ pub fn respond(r: ActionResponse) -> Response {
 #[serde(deny_unknown_fields)]
 pub struct ExplainRequest {
     action: String,
-    #[serde(default)]
-    args: Option<Value>,
+    /// The action's arguments; none is `{}` (null is not an object, and is refused).
+    #[serde(default = "no_args")]
+    args: Value,
+}
+
+fn no_args() -> Value {
+    json!({})
 }
 
 #[utoipa::path(post, path = "/v1/policy/explain", tag = "actions",
@@ -97,7 +103,7 @@ pub async fn explain(
             format!("expected {{\"action\": \"cards.charge\", \"args\": {{…}}}}: {e}"),
         )
     })?;
-    let args = req.args.unwrap_or_else(|| json!({}));
+    let args = req.args;
     let e = state.gateway.explain_call(&subject, &req.action, &args).await?;
     let reasons = e
         .reasons

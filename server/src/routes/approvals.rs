@@ -44,8 +44,11 @@ pub async fn get(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    status: Option<String>,
+    status: Option<ApprovalStatus>,
+    /// Only this profile's approvals.
+    #[param(pattern = "^prf_[A-Za-z0-9]{1,64}$")]
     profile: Option<String>,
+    /// At most this many (clamped to 1 to 200).
     limit: Option<i64>,
 }
 
@@ -63,16 +66,7 @@ pub async fn list(
             "listing approvals needs the company key",
         ));
     };
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
-            Problem::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_status",
-                "status is one of pending, approved, denied, expired",
-            )
-        })?),
-    };
+    let status = q.status;
     let profile = match q.profile.as_deref() {
         None => None,
         Some(p) => Some(gateway::ProfileId::parse(p).ok_or_else(|| {
@@ -87,11 +81,13 @@ pub async fn list(
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
+    /// Why, for the trail: at most 2000 characters.
+    #[schema(schema_with = crate::openapi::decision_note)]
     note: Option<String>,
 }
 
 #[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
-    params(("id" = String, Path, description = "The approval id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "The approval id.")),
     request_body(content = ApproveBody, description = "An optional note."),
     responses((status = 200, description = "The bound call ran once; its result.", body = gateway::reserve::Executed),
         (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
@@ -114,11 +110,13 @@ pub async fn approve(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DenyBody {
+    /// Why, for the agent and the trail: required, at most 2000 characters.
+    #[schema(schema_with = crate::openapi::decision_text)]
     reason: String,
 }
 
 #[utoipa::path(post, path = "/v1/approvals/{id}/deny", tag = "approvals",
-    params(("id" = String, Path, description = "The approval id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "The approval id.")),
     request_body = DenyBody,
     responses((status = 200, description = "Denied; the hold is voided.", body = gateway::approvals::Approval)))]
 pub async fn deny(

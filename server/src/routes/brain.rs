@@ -33,9 +33,8 @@ async fn gated(state: &AppState, caller: &Caller, tool: &str) -> Result<Option<R
     Ok(None)
 }
 
-#[utoipa::path(post, path = "/v1/brain/writebacks", tag = "brain", params(("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
-    request_body = gateway::brain::WritebackInput,
-    responses((status = 200, description = "Recorded; each claim became a proposal.", body = gateway::brain::Writeback),
+#[utoipa::path(post, path = "/v1/brain/writebacks", tag = "brain", request_body = gateway::brain::WritebackInput,
+    responses((status = 201, description = "Recorded; each claim became a proposal.", body = gateway::brain::WritebackAccepted),
         (status = 403, description = "The kit does not enable brain, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn submit(
     State(state): State<AppState>,
@@ -85,7 +84,7 @@ pub async fn writeback(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ProposalParams {
-    status: Option<String>,
+    status: Option<ProposalStatus>,
     object_type: Option<String>,
     run_id: Option<String>,
     limit: Option<i64>,
@@ -101,17 +100,8 @@ pub async fn proposals(
     if let Some(refused) = gated(&state, &caller, "naive_brain_proposals").await? {
         return Ok(refused);
     }
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => Some(ProposalStatus::parse(s).ok_or_else(|| {
-            Problem::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_status",
-                "status is one of pending, parked, accepted, rejected",
-            )
-        })?),
-    };
-    let query = ProposalQuery { status, object_type: q.object_type, run_id: q.run_id, limit: q.limit };
+    let query =
+        ProposalQuery { status: q.status, object_type: q.object_type, run_id: q.run_id, limit: q.limit };
     let items = state.gateway.proposals(caller.tenant(), &query).await?;
     Ok(Json(crate::openapi::ProposalList { items }).into_response())
 }
@@ -134,6 +124,8 @@ pub async fn proposal(
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     decision: Decision,
+    /// Why, for the decision trail: required, at most 2000 characters.
+    #[schema(schema_with = crate::openapi::decision_text)]
     because: String,
 }
 
@@ -159,8 +151,7 @@ impl FromRequestParts<AppState> for DecidingCaller {
 }
 
 #[utoipa::path(post, path = "/v1/brain/proposals/{id}/decision", tag = "brain",
-    params(("id" = String, Path, description = "The proposal id."),
-("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "The proposal id.")),
     request_body = DecisionBody,
     responses((status = 200, description = "Decided.", body = gateway::brain::ProposalDecided),
         (status = 202, description = "An agent's accept parks for a human.", body = policy::Envelope, content_type = "application/json"),

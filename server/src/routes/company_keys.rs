@@ -29,7 +29,6 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 }
 
 #[utoipa::path(post, path = "/v1/company-keys", tag = "company",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
     responses((status = 201, description = "A new company key; its secret is shown here once.", body = IssuedCompanyKey)))]
 pub async fn create(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
@@ -42,11 +41,12 @@ pub async fn create(State(state): State<AppState>, caller: Caller) -> Result<Res
 #[serde(deny_unknown_fields)]
 pub struct RotateCompanyKey {
     /// How long the old key keeps working, 0 to 604800 seconds; 0 or none stops it at once.
+    #[schema(minimum = 0, maximum = 604800)]
     grace_secs: Option<i64>,
 }
 
 #[utoipa::path(post, path = "/v1/company-keys/{id}/rotate", tag = "company",
-    params(("id" = String, Path, description = "A company key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A company key id.")),
     request_body(content = RotateCompanyKey, description = "How long the old key keeps working."),
     responses((status = 200, description = "The replacement; its secret is shown here once.", body = IssuedCompanyKey)))]
 pub async fn rotate(
@@ -64,7 +64,7 @@ pub async fn rotate(
 }
 
 #[utoipa::path(delete, path = "/v1/company-keys/{id}", tag = "company",
-    params(("id" = String, Path, description = "A company key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A company key id.")),
     responses((status = 200, description = "Revoked; it stops at once, and its open streams close.", body = gateway::tenants::CompanyKeyInfo)))]
 pub async fn revoke(
     State(state): State<AppState>,

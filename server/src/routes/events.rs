@@ -178,8 +178,16 @@ pub async fn open(
         p.retry_after_secs = Some(60);
         p
     })?;
-    let last: Option<i64> =
-        headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+    let last: Option<i64> = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => Some(v.to_str().ok().and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
+            Problem::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_last_event_id",
+                "Last-Event-ID is the id of an event this stream sent (a whole number); leave it out to start from now",
+            )
+        })?),
+    };
     let (sub, last_sent) = match last {
         Some(after) => (None, after),
         // A fresh subscriber starts from now: nothing before the latest entry is replayed.

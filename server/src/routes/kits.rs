@@ -90,7 +90,7 @@ pub async fn version(
 
 #[utoipa::path(put, path = "/v1/kits/{name}", tag = "kits",
     params(("name" = String, Path, description = "The kit's name."),
-        ("If-Match" = Option<String>, Header, description = "The version edited, such as \"3\"; without it the kit is created."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+        ("If-Match" = Option<String>, Header, description = "The version edited, such as \"3\"; without it the kit is created.")),
     request_body = policy::Kit,
     responses((status = 200, description = "Saved as the next version.", body = gateway::KitRecord),
         (status = 201, description = "Created.", body = gateway::KitRecord)))]
@@ -99,8 +99,11 @@ pub async fn put(
     caller: Caller,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: String,
+    body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
+    let body = std::str::from_utf8(&body).map_err(|_| {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", "the kit must be JSON text (UTF-8)")
+    })?;
     let tenant = caller.company("managing kits")?;
     let expected = match headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
         None => None,
@@ -112,7 +115,7 @@ pub async fn put(
             )
         })?)),
     };
-    let kit = Kit::from_json(&body).map_err(|e| {
+    let kit = Kit::from_json(body).map_err(|e| {
         let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
         Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
     })?;

@@ -89,8 +89,10 @@ fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response 
 #[into_params(parameter_in = Query)]
 pub struct LedgerParams {
     /// Period start, RFC 3339, inclusive.
+    #[param(format = DateTime)]
     from: Option<String>,
     /// Period end, RFC 3339, exclusive.
+    #[param(format = DateTime)]
     to: Option<String>,
     after: Option<i64>,
     limit: Option<i64>,

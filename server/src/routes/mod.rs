@@ -13,44 +13,53 @@ pub mod ledger;
 pub mod profiles;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 
 use crate::startup::AppState;
 
+/// Wraps a route's methods in the `Idempotency-Key` layer. A method the route does not have
+/// never reaches it, so it answers 405 whatever the header says.
+fn idem(state: &AppState, m: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    m.route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
+}
+
 /// The `/v1` API.
-pub fn v1() -> Router<AppState> {
+pub fn v1(state: &AppState) -> Router<AppState> {
     Router::new()
-        .route("/v1/users/{user_id}/{primitive}/{verb}", post(actions::governed))
-        .route("/v1/policy/explain", post(actions::explain))
-        .route("/v1/users/{user_id}/budget", get(ledger::budget))
-        .route("/v1/users/{user_id}/logs", get(ledger::logs))
-        .route("/v1/users/{user_id}/ledger", get(ledger::ledger))
-        .route("/v1/logs", get(ledger::all_logs))
-        .route("/v1/logs/verify", get(ledger::verify))
-        .route("/v1/brain/writebacks", get(brain::writebacks).post(brain::submit))
-        .route("/v1/brain/writebacks/{id}", get(brain::writeback))
-        .route("/v1/brain/proposals", get(brain::proposals))
-        .route("/v1/brain/proposals/{id}", get(brain::proposal))
-        .route("/v1/brain/proposals/{id}/decision", post(brain::decide))
-        .route("/v1/events", get(events::stream))
-        .route("/v1/kits", get(kits::list))
-        .route("/v1/kits/{name}", get(kits::current).put(kits::put))
-        .route("/v1/kits/{name}/versions", get(kits::versions))
-        .route("/v1/kits/{name}/versions/{version}", get(kits::version))
-        .route("/v1/kits/{name}/diff", get(kits::diff))
-        .route("/v1/agent-profiles", get(profiles::list).post(profiles::create))
-        .route("/v1/agent-profiles/{id}", get(profiles::get))
-        .route("/v1/agent-profiles/{id}/revoke", post(profiles::revoke))
-        .route("/v1/agent-profiles/{id}/revoke-preview", get(profiles::revoke_preview))
-        .route("/v1/agent-profiles/{id}/keys", get(profiles::keys).post(profiles::create_key))
-        .route("/v1/agent-profiles/{id}/keys/{key_id}/rotate", post(profiles::rotate_key))
-        .route("/v1/agent-profiles/{id}/keys/{key_id}", axum::routing::delete(profiles::revoke_key))
-        .route("/v1/company-keys", get(company_keys::list).post(company_keys::create))
-        .route("/v1/company-keys/{id}/rotate", post(company_keys::rotate))
-        .route("/v1/company-keys/{id}", axum::routing::delete(company_keys::revoke))
-        .route("/v1/approvals", get(approvals::list))
-        .route("/v1/approvals/{id}", get(approvals::get))
-        .route("/v1/approvals/{id}/approve", post(approvals::approve))
-        .route("/v1/approvals/{id}/deny", post(approvals::deny))
+        .route("/v1/users/{user_id}/{primitive}/{verb}", idem(state, post(actions::governed)))
+        .route("/v1/policy/explain", idem(state, post(actions::explain)))
+        .route("/v1/users/{user_id}/budget", idem(state, get(ledger::budget)))
+        .route("/v1/users/{user_id}/logs", idem(state, get(ledger::logs)))
+        .route("/v1/users/{user_id}/ledger", idem(state, get(ledger::ledger)))
+        .route("/v1/logs", idem(state, get(ledger::all_logs)))
+        .route("/v1/logs/verify", idem(state, get(ledger::verify)))
+        .route("/v1/brain/writebacks", idem(state, get(brain::writebacks).post(brain::submit)))
+        .route("/v1/brain/writebacks/{id}", idem(state, get(brain::writeback)))
+        .route("/v1/brain/proposals", idem(state, get(brain::proposals)))
+        .route("/v1/brain/proposals/{id}", idem(state, get(brain::proposal)))
+        .route("/v1/brain/proposals/{id}/decision", idem(state, post(brain::decide)))
+        .route("/v1/events", idem(state, get(events::stream)))
+        .route("/v1/kits", idem(state, get(kits::list)))
+        .route("/v1/kits/{name}", idem(state, get(kits::current).put(kits::put)))
+        .route("/v1/kits/{name}/versions", idem(state, get(kits::versions)))
+        .route("/v1/kits/{name}/versions/{version}", idem(state, get(kits::version)))
+        .route("/v1/kits/{name}/diff", idem(state, get(kits::diff)))
+        .route("/v1/agent-profiles", idem(state, get(profiles::list).post(profiles::create)))
+        .route("/v1/agent-profiles/{id}", idem(state, get(profiles::get)))
+        .route("/v1/agent-profiles/{id}/revoke", idem(state, post(profiles::revoke)))
+        .route("/v1/agent-profiles/{id}/revoke-preview", idem(state, get(profiles::revoke_preview)))
+        .route("/v1/agent-profiles/{id}/keys", idem(state, get(profiles::keys).post(profiles::create_key)))
+        .route("/v1/agent-profiles/{id}/keys/{key_id}/rotate", idem(state, post(profiles::rotate_key)))
+        .route(
+            "/v1/agent-profiles/{id}/keys/{key_id}",
+            idem(state, axum::routing::delete(profiles::revoke_key)),
+        )
+        .route("/v1/company-keys", idem(state, get(company_keys::list).post(company_keys::create)))
+        .route("/v1/company-keys/{id}/rotate", idem(state, post(company_keys::rotate)))
+        .route("/v1/company-keys/{id}", idem(state, axum::routing::delete(company_keys::revoke)))
+        .route("/v1/approvals", idem(state, get(approvals::list)))
+        .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
+        .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))
+        .route("/v1/approvals/{id}/deny", idem(state, post(approvals::deny)))
         .route("/v1/openapi.json", get(crate::openapi::openapi_json))
 }

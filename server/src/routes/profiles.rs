@@ -46,15 +46,20 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProfile {
+    #[schema(schema_with = crate::openapi::profile_name)]
     name: String,
+    /// The kit the profile acts under (by name).
+    #[schema(schema_with = crate::openapi::kit_name)]
     kit: String,
+    /// Its parent's id, for a sub-agent.
+    #[schema(pattern = "^prf_[A-Za-z0-9]{1,64}$")]
     parent: Option<String>,
     /// The console user (username) who owns the profile.
+    #[schema(pattern = "^[a-z0-9._@-]{1,64}$")]
     owner: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/agent-profiles", tag = "profiles", params(("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
-    request_body = CreateProfile,
+#[utoipa::path(post, path = "/v1/agent-profiles", tag = "profiles", request_body = CreateProfile,
     responses((status = 201, description = "Created.", body = gateway::Profile)))]
 pub async fn create(
     State(state): State<AppState>,
@@ -105,7 +110,7 @@ pub async fn revoke_preview(
 }
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/revoke", tag = "profiles",
-    params(("id" = String, Path, description = "A profile id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A profile id.")),
     responses((status = 200, description = "Revoked, with the cascade.", body = gateway::revoke::RevokeReport)))]
 pub async fn revoke(
     State(state): State<AppState>,
@@ -140,7 +145,7 @@ pub(crate) fn secret_bearing(mut res: Response) -> Response {
 }
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
-    params(("id" = String, Path, description = "A profile id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A profile id.")),
     responses((status = 201, description = "A new key; the secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -155,11 +160,13 @@ pub async fn create_key(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rotate {
+    /// How long the old key keeps working; none or 0 stops it at once.
+    #[schema(minimum = 0, maximum = 604800)]
     grace_secs: Option<i64>,
 }
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys/{key_id}/rotate", tag = "profiles",
-    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id.")),
     request_body(content = Rotate, description = "How long the old key keeps working."),
     responses((status = 200, description = "The replacement; its secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
 pub async fn rotate_key(
@@ -176,7 +183,7 @@ pub async fn rotate_key(
 }
 
 #[utoipa::path(delete, path = "/v1/agent-profiles/{id}/keys/{key_id}", tag = "profiles",
-    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id."), ("Idempotency-Key" = Option<String>, Header, description = "Makes a resend harmless: the first answer is replayed.")),
+    params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id.")),
     responses((status = 200, description = "Revoked.", body = gateway::keys::KeyInfo)))]
 pub async fn revoke_key(
     State(state): State<AppState>,
