@@ -104,6 +104,8 @@ pub struct Gateway {
     chain_marks: Arc<std::sync::Mutex<std::collections::HashMap<TenantId, activity::ChainMark>>>,
     /// Bounds concurrent argon2 verifications ([`users::MAX_PASSWORD_CHECKS`]).
     password_checks: Arc<tokio::sync::Semaphore>,
+    /// Verifications running now, and the most that ever ran at once.
+    password_checks_running: Arc<std::sync::atomic::AtomicUsize>,
     password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -143,6 +145,7 @@ impl Gateway {
             cache_fill_pause_ms: Arc::default(),
             chain_marks: Arc::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
+            password_checks_running: Arc::default(),
             password_check_peak: Arc::default(),
         })
     }

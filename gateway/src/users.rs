@@ -283,12 +283,17 @@ impl Gateway {
                 Error::unavailable("sign_in_busy", "too many sign-ins at once; try again in a moment", 2)
             })?
             .expect("the semaphore is never closed");
-        let in_flight = MAX_PASSWORD_CHECKS - self.password_checks.available_permits();
-        self.password_check_peak.fetch_max(in_flight, std::sync::atomic::Ordering::Relaxed);
         let pw = password.to_string();
-        let ok = tokio::task::spawn_blocking(move || secrets::verify_password(&pw, &stored))
-            .await
-            .map_err(|_| Error::internal("verify_failed", "the password check stopped; try again"))?;
+        let (running, peak) = (self.password_checks_running.clone(), self.password_check_peak.clone());
+        let ok = tokio::task::spawn_blocking(move || {
+            use std::sync::atomic::Ordering::SeqCst;
+            peak.fetch_max(running.fetch_add(1, SeqCst) + 1, SeqCst);
+            let ok = secrets::verify_password(&pw, &stored);
+            running.fetch_sub(1, SeqCst);
+            ok
+        })
+        .await
+        .map_err(|_| Error::internal("verify_failed", "the password check stopped; try again"))?;
         drop(permit);
         Ok(ok)
     }

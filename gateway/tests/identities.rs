@@ -114,3 +114,23 @@ async fn profile_tree_orders_parents_before_children() {
     );
     assert_eq!(gw.create_profile(&t.id, "z", None, None, "Nope").await.unwrap_err().code(), "not_found");
 }
+
+/// Parallel sign-ins never run more argon2 checks at once than the bound (each takes 19 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn password_checks_are_bounded_however_many_sign_ins_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
+    let (t, _) = gw.create_tenant("Acme", policy::Money::ZERO, None).await.unwrap();
+    gw.create_user(&t.id, "ann", "ann-password", &[gateway::Role::Approver]).await.unwrap();
+    let tries = (0..24).map(|i| {
+        let gw = gw.clone();
+        tokio::spawn(async move {
+            gw.verify_login("ann", if i == 0 { "ann-password" } else { "wrong-password" }).await
+        })
+    });
+    let results: Vec<_> =
+        futures_util::future::join_all(tries).await.into_iter().map(|r| r.unwrap().unwrap()).collect();
+    assert_eq!(results.iter().filter(|r| r.is_some()).count(), 1, "only the right password signs in");
+    let peak = gw.password_check_peak();
+    assert!((1..=gateway::users::MAX_PASSWORD_CHECKS).contains(&peak), "{peak} checks ran at once");
+}
