@@ -94,6 +94,8 @@ impl KeyTable {
 pub(crate) struct CachedKey {
     credential: Credential,
     table: KeyTable,
+    /// The key's id, for its `last_used_at`.
+    id: String,
     expires_at: Option<DateTime<Utc>>,
     last_used_at: Option<DateTime<Utc>>,
 }
@@ -127,12 +129,7 @@ impl Gateway {
         }
         if entry.last_used_at.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
             self.auth_cache.update(&hash, |e| e.last_used_at = Some(now));
-            let id = match &entry.credential {
-                Credential::Agent(s) => s.key.to_string(),
-                Credential::Company { key, .. } => key.to_string(),
-                Credential::Person(_) => unreachable!("personal tokens are not cached"),
-            };
-            self.touch(entry.table.name(), id, now);
+            self.touch(entry.table.name(), entry.id.clone(), now);
         }
         Ok(Some(entry.credential))
     }
@@ -169,12 +166,12 @@ impl Gateway {
             if !secrets::digest_eq(hash, &stored) {
                 return Ok(None);
             }
-            let (tenant, key) = (TenantId::from_db(tenant), KeyId::from_db(id));
+            let (tenant, key) = (TenantId::from_db(tenant), KeyId::from_db(id.clone()));
             let credential = match profile {
                 Some(p) => Credential::Agent(Subject { tenant, profile: crate::ProfileId::from_db(p), key }),
                 None => Credential::Company { tenant, key },
             };
-            return Ok(Some(CachedKey { credential, table, expires_at, last_used_at }));
+            return Ok(Some(CachedKey { credential, table, id, expires_at, last_used_at }));
         }
         Ok(None)
     }

@@ -196,29 +196,38 @@ fn status_of(s: &str) -> SubjectStatus {
     SubjectStatus::parse(s).unwrap_or(SubjectStatus::Suspended)
 }
 
+/// One row of [`CHAIN_SQL`]: the profile's id, its kit's name, its status.
+type ChainRow = (String, String, String);
+
+/// The chain from its rows (nearest first) and each row's own kit, each level's kit narrowed
+/// by its parent's.
+fn chain(tenant: &TenantId, rows: Vec<ChainRow>, kits: Vec<Kit>) -> Result<Vec<Link>> {
+    if rows.is_empty() {
+        return Err(Error::NotFound { what: "agent profile" });
+    }
+    let mut links: Vec<Link> = rows
+        .into_iter()
+        .zip(kits)
+        .map(|((id, _, status), kit)| Link {
+            tenant: tenant.clone(),
+            profile: ProfileId::from_db(id),
+            status: status_of(&status),
+            kit,
+        })
+        .collect();
+    narrow(&mut links);
+    Ok(links)
+}
+
 /// The chain with current kits, read on the writer's connection (for a decision made inside
 /// a job, such as an approval).
 pub(crate) fn load_links(c: &Connection, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
     let rows = c
         .prepare_cached(CHAIN_SQL)?
-        .query_map([profile.as_str(), tenant.as_str()], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    if rows.is_empty() {
-        return Err(Error::NotFound { what: "agent profile" });
-    }
-    let mut links = Vec::with_capacity(rows.len());
-    for (id, kit_name, status) in rows {
-        links.push(Link {
-            tenant: tenant.clone(),
-            profile: ProfileId::from_db(id),
-            status: status_of(&status),
-            kit: crate::kits::current_kit_in(c, tenant, &kit_name)?,
-        });
-    }
-    narrow(&mut links);
-    Ok(links)
+        .query_map([profile.as_str(), tenant.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<Vec<ChainRow>>>()?;
+    let kits = rows.iter().map(|r| crate::kits::current_kit_in(c, tenant, &r.1)).collect::<Result<_>>()?;
+    chain(tenant, rows, kits)
 }
 
 impl Gateway {
@@ -241,25 +250,16 @@ impl Gateway {
 
     /// The profile and its ancestors with their statuses and effective (narrowed) kits.
     pub(crate) async fn links(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(CHAIN_SQL)
+        let rows: Vec<ChainRow> = sqlx::query_as(CHAIN_SQL)
             .bind(profile.as_str())
             .bind(tenant.as_str())
             .fetch_all(self.store.pool())
             .await?;
-        if rows.is_empty() {
-            return Err(Error::NotFound { what: "agent profile" });
+        let mut kits = Vec::with_capacity(rows.len());
+        for (_, kit_name, _) in &rows {
+            kits.push(self.cached_kit(tenant, kit_name).await?);
         }
-        let mut links = Vec::with_capacity(rows.len());
-        for (id, kit_name, status) in rows {
-            links.push(Link {
-                tenant: tenant.clone(),
-                profile: ProfileId::from_db(id),
-                status: status_of(&status),
-                kit: self.cached_kit(tenant, &kit_name).await?,
-            });
-        }
-        narrow(&mut links);
-        Ok(links)
+        chain(tenant, rows, kits)
     }
 
     /// Each profile in `chain`'s effective kit, nearest first.

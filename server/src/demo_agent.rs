@@ -31,11 +31,13 @@ struct Step {
     body: Value,
 }
 
-/// A small xorshift, so the script varies without a dependency.
-struct Dice(u64);
+/// A small xorshift, so the script varies without a dependency; the race test replays its
+/// runs with it too. Seed it with anything but 0.
+pub struct Dice(pub u64);
 
 impl Dice {
-    fn next(&mut self, n: u64) -> u64 {
+    /// The next number below `n`.
+    pub fn next(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

@@ -422,26 +422,6 @@ async fn finance_sees_spend_move_and_exports_exactly_the_filtered_ledger() {
     app.stop().await;
 }
 
-/// A plain form post that fails comes back to its page with the reason shown.
-async fn post_form(
-    app: &common::TestApp,
-    cookie: &str,
-    endpoint: &str,
-    referer: &str,
-    fields: &[(&str, &str)],
-) -> reqwest::Response {
-    app.raw_client()
-        .post(format!("{}/api/{endpoint}", app.base))
-        .header("cookie", cookie)
-        .header("sec-fetch-site", "same-origin")
-        .header("accept", "text/html")
-        .header("referer", format!("{}{referer}", app.base))
-        .form(fields)
-        .send()
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
     let app = spawn_app().await;
@@ -450,14 +430,14 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
     assert_eq!(status, 200);
     assert!(html.contains("data-user=\"approver\""));
 
-    let res = post_form(
-        &app,
-        &admin,
-        "add_user",
-        "/users",
-        &[("username", "dana"), ("password", "dana-password-1"), ("approver", "on"), ("finance", "on")],
-    )
-    .await;
+    let res = app
+        .post_form(
+            &admin,
+            "add_user",
+            "/users",
+            &[("username", "dana"), ("password", "dana-password-1"), ("approver", "on"), ("finance", "on")],
+        )
+        .await;
     let loc = res.headers()["location"].to_str().unwrap().to_string();
     assert!(
         !loc.contains("error="),
@@ -469,14 +449,14 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
     assert_eq!(app.get_signed_in("/users", &dana).await.0, 403, "only admins manage users");
 
     // A weak password comes back with the reason in the page.
-    let res = post_form(
-        &app,
-        &admin,
-        "add_user",
-        "/users",
-        &[("username", "eve"), ("password", "short"), ("approver", "on")],
-    )
-    .await;
+    let res = app
+        .post_form(
+            &admin,
+            "add_user",
+            "/users",
+            &[("username", "eve"), ("password", "short"), ("approver", "on")],
+        )
+        .await;
     let back = res.headers()["location"].to_str().unwrap().to_string();
     assert!(back.starts_with("/users?error=weak_password"), "{back}");
     let (_, html) = app.get_signed_in(&back, &admin).await;
@@ -486,12 +466,12 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
     let users = app.gateway.users(&tenant).await.unwrap();
     let dana_id = users.iter().find(|u| u.username == "dana").unwrap().id.to_string();
-    post_form(&app, &admin, "set_roles", "/users", &[("user_id", &dana_id), ("reviewer", "on")]).await;
+    app.post_form(&admin, "set_roles", "/users", &[("user_id", &dana_id), ("reviewer", "on")]).await;
     assert_eq!(app.get_signed_in("/spend", &dana).await.0, 403, "finance was taken away");
     assert_eq!(app.get_signed_in("/proposals", &dana).await.0, 200, "reviewer was given");
     let admin_id = users.iter().find(|u| u.username == "admin").unwrap().id.to_string();
     let res =
-        post_form(&app, &admin, "set_roles", "/users", &[("user_id", &admin_id), ("finance", "on")]).await;
+        app.post_form(&admin, "set_roles", "/users", &[("user_id", &admin_id), ("finance", "on")]).await;
     assert!(res.headers()["location"].to_str().unwrap().contains("error=last_admin"));
     assert!(
         app.gateway
@@ -517,7 +497,7 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
         .await
         .unwrap()
         .remove(0);
-    let res = post_form(&app, &admin, "approve", "/", &[("id", &parked.id)]).await;
+    let res = app.post_form(&admin, "approve", "/", &[("id", &parked.id)]).await;
     let back = res.headers()["location"].to_str().unwrap().to_string();
     assert!(back.starts_with("/?error="), "{back}");
     let (_, html) = app.get_signed_in(&back, &admin).await;

@@ -125,15 +125,8 @@ async fn a_company_key_cannot_decide_in_a_humans_name() {
     // A token cannot claim a role its user does not have.
     let cookie = app.sign_in("finance", common::ADMIN_PASSWORD).await;
     let res = app
-        .raw_client()
-        .post(format!("{}/api/create_token", app.base))
-        .header("cookie", &cookie)
-        .header("referer", format!("{}/account", app.base))
-        .header("accept", "text/html")
-        .form(&[("label", "too much"), ("approver", "on")])
-        .send()
-        .await
-        .unwrap();
+        .post_form(&cookie, "create_token", "/account", &[("label", "too much"), ("approver", "on")])
+        .await;
     let to = res.headers().get("location").unwrap().to_str().unwrap().to_string();
     assert!(to.contains("error=role_not_held"), "{to}");
 
@@ -150,16 +143,7 @@ async fn a_company_key_cannot_decide_in_a_humans_name() {
 
     // A revoked token decides nothing.
     let cookie = app.sign_in("approver", common::ADMIN_PASSWORD).await;
-    let res = app
-        .raw_client()
-        .post(format!("{}/api/revoke_token", app.base))
-        .header("cookie", &cookie)
-        .header("accept", "text/html")
-        .header("referer", format!("{}/account", app.base))
-        .form(&[("token_id", token_id.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let res = app.post_form(&cookie, "revoke_token", "/account", &[("token_id", token_id.as_str())]).await;
     assert!(res.status().is_redirection(), "{}", res.status());
     let second = park(&app, &p, &key, "8").await;
     let (s, b) = approve(&app, &second, &approver, json!({})).await;

@@ -12,21 +12,10 @@ use std::time::Duration;
 use common::COMPANY_KEY;
 use policy::Money;
 use serde_json::{Value, json};
+use server::demo_agent::Dice;
 use tokio::sync::Mutex;
 
 const CALLS: u64 = 256;
-
-/// xorshift: enough randomness to vary a run, and replayable from its seed.
-struct Dice(u64);
-
-impl Dice {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 fn kit(cap: &str) -> Value {
     json!({"name": "Race", "primitives": ["cards"], "limits": {"budget": {"hard_cap": cap}, "approve": {"above": "10"}}})

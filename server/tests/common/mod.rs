@@ -192,18 +192,10 @@ impl TestApp {
     /// in, on their account page, where the secret is shown once. Returns (token id, token).
     pub async fn personal_token(&self, username: &str, roles: &[&str]) -> (String, String) {
         let cookie = self.sign_in(username, ADMIN_PASSWORD).await;
-        let mut form = vec![("label", format!("{username} tests"))];
-        form.extend(roles.iter().map(|r| (*r, "on".to_string())));
-        let res = self
-            .raw_client()
-            .post(format!("{}/api/create_token", self.base))
-            .header("cookie", &cookie)
-            .header("accept", "text/html")
-            .header("referer", format!("{}/account", self.base))
-            .form(&form)
-            .send()
-            .await
-            .unwrap();
+        let label = format!("{username} tests");
+        let mut form = vec![("label", label.as_str())];
+        form.extend(roles.iter().map(|r| (*r, "on")));
+        let res = self.post_form(&cookie, "create_token", "/account", &form).await;
         let location = res.headers().get("location").map(|l| l.to_str().unwrap().to_string());
         let location =
             location.unwrap_or_else(|| panic!("creating a token for {username}: {}", res.status()));
@@ -211,6 +203,27 @@ impl TestApp {
         let (status, page) = self.get_signed_in(&location, &cookie).await;
         assert_eq!(status, 200, "{page}");
         (id, shown_secret(&page).expect("the new token is shown once"))
+    }
+
+    /// A console form posted as the browser posts it: signed in, from `referer` on this site,
+    /// wanting the page back (so an error returns to that page with `?error=…`).
+    pub async fn post_form(
+        &self,
+        cookie: &str,
+        endpoint: &str,
+        referer: &str,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
+        self.raw_client()
+            .post(format!("{}/api/{endpoint}", self.base))
+            .header("cookie", cookie)
+            .header("sec-fetch-site", "same-origin")
+            .header("accept", "text/html")
+            .header("referer", format!("{}{referer}", self.base))
+            .form(fields)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// A direct connection to the server's database.
