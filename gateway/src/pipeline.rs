@@ -307,7 +307,7 @@ impl Gateway {
                 format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"),
             ));
         }
-        let mut job = reserve::ReserveJob {
+        let mut job = Arc::new(reserve::ReserveJob {
             subject: subject.clone(),
             request_digest: digest(&json!([action, args])),
             args_digest: digest(&args),
@@ -319,7 +319,7 @@ impl Gateway {
             ttl: Duration::seconds(self.config.approval_ttl_secs),
             answer: Arc::default(),
             links: self.cached_links(&subject.tenant, &subject.profile).await?,
-        };
+        });
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             match self.writer.run(move |c| j.run(c)).await? {
@@ -329,16 +329,17 @@ impl Gateway {
                 }
                 Reserved::Hold { hold, cost, kit_version, entries } => {
                     self.bus.publish(entries);
-                    let actor = subject.profile.as_str();
+                    let (tool, args, actor) = (&job.tool, job.args.clone(), subject.profile.as_str());
                     return self
-                        .execute_and_settle(subject, &job.tool, job.args, hold, cost, kit_version, actor)
+                        .execute_and_settle(subject, tool, args, hold, cost, kit_version, actor)
                         .await;
                 }
                 // Another process saved a kit this call used: decide again on current kits.
                 Reserved::Stale => {
                     self.kit_cache.invalidate();
                     self.links_cache.remove(&subject.profile);
-                    job.links = self.cached_links(&subject.tenant, &subject.profile).await?;
+                    let links = self.cached_links(&subject.tenant, &subject.profile).await?;
+                    job = Arc::new(reserve::ReserveJob { links, ..(*job).clone() });
                 }
             }
         }

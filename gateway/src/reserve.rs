@@ -99,41 +99,36 @@ pub(crate) fn budget_views(
     Ok((ledger::views(&totals, &kits), credit))
 }
 
-/// The standing of the chain as the database has it now: the first status that is not
-/// active, the profile's own or an ancestor's.
-pub(crate) fn current_status(c: &Connection, links: &[Link]) -> Result<SubjectStatus> {
-    let mut stmt = c.prepare_cached("SELECT status FROM agent_profiles WHERE id = ?")?;
+/// The standing of the chain as the database has it now (the first status that is not
+/// active, the profile's own or an ancestor's), and whether any kit in it has a version newer
+/// than the one `links` were built from. One statement per level, on the writer's connection.
+pub(crate) fn current_standing(c: &Connection, links: &[Link]) -> Result<(SubjectStatus, bool)> {
+    let mut stmt = c.prepare_cached(
+        "SELECT p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name) \
+         FROM agent_profiles p WHERE p.id = ?",
+    )?;
+    let (mut status, mut stale) = (SubjectStatus::Active, false);
     for l in links {
-        let s: String = stmt.query_row([l.profile.as_str()], |r| r.get(0))?;
+        let (s, v): (String, Option<i64>) =
+            stmt.query_row([l.profile.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let s = SubjectStatus::parse(&s).unwrap_or(SubjectStatus::Suspended);
-        if s != SubjectStatus::Active {
-            return Ok(s);
+        if status == SubjectStatus::Active {
+            status = s;
         }
+        stale |= v != Some(i64::from(l.kit.version.0));
     }
-    Ok(SubjectStatus::Active)
-}
-
-/// Whether any kit in the chain has a newer version than the one the links were built from.
-fn kits_changed(c: &Connection, links: &[Link]) -> Result<bool> {
-    let mut stmt = c.prepare_cached("SELECT MAX(version) FROM kits WHERE tenant_id = ? AND name = ?")?;
-    for l in links {
-        let v: Option<i64> = stmt.query_row(params![l.tenant.as_str(), l.kit.name], |r| r.get(0))?;
-        if v != Some(i64::from(l.kit.version.0)) {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    Ok((status, stale))
 }
 
 impl ReserveJob {
     pub(crate) fn run(&self, c: &Connection) -> Result<Reserved> {
-        let status = current_status(c, &self.links)?;
+        let (status, stale) = current_standing(c, &self.links)?;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
         {
             return Ok(replay);
         }
-        if kits_changed(c, &self.links)? {
+        if stale {
             return Ok(Reserved::Stale);
         }
         let (budgets, credit) = budget_views(c, &self.subject.tenant, &self.links, None)?;
