@@ -20,16 +20,19 @@ pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 base="http://127.0.0.1:$port"
 # HTTP through Python's standard library, so nothing beyond Python is needed.
-http() { # METHOD URL [KEY] -> body on stdout
+http() { # METHOD URL [KEY [JSON]] -> body on stdout
   python3 - "$@" <<'PY'
 import sys, urllib.request
 method, url = sys.argv[1], sys.argv[2]
-req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+body = sys.argv[4].encode() if len(sys.argv) > 4 else (b"" if method == "POST" else None)
+req = urllib.request.Request(url, method=method, data=body)
 if len(sys.argv) > 3:
     req.add_header("Authorization", "Bearer " + sys.argv[3])
+req.add_header("Content-Type", "application/json")
 print(urllib.request.urlopen(req, timeout=10).read().decode())
 PY
 }
+secret() { python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])'; }
 # A personal API token of the demo admin, made the way the admin makes one: signed in, on the
 # account page, where the secret is shown once.
 personal_token() { # BASE USER PASSWORD -> token on stdout
@@ -54,22 +57,25 @@ print(re.search(r'data-testid="new-secret"[^>]*>([^<]+)</code>', page).group(1))
 PY
 }
 for _ in $(seq 100); do http GET "$base/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-# An agent of the demo tenant, with a key of its own.
-profile=$(http GET "$base/v1/agent-profiles" "$company" \
-  | python3 -c 'import json,sys; print(next(i["profile"]["id"] for i in json.load(sys.stdin)["items"] if i["profile"]["name"] == "research-crawler"))')
-agent=$(http POST "$base/v1/agent-profiles/$profile/keys" "$company" \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])')
+# A company key of its own for the company-keys run, which may rotate or revoke the key it
+# holds; the other runs keep theirs.
+keys_key=$(http POST "$base/v1/company-keys" "$company" | secret)
 run() {
   "$ST" --config-file "${config:-scripts/schemathesis.toml}" run "$base/v1/openapi.json" \
-    --max-examples "${SCHEMATHESIS_EXAMPLES:-8}" --seed 20261130 --request-timeout 10 --workers 1 \
+    --max-examples "${SCHEMATHESIS_EXAMPLES:-8}" --seed "${SCHEMATHESIS_SEED:-20261130}" --request-timeout 10 --workers 1 \
     --no-color "$@"
 }
 echo "== schemathesis as the company"
 run -H "Authorization: Bearer $company" \
-  --exclude-path-regex '^/v1/(users/\{user_id\}/(?!budget$|logs$|ledger$)|events)'
+  --exclude-path-regex '^/v1/(users/\{user_id\}/(?!budget$|logs$|ledger$)|events|company-keys/\{id\})'
 echo "== schemathesis as a human deciding with a personal API token"
 human=$(personal_token "$base" admin schemathesis-admin)
 run -H "Authorization: Bearer $human" --include-path-regex '^/v1/(approvals/\{id\}/(approve|deny)|brain/proposals/\{id\}/decision)$'
+# A fresh agent on the demo's Research kit (every primitive), created after the company's run
+# (which may revoke profiles), with a key of its own.
+profile=$(http POST "$base/v1/agent-profiles" "$company" '{"name": "schemathesis-agent", "kit": "Research"}' \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+agent=$(http POST "$base/v1/agent-profiles/$profile/keys" "$company" | secret)
 echo "== schemathesis as an agent ($profile)"
 # The agent's own profile, so generated calls reach the pipeline rather than stopping at a 404.
 cp scripts/schemathesis.toml "$dir/agent.toml"
@@ -81,6 +87,8 @@ config="$dir/agent.toml" run -H "Authorization: Bearer $agent" --include-path-re
 # An event stream never ends by itself: each request reads what arrives in two seconds.
 echo "== schemathesis on the event stream"
 run -H "Authorization: Bearer $company" --include-path-regex '^/v1/events$' --request-timeout 2 --max-examples 3
+echo "== schemathesis on company keys, with a key that may rotate or revoke itself"
+run -H "Authorization: Bearer $keys_key" --include-path-regex '^/v1/company-keys'
 if grep -q "panicked" "$dir/server.log"; then
   echo "the server panicked during the run:"; grep -B2 -A10 panicked "$dir/server.log"; exit 1
 fi

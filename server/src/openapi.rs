@@ -218,6 +218,8 @@ impl Modify for Common {
         );
         let problem =
             ContentBuilder::new().schema(Some(RefOr::Ref(Ref::from_schema_name("Problem")))).build();
+        let envelope =
+            ContentBuilder::new().schema(Some(RefOr::Ref(Ref::from_schema_name("Envelope")))).build();
         for item in api.paths.paths.values_mut() {
             for op in [&mut item.post, &mut item.put, &mut item.delete].into_iter().flatten() {
                 if op.operation_id.as_deref() != Some("explain") {
@@ -242,6 +244,12 @@ impl Modify for Common {
                         });
                     if let RefOr::T(r) = entry {
                         r.content.insert("application/problem+json".into(), problem.clone().into());
+                        // Any route refuses a revoked agent with the verdict envelope.
+                        if status == "403" {
+                            r.content
+                                .entry("application/json".into())
+                                .or_insert_with(|| envelope.clone().into());
+                        }
                     }
                 }
             }

@@ -176,6 +176,23 @@ async fn start_demo_agent(
     })))
 }
 
+/// A body refused for its size, by the limit layer or an extractor, answers with the one
+/// problem body like every other refusal (they answer plain text).
+async fn too_large_as_problem(res: axum::response::Response) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let problem =
+        res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().ends_with(b"json"));
+    if res.status() != axum::http::StatusCode::PAYLOAD_TOO_LARGE || problem {
+        return res;
+    }
+    crate::problem::Problem::new(
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        format!("request bodies are at most {MAX_BODY_BYTES} bytes"),
+    )
+    .into_response()
+}
+
 fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();
@@ -218,6 +235,7 @@ fn router(state: AppState) -> Router {
         // anything bigger is refused before it is read.
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(axum::middleware::map_response(too_large_as_problem))
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::console_auth::require_sign_in))
         .layer(axum::middleware::from_fn(crate::console_auth::same_origin_writes))
         .layer(TraceLayer::new_for_http())

@@ -130,6 +130,8 @@ async fn bad_keys_bad_bodies_and_other_profiles_get_clear_errors() {
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 413, "bodies over the limit are refused");
+    let problem: serde_json::Value = res.json().await.expect("a problem body, not plain text");
+    assert_eq!(problem["code"], "body_too_large", "{problem}");
     app.stop().await;
 }
 
@@ -398,13 +400,11 @@ async fn profiles_and_keys_are_managed_with_the_company_key() {
         app.client.get(format!("{}/v1/agent-profiles", app.base)).bearer_auth(&secret).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 403, "agents cannot administer");
 
-    let (s, rotated) = company(
-        &app,
-        Method::POST,
-        &format!("/v1/agent-profiles/{cid}/keys/{key_id}/rotate"),
-        Some(json!({"grace_secs": 600})),
-    )
-    .await;
+    let rotate = format!("/v1/agent-profiles/{cid}/keys/{key_id}/rotate");
+    let (s, b) = company(&app, Method::POST, &rotate, Some(json!({"grace_secs": 0.5}))).await;
+    assert_eq!((s, b["code"].clone()), (400, json!("invalid_json")), "a grace is whole seconds");
+    // JSON Schema's integer includes 600.0, so the schema-true spelling is accepted too.
+    let (s, rotated) = company(&app, Method::POST, &rotate, Some(json!({"grace_secs": 600.0}))).await;
     assert_eq!(s, 200, "{rotated}");
     let new_secret = rotated["secret"].as_str().unwrap().to_string();
     let new_id = rotated["key"]["id"].as_str().unwrap().to_string();

@@ -42,6 +42,7 @@ pub async fn create(State(state): State<AppState>, caller: Caller) -> Result<Res
 pub struct RotateCompanyKey {
     /// How long the old key keeps working, 0 to 604800 seconds; 0 or none stops it at once.
     #[schema(minimum = 0, maximum = 604800)]
+    #[serde(default, deserialize_with = "crate::routes::profiles::whole_seconds")]
     grace_secs: Option<i64>,
 }
 

@@ -162,7 +162,16 @@ pub async fn create_key(
 pub struct Rotate {
     /// How long the old key keeps working; none or 0 stops it at once.
     #[schema(minimum = 0, maximum = 604800)]
+    #[serde(default, deserialize_with = "whole_seconds")]
     grace_secs: Option<i64>,
+}
+
+/// A number of seconds as JSON Schema's `integer` allows it: `5` or `5.0`, not `5.5`.
+pub(crate) fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else { return Ok(None) };
+    let whole =
+        n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64));
+    whole.map(Some).ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number of seconds")))
 }
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys/{key_id}/rotate", tag = "profiles",
