@@ -227,28 +227,36 @@ impl Gateway {
         self.credential_epoch.send_modify(|n| *n += 1);
     }
 
+    /// Whether the credential row `id` in `table` is unrevoked and unexpired, read from the
+    /// database.
+    async fn live(&self, table: &'static str, id: String) -> Result<bool> {
+        let row: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(&format!(
+            "SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL"
+        ))
+        .bind(id)
+        .fetch_optional(self.store.pool())
+        .await?;
+        Ok(row.is_some_and(|e| e.is_none_or(|e| e > Utc::now())))
+    }
+
+    /// Whether the agent's key itself still authenticates, whatever its profile's status.
+    pub async fn key_is_live(&self, s: &Subject) -> Result<bool> {
+        self.live("agent_keys", s.key.to_string()).await
+    }
+
     /// Whether `c` still authenticates and, for an agent, its profile and every ancestor are
     /// active. Reads the database, never a cache.
     pub async fn still_valid(&self, c: &Credential) -> Result<bool> {
-        let live = |table: &'static str, id: String| async move {
-            let row: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(&format!(
-                "SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL"
-            ))
-            .bind(id)
-            .fetch_optional(self.store.pool())
-            .await?;
-            Ok::<_, crate::Error>(row.is_some_and(|e| e.is_none_or(|e| e > Utc::now())))
-        };
         match c {
             Credential::Agent(s) => {
-                if !live("agent_keys", s.key.to_string()).await? {
+                if !self.key_is_live(s).await? {
                     return Ok(false);
                 }
                 let links = self.links(&s.tenant, &s.profile).await?;
                 Ok(crate::pipeline::chain_status(&links) == policy::SubjectStatus::Active)
             }
-            Credential::Company { key, .. } => live("company_keys", key.to_string()).await,
-            Credential::Person(p) => live("user_tokens", p.token.to_string()).await,
+            Credential::Company { key, .. } => self.live("company_keys", key.to_string()).await,
+            Credential::Person(p) => self.live("user_tokens", p.token.to_string()).await,
         }
     }
 }

@@ -410,6 +410,18 @@ impl Gateway {
         }))
     }
 
+    /// The catalog tools `subject` may see now, for a tool list: none when its profile (or an
+    /// ancestor) is not active, otherwise each tool whose primitive its effective kit enables.
+    /// A listed tool may still refuse a call; that is decided per call.
+    pub async fn visible_tools(&self, subject: &Subject) -> Result<Vec<ToolSpec>> {
+        let links = self.cached_links(&subject.tenant, &subject.profile).await?;
+        if chain_status(&links) != SubjectStatus::Active {
+            return Ok(Vec::new());
+        }
+        let kit = &links[0].kit;
+        Ok(self.catalog.iter().filter(|t| kit.primitives.contains(t.primitive)).cloned().collect())
+    }
+
     /// The refusal every route gives a profile that is revoked or suspended, itself or through
     /// an ancestor (reads too), or `None` when the whole chain is active.
     pub async fn inactive_refusal(&self, subject: &Subject, action: &str) -> Result<Option<Envelope>> {

@@ -462,6 +462,20 @@ pub static DECLARATIONS: &[ArgsDecl] = &[
     decl!("naive_brain_writeback": arg("writeback_id", ID, true, "The writeback.")),
 ];
 
+/// The gateway's own tools, which are not catalog actions: they read an approval or dry-run a
+/// call, and cost nothing.
+pub static GATEWAY_TOOLS: &[ArgsDecl] = &[
+    decl!("naive_approvals_get": arg("approval_id", ID, true, "The approval a parked call returned.")),
+    decl!("naive_policy_explain":
+        arg("action", ArgKind::Line { max: 200 }, true, "The action, such as \"cards.charge\" or \"naive_cards_charge\"."),
+        arg("args", ArgKind::Object, false, "The arguments the call would carry.")),
+];
+
+/// The declaration of one of the gateway's own tools.
+pub fn gateway_tool(name: &str) -> Option<&'static ArgsDecl> {
+    GATEWAY_TOOLS.iter().find(|d| d.action == name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
