@@ -6,13 +6,13 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api e2e bench bench-gateway bench-http bench-sse bench-console bench-wasm build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
 	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} cargo leptos serve
 
-test: setup-test fmt lint unit wasm api e2e
+test: setup-test fmt lint unit wasm api mcp e2e
 	@echo "make test: all checks passed"
 
 setup:
@@ -46,6 +46,12 @@ wasm:
 # schemathesis against /v1/openapi.json on the real server: no 5xx, every response as documented.
 api:
 	scripts/schemathesis.sh
+
+# /mcp through the official Python SDK (PyPI `mcp`), in both protocol modes, against the real
+# server binary on a free port with a fresh database.
+mcp:
+	cargo build -p server --bin server
+	.venv/bin/pytest server/tests/mcp -q -p anyio
 
 build-site:
 	cargo leptos build

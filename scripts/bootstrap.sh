@@ -76,12 +76,22 @@ ensure_schemathesis() {
   fi
 }
 
+# The official MCP SDK (PyPI `mcp`) and pytest, for the MCP suite, in the same virtualenv.
+MCP_SDK_VERSION=2.3.0
+PYTEST_VERSION=9.2.0
+ensure_mcp_sdk() {
+  if ! .venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_SDK_VERSION' or m.version('pytest') != '$PYTEST_VERSION')" 2>/dev/null; then
+    say "installing the MCP Python SDK $MCP_SDK_VERSION and pytest $PYTEST_VERSION from PyPI into .venv"
+    .venv/bin/pip install --quiet --disable-pip-version-check "mcp==$MCP_SDK_VERSION" "pytest==$PYTEST_VERSION"
+  fi
+}
+
 ensure_rust
 ensure_cargo_leptos
 ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium; ensure_schemathesis ;;
+  test) ensure_chromium; ensure_schemathesis; ensure_mcp_sdk ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

@@ -26,6 +26,9 @@ pub enum Command {
         #[arg(long, env = "NAIVE_BASE_URL", default_value = "http://127.0.0.1:3000")]
         base_url: String,
     },
+    /// Check the ledger's invariants and every tenant's audit chain in the database at
+    /// DATABASE_URL; prints one JSON line per tenant and exits 1 when anything is broken.
+    Check,
     /// Manage tenants in the database at DATABASE_URL.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -96,6 +99,17 @@ pub struct Config {
     /// milliseconds, to see calls in flight (timeouts, approvals that take a while).
     #[arg(long, env = "NAIVE_SANDBOX_LATENCY_MS", default_value_t = 0, global = true)]
     pub sandbox_latency_ms: u64,
+
+    /// Host names `/mcp` answers besides loopback, comma-separated (`gateway.example.com`, or
+    /// `name:port`): the names a proxy in front of the server forwards. Other `Host` values
+    /// are refused, against DNS rebinding.
+    #[arg(long, env = "NAIVE_MCP_ALLOWED_HOSTS", value_delimiter = ',', global = true)]
+    pub mcp_allowed_hosts: Vec<String>,
+
+    /// Browser origins allowed to call `/mcp`, comma-separated (`https://app.example.com:443`).
+    /// None by default: a request with any `Origin` is refused; agents send none.
+    #[arg(long, env = "NAIVE_MCP_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]
+    pub mcp_allowed_origins: Vec<String>,
 
     /// Where the built site (pkg/ with wasm, js and css) lives.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]

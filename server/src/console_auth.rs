@@ -179,7 +179,10 @@ pub async fn require_sign_in(State(state): State<AppState>, req: Request, next: 
 /// Refuses cross-site state-changing requests to the console (see the module doc).
 pub async fn same_origin_writes(req: Request, next: Next) -> Response {
     let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    let bearer = req.uri().path().starts_with("/v1/") && req.headers().contains_key(header::AUTHORIZATION);
+    let path = req.uri().path();
+    let api = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/");
+    // `/mcp` validates `Origin` itself, against its own allow list.
+    let bearer = api && req.headers().contains_key(header::AUTHORIZATION);
     if !writes || bearer {
         return next.run(req).await;
     }

@@ -1,5 +1,6 @@
 //! `server`: the binary's parts. Configuration ([`config`]), the router and startup
-//! ([`startup`]) and the HTTP routes outside the console ([`routes`]). Tests build the same
+//! ([`startup`]) the HTTP routes outside the console ([`routes`]) and
+//! the MCP transport ([`mcp`]). Tests build the same
 //! [`startup::Application`] that `main` runs.
 
 pub mod auth;
@@ -7,6 +8,7 @@ pub mod config;
 pub mod console_auth;
 pub mod demo_agent;
 pub mod idempotency;
+pub mod mcp;
 pub mod openapi;
 pub mod problem;
 pub mod routes;

@@ -28,6 +28,35 @@ async fn main() -> ExitCode {
             create_tenant(&cli.config, &name, &credit, admin.as_deref()).await
         }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
+        Command::Check => check(&cli.config).await,
+    }
+}
+
+/// `server check`: SPEC §6's ledger invariants and every tenant's audit chain, on the
+/// database at DATABASE_URL (a running server's too). Exits 1 when anything is broken.
+async fn check(config: &server::config::Config) -> ExitCode {
+    let result = async {
+        let gw = gateway::Gateway::open(&config.database_url).await?;
+        let mut broken = false;
+        for t in gw.tenants().await? {
+            let ledger = gw.check_ledger(&t.id).await?;
+            let chain = gw.verify_log(&t.id).await?;
+            broken |= !ledger.violations.is_empty() || !chain.ok;
+            println!(
+                "{}",
+                serde_json::json!({ "tenant": t.id, "ledger_violations": ledger.violations, "chain": chain })
+            );
+        }
+        gw.store().close().await;
+        Ok::<_, gateway::Error>(broken)
+    };
+    match result.await {
+        Ok(false) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! Builds the whole application from a [`Config`]: `main` and the tests start the same thing.
 //!
 //! [`Application::build`] opens and migrates the database, seeds the demo tenant when asked,
-//! binds the listener (port 0 picks a free one) and assembles the router: `/healthz`, the
-//! console's pages and server functions, and static files. [`Application::run_until`] serves
+//! binds the listener (port 0 picks a free one) and assembles the router: `/healthz`, `/v1`,
+//! `/mcp`, the console's pages and server functions, and static files. [`Application::run_until`] serves
 //! until the shutdown future resolves, then drains in-flight requests.
 
 use std::future::Future;
@@ -114,15 +114,22 @@ impl Application {
         } else {
             None
         };
-        let router = router(AppState {
-            leptos_options,
-            gateway: gateway.clone(),
-            subscribers: crate::routes::events::subscriber_limit(),
-            stopping,
-            operator_key_hash,
-            login_limiter: Default::default(),
-            cookies: app::api::console::CookieSettings { secure: config.secure_cookies.applies(&addr) },
-        });
+        let mcp = crate::mcp::McpSettings {
+            allowed_hosts: config.mcp_allowed_hosts.clone(),
+            allowed_origins: config.mcp_allowed_origins.clone(),
+        };
+        let router = router(
+            AppState {
+                leptos_options,
+                gateway: gateway.clone(),
+                subscribers: crate::routes::events::subscriber_limit(),
+                stopping,
+                operator_key_hash,
+                login_limiter: Default::default(),
+                cookies: app::api::console::CookieSettings { secure: config.secure_cookies.applies(&addr) },
+            },
+            &mcp,
+        );
         // Before serving, nothing is in flight: holds a previous process left pending expire now.
         let recovered = gateway.sweep(true).await?;
         if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
@@ -179,12 +186,17 @@ async fn start_demo_agent(
 /// A body refused for its size, by the limit layer or an extractor, answers with the one
 /// problem body like every other refusal (they answer plain text).
 async fn too_large_as_problem(res: axum::response::Response) -> axum::response::Response {
-    use axum::response::IntoResponse;
     let problem =
         res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().ends_with(b"json"));
     if res.status() != axum::http::StatusCode::PAYLOAD_TOO_LARGE || problem {
         return res;
     }
+    too_large()
+}
+
+/// The answer to a body over [`MAX_BODY_BYTES`].
+pub(crate) fn too_large() -> axum::response::Response {
+    use axum::response::IntoResponse;
     crate::problem::Problem::new(
         axum::http::StatusCode::PAYLOAD_TOO_LARGE,
         "body_too_large",
@@ -193,7 +205,7 @@ async fn too_large_as_problem(res: axum::response::Response) -> axum::response::
     .into_response()
 }
 
-fn router(state: AppState) -> Router {
+fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();
     let cookies = state.cookies;
@@ -208,6 +220,12 @@ fn router(state: AppState) -> Router {
         .merge(
             crate::routes::v1(&state)
                 .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authenticate)),
+        )
+        .nest_service(
+            "/mcp",
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn_with_state(state.clone(), crate::mcp::authenticate))
+                .service(crate::mcp::service(&state, mcp)),
         )
         .leptos_routes_with_context(
             &state,

@@ -103,8 +103,12 @@ pub async fn explain(
             format!("expected {{\"action\": \"cards.charge\", \"args\": {{…}}}}: {e}"),
         )
     })?;
-    let args = req.args;
-    let e = state.gateway.explain_call(&subject, &req.action, &args).await?;
+    let e = state.gateway.explain_call(&subject, &req.action, &req.args).await?;
+    Ok(Json(explained(req.action, e)).into_response())
+}
+
+/// The dry run's answer, as `/v1` and MCP give it.
+pub(crate) fn explained(action: String, e: policy::Explanation) -> crate::openapi::Explained {
     let reasons = e
         .reasons
         .iter()
@@ -115,12 +119,5 @@ pub async fn explain(
             verdict: r.verdict().as_str().into(),
         })
         .collect();
-    let body = crate::openapi::Explained {
-        verdict: e.verdict,
-        action: req.action,
-        cost: e.cost,
-        effect: e.effect,
-        reasons,
-    };
-    Ok(Json(body).into_response())
+    crate::openapi::Explained { verdict: e.verdict, action, cost: e.cost, effect: e.effect, reasons }
 }

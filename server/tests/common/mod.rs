@@ -37,6 +37,8 @@ pub fn config(db_url: &str) -> Config {
         secure_cookies: server::config::SecureCookies::Auto,
         approval_ttl_secs: 900,
         sandbox_latency_ms: 0,
+        mcp_allowed_hosts: Vec::new(),
+        mcp_allowed_origins: Vec::new(),
         site_root: "target/site".into(),
     }
 }

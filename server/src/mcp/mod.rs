@@ -1,0 +1,322 @@
+//! The MCP transport at `/mcp`: the official Rust SDK (`rmcp`), streamable HTTP, in the same
+//! router and process as `/v1`, over the same gateway functions.
+//!
+//! - **Both protocol generations.** Clients on spec 2025-06-18 / 2025-11-25 open a session
+//!   (`initialize`, `Mcp-Session-Id`, DELETE ends it); clients on 2026-07-28 send each request
+//!   on its own, and are served statelessly.
+//! - **Authentication on every message** ([`authenticate`]): each HTTP request carries the
+//!   agent's scoped key, checked before the SDK sees it, so the first message after a key
+//!   revoke gets 401 with `WWW-Authenticate`, whatever session it belongs to. A session is
+//!   bound to the profile that opened it: another agent's key cannot continue it.
+//! - **The list comes from the kit** ([`tools`]): a session lists the snapshot taken when it
+//!   opened (every call is re-gated anyway); a revoked or suspended profile lists nothing; a
+//!   kit save or revoke that changes what the session may see sends it
+//!   `notifications/tools/list_changed`, and a revoked key or profile ends the session.
+//! - `Host` and `Origin` are validated: loopback hosts and no browser origins by default,
+//!   more with `--mcp-allowed-hosts` / `--mcp-allowed-origins` (see the README).
+
+pub mod tools;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use gateway::Credential;
+use gateway::events::BusItem;
+use gateway::keys::Subject;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::problem::Problem;
+use crate::startup::{AppState, MAX_BODY_BYTES};
+
+/// Who may reach `/mcp` from where.
+#[derive(Clone, Debug, Default)]
+pub struct McpSettings {
+    /// Extra `Host` values accepted besides loopback (a proxy's public name).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted; none means any request with an `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+}
+
+/// The hosts a loopback deployment is reached by.
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The `/mcp` service: one [`Session`] per MCP session (or per stateless request).
+pub fn service(
+    state: &AppState,
+    settings: &McpSettings,
+) -> StreamableHttpService<Session, LocalSessionManager> {
+    let sessions = Arc::new(LocalSessionManager::default());
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+    hosts.extend(settings.allowed_hosts.iter().cloned());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut stopping = state.stopping.clone();
+    let on_stop = cancel.clone();
+    tokio::spawn(async move {
+        let _ = stopping.wait_for(|s| *s).await;
+        on_stop.cancel();
+    });
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(settings.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_legacy_session_mode(true)
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(cancel);
+    let (st, mgr) = (state.clone(), sessions.clone());
+    StreamableHttpService::new(move || Ok(Session::new(st.clone(), mgr.clone())), sessions, config)
+}
+
+fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> Response {
+    let mut res = Problem::new(StatusCode::UNAUTHORIZED, code, message).into_response();
+    res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res
+}
+
+/// Checks the scoped key on every HTTP request to `/mcp` and hands the agent to the session.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let Some(token) = crate::auth::bearer(req.headers()) else {
+        return unauthorized(
+            "missing_key",
+            "send the agent's scoped key as `Authorization: Bearer nv_<prefix>_<secret>` on every request",
+            r#"Bearer realm="naive-mcp""#,
+        );
+    };
+    match state.gateway.credential(token).await {
+        Ok(Some(Credential::Agent(subject))) => {
+            req.extensions_mut().insert(subject);
+            forward(req, next).await
+        }
+        Ok(Some(_)) => Problem::new(
+            StatusCode::FORBIDDEN,
+            "agent_key_required",
+            "/mcp serves agents: send an agent's scoped key, not a company key or a personal token",
+        )
+        .into_response(),
+        Ok(None) => unauthorized(
+            "invalid_key",
+            "the key is malformed, unknown, revoked or expired; ask for a new key",
+            r#"Bearer realm="naive-mcp", error="invalid_token""#,
+        ),
+        Err(e) => Problem::from(e).into_response(),
+    }
+}
+
+/// A JSON-RPC error answer outside any request (`id` null).
+fn jsonrpc_error(code: i64, message: String) -> Response {
+    let body =
+        serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}
+
+/// Hands an authenticated request to the SDK, answering what it answers in plain text the
+/// way JSON-RPC clients read it: a body that is not JSON is a parse error (-32700), JSON that
+/// is not a JSON-RPC message an invalid request (-32600); a session's DELETE is 204.
+async fn forward(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    if method != axum::http::Method::POST {
+        let mut res = next.run(req).await;
+        if method == axum::http::Method::DELETE && res.status() == StatusCode::ACCEPTED {
+            *res.status_mut() = StatusCode::NO_CONTENT;
+        }
+        return res;
+    }
+    let (parts, body) = req.into_parts();
+    // The router's body limit has already bounded this.
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return crate::startup::too_large();
+    };
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok();
+    if !bytes.is_empty() && !is_json {
+        return jsonrpc_error(-32700, "Parse error: the body is not JSON".into());
+    }
+    let res = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || !is_json {
+        return res;
+    }
+    let text = axum::body::to_bytes(res.into_body(), 4096).await.unwrap_or_default();
+    jsonrpc_error(-32600, format!("Invalid Request: {}", String::from_utf8_lossy(&text)))
+}
+
+/// One MCP session's state (in stateless mode, one request's).
+#[derive(Clone)]
+pub struct Session {
+    state: AppState,
+    sessions: Arc<LocalSessionManager>,
+    /// The agent that opened the session; every later message must be the same profile.
+    bound: Arc<OnceLock<Subject>>,
+    /// The tool list as it was when the session opened.
+    snapshot: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+}
+
+impl Session {
+    fn new(state: AppState, sessions: Arc<LocalSessionManager>) -> Session {
+        Session { state, sessions, bound: Arc::default(), snapshot: Arc::default() }
+    }
+
+    /// The agent of this message, which must be the session's own.
+    fn subject(&self, ext: &rmcp::model::Extensions) -> Result<Subject, ErrorData> {
+        let subject = ext
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Subject>())
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("the request reached /mcp unauthenticated", None))?;
+        let bound = self.bound.get_or_init(|| subject.clone());
+        if bound.profile != subject.profile || bound.tenant != subject.tenant {
+            return Err(ErrorData::invalid_request(
+                "this session belongs to another agent profile; open a session of your own",
+                None,
+            ));
+        }
+        Ok(subject)
+    }
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("naive-gateway", env!("CARGO_PKG_VERSION")))
+            .with_instructions(tools::INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let subject = self.subject(&ctx.extensions)?;
+        let listed = tools::visible(&self.state.gateway, &subject).await.map_err(internal)?;
+        *self.snapshot.lock().expect("not poisoned") = Some(Arc::new(listed));
+        ctx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        let Some(subject) = self.bound.get().cloned() else { return };
+        let session = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(Arc::<str>::from);
+        let listed = self.snapshot.lock().expect("not poisoned").clone().unwrap_or_default();
+        let names = listed.iter().map(|t| t.name.to_string()).collect();
+        let watch = Watch { state: self.state.clone(), sessions: self.sessions.clone(), session, subject };
+        tokio::spawn(watch.run(ctx.peer, names));
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let subject = self.subject(&ctx.extensions)?;
+        let gw = &self.state.gateway;
+        let active = gw.inactive_refusal(&subject, "tools/list").await.map_err(internal)?.is_none();
+        let snapshot = self.snapshot.lock().expect("not poisoned").clone();
+        let listed = match (active, snapshot) {
+            (false, _) => Vec::new(),
+            (true, Some(s)) => s.as_ref().clone(),
+            (true, None) => tools::visible(gw, &subject).await.map_err(internal)?,
+        };
+        let mut result = ListToolsResult::with_all_items(listed);
+        result.cache_scope = Some(CacheScope::Private);
+        result.ttl_ms = Some(0);
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let subject = self.subject(&ctx.extensions)?;
+        let version = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-protocol-version"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+            .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
+        let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let result = tools::call(&self.state, &subject, &request.name, args, version.as_deref()).await?;
+        Ok(result.into())
+    }
+}
+
+pub(crate) fn internal(e: gateway::Error) -> ErrorData {
+    let p = Problem::from(e);
+    ErrorData::internal_error(p.message, Some(serde_json::json!({ "code": p.code })))
+}
+
+/// A session's watcher: tells the client when what it may see changed, and ends the session
+/// when its key or profile is revoked.
+struct Watch {
+    state: AppState,
+    sessions: Arc<LocalSessionManager>,
+    session: Option<Arc<str>>,
+    subject: Subject,
+}
+
+/// Activity that can change what a profile may see.
+fn changes_visibility(kind: &str) -> bool {
+    matches!(kind, "kit_edit" | "revoke" | "profile" | "key")
+}
+
+impl Watch {
+    async fn run(self, peer: Peer<RoleServer>, mut seen: BTreeSet<String>) {
+        let gw = self.state.gateway.clone();
+        let mut sub = gw.bus().subscribe(self.subject.tenant.clone());
+        let mut credentials = gw.credential_changes();
+        let mut tick = tokio::time::interval(Duration::from_secs(10));
+        loop {
+            tokio::select! {
+                item = sub.next() => match item {
+                    None => return,
+                    Some(BusItem::Lagged { .. }) => sub = gw.bus().subscribe(self.subject.tenant.clone()),
+                    Some(BusItem::Event(p)) if !changes_visibility(&p.entry.kind) => continue,
+                    Some(BusItem::Event(_)) => {}
+                },
+                changed = credentials.changed() => if changed.is_err() { return },
+                _ = tick.tick() => {
+                    if peer.is_transport_closed() { return }
+                    continue;
+                }
+            }
+            // A revoked key ends the session; a revoked profile keeps it, so its next call
+            // gets the refusal that says to stop.
+            if !gw.key_is_live(&self.subject).await.unwrap_or(true) {
+                return self.close().await;
+            }
+            let Ok(now) = tools::visible(&gw, &self.subject).await else { continue };
+            let now: BTreeSet<String> = now.into_iter().map(|t| t.name.to_string()).collect();
+            if now != seen {
+                seen = now;
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Ends the session of a revoked key or profile: its streams close, its id is forgotten.
+    async fn close(self) {
+        if let Some(id) = &self.session {
+            let _ = self.sessions.close_session(id).await;
+        }
+    }
+}
