@@ -70,6 +70,10 @@ bench-gateway:
 bench-http:
 	bench/http.sh
 
+# Governed calls over /mcp against /v1 and an ungoverned Python SDK MCP server, one client.
+bench-mcp:
+	bench/mcp.sh
+
 # 1,000 event-stream subscribers while actions flow: delivery latency and memory.
 bench-sse:
 	bench/sse.sh

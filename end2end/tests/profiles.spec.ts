@@ -19,6 +19,11 @@ test.describe("profiles and keys", () => {
     await expect(secret).toBeVisible();
     const first = (await secret.textContent())!.trim();
     expect(first).toMatch(/^nv_[a-z0-9]+_/);
+    // With it, a ready-to-paste MCP client configuration for this server's /mcp.
+    const config = JSON.parse((await page.getByTestId("mcp-config").textContent())!);
+    const endpoint = new URL("/mcp", page.url()).toString();
+    expect(config.mcpServers.naive).toEqual({ type: "http", url: endpoint, headers: { Authorization: `Bearer ${first}` } });
+    await expect(page.getByTestId("mcp-endpoint")).toHaveText(endpoint);
     await page.screenshot({ path: "end2end/test-results/screenshots/profile-new-key.png", fullPage: true });
     // The copy button is live once the island hydrates.
     await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
@@ -29,6 +34,7 @@ test.describe("profiles and keys", () => {
     // Shown once: a reload of the same URL shows only the prefix.
     await page.reload();
     await expect(page.getByTestId("new-secret")).toHaveCount(0);
+    await expect(page.getByTestId("mcp-config")).toHaveCount(0);
     const prefix = first.split("_")[1];
     const row = page.locator(`tr[data-key="${prefix}"]`);
     await expect(row).toContainText("never");

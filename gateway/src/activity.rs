@@ -67,6 +67,48 @@ impl Kind {
     }
 }
 
+/// How the request that caused an entry reached the gateway.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// `/v1`.
+    #[default]
+    Http,
+    /// `/mcp`.
+    Mcp,
+    /// The console's pages and forms.
+    Console,
+}
+
+impl Transport {
+    pub const ALL: [Transport; 3] = [Transport::Http, Transport::Mcp, Transport::Console];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Transport::Http => "http",
+            Transport::Mcp => "mcp",
+            Transport::Console => "console",
+        }
+    }
+
+    /// The transport an administrator's change came by, from who made it: the company key
+    /// exists only on `/v1` and a console user's name only in the console; the gateway's own
+    /// work (the sweeper, creating a tenant from the command line) came by none.
+    pub fn of_actor(actor: &str) -> Option<Transport> {
+        match actor {
+            COMPANY_KEY_ACTOR => Some(Transport::Http),
+            SYSTEM_ACTOR => None,
+            _ => Some(Transport::Console),
+        }
+    }
+}
+
+/// Who a change made with the company key is recorded as.
+pub const COMPANY_KEY_ACTOR: &str = "company-key";
+/// The gateway itself.
+pub const SYSTEM_ACTOR: &str = "system";
+
 /// An entry to append.
 #[derive(Clone, Debug)]
 pub struct NewEntry {
@@ -79,6 +121,7 @@ pub struct NewEntry {
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
     pub detail: serde_json::Value,
+    pub transport: Option<Transport>,
 }
 
 impl NewEntry {
@@ -93,7 +136,17 @@ impl NewEntry {
             amount: None,
             kit_version: None,
             detail: serde_json::Value::Null,
+            transport: None,
         }
+    }
+    pub fn via(mut self, t: Transport) -> Self {
+        self.transport = Some(t);
+        self
+    }
+    /// The transport of an administrator's change, from who made it ([`Transport::of_actor`]).
+    pub fn via_actor(mut self) -> Self {
+        self.transport = Transport::of_actor(&self.actor);
+        self
     }
     pub fn profile(mut self, p: &ProfileId) -> Self {
         self.profile = Some(p.clone());
@@ -136,6 +189,10 @@ pub struct Entry {
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
     pub detail: serde_json::Value,
+    /// `http`, `mcp` or `console`; none for the gateway's own work and for entries written
+    /// before transports were recorded.
+    #[serde(default)]
+    pub transport: Option<String>,
     pub prev_hash: String,
     pub hash: String,
 }
@@ -171,6 +228,11 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
         &e.detail.to_string(),
     ] {
         h.update(part.as_bytes());
+        h.update([0x1f]);
+    }
+    // Entries from before transports were recorded hash as they did then.
+    if let Some(t) = &e.transport {
+        h.update(t.as_bytes());
         h.update([0x1f]);
     }
     hex::encode(h.finalize())
@@ -214,13 +276,14 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
         amount: new.amount,
         kit_version: new.kit_version,
         detail: new.detail,
+        transport: new.transport.map(|t| t.as_str().to_string()),
         prev_hash: prev.clone(),
         hash: String::new(),
     };
     e.hash = entry_hash(&prev, &e);
     c.prepare_cached(
-        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, prev_hash, hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )?
     .execute(params![
         e.tenant_id.as_str(),
@@ -233,6 +296,7 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
         e.amount.map(Money::units),
         e.kit_version.map(i64::from),
         e.detail.to_string(),
+        e.transport,
         e.prev_hash,
         e.hash,
     ])?;
@@ -253,10 +317,11 @@ type EntryRow = (
     Option<i64>,
     Option<i64>,
     String,
+    Option<String>,
     String,
     String,
 );
-const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, prev_hash, hash";
+const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
 
 fn entry_from_row(r: EntryRow) -> Entry {
     Entry {
@@ -271,8 +336,9 @@ fn entry_from_row(r: EntryRow) -> Entry {
         amount: r.8.and_then(Money::from_units),
         kit_version: r.9.and_then(|v| u32::try_from(v).ok()),
         detail: serde_json::from_str(&r.10).unwrap_or(serde_json::Value::Null),
-        prev_hash: r.11,
-        hash: r.12,
+        transport: r.11,
+        prev_hash: r.12,
+        hash: r.13,
     }
 }
 

@@ -101,12 +101,19 @@ pub struct Human {
     pub username: String,
     /// How the decision arrived: `console session` or `token tok_…`.
     pub credential: String,
+    /// The transport it came by.
+    pub via: crate::activity::Transport,
 }
 
 impl Human {
     /// A console user deciding in the console, signed in with a session.
     pub fn in_console(user: &crate::ConsoleUser) -> Human {
-        Human { user: user.id.clone(), username: user.username.clone(), credential: "console session".into() }
+        Human {
+            user: user.id.clone(),
+            username: user.username.clone(),
+            credential: "console session".into(),
+            via: crate::activity::Transport::Console,
+        }
     }
 }
 
@@ -237,9 +244,10 @@ fn close(
     a: &Approval,
     status: ApprovalStatus,
     actor: &str,
-    credential: Option<&str>,
+    by: Option<&Human>,
     reason: &str,
 ) -> Result<Vec<Entry>> {
+    let credential = by.map(|h| h.credential.as_str());
     let changed = c
         .prepare_cached(
             "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
@@ -258,9 +266,11 @@ fn close(
     }
     c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
         .execute([&a.id])?;
+    let mut entry = NewEntry::new(&a.tenant_id, actor, Kind::Approval);
+    entry.transport = by.map(|h| h.via);
     Ok(vec![activity::append(
         c,
-        NewEntry::new(&a.tenant_id, actor, Kind::Approval)
+        entry
             .profile(&a.profile_id)
             .action(&a.action)
             .verdict(status.as_str())
@@ -397,13 +407,14 @@ impl Gateway {
     async fn run_approved(&self, a: &Approval, by: &Human, kit_version: u32) -> Result<ActionResponse> {
         if let Some((proposal, because)) = crate::brain::proposal_in(a) {
             return self
-                .canonize(&a.tenant_id, &proposal, &by.username, &because, Some(&by.credential))
+                .canonize(&a.tenant_id, &proposal, &by.username, &because, Some(&by.credential), by.via)
                 .await;
         }
         let subject = Subject {
             tenant: a.tenant_id.clone(),
             profile: a.profile_id.clone(),
             key: crate::ids::KeyId::from_db("approval".into()),
+            via: by.via,
         };
         let tool = self.tool(&a.action)?;
         let hold = a
@@ -423,7 +434,7 @@ impl Gateway {
             .run(move |c| {
                 let a = load(c, &t, &id_)?;
                 check_decider(c, &a, &by_)?;
-                close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_.credential), &reason)
+                close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
             })
             .await?;
         self.bus.publish(entries);
@@ -568,6 +579,7 @@ fn approve_job(
     let e = activity::append(
         c,
         NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .via(by.via)
             .profile(&a.profile_id)
             .action(&a.action)
             .verdict("approved")
@@ -613,6 +625,7 @@ fn refuse_approved(
     Ok(vec![activity::append(
         c,
         NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .via(by.via)
             .profile(&a.profile_id)
             .action(&a.action)
             .verdict("refused")
@@ -636,7 +649,7 @@ fn expire_due(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> R
             c,
             &a,
             ApprovalStatus::Expired,
-            "system",
+            crate::activity::SYSTEM_ACTOR,
             None,
             "expired before a decision (on_expiry: deny)",
         )?);

@@ -264,6 +264,7 @@ impl Gateway {
                     let e = activity::append(
                         c,
                         NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
+                            .via(s.via)
                             .profile(&s.profile)
                             .action("brain.writeback")
                             .verdict("allow")
@@ -313,6 +314,7 @@ impl Gateway {
                     let e = activity::append(
                         c,
                         NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
+                            .via(s.via)
                             .profile(&s.profile)
                             .action(&name)
                             .verdict("deny")
@@ -471,6 +473,10 @@ impl Gateway {
             Decider::Human(h) => h.username.clone(),
             Decider::Agent(s) => s.profile.to_string(),
         };
+        let via = match by {
+            Decider::Human(h) => h.via,
+            Decider::Agent(s) => s.via,
+        };
         match (decision, by) {
             (Decision::Reject, _) => {
                 let (t, pid, a, b, cred) =
@@ -490,7 +496,7 @@ impl Gateway {
                             Ok(vec![
                                 activity::append(
                                     c,
-                                    NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
+                                    NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
                                 )?,
                             ])
                         }
@@ -504,7 +510,7 @@ impl Gateway {
                 })
             }
             (Decision::Accept, Decider::Human(h)) => {
-                self.canonize(tenant, &p.id, &h.username, &because, credential.as_deref()).await
+                self.canonize(tenant, &p.id, &h.username, &because, credential.as_deref(), via).await
             }
             (Decision::Accept, Decider::Agent(s)) => self.park_accept(s, &p, &because).await,
         }
@@ -568,6 +574,7 @@ impl Gateway {
                     let e = activity::append(
                         c,
                         NewEntry::new(&s2.tenant, s2.profile.as_str(), Kind::Park)
+                            .via(s2.via)
                             .profile(&s2.profile)
                             .action(DECIDE_TOOL)
                             .verdict("park")
@@ -594,6 +601,7 @@ impl Gateway {
         actor: &str,
         because: &str,
         credential: Option<&str>,
+        via: crate::activity::Transport,
     ) -> Result<ActionResponse> {
         let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
         let cred = credential.map(str::to_string);
@@ -623,7 +631,7 @@ impl Gateway {
                     trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
                     let e = activity::append(
                         c,
-                        NewEntry::new(&t, &a, Kind::Proposal).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
+                        NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
                     )?;
                     Ok((belief, vec![e]))
                 }

@@ -168,7 +168,12 @@ impl Gateway {
             }
             let (tenant, key) = (TenantId::from_db(tenant), KeyId::from_db(id.clone()));
             let credential = match profile {
-                Some(p) => Credential::Agent(Subject { tenant, profile: crate::ProfileId::from_db(p), key }),
+                Some(p) => Credential::Agent(Subject {
+                    tenant,
+                    profile: crate::ProfileId::from_db(p),
+                    key,
+                    via: crate::activity::Transport::Http,
+                }),
                 None => Credential::Company { tenant, key },
             };
             return Ok(Some(CachedKey { credential, table, id, expires_at, last_used_at }));

@@ -24,6 +24,9 @@ pub struct Subject {
     pub tenant: TenantId,
     pub profile: ProfileId,
     pub key: KeyId,
+    /// The transport this request came by, which the entries it causes record.
+    #[serde(default)]
+    pub via: crate::activity::Transport,
 }
 
 /// A key as listed: never its secret.
@@ -168,7 +171,7 @@ impl Gateway {
                     "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 )?
                 .execute(params![i.id.as_str(), t.as_str(), i.profile_id.as_str(), i.prefix, hash, db::ts(i.created_at)])?;
-                let entry = NewEntry::new(&t, actor.as_str(), Kind::Key).profile(&i.profile_id);
+                let entry = NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor().profile(&i.profile_id);
                 let entry = match &old {
                     None => entry.verdict("issued").detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix})),
                     Some((old, grace)) => {
@@ -202,6 +205,7 @@ impl Gateway {
                 activity::append(
                     c,
                     NewEntry::new(&t, actor.as_str(), Kind::Key)
+                        .via_actor()
                         .profile(&p)
                         .verdict("revoked")
                         .detail(serde_json::json!({"key_id": k})),

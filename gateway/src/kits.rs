@@ -126,6 +126,7 @@ impl Gateway {
                 activity::append(
                     c,
                     NewEntry::new(&t, &r.author, Kind::KitEdit)
+                        .via_actor()
                         .action(format!("kit:{}", r.kit.name))
                         .verdict("saved")
                         .kit_version(r.kit.version.0)

@@ -204,6 +204,7 @@ impl ReserveJob {
         let mut entries = vec![activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
+                .via(s.via)
                 .profile(&s.profile)
                 .action(&self.tool.name)
                 .verdict("deny")
@@ -256,6 +257,7 @@ impl ReserveJob {
         let e = activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Park)
+                .via(s.via)
                 .profile(&s.profile)
                 .action(&self.tool.name)
                 .verdict("park")
@@ -344,6 +346,7 @@ pub(crate) fn settle(
             let e = activity::append(
                 c,
                 NewEntry::new(&s.tenant, actor, Kind::Refusal)
+                    .via(s.via)
                     .profile(&s.profile)
                     .action(name)
                     .verdict("unavailable")
@@ -382,6 +385,7 @@ fn executed(
     let e = activity::append(
         c,
         NewEntry::new(&s.tenant, actor, Kind::Action)
+            .via(s.via)
             .profile(&s.profile)
             .action(name)
             .verdict("allow")

@@ -131,7 +131,7 @@ impl Gateway {
                 let report = RevokeReport { profiles, approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(), holds_voided };
                 let entry = activity::append(
                     c,
-                    NewEntry::new(&t, &actor, Kind::Revoke).profile(&p).verdict("revoked").detail(
+                    NewEntry::new(&t, &actor, Kind::Revoke).via_actor().profile(&p).verdict("revoked").detail(
                         json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided }),
                     ),
                 )?;

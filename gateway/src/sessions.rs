@@ -35,7 +35,7 @@ impl Gateway {
                 .execute(params![hash, u.as_str(), t.as_str(), db::ts(now), db::ts(now + Duration::hours(SESSION_HOURS))])?;
                 activity::append(
                     c,
-                    NewEntry::new(&t, name.as_str(), Kind::Console).verdict("signed_in").detail(json!({ "user": name })),
+                    NewEntry::new(&t, name.as_str(), Kind::Console).via(crate::activity::Transport::Console).verdict("signed_in").detail(json!({ "user": name })),
                 )
             })
             .await?;
@@ -77,6 +77,7 @@ impl Gateway {
                 Ok(vec![activity::append(
                     c,
                     NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
+                        .via(crate::activity::Transport::Console)
                         .verdict("signed_out")
                         .detail(json!({ "user": name })),
                 )?])

@@ -179,7 +179,7 @@ impl Gateway {
             .writer
             .run(move |c| {
                 insert_company_key(c, &t, &kid, &k, &db::ts(Utc::now()))?;
-                let e = NewEntry::new(&t, actor.as_str(), Kind::Key);
+                let e = NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor();
                 let e = match &old {
                     None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
                     Some((old, grace)) => {
@@ -224,7 +224,7 @@ impl Gateway {
                 crate::keys::revoke_now(c, KeyTable::Company, &t, &k)?;
                 activity::append(
                     c,
-                    NewEntry::new(&t, actor.as_str(), Kind::Key).verdict("revoked").detail(json!({ "company_key_id": k })),
+                    NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor().verdict("revoked").detail(json!({ "company_key_id": k })),
                 )
             })
             .await?;

@@ -120,6 +120,7 @@ impl Gateway {
                 activity::append(
                     c,
                     NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
+                        .via(crate::activity::Transport::Console)
                         .verdict("token_created")
                         .detail(json!({ "token_id": i.id, "label": i.label, "roles": roles_to_db(&i.roles) })),
                 )
@@ -158,6 +159,7 @@ impl Gateway {
                 activity::append(
                     c,
                     NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
+                        .via(crate::activity::Transport::Console)
                         .verdict("token_revoked")
                         .detail(json!({ "token_id": t })),
                 )

@@ -154,6 +154,7 @@ impl Gateway {
                 Ok(vec![crate::activity::append(
                     c,
                     crate::activity::NewEntry::new(&u.tenant_id, by.as_str(), crate::activity::Kind::Console)
+                        .via(crate::activity::Transport::Console)
                         .verdict("user_added")
                         .detail(serde_json::json!({ "user": u.username, "roles": roles_to_db(&u.roles) })),
                 )?])
@@ -204,6 +205,7 @@ impl Gateway {
                 Ok(vec![crate::activity::append(
                     c,
                     crate::activity::NewEntry::new(&t, by.as_str(), crate::activity::Kind::Console)
+                        .via(crate::activity::Transport::Console)
                         .verdict("roles_changed")
                         .detail(serde_json::json!({ "user": name, "from": old, "to": roles_to_db(&roles) })),
                 )?])

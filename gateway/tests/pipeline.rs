@@ -333,6 +333,31 @@ async fn the_audit_chain_detects_an_edited_row() {
     assert_eq!(broken.first_broken, Some(victim));
 }
 
+/// The transport each entry records is part of what its hash covers.
+#[tokio::test]
+async fn an_entrys_transport_is_recorded_and_covered_by_the_chain() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    let mut over_mcp = a.subject.clone();
+    over_mcp.via = gateway::activity::Transport::Mcp;
+    w.call(&a, "web.read", json!({"url": "u-http"})).await;
+    let r = w.gw.perform_as(&over_mcp, "web.read".into(), json!({"url": "u-mcp"}), None).await.unwrap();
+    assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
+    let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
+    let actions: Vec<_> = log.iter().filter(|e| e.kind == "action").map(|e| e.transport.as_deref()).collect();
+    assert_eq!(actions, [Some("mcp"), Some("http")]);
+    let pool = w.gw.store().pool();
+    let mcp_seq = log.iter().find(|e| e.transport.as_deref() == Some("mcp")).unwrap().seq;
+    assert!(w.gw.verify_log(&w.tenant).await.unwrap().ok);
+    sqlx::query("UPDATE activity SET transport = 'http' WHERE seq = ?")
+        .bind(mcp_seq)
+        .execute(pool)
+        .await
+        .unwrap();
+    let broken = w.gw.verify_log(&w.tenant).await.unwrap();
+    assert_eq!((broken.ok, broken.first_broken), (false, Some(mcp_seq)));
+}
+
 #[tokio::test]
 async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     let w = world().await;

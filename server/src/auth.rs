@@ -244,6 +244,7 @@ impl Human {
                 user: user.id.clone(),
                 username: user.username.clone(),
                 credential,
+                via: gateway::activity::Transport::Http,
             },
         })
     }

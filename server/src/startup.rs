@@ -156,7 +156,14 @@ impl Application {
             // Event streams never end on their own; tell them to, so draining can finish.
             let _ = stop_tx.send(true);
         };
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await?;
+        // Answers written in more than one piece (an MCP call's event stream: headers, the
+        // event, the end) would otherwise wait on Nagle's algorithm for the client's ACK.
+        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, self.router).with_graceful_shutdown(shutdown).await?;
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
         }

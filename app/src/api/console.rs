@@ -158,6 +158,8 @@ pub struct ActivityRow {
     pub verdict: Option<String>,
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
+    /// `http`, `mcp` or `console`; none for the gateway's own work.
+    pub transport: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -573,6 +575,7 @@ pub async fn activity_feed(
     agent: String,
     kind: String,
     verdict: String,
+    transport: String,
     before: Option<i64>,
 ) -> Result<ActivityView, ServerFnError> {
     use crate::api::to_fn_error;
@@ -592,7 +595,8 @@ pub async fn activity_feed(
     let q = gateway::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
     let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
     let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
-    let (kind, verdict) = (kind.trim().to_string(), verdict.trim().to_string());
+    let (kind, verdict, transport) =
+        (kind.trim().to_string(), verdict.trim().to_string(), transport.trim().to_string());
     let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
     Ok(ActivityView {
         older,
@@ -601,6 +605,7 @@ pub async fn activity_feed(
             .into_iter()
             .filter(|e| kind.is_empty() || e.kind == kind)
             .filter(|e| verdict.is_empty() || e.verdict.as_deref() == Some(verdict.as_str()))
+            .filter(|e| transport.is_empty() || e.transport.as_deref() == Some(transport.as_str()))
             .map(|e| activity_row(e, &profiles))
             .collect(),
         chain_ok: chain.ok,
@@ -625,6 +630,7 @@ pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) 
         verdict: e.verdict,
         amount: e.amount,
         kit_version: e.kit_version,
+        transport: e.transport,
     }
 }
 

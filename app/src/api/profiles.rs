@@ -50,6 +50,8 @@ pub struct ProfileFull {
     pub new_secret: Option<NewSecret>,
     /// Whether the viewer may change keys and revoke (admins).
     pub can_manage: bool,
+    /// Where agents reach the gateway over MCP, as this page was reached.
+    pub mcp_url: String,
 }
 
 /// The one-time slots for new secrets (see the module doc); the account page's tokens use
@@ -160,7 +162,19 @@ pub async fn profile_detail(id: String, issued: Option<String>) -> Result<Profil
         }
         _ => None,
     };
-    Ok(ProfileFull { profile, parent, keys, cascade, new_secret, can_manage: user.has(gateway::Role::Admin) })
+    let can_manage = user.has(gateway::Role::Admin);
+    Ok(ProfileFull { profile, parent, keys, cascade, new_secret, can_manage, mcp_url: mcp_url().await })
+}
+
+/// The `/mcp` endpoint at the host and scheme this request came by (a proxy's, if it says).
+#[cfg(feature = "ssr")]
+async fn mcp_url() -> String {
+    let headers: axum::http::HeaderMap = leptos_axum::extract().await.unwrap_or_default();
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let host = get("x-forwarded-host").or_else(|| get("host")).unwrap_or_else(|| "127.0.0.1:3000".into());
+    let secure = use_context::<crate::api::console::CookieSettings>().is_some_and(|c| c.secure);
+    let scheme = get("x-forwarded-proto").unwrap_or_else(|| if secure { "https" } else { "http" }.into());
+    format!("{scheme}://{host}/mcp")
 }
 
 /// Issues a new key for the profile; the page it lands on shows the secret once.

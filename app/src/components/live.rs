@@ -23,6 +23,7 @@ pub struct LiveEvent {
     pub kind: String,
     pub agent: Option<String>,
     pub verdict: Option<String>,
+    pub transport: Option<String>,
 }
 
 /// Calls `on_event` with every activity row from now on, until the island is cleaned up.
@@ -42,6 +43,7 @@ pub fn subscribe(on_event: impl Fn(LiveEvent) + 'static, on_state: impl Fn(bool)
                 kind: get("kind").unwrap_or_default(),
                 agent: get("agent"),
                 verdict: get("verdict"),
+                transport: get("transport"),
             });
         });
         let opened = on_state.clone();

@@ -1,5 +1,5 @@
 //! The activity feed: every action, refusal and decision, newest first, with the state of the
-//! tamper-evident chain. Filters by agent, kind and verdict live in the URL (a plain GET form),
+//! tamper-evident chain. Filters by agent, kind, verdict and transport live in the URL (a plain GET form),
 //! and older entries are a keyset page away. The first page is server-rendered from the log,
 //! inside the [`ActivityTable`] island, which follows the live stream: on every row that
 //! passes the filters it swaps in the page the server renders now. It can be paused and
@@ -30,6 +30,7 @@ fn ActivityTable(children: Children) -> impl IntoView {
         };
         let filter = |name: &str| region.get_attribute(name).filter(|v| !v.is_empty());
         let (agent, kind, verdict) = (filter("data-agent"), filter("data-kind"), filter("data-verdict"));
+        let transport = filter("data-transport");
         let live = region.get_attribute("data-live").as_deref() == Some("true");
         follows.set(Some(live));
         if !live {
@@ -40,7 +41,8 @@ fn ActivityTable(children: Children) -> impl IntoView {
             move |e| {
                 let wanted = agent.as_ref().is_none_or(|a| e.agent.as_ref() == Some(a))
                     && kind.as_ref().is_none_or(|k| &e.kind == k)
-                    && verdict.as_ref().is_none_or(|v| e.verdict.as_ref() == Some(v));
+                    && verdict.as_ref().is_none_or(|v| e.verdict.as_ref() == Some(v))
+                    && transport.as_ref().is_none_or(|t| e.transport.as_ref() == Some(t));
                 if !wanted {
                     return;
                 }
@@ -89,6 +91,7 @@ fn ActivityRows(
     agent: String,
     kind: String,
     verdict: String,
+    transport: String,
 ) -> impl IntoView {
     let body = if rows.is_empty() {
         view! { <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any()
@@ -106,6 +109,7 @@ fn ActivityRows(
                             <th class=TH>"Verdict"</th>
                             <th class=format!("{TH} text-right")>"Amount"</th>
                             <th class=TH>"By"</th>
+                            <th class=TH>"Via"</th>
                         </tr>
                     </thead>
                     <tbody>
@@ -117,7 +121,7 @@ fn ActivityRows(
         .into_any()
     };
     view! {
-        <div data-swap="activity" data-live=live.to_string() data-agent=agent data-kind=kind data-verdict=verdict>
+        <div data-swap="activity" data-live=live.to_string() data-agent=agent data-kind=kind data-verdict=verdict data-transport=transport>
             {body}
         </div>
     }
@@ -126,8 +130,9 @@ fn ActivityRows(
 #[component]
 fn ActivityLine(r: ActivityRow) -> impl IntoView {
     let (k, v) = (r.kind.clone(), r.verdict.clone().unwrap_or_default());
+    let via = r.transport.clone().unwrap_or_default();
     view! {
-        <tr class=TR data-kind=k data-verdict=v data-seq=r.seq>
+        <tr class=TR data-kind=k data-verdict=v data-transport=via data-seq=r.seq>
             <td class=format!("{TD} tabular-nums text-zinc-400")>{r.seq}</td>
             <td class=TD><Time rfc3339=r.at /></td>
             <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
@@ -136,6 +141,7 @@ fn ActivityLine(r: ActivityRow) -> impl IntoView {
             <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
             <td class=format!("{TD} text-xs text-zinc-500")>{r.actor}</td>
+            <td class=format!("{TD} text-xs text-zinc-500")>{r.transport.unwrap_or_else(|| "—".into())}</td>
         </tr>
     }
 }
@@ -155,14 +161,17 @@ const KINDS: [&str; 12] = [
     "console",
 ];
 const VERDICTS: [&str; 6] = ["allow", "deny", "park", "unavailable", "approved", "denied"];
+const TRANSPORTS: [&str; 3] = ["http", "mcp", "console"];
 
 #[component]
 pub fn ActivityPage() -> impl IntoView {
     let query = leptos_router::hooks::use_query_map();
     let get = move |k: &str| query.read().get(k).unwrap_or_default();
     let data = Resource::new(
-        move || (get("agent"), get("kind"), get("verdict"), get("before").parse::<i64>().ok()),
-        |(a, k, v, b)| activity_feed(a, k, v, b),
+        move || {
+            (get("agent"), get("kind"), get("verdict"), get("transport"), get("before").parse::<i64>().ok())
+        },
+        |(a, k, v, t, b)| activity_feed(a, k, v, t, b),
     );
     let select = move |name: &'static str, label: &'static str, options: Vec<String>| {
         view! {
@@ -195,19 +204,20 @@ pub fn ActivityPage() -> impl IntoView {
                             {select("agent", "Agent", feed.agents.clone())}
                             {select("kind", "Kind", KINDS.iter().map(|k| k.to_string()).collect())}
                             {select("verdict", "Verdict", VERDICTS.iter().map(|v| v.to_string()).collect())}
+                            {select("transport", "Via", TRANSPORTS.iter().map(|t| t.to_string()).collect())}
                             <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
                             <a href="/activity" class="px-1 py-1 text-zinc-500 underline">"Clear"</a>
                         </form>
                     };
                     let older = feed.older.map(|b| view! {
                         <a class="mt-2 inline-block text-sm underline" data-testid="older"
-                            href=format!("/activity?agent={}&kind={}&verdict={}&before={b}", get("agent"), get("kind"), get("verdict"))>"Older entries →"</a>
+                            href=format!("/activity?agent={}&kind={}&verdict={}&transport={}&before={b}", get("agent"), get("kind"), get("verdict"), get("transport"))>"Older entries →"</a>
                     });
                     view! {
                         {chain}
                         {filters}
                         <ActivityTable>
-                            <ActivityRows rows=feed.rows live=before_none agent=get("agent") kind=get("kind") verdict=get("verdict") />
+                            <ActivityRows rows=feed.rows live=before_none agent=get("agent") kind=get("kind") verdict=get("verdict") transport=get("transport") />
                         </ActivityTable>
                         {older}
                     }.into_any()

@@ -67,6 +67,14 @@ pub fn ProfilesPage() -> impl IntoView {
     }
 }
 
+/// A ready-to-paste MCP client configuration for `url` with `key`.
+fn mcp_config(url: &str, key: &str) -> String {
+    let config = serde_json::json!({
+        "mcpServers": { "naive": { "type": "http", "url": url, "headers": { "Authorization": format!("Bearer {key}") } } }
+    });
+    serde_json::to_string_pretty(&config).unwrap_or_default()
+}
+
 const BUTTON: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
 
 #[component]
@@ -104,12 +112,21 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
             {p.runtime_reason.clone().map(|r| view! { <span class="text-xs text-zinc-500">{r}</span> })}
             <span class="font-mono text-xs text-zinc-400">{p.id.clone()}</span>
         </div>
-        {d.new_secret.map(|s| view! {
-            <section role="status" data-testid="secret-once" class="mb-4 rounded-lg border border-emerald-300 bg-emerald-50 p-3 dark:border-emerald-800 dark:bg-emerald-950">
-                <p class="mb-2 text-sm font-medium">"New key — copy it now. It is shown only this once; the gateway keeps just a hash."</p>
-                <SecretOnce token=s.token />
-            </section>
+        {d.new_secret.map(|s| {
+            let config = mcp_config(&d.mcp_url, &s.token);
+            view! {
+                <section role="status" data-testid="secret-once" class="mb-4 rounded-lg border border-emerald-300 bg-emerald-50 p-3 dark:border-emerald-800 dark:bg-emerald-950">
+                    <p class="mb-2 text-sm font-medium">"New key — copy it now. It is shown only this once; the gateway keeps just a hash."</p>
+                    <SecretOnce token=s.token />
+                    <p class="mb-1 mt-3 text-sm">"An MCP client's configuration, with this key:"</p>
+                    <pre data-testid="mcp-config" class="select-all overflow-x-auto rounded bg-zinc-900 p-2 font-mono text-xs text-emerald-300">{config}</pre>
+                </section>
+            }
         })}
+        <p class="mb-4 text-sm text-zinc-600 dark:text-zinc-400">
+            "MCP endpoint: " <code data-testid="mcp-endpoint" class="font-mono">{d.mcp_url.clone()}</code>
+            " — send the agent's key as " <code class="font-mono">"Authorization: Bearer …"</code> " on every request."
+        </p>
         <section class="mb-6">
             <div class="mb-2 flex items-baseline justify-between">
                 <h2 class="text-sm font-semibold">"Keys"</h2>

@@ -97,7 +97,8 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         );
     };
     match state.gateway.credential(token).await {
-        Ok(Some(Credential::Agent(subject))) => {
+        Ok(Some(Credential::Agent(mut subject))) => {
+            subject.via = gateway::activity::Transport::Mcp;
             req.extensions_mut().insert(subject);
             forward(req, next).await
         }

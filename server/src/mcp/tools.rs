@@ -72,8 +72,17 @@ fn target(gw: &Gateway, name: &str) -> Option<Target> {
     if let Some(read) = BRAIN_READS.iter().find(|r| **r == name) {
         return Some(Target::BrainRead(read));
     }
-    let spec = gw.catalog().iter().find(|t| !served_elsewhere(t) && mcp_name(&t.name) == name)?;
-    Some(Target::Action(spec.name.clone()))
+    actions(gw).get(name).map(|a| Target::Action(a.clone()))
+}
+
+/// Each catalog action served here, by its MCP name. The catalog is fixed at start-up.
+fn actions(gw: &Gateway) -> &'static std::collections::HashMap<String, String> {
+    static ACTIONS: std::sync::OnceLock<std::collections::HashMap<String, String>> =
+        std::sync::OnceLock::new();
+    ACTIONS.get_or_init(|| {
+        let served = gw.catalog().iter().filter(|t| !served_elsewhere(t) && t.name.contains('.'));
+        served.filter(|t| t.name != "brain.writeback").map(|t| (mcp_name(&t.name), t.name.clone())).collect()
+    })
 }
 
 fn declaration_of(name: &str, target: &Target) -> Option<&'static ArgsDecl> {
@@ -199,11 +208,12 @@ async fn run(
     args: Value,
 ) -> gateway::Result<CallToolResult> {
     let gw = &state.gateway;
-    if let Some(env) = gw.inactive_refusal(subject, name).await? {
-        return Ok(CallToolResult::structured_error(serde_json::to_value(env).expect("serializes")));
-    }
+    // The pipeline refuses an inactive profile first itself.
     if let Target::Action(action) = target {
         return Ok(answer(gw.perform_as(subject, action.clone(), args, None).await?));
+    }
+    if let Some(env) = gw.inactive_refusal(subject, name).await? {
+        return Ok(CallToolResult::structured_error(serde_json::to_value(env).expect("serializes")));
     }
     let decl = declaration_of(name, target).expect("every MCP tool is declared");
     decl.check(&args).map_err(|e| gateway::Error::invalid(e.code, e.message))?;

@@ -126,7 +126,7 @@ pub async fn put(
             format!("the body's name \"{}\" is not \"{name}\"", kit.name),
         ));
     }
-    let saved = state.gateway.save_kit(&tenant, kit, expected, "company-key").await?;
+    let saved = state.gateway.save_kit(&tenant, kit, expected, crate::routes::profiles::ACTOR).await?;
     let status = if expected.is_none() { StatusCode::CREATED } else { StatusCode::OK };
     let mut res = with_etag(saved);
     *res.status_mut() = status;

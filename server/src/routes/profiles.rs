@@ -18,7 +18,7 @@ use crate::problem::Problem;
 use crate::startup::AppState;
 
 /// What administrative changes are recorded as, when made with the company key.
-pub(crate) const ACTOR: &str = "company-key";
+pub(crate) const ACTOR: &str = gateway::activity::COMPANY_KEY_ACTOR;
 
 fn profile_id(s: &str) -> Result<ProfileId, Problem> {
     ProfileId::parse(s)

@@ -296,3 +296,39 @@ async def test_a_128_way_race_on_one_hard_cap_over_both_transports(server):
     check = subprocess.run([binary, "check"], env=dict(os.environ, DATABASE_URL=server.database_url),
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+async def test_each_entry_records_its_transport(server, mode):
+    profile, key, _ = server.agent(server.kit(["web"]))
+    status, _ = server.api("POST", f"/v1/users/{profile}/web/read", {"url": "https://example.test/v1"}, key=key)
+    assert status == 200
+    async with server.mcp(key, mode) as c:
+        assert (await c.call_tool("naive_web_read", {"url": "https://example.test/mcp"})).is_error is False
+        await c.call_tool("naive_email_send", {"to": "someone@example.test"})
+    status, page = server.api("GET", f"/v1/users/{profile}/logs?limit=500")
+    seen = [(e["kind"], e["action"], e["transport"]) for e in reversed(page["items"])
+            if e["kind"] in ("action", "refusal")]
+    assert seen == [("action", "web.read", "http"), ("action", "web.read", "mcp"), ("refusal", "email.send", "mcp")]
+
+
+def test_a_session_belongs_to_the_profile_that_opened_it(server):
+    _, key_a, _ = server.agent(server.kit(["web"]))
+    _, key_b, _ = server.agent(server.kit(["web"]))
+    legacy = {"MCP-Protocol-Version": "2025-11-25"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    status, headers, text = raw(server, init, key=key_a, headers=legacy)
+    assert status == 200, text
+    session = dict(legacy, **{"Mcp-Session-Id": headers["Mcp-Session-Id"]})
+    status, _, _ = raw(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key=key_a, headers=session)
+    assert status == 202
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    def answer(text):
+        lines = [l[5:] for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
+        return json.loads(lines[-1] if lines else text)
+
+    status, _, text = raw(server, listing, key=key_b, headers=session)
+    assert "error" in answer(text) and "another agent" in answer(text)["error"]["message"], text
+    status, _, text = raw(server, listing, key=key_a, headers=session)
+    assert "naive_web_read" in [t["name"] for t in answer(text)["result"]["tools"]], text

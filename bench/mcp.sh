@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Governed tool calls over /mcp against the same action over /v1, and against a peer: an
+# ungoverned MCP server built with the official Python SDK (bench/mcp_peer.py). One client for
+# all (`mcp-load`, 64 connections on loopback, each with its own MCP session), one run, this
+# machine. Also tools/list latency for a kit with every primitive. Prints each figure and the
+# ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer).
+#   bench/mcp.sh [seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-10}"
+[ -x .venv/bin/python ] && .venv/bin/python -c "import mcp" 2>/dev/null || scripts/bootstrap.sh test
+cargo build --release -p server --bin server --bin mcp-load
+dir="$(mktemp -d)"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port); peer_port=$(free_port)
+export DATABASE_URL="sqlite://$dir/bench.db" NAIVE_NO_DEMO=true RUST_LOG=warn
+company=$(target/release/server tenant create --name "MCP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
+target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
+server=$!
+.venv/bin/python bench/mcp_peer.py "$peer_port" >"$dir/peer.log" 2>&1 &
+peer=$!
+trap 'kill $server $peer 2>/dev/null; wait $server $peer 2>/dev/null; rm -rf "$dir"' EXIT
+base="http://127.0.0.1:$port"
+for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/mcp" && break; sleep 0.1; done
+api() { curl -sf -X "$1" "$base$2" -H "Authorization: Bearer $company" -H 'Content-Type: application/json' ${3:+-d "$3"}; }
+field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+every='["cards","trading","formation","verification","domains","phone","email","sms","search","web","images","llm","compute","browser","connections","tasks","brain"]'
+api PUT /v1/kits/Everything "{\"name\":\"Everything\",\"primitives\":$every}" >/dev/null
+profile=$(api POST /v1/agent-profiles '{"name":"bench-agent","kit":"Everything"}' | field '["id"]')
+key=$(api POST "/v1/agent-profiles/$profile/keys" | field '["secret"]')
+load=target/release/mcp-load
+args='{"url":"https://bench.example.test/page"}'
+run() { "$load" --seconds "$secs" --args "$args" "$@" | tee -a "$dir/figures"; }
+echo "warming up"
+"$load" --seconds 2 --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
+echo "== naive_web_read over /mcp (sessions, 2025-11-25)";   mcp=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session)
+echo "== naive_web_read over /mcp (stateless, 2026-07-28)";  stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless)
+echo "== web.read over /v1";                                 v1=$(run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1)
+echo "== the peer: one trivial tool, Python SDK MCPServer, ungoverned (sessions)"
+peer_fig=$(run --url "http://127.0.0.1:$peer_port/mcp" --tool read --mode session)
+echo "== tools/list, every primitive enabled (sessions)";    "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
+rate() { echo "$1" | awk '{print $1}'; }
+python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" <<'PY'
+import sys
+mcp, stateless, v1, peer = map(float, sys.argv[1:])
+print(f"== ratios: sessions/v1 {mcp / v1:.0%}, stateless/v1 {stateless / v1:.0%}, "
+      f"sessions/peer {mcp / peer:.1f}x, stateless/peer {stateless / peer:.1f}x")
+PY
+echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"
