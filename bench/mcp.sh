@@ -3,13 +3,15 @@
 # ungoverned MCP server built with the official Python SDK (bench/mcp_peer.py). One client for
 # all (`mcp-load`, 64 connections on loopback, each with its own MCP session), one run, this
 # machine. Also tools/list latency for a kit with every primitive. Prints each figure and the
-# ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer).
-#   bench/mcp.sh [seconds]
+# ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer). Saturation
+# first (each client calls as soon as its answer arrives), then a fixed rate (RATE, 2,000/s by
+# default) for latency under load rather than at the knee.
+#   bench/mcp.sh [seconds]     NO_BUILD=1 skips the release build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-10}"
 [ -x .venv/bin/python ] && .venv/bin/python -c "import mcp" 2>/dev/null || scripts/bootstrap.sh test
-cargo build --release -p server --bin server --bin mcp-load
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p server --bin server --bin mcp-load
 dir="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port); peer_port=$(free_port)
@@ -31,15 +33,25 @@ profile=$(api POST /v1/agent-profiles '{"name":"bench-agent","kit":"Everything"}
 key=$(api POST "/v1/agent-profiles/$profile/keys" | field '["secret"]')
 load=target/release/mcp-load
 args='{"url":"https://bench.example.test/page"}'
-run() { "$load" --seconds "$secs" --args "$args" "$@" | tee -a "$dir/figures"; }
+run() { "$load" --seconds "$secs" --args "$args" "$@"; }
 echo "warming up"
 "$load" --seconds 2 --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
-echo "== naive_web_read over /mcp (sessions, 2025-11-25)";   mcp=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session)
-echo "== naive_web_read over /mcp (stateless, 2026-07-28)";  stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless)
-echo "== web.read over /v1";                                 v1=$(run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1)
+echo "== naive_web_read over /mcp (sessions, 2025-11-25)"
+mcp=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "$mcp"
+echo "== naive_web_read over /mcp (stateless, 2026-07-28)"
+stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless); echo "$stateless"
+echo "== web.read over /v1"
+v1=$(run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1); echo "$v1"
 echo "== the peer: one trivial tool, Python SDK MCPServer, ungoverned (sessions)"
-peer_fig=$(run --url "http://127.0.0.1:$peer_port/mcp" --tool read --mode session)
-echo "== tools/list, every primitive enabled (sessions)";    "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
+peer_fig=$(run --url "http://127.0.0.1:$peer_port/mcp" --tool read --mode session); echo "$peer_fig"
+rate="${RATE:-2000}"
+echo "== a fixed $rate calls/s over 64 clients: latency from when each call was due"
+run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session --rate "$rate"
+run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless --rate "$rate"
+run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1 --rate "$rate"
+echo "== tools/list, every primitive enabled (sessions): saturation, then one client"
+"$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
+"$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list --clients 1
 rate() { echo "$1" | awk '{print $1}'; }
 python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" <<'PY'
 import sys

@@ -12,7 +12,57 @@ async function newAgent(prefix: string) {
 const read = (a: { id: string; key: string }, url: string) =>
   api(`/v1/users/${a.id}/web/read`, a.key, { url });
 
+// A tool call over /mcp as an MCP client on spec 2026-07-28 sends it: one stateless request.
+async function readOverMcp(a: { key: string }, url: string) {
+  const res = await fetch(`${process.env.NAIVE_E2E_URL}/mcp`, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${a.key}`,
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      "MCP-Protocol-Version": "2026-07-28",
+      "Mcp-Method": "tools/call",
+      "Mcp-Name": "naive_web_read",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: {
+        name: "naive_web_read",
+        arguments: { url },
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientInfo": { name: "e2e", version: "1" },
+          "io.modelcontextprotocol/clientCapabilities": {},
+        },
+      },
+    }),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
 test.describe("activity feed", () => {
+  test("each entry says which transport it came by, and the feed filters by it", async ({ page }) => {
+    const agent = await newAgent("e2e-via");
+    expect((await read(agent, "https://example.test/over-http")).status).toBe(200);
+    const mcp = await readOverMcp(agent, "https://example.test/over-mcp");
+    expect(mcp.status).toBe(200);
+    expect(mcp.json.result.isError).toBe(false);
+    await page.goto(`/activity?agent=${agent.name}&transport=mcp`);
+    const rows = page.locator("tr[data-kind=action]", { hasText: agent.name });
+    await expect(rows).toHaveCount(1);
+    await expect(rows.first()).toHaveAttribute("data-transport", "mcp");
+    // Live, the filter keeps /v1 calls out and lets MCP calls in.
+    await expect(page.getByTestId("live-state")).toHaveText("live");
+    expect((await read(agent, "https://example.test/over-http-2")).status).toBe(200);
+    expect((await readOverMcp(agent, "https://example.test/over-mcp-2")).status).toBe(200);
+    await expect(rows).toHaveCount(2);
+    await page.goto(`/activity?agent=${agent.name}&transport=http`);
+    await expect(rows).toHaveCount(2);
+    await expect(rows.first()).toHaveAttribute("data-transport", "http");
+  });
+
   test("an action shows up in the feed within a second, and the page is backfilled after a reload", async ({ page }) => {
     const agent = await newAgent("e2e-live");
     await page.goto("/activity");

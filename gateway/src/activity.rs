@@ -98,7 +98,7 @@ impl Transport {
     pub fn of_actor(actor: &str) -> Option<Transport> {
         match actor {
             COMPANY_KEY_ACTOR => Some(Transport::Http),
-            SYSTEM_ACTOR => None,
+            SYSTEM_ACTOR | DEMO_AGENT_ACTOR => None,
             _ => Some(Transport::Console),
         }
     }
@@ -108,6 +108,8 @@ impl Transport {
 pub const COMPANY_KEY_ACTOR: &str = "company-key";
 /// The gateway itself.
 pub const SYSTEM_ACTOR: &str = "system";
+/// The demo agent minting and revoking its keys inside the server.
+pub const DEMO_AGENT_ACTOR: &str = "demo-agent";
 
 /// An entry to append.
 #[derive(Clone, Debug)]

@@ -97,6 +97,7 @@ pub struct Gateway {
     auth_cache: Arc<GenCache<String, credentials::CachedKey>>,
     /// Ticks when a credential may have stopped being valid (see [`credentials`]).
     credential_epoch: Arc<tokio::sync::watch::Sender<u64>>,
+    visibility_epoch: Arc<tokio::sync::watch::Sender<u64>>,
     /// Test hook: how long a cache fill waits between its read and its insert.
     cache_fill_pause_ms: Arc<AtomicU64>,
     /// Where each tenant's audit chain was last verified intact, so the console hashes only
@@ -142,6 +143,7 @@ impl Gateway {
             links_cache: Arc::default(),
             auth_cache: Arc::default(),
             credential_epoch: Arc::new(tokio::sync::watch::channel(0).0),
+            visibility_epoch: Arc::new(tokio::sync::watch::channel(0).0),
             cache_fill_pause_ms: Arc::default(),
             chain_marks: Arc::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
@@ -182,9 +184,17 @@ impl Gateway {
         &self.config
     }
 
-    /// Forgets every cached ancestry, after a change to kits or profile status.
+    /// Forgets every cached ancestry, after a change to kits or profile status, and tells
+    /// whoever shows a profile what it may use (an MCP session's tool list) to look again.
     pub(crate) fn invalidate_links(&self) {
         self.links_cache.invalidate();
+        self.visibility_epoch.send_modify(|n| *n += 1);
+    }
+
+    /// A receiver that changes whenever a kit or a profile's status changed, so what some
+    /// profile may see may have changed.
+    pub fn visibility_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.visibility_epoch.subscribe()
     }
 
     /// Forgets every cached key, after a key is rotated or revoked, and tells every stream

@@ -1,5 +1,6 @@
-//! The demo agent: the demo tenant's agents at work, over `/v1`, with their own scoped keys,
-//! exactly as real agents would call. It keeps a newcomer's console alive: actions that run,
+//! The demo agent: the demo tenant's agents at work, with their own scoped keys, exactly as
+//! real agents would call: about half of the calls over `/v1`, the rest as MCP tool calls over
+//! `/mcp`, so a newcomer's console shows both transports. It keeps a newcomer's console alive: actions that run,
 //! charges that park for approval, calls refused by the kit or the cap, and writebacks that
 //! become proposals, at a gentle rate.
 //!
@@ -12,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
+
+use crate::mcp::client::{McpClient, Mode};
 
 /// A demo agent's name and scoped key.
 #[derive(Clone, Debug)]
@@ -98,6 +101,40 @@ fn step(i: u64, dice: &mut Dice) -> Step {
     }
 }
 
+/// The MCP tool of a step's `/v1` path: `web/read` is `naive_web_read`.
+fn tool_of(path: &str) -> String {
+    match path {
+        "brain/writebacks" => "naive_brain_submit_writeback".into(),
+        p => format!("naive_{}", p.replace('/', "_")),
+    }
+}
+
+/// Sends step `s` as `agent` over `/v1`, or as an MCP tool call when `over_mcp`; what came
+/// back, for the log.
+async fn send(
+    client: &reqwest::Client,
+    base: &str,
+    agent: &Agent,
+    s: &Step,
+    over_mcp: bool,
+) -> Result<String, String> {
+    if over_mcp {
+        // Stateless (spec 2026-07-28): nothing to reopen when the server restarts.
+        let mut mcp =
+            McpClient::new(client.clone(), format!("{base}/mcp"), Some(agent.token.clone()), Mode::Stateless);
+        let r = mcp.call_tool(&tool_of(s.path), &s.body).await?;
+        return Ok(format!("mcp isError={}", r["isError"]));
+    }
+    let url = if s.path.starts_with("brain/writebacks") {
+        format!("{base}/v1/{}", s.path)
+    } else {
+        format!("{base}/v1/users/{}/{}", agent.profile, s.path)
+    };
+    let res =
+        client.post(&url).bearer_auth(&agent.token).json(&s.body).send().await.map_err(|e| e.to_string())?;
+    Ok(format!("http {}", res.status().as_u16()))
+}
+
 /// Drives `agents` against the server at `base` at `per_minute` steps until `stop` turns
 /// true. Failures are logged and the script goes on: the server may be restarting.
 pub async fn drive(base: &str, agents: &[Agent], per_minute: u32, mut stop: watch::Receiver<bool>) {
@@ -115,15 +152,8 @@ pub async fn drive(base: &str, agents: &[Agent], per_minute: u32, mut stop: watc
         }
         let s = step(i, &mut dice);
         let Some(agent) = agents.iter().find(|a| a.name == s.agent) else { continue };
-        let url = if s.path.starts_with("brain/writebacks") {
-            format!("{base}/v1/{}", s.path)
-        } else {
-            format!("{base}/v1/users/{}/{}", agent.profile, s.path)
-        };
-        match client.post(&url).bearer_auth(&agent.token).json(&s.body).send().await {
-            Ok(res) => {
-                tracing::debug!(agent = s.agent, path = s.path, status = res.status().as_u16(), "demo step")
-            }
+        match send(&client, base, agent, &s, dice.next(2) == 0).await {
+            Ok(answer) => tracing::debug!(agent = s.agent, path = s.path, answer, "demo step"),
             Err(e) => tracing::warn!(agent = s.agent, error = %e, "demo step failed; going on"),
         }
     }
@@ -157,7 +187,7 @@ pub async fn revoke_in_process(gw: &gateway::Gateway, tenant: &gateway::TenantId
 }
 
 /// Who the activity log names for the keys the demo agent mints and revokes.
-pub const ACTOR: &str = "demo-agent";
+pub const ACTOR: &str = gateway::activity::DEMO_AGENT_ACTOR;
 
 /// An error of the standalone demo agent, said so that the operator knows what to fix.
 #[derive(Debug, thiserror::Error)]

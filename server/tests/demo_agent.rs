@@ -18,6 +18,7 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
     let wanted = ["action/allow", "park/park", "refusal/deny", "writeback/allow"];
     let mut seen = BTreeSet::new();
+    let mut transports = BTreeSet::new();
     // Generous: the agent makes about twenty calls a second, and each kind comes up within a
     // few dozen calls; this only waits, it does not time anything.
     for _ in 0..600 {
@@ -31,7 +32,9 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
             .filter(|e| e.actor != "demo-agent" && e.actor != "admin" && e.actor != "system")
             .map(|e| format!("{}/{}", e.kind, e.verdict.clone().unwrap_or_default()))
             .collect();
-        if wanted.iter().all(|w| seen.contains(*w)) && log.len() > 40 {
+        // About half of its calls go over MCP.
+        transports = log.iter().filter(|e| e.kind == "action").filter_map(|e| e.transport.clone()).collect();
+        if wanted.iter().all(|w| seen.contains(*w)) && transports.len() == 2 && log.len() > 40 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -39,6 +42,7 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
     for w in wanted {
         assert!(seen.contains(w), "no {w} from the demo agent; saw {seen:?}");
     }
+    assert_eq!(transports, BTreeSet::from(["http".to_string(), "mcp".to_string()]));
     let proposals = app.gateway.proposals(&tenant, &Default::default()).await.unwrap();
     assert!(!proposals.is_empty(), "writebacks became proposals");
     app.stop().await;

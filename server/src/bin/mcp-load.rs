@@ -10,6 +10,7 @@
 //! mcp-load --url http://127.0.0.1:3000/mcp --key nv_… --tool naive_web_read --args '{"url":"…"}' --mode session
 //! mcp-load --url http://127.0.0.1:3000/v1/users/prf_…/web/read --key nv_… --args '{"url":"…"}' --mode v1
 //! mcp-load --url http://127.0.0.1:3000/mcp --key nv_… --mode list   # tools/list latency
+//! mcp-load … --rate 2000   # a fixed 2,000 calls/s across the clients, latency from when each was due
 //! ```
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use server::mcp::client::{McpClient, Mode};
 
 struct Options {
     url: String,
@@ -26,6 +28,8 @@ struct Options {
     mode: String,
     clients: usize,
     seconds: f64,
+    /// Calls per second across all clients; none is as fast as answers come.
+    rate: Option<f64>,
 }
 
 fn options() -> Options {
@@ -37,6 +41,7 @@ fn options() -> Options {
         mode: "session".into(),
         clients: 64,
         seconds: 10.0,
+        rate: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,6 +54,7 @@ fn options() -> Options {
             "--mode" => o.mode = value(),
             "--clients" => o.clients = value().parse().expect("--clients is a number"),
             "--seconds" => o.seconds = value().parse().expect("--seconds is a number"),
+            "--rate" => o.rate = Some(value().parse().expect("--rate is calls per second")),
             other => panic!("unknown flag {other}"),
         }
     }
@@ -56,117 +62,46 @@ fn options() -> Options {
     o
 }
 
-/// One client: its connection, and its session once initialized.
-struct Caller {
-    http: reqwest::Client,
-    o: Arc<Options>,
-    session: Option<String>,
-    protocol: &'static str,
-    next_id: u64,
-}
-
-/// The JSON-RPC answer in a response body, plain JSON or the `data:` lines of an SSE stream.
-fn message(body: &str) -> Option<Value> {
-    if let Ok(v) = serde_json::from_str::<Value>(body) {
-        return Some(v);
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .find(|v| v.get("id").is_some())
+/// One client: its own connection, and its MCP session when it has one.
+enum Caller {
+    Mcp(McpClient, &'static str),
+    V1(reqwest::Client),
 }
 
 impl Caller {
-    fn new(o: Arc<Options>) -> Caller {
+    fn new(o: &Options) -> Caller {
         let http = reqwest::Client::builder().pool_max_idle_per_host(1).build().expect("a client");
-        let protocol = if o.mode == "stateless" { "2026-07-28" } else { "2025-11-25" };
-        Caller { http, o, session: None, protocol, next_id: 0 }
-    }
-
-    async fn rpc(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        self.next_id += 1;
-        let mut body = json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": &params });
-        if self.protocol == "2026-07-28" {
-            body["params"]["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": self.protocol,
-                "io.modelcontextprotocol/clientInfo": { "name": "mcp-load", "version": "1" },
-                "io.modelcontextprotocol/clientCapabilities": {},
-            });
+        let mode = if o.mode == "stateless" { Mode::Stateless } else { Mode::Session };
+        match o.mode.as_str() {
+            "v1" => Caller::V1(http),
+            "list" => Caller::Mcp(McpClient::new(http, &o.url, o.key.clone(), mode), "tools/list"),
+            _ => Caller::Mcp(McpClient::new(http, &o.url, o.key.clone(), mode), "tools/call"),
         }
-        let mut req = self
-            .http
-            .post(&self.o.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", self.protocol)
-            .json(&body);
-        if let Some(k) = &self.o.key {
-            req = req.bearer_auth(k);
-        }
-        if let Some(s) = &self.session {
-            req = req.header("Mcp-Session-Id", s);
-        }
-        if self.protocol == "2026-07-28" {
-            req = req.header("Mcp-Method", method);
-            if let Some(name) = params.get("name").and_then(Value::as_str) {
-                req = req.header("Mcp-Name", name);
-            }
-        }
-        let res = req.send().await.map_err(|e| e.to_string())?;
-        if let Some(s) = res.headers().get("mcp-session-id") {
-            self.session = Some(s.to_str().unwrap_or_default().to_string());
-        }
-        let status = res.status();
-        let text = res.text().await.map_err(|e| e.to_string())?;
-        let answer = message(&text).ok_or_else(|| format!("{status}: {text}"))?;
-        match answer.get("result") {
-            Some(r) => Ok(r.clone()),
-            None => Err(format!("{status}: {text}")),
-        }
-    }
-
-    async fn open(&mut self) -> Result<(), String> {
-        if self.o.mode != "session" && self.o.mode != "list" {
-            return Ok(());
-        }
-        let params = json!({
-            "protocolVersion": self.protocol,
-            "capabilities": {},
-            "clientInfo": { "name": "mcp-load", "version": "1" },
-        });
-        self.rpc("initialize", params).await?;
-        let mut req = self
-            .http
-            .post(&self.o.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", self.protocol)
-            .json(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-        if let Some(k) = &self.o.key {
-            req = req.bearer_auth(k);
-        }
-        if let Some(s) = &self.session {
-            req = req.header("Mcp-Session-Id", s);
-        }
-        req.send().await.map_err(|e| e.to_string())?;
-        Ok(())
     }
 
     /// One call; `Err` when the answer was not a success.
-    async fn call(&mut self) -> Result<(), String> {
-        match self.o.mode.as_str() {
-            "v1" => {
-                let mut req = self.http.post(&self.o.url).json(&self.o.args);
-                if let Some(k) = &self.o.key {
+    async fn call(&mut self, o: &Options) -> Result<(), String> {
+        match self {
+            Caller::V1(http) => {
+                let mut req = http.post(&o.url).json(&o.args);
+                if let Some(k) = &o.key {
                     req = req.bearer_auth(k);
                 }
                 let res = req.send().await.map_err(|e| e.to_string())?;
                 let status = res.status();
                 let text = res.text().await.map_err(|e| e.to_string())?;
-                if status.is_success() { Ok(()) } else { Err(format!("{status}: {text}")) }
+                // Read like an MCP answer is read: parsed, and checked.
+                let body: Value =
+                    serde_json::from_str(&text).map_err(|e| format!("{status}: {e}: {text}"))?;
+                if status.is_success() && body["ok"] == json!(true) {
+                    Ok(())
+                } else {
+                    Err(format!("{status}: {text}"))
+                }
             }
-            "list" => self.rpc("tools/list", json!({})).await.map(|_| ()),
-            _ => {
-                let params = json!({ "name": self.o.tool, "arguments": self.o.args });
-                let r = self.rpc("tools/call", params).await?;
+            Caller::Mcp(c, "tools/list") => c.request("tools/list", json!({})).await.map(|_| ()),
+            Caller::Mcp(c, _) => {
+                let r = c.call_tool(&o.tool, &o.args).await?;
                 if r["isError"] == json!(true) { Err(r.to_string()) } else { Ok(()) }
             }
         }
@@ -174,13 +109,26 @@ impl Caller {
 }
 
 async fn client(o: Arc<Options>, stop: Arc<AtomicBool>) -> Result<Vec<Duration>, String> {
-    let mut c = Caller::new(o);
-    c.open().await?;
+    let mut c = Caller::new(&o);
+    if let Caller::Mcp(m, _) = &mut c {
+        m.open().await?;
+    }
     let mut lat = Vec::new();
+    // At a fixed rate, each call's latency counts from when it was due, not from when it was
+    // sent, so a slow answer that delays the next call is not hidden (coordinated omission).
+    let every = o.rate.map(|r| Duration::from_secs_f64(o.clients as f64 / r));
+    let mut due = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let t = Instant::now();
-        c.call().await?;
-        lat.push(t.elapsed());
+        if every.is_some() {
+            tokio::time::sleep_until(due.into()).await;
+        } else {
+            due = Instant::now();
+        }
+        c.call(&o).await?;
+        lat.push(due.elapsed());
+        if let Some(every) = every {
+            due += every;
+        }
     }
     Ok(lat)
 }
@@ -207,14 +155,15 @@ async fn main() -> std::process::ExitCode {
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
     println!(
-        "{} calls/s  p50 {:.2} ms  p99 {:.2} ms  ({} calls, {} clients, {:.1} s, mode {})",
+        "{} calls/s  p50 {:.2} ms  p99 {:.2} ms  ({} calls, {} clients, {:.1} s, mode {}{})",
         (lat.len() as f64 / secs).round(),
         pct(0.50),
         pct(0.99),
         lat.len(),
         o.clients,
         secs,
-        o.mode
+        o.mode,
+        o.rate.map(|r| format!(", fixed rate {r}/s")).unwrap_or_default()
     );
     std::process::ExitCode::SUCCESS
 }

@@ -15,6 +15,7 @@
 //! - `Host` and `Origin` are validated: loopback hosts and no browser origins by default,
 //!   more with `--mcp-allowed-hosts` / `--mcp-allowed-origins` (see the README).
 
+pub mod client;
 pub mod tools;
 
 use std::collections::BTreeSet;
@@ -26,7 +27,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use gateway::Credential;
-use gateway::events::BusItem;
 use gateway::keys::Subject;
 use rmcp::ServerHandler;
 use rmcp::model::{
@@ -273,26 +273,15 @@ struct Watch {
     subject: Subject,
 }
 
-/// Activity that can change what a profile may see.
-fn changes_visibility(kind: &str) -> bool {
-    matches!(kind, "kit_edit" | "revoke" | "profile" | "key")
-}
-
 impl Watch {
     async fn run(self, peer: Peer<RoleServer>, mut seen: BTreeSet<String>) {
         let gw = self.state.gateway.clone();
-        let mut sub = gw.bus().subscribe(self.subject.tenant.clone());
-        let mut credentials = gw.credential_changes();
+        let (mut credentials, mut visibility) = (gw.credential_changes(), gw.visibility_changes());
         let mut tick = tokio::time::interval(Duration::from_secs(10));
         loop {
             tokio::select! {
-                item = sub.next() => match item {
-                    None => return,
-                    Some(BusItem::Lagged { .. }) => sub = gw.bus().subscribe(self.subject.tenant.clone()),
-                    Some(BusItem::Event(p)) if !changes_visibility(&p.entry.kind) => continue,
-                    Some(BusItem::Event(_)) => {}
-                },
                 changed = credentials.changed() => if changed.is_err() { return },
+                changed = visibility.changed() => if changed.is_err() { return },
                 _ = tick.tick() => {
                     if peer.is_transport_closed() { return }
                     continue;

@@ -314,21 +314,43 @@ async def test_each_entry_records_its_transport(server, mode):
 def test_a_session_belongs_to_the_profile_that_opened_it(server):
     _, key_a, _ = server.agent(server.kit(["web"]))
     _, key_b, _ = server.agent(server.kit(["web"]))
-    legacy = {"MCP-Protocol-Version": "2025-11-25"}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    status, headers, text = raw(server, init, key=key_a, headers=legacy)
-    assert status == 200, text
-    session = dict(legacy, **{"Mcp-Session-Id": headers["Mcp-Session-Id"]})
-    status, _, _ = raw(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key=key_a, headers=session)
-    assert status == 202
+    session = _session(server, key_a, "2025-11-25")
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    _, _, text = raw(server, listing, key=key_b, headers=session)
+    assert "another agent" in _answer(text)["error"]["message"], text
+    _, _, text = raw(server, listing, key=key_a, headers=session)
+    assert "naive_web_read" in [t["name"] for t in _answer(text)["result"]["tools"]], text
 
-    def answer(text):
-        lines = [l[5:] for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
-        return json.loads(lines[-1] if lines else text)
 
-    status, _, text = raw(server, listing, key=key_b, headers=session)
-    assert "error" in answer(text) and "another agent" in answer(text)["error"]["message"], text
-    status, _, text = raw(server, listing, key=key_a, headers=session)
-    assert "naive_web_read" in [t["name"] for t in answer(text)["result"]["tools"]], text
+def _session(server, key, version):
+    """Opens a session at `version` over raw HTTP: the headers for its later messages."""
+    headers = {"MCP-Protocol-Version": version}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    status, got, text = raw(server, init, key=key, headers=headers)
+    assert status == 200, text
+    headers["Mcp-Session-Id"] = got["Mcp-Session-Id"]
+    status, _, _ = raw(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key=key, headers=headers)
+    assert status == 202
+    return headers
+
+
+def _answer(text):
+    lines = [l[5:] for l in text.splitlines() if l.startswith("data:") and l[5:].strip()]
+    return json.loads(lines[-1] if lines else text)
+
+
+def test_invalid_arguments_take_the_form_each_spec_version_prescribes(server):
+    profile, key, _ = server.agent(server.kit(["cards"]))
+    before = log_count(server, profile)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "naive_cards_charge", "arguments": {"merchant": "acme"}}}
+    # 2025-06-18 and older: a JSON-RPC error, with the problem code in its data.
+    _, _, text = raw(server, call, key=key, headers=_session(server, key, "2025-06-18"))
+    error = _answer(text)["error"]
+    assert (error["code"], error["data"]["code"]) == (-32602, "missing_argument"), text
+    # 2025-11-25: a tool result with isError, so the model can read what to fix.
+    _, _, text = raw(server, call, key=key, headers=_session(server, key, "2025-11-25"))
+    result = _answer(text)["result"]
+    assert (result["isError"], result["structuredContent"]["code"]) == (True, "missing_argument"), text
+    assert log_count(server, profile) == before
