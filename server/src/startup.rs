@@ -228,12 +228,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
             crate::routes::v1(&state)
                 .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authenticate)),
         )
-        .nest_service(
-            "/mcp",
-            tower::ServiceBuilder::new()
-                .layer(axum::middleware::from_fn_with_state(state.clone(), crate::mcp::authenticate))
-                .service(crate::mcp::service(&state, mcp)),
-        )
+        .nest_service("/mcp", crate::mcp::endpoint(&state, mcp))
         .leptos_routes_with_context(
             &state,
             routes,

@@ -70,7 +70,8 @@ enum Caller {
 
 impl Caller {
     fn new(o: &Options) -> Caller {
-        let http = reqwest::Client::builder().pool_max_idle_per_host(1).build().expect("a client");
+        let http =
+            reqwest::Client::builder().pool_max_idle_per_host(1).tcp_nodelay(true).build().expect("a client");
         let mode = if o.mode == "stateless" { Mode::Stateless } else { Mode::Session };
         match o.mode.as_str() {
             "v1" => Caller::V1(http),
@@ -108,7 +109,7 @@ impl Caller {
     }
 }
 
-async fn client(o: Arc<Options>, stop: Arc<AtomicBool>) -> Result<Vec<Duration>, String> {
+async fn client(o: Arc<Options>, index: usize, stop: Arc<AtomicBool>) -> Result<Vec<Duration>, String> {
     let mut c = Caller::new(&o);
     if let Caller::Mcp(m, _) = &mut c {
         m.open().await?;
@@ -117,7 +118,8 @@ async fn client(o: Arc<Options>, stop: Arc<AtomicBool>) -> Result<Vec<Duration>,
     // At a fixed rate, each call's latency counts from when it was due, not from when it was
     // sent, so a slow answer that delays the next call is not hidden (coordinated omission).
     let every = o.rate.map(|r| Duration::from_secs_f64(o.clients as f64 / r));
-    let mut due = Instant::now();
+    // Spread over the period, so the clients do not all call at the same instant.
+    let mut due = Instant::now() + every.map_or(Duration::ZERO, |e| e * index as u32 / o.clients as u32);
     while !stop.load(Ordering::Relaxed) {
         if every.is_some() {
             tokio::time::sleep_until(due.into()).await;
@@ -138,7 +140,7 @@ async fn main() -> std::process::ExitCode {
     let o = Arc::new(options());
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
-    let tasks: Vec<_> = (0..o.clients).map(|_| tokio::spawn(client(o.clone(), stop.clone()))).collect();
+    let tasks: Vec<_> = (0..o.clients).map(|i| tokio::spawn(client(o.clone(), i, stop.clone()))).collect();
     tokio::time::sleep(Duration::from_secs_f64(o.seconds)).await;
     stop.store(true, Ordering::Relaxed);
     let mut lat = Vec::new();

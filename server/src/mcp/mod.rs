@@ -53,12 +53,27 @@ pub struct McpSettings {
 /// The hosts a loopback deployment is reached by.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
-/// The `/mcp` service: one [`Session`] per MCP session (or per stateless request).
-pub fn service(
-    state: &AppState,
-    settings: &McpSettings,
-) -> StreamableHttpService<Session, LocalSessionManager> {
+/// `/mcp`: [`authenticate`] in front of the SDK's service, which makes one [`Session`] per MCP
+/// session (or per stateless request).
+pub fn endpoint(state: &AppState, settings: &McpSettings) -> axum::Router {
     let sessions = Arc::new(LocalSessionManager::default());
+    // The SDK clones the factory, and axum the middleware's state, for each request: both
+    // hold one `Arc`.
+    let shared = Arc::new(Shared { gateway: state.gateway.clone(), sessions: sessions.clone() });
+    let factory = shared.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(Session::new(factory.clone())),
+        sessions,
+        config(state, settings),
+    );
+    axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn_with_state(shared, authenticate))
+}
+
+/// The SDK's settings: the allowed hosts and origins, sessions for clients that open them,
+/// JSON answers where the SDK may, the body limit, and an end when the server stops.
+fn config(state: &AppState, settings: &McpSettings) -> StreamableHttpServerConfig {
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     hosts.extend(settings.allowed_hosts.iter().cloned());
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -68,7 +83,7 @@ pub fn service(
         let _ = stopping.wait_for(|s| *s).await;
         on_stop.cancel();
     });
-    let config = StreamableHttpServerConfig::default()
+    StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(settings.allowed_origins.clone())
         .enforce_origin_validation()
@@ -76,9 +91,7 @@ pub fn service(
         .with_json_response(true)
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
-        .with_cancellation_token(cancel);
-    let (st, mgr) = (state.clone(), sessions.clone());
-    StreamableHttpService::new(move || Ok(Session::new(st.clone(), mgr.clone())), sessions, config)
+        .with_cancellation_token(cancel)
 }
 
 fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> Response {
@@ -88,7 +101,7 @@ fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> R
 }
 
 /// Checks the scoped key on every HTTP request to `/mcp` and hands the agent to the session.
-pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
     let Some(token) = crate::auth::bearer(req.headers()) else {
         return unauthorized(
             "missing_key",
@@ -96,7 +109,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
             r#"Bearer realm="naive-mcp""#,
         );
     };
-    match state.gateway.credential(token).await {
+    match shared.gateway.credential(token).await {
         Ok(Some(Credential::Agent(mut subject))) => {
             subject.via = gateway::activity::Transport::Mcp;
             req.extensions_mut().insert(subject);
@@ -153,11 +166,16 @@ async fn forward(req: Request, next: Next) -> Response {
     jsonrpc_error(-32600, format!("Invalid Request: {}", String::from_utf8_lossy(&text)))
 }
 
+/// What every session shares.
+struct Shared {
+    gateway: gateway::Gateway,
+    sessions: Arc<LocalSessionManager>,
+}
+
 /// One MCP session's state (in stateless mode, one request's).
 #[derive(Clone)]
 pub struct Session {
-    state: AppState,
-    sessions: Arc<LocalSessionManager>,
+    shared: Arc<Shared>,
     /// The agent that opened the session; every later message must be the same profile.
     bound: Arc<OnceLock<Subject>>,
     /// The tool list as it was when the session opened.
@@ -165,8 +183,8 @@ pub struct Session {
 }
 
 impl Session {
-    fn new(state: AppState, sessions: Arc<LocalSessionManager>) -> Session {
-        Session { state, sessions, bound: Arc::default(), snapshot: Arc::default() }
+    fn new(shared: Arc<Shared>) -> Session {
+        Session { shared, bound: Arc::default(), snapshot: Arc::default() }
     }
 
     /// The agent of this message, which must be the session's own.
@@ -200,7 +218,7 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
-        let listed = tools::visible(&self.state.gateway, &subject).await.map_err(internal)?;
+        let listed = tools::visible(&self.shared.gateway, &subject).await.map_err(internal)?;
         *self.snapshot.lock().expect("not poisoned") = Some(Arc::new(listed));
         ctx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
@@ -216,7 +234,7 @@ impl ServerHandler for Session {
             .map(Arc::<str>::from);
         let listed = self.snapshot.lock().expect("not poisoned").clone().unwrap_or_default();
         let names = listed.iter().map(|t| t.name.to_string()).collect();
-        let watch = Watch { state: self.state.clone(), sessions: self.sessions.clone(), session, subject };
+        let watch = Watch { shared: self.shared.clone(), session, subject };
         tokio::spawn(watch.run(ctx.peer, names));
     }
 
@@ -226,7 +244,7 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
-        let gw = &self.state.gateway;
+        let gw = &self.shared.gateway;
         let active = gw.inactive_refusal(&subject, "tools/list").await.map_err(internal)?.is_none();
         let snapshot = self.snapshot.lock().expect("not poisoned").clone();
         let listed = match (active, snapshot) {
@@ -254,7 +272,8 @@ impl ServerHandler for Session {
             .map(str::to_string)
             .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let result = tools::call(&self.state, &subject, &request.name, args, version.as_deref()).await?;
+        let result =
+            tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref()).await?;
         Ok(result.into())
     }
 }
@@ -267,15 +286,14 @@ pub(crate) fn internal(e: gateway::Error) -> ErrorData {
 /// A session's watcher: tells the client when what it may see changed, and ends the session
 /// when its key or profile is revoked.
 struct Watch {
-    state: AppState,
-    sessions: Arc<LocalSessionManager>,
+    shared: Arc<Shared>,
     session: Option<Arc<str>>,
     subject: Subject,
 }
 
 impl Watch {
     async fn run(self, peer: Peer<RoleServer>, mut seen: BTreeSet<String>) {
-        let gw = self.state.gateway.clone();
+        let gw = self.shared.gateway.clone();
         let (mut credentials, mut visibility) = (gw.credential_changes(), gw.visibility_changes());
         let mut tick = tokio::time::interval(Duration::from_secs(10));
         loop {
@@ -306,7 +324,7 @@ impl Watch {
     /// Ends the session of a revoked key or profile: its streams close, its id is forgotten.
     async fn close(self) {
         if let Some(id) = &self.session {
-            let _ = self.sessions.close_session(id).await;
+            let _ = self.shared.sessions.close_session(id).await;
         }
     }
 }

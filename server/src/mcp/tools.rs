@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use crate::problem::Problem;
-use crate::startup::AppState;
 
 pub const INSTRUCTIONS: &str = "Every tool here is governed by your company's AccountKit and budget. \
 A result arrives in structuredContent. A refusal is a verdict envelope (isError true): read retryable, \
@@ -181,33 +180,31 @@ fn answer(r: ActionResponse) -> CallToolResult {
 
 /// Runs tool `name` for `subject` with `args`.
 pub async fn call(
-    state: &AppState,
+    gw: &Gateway,
     subject: &Subject,
     name: &str,
     args: Value,
     version: Option<&str>,
 ) -> Result<CallToolResult, ErrorData> {
-    let gw = &state.gateway;
     let Some(target) = target(gw, name) else {
         return Err(ErrorData::invalid_params(
             format!("unknown tool `{name}`; tools/list shows the tools this key may call"),
             Some(json!({ "code": "unknown_tool" })),
         ));
     };
-    match run(state, subject, name, &target, args).await {
+    match run(gw, subject, name, &target, args).await {
         Ok(result) => Ok(result),
         Err(e) => failure(e, version),
     }
 }
 
 async fn run(
-    state: &AppState,
+    gw: &Gateway,
     subject: &Subject,
     name: &str,
     target: &Target,
     args: Value,
 ) -> gateway::Result<CallToolResult> {
-    let gw = &state.gateway;
     // The pipeline refuses an inactive profile first itself.
     if let Target::Action(action) = target {
         return Ok(answer(gw.perform_as(subject, action.clone(), args, None).await?));
