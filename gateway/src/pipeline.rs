@@ -410,16 +410,16 @@ impl Gateway {
         }))
     }
 
-    /// The catalog tools `subject` may see now, for a tool list: none when its profile (or an
-    /// ancestor) is not active, otherwise each tool whose primitive its effective kit enables.
-    /// A listed tool may still refuse a call; that is decided per call.
-    pub async fn visible_tools(&self, subject: &Subject) -> Result<Vec<ToolSpec>> {
+    /// The catalog tools `subject` may see now, for a tool list: `None` when its profile (or
+    /// an ancestor) is not active, otherwise each tool whose primitive its effective kit
+    /// enables. A listed tool may still refuse a call; that is decided per call.
+    pub async fn visible_tools(&self, subject: &Subject) -> Result<Option<Vec<ToolSpec>>> {
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         if chain_status(&links) != SubjectStatus::Active {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let kit = &links[0].kit;
-        Ok(self.catalog.iter().filter(|t| kit.primitives.contains(t.primitive)).cloned().collect())
+        Ok(Some(self.catalog.iter().filter(|t| kit.primitives.contains(t.primitive)).cloned().collect()))
     }
 
     /// The refusal every route gives a profile that is revoked or suspended, itself or through

@@ -154,13 +154,13 @@ async fn forward(req: Request, next: Next) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
         return crate::startup::too_large();
     };
-    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok();
-    if !bytes.is_empty() && !is_json {
-        return jsonrpc_error(-32700, "Parse error: the body is not JSON".into());
-    }
-    let res = next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await;
-    if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE || !is_json {
+    // `Bytes` clones share the buffer; the body is looked at again only if the SDK refused it.
+    let res = next.run(Request::from_parts(parts, axum::body::Body::from(bytes.clone()))).await;
+    if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return res;
+    }
+    if !bytes.is_empty() && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
+        return jsonrpc_error(-32700, "Parse error: the body is not JSON".into());
     }
     let text = axum::body::to_bytes(res.into_body(), 4096).await.unwrap_or_default();
     jsonrpc_error(-32600, format!("Invalid Request: {}", String::from_utf8_lossy(&text)))
@@ -226,12 +226,7 @@ impl ServerHandler for Session {
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
         let Some(subject) = self.bound.get().cloned() else { return };
-        let session = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get("mcp-session-id"))
-            .and_then(|v| v.to_str().ok())
-            .map(Arc::<str>::from);
+        let session = header(&ctx.extensions, "mcp-session-id").map(Arc::<str>::from);
         let listed = self.snapshot.lock().expect("not poisoned").clone().unwrap_or_default();
         let names = listed.iter().map(|t| t.name.to_string()).collect();
         let watch = Watch { shared: self.shared.clone(), session, subject };
@@ -264,11 +259,7 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
-        let version = ctx
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get("mcp-protocol-version"))
-            .and_then(|v| v.to_str().ok())
+        let version = header(&ctx.extensions, "mcp-protocol-version")
             .map(str::to_string)
             .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
@@ -276,6 +267,11 @@ impl ServerHandler for Session {
             tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref()).await?;
         Ok(result.into())
     }
+}
+
+/// A header of the HTTP request that carried a message.
+fn header<'a>(ext: &'a rmcp::model::Extensions, name: &str) -> Option<&'a str> {
+    ext.get::<axum::http::request::Parts>()?.headers.get(name)?.to_str().ok()
 }
 
 pub(crate) fn internal(e: gateway::Error) -> ErrorData {

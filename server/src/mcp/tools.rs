@@ -135,11 +135,8 @@ fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effe
 
 /// The tools `subject` sees now: none when its profile (or an ancestor) is not active.
 pub async fn visible(gw: &Gateway, subject: &Subject) -> gateway::Result<Vec<Tool>> {
-    let specs = gw.visible_tools(subject).await?;
+    let Some(specs) = gw.visible_tools(subject).await? else { return Ok(Vec::new()) };
     let mut tools = Vec::with_capacity(specs.len() + 2);
-    if specs.is_empty() && gw.inactive_refusal(subject, "tools/list").await?.is_some() {
-        return Ok(tools);
-    }
     for spec in specs.iter().filter(|s| !served_elsewhere(s)) {
         let name = mcp_name(&spec.name);
         let decl = target(gw, &name).and_then(|t| declaration_of(&name, &t));
@@ -153,6 +150,11 @@ pub async fn visible(gw: &Gateway, subject: &Subject) -> gateway::Result<Vec<Too
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(tools)
+}
+
+/// Argument `k` of `args` as text, when it is a string (the declaration has checked kinds).
+fn text(args: &Value, k: &str) -> Option<String> {
+    args.get(k).and_then(Value::as_str).map(str::to_string)
 }
 
 /// Protocol versions whose spec makes invalid arguments a JSON-RPC error, not a tool result.
@@ -214,7 +216,7 @@ async fn run(
     }
     let decl = declaration_of(name, target).expect("every MCP tool is declared");
     decl.check(&args).map_err(|e| gateway::Error::invalid(e.code, e.message))?;
-    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let text = |k: &str| text(&args, k);
     match target {
         Target::Action(_) => unreachable!("handled above"),
         Target::ApprovalsGet => {
@@ -270,7 +272,7 @@ async fn brain_read(
     if let Some(refused) = gw.gate(subject, tool, args).await? {
         return Ok(answer(refused));
     }
-    let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let text = |k: &str| text(args, k);
     let limit = args.get("limit").and_then(Value::as_f64).map(|n| n as i64);
     let tenant = &subject.tenant;
     let body = match tool {
