@@ -33,7 +33,16 @@ profile=$(api POST /v1/agent-profiles '{"name":"bench-agent","kit":"Everything"}
 key=$(api POST "/v1/agent-profiles/$profile/keys" | field '["secret"]')
 load=target/release/mcp-load
 args='{"url":"https://bench.example.test/page"}'
-run() { "$load" --seconds "$secs" --args "$args" "$@"; }
+# The server's CPU time per call beside each figure: client and server share this machine's
+# cores, so calls/s moves with whatever else runs; CPU per call does not.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() {
+  local before out after calls
+  before=$(ticks "$server_pid"); out=$("$load" --seconds "$secs" --args "$args" "$@"); after=$(ticks "$server_pid")
+  calls=$(echo "$out" | sed -n 's/.*(\([0-9]*\) calls.*/\1/p')
+  echo "$out  server CPU $(( (after - before) * 1000000 / $(getconf CLK_TCK) / calls )) µs/call"
+}
+server_pid=$server
 echo "warming up"
 "$load" --seconds 2 --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
 echo "== naive_web_read over /mcp (sessions, 2025-11-25)"
@@ -43,12 +52,16 @@ stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stat
 echo "== web.read over /v1"
 v1=$(run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1); echo "$v1"
 echo "== the peer: one trivial tool, Python SDK MCPServer, ungoverned (sessions)"
+server_pid=$peer
 peer_fig=$(run --url "http://127.0.0.1:$peer_port/mcp" --tool read --mode session); echo "$peer_fig"
+server_pid=$server
 rate="${RATE:-2000}"
-echo "== a fixed $rate calls/s over 64 clients: latency from when each call was due"
+echo "== a fixed $rate calls/s over 64 clients for ${FIXED_SECS:-15} s: latency from when each call was due"
+secs="${FIXED_SECS:-15}"
 run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session --rate "$rate"
 run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless --rate "$rate"
 run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1 --rate "$rate"
+secs="${1:-10}"
 echo "== tools/list, every primitive enabled (sessions): saturation, then one client"
 "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
 "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list --clients 1

@@ -76,9 +76,22 @@ impl Default for GatewayConfig {
     }
 }
 
-/// The gateway's services over one store. Cheap to clone; share one per process.
+/// The gateway's services over one store. Cheap to clone (one reference count: every request
+/// takes a clone, through axum's state and the MCP SDK's service factory); share one per
+/// process.
 #[derive(Clone)]
-pub struct Gateway {
+pub struct Gateway(Arc<Services>);
+
+impl std::ops::Deref for Gateway {
+    type Target = Services;
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// What a [`Gateway`] shares between its clones. Reached through the gateway's methods only.
+#[doc(hidden)]
+pub struct Services {
     store: Store,
     writer: Writer,
     indexer: deferred::Indexer,
@@ -130,7 +143,7 @@ impl Gateway {
         let writer = Writer::start(&store, config.max_batch)?;
         let indexer = deferred::Indexer::start(&store)?;
         let sandbox = Arc::new(Sandbox::default());
-        Ok(Gateway {
+        Ok(Gateway(Arc::new(Services {
             store,
             writer,
             indexer,
@@ -149,7 +162,7 @@ impl Gateway {
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
             password_checks_running: Arc::default(),
             password_check_peak: Arc::default(),
-        })
+        })))
     }
 
     pub fn store(&self) -> &Store {
@@ -168,11 +181,6 @@ impl Gateway {
     /// The built-in sandbox connector, to inject latency or failures in tests.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
-    }
-
-    /// Routes a primitive to another connector (for example [`connectors::Http`]).
-    pub fn set_connector(&mut self, primitive: policy::Primitive, c: Arc<dyn connectors::Connector>) {
-        self.connectors.set(primitive, c);
     }
 
     /// The writer's (commits, jobs) counters: jobs per commit is the group-commit batch size.

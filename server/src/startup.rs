@@ -23,9 +23,27 @@ use crate::config::Config;
 /// The largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// What every handler can reach.
+/// What every handler can reach. Cloned for every request (axum hands each middleware layer
+/// its own copy), so it is one reference count.
 #[derive(Clone, Debug)]
-pub struct AppState {
+pub struct AppState(std::sync::Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> AppState {
+        AppState(std::sync::Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+#[derive(Debug)]
+pub struct Shared {
     pub leptos_options: LeptosOptions,
     pub gateway: Gateway,
     /// Bounds concurrent `/v1/events` subscribers.
@@ -119,7 +137,7 @@ impl Application {
             allowed_origins: config.mcp_allowed_origins.clone(),
         };
         let router = router(
-            AppState {
+            AppState::new(Shared {
                 leptos_options,
                 gateway: gateway.clone(),
                 subscribers: crate::routes::events::subscriber_limit(),
@@ -127,7 +145,7 @@ impl Application {
                 operator_key_hash,
                 login_limiter: Default::default(),
                 cookies: app::api::console::CookieSettings { secure: config.secure_cookies.applies(&addr) },
-            },
+            }),
             &mcp,
         );
         // Before serving, nothing is in flight: holds a previous process left pending expire now.

@@ -11,6 +11,7 @@
 //! mcp-load --url http://127.0.0.1:3000/v1/users/prf_…/web/read --key nv_… --args '{"url":"…"}' --mode v1
 //! mcp-load --url http://127.0.0.1:3000/mcp --key nv_… --mode list   # tools/list latency
 //! mcp-load … --rate 2000   # a fixed 2,000 calls/s across the clients, latency from when each was due
+//! mcp-load … --timeline     # also, on stderr, the slowest call of every 100 ms: where a tail clusters
 //! ```
 
 use std::sync::Arc;
@@ -30,6 +31,8 @@ struct Options {
     seconds: f64,
     /// Calls per second across all clients; none is as fast as answers come.
     rate: Option<f64>,
+    /// Print the slowest call of every 100 ms window to stderr.
+    timeline: bool,
 }
 
 fn options() -> Options {
@@ -42,6 +45,7 @@ fn options() -> Options {
         clients: 64,
         seconds: 10.0,
         rate: None,
+        timeline: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -55,6 +59,7 @@ fn options() -> Options {
             "--clients" => o.clients = value().parse().expect("--clients is a number"),
             "--seconds" => o.seconds = value().parse().expect("--seconds is a number"),
             "--rate" => o.rate = Some(value().parse().expect("--rate is calls per second")),
+            "--timeline" => o.timeline = true,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -109,7 +114,11 @@ impl Caller {
     }
 }
 
-async fn client(o: Arc<Options>, index: usize, stop: Arc<AtomicBool>) -> Result<Vec<Duration>, String> {
+async fn client(
+    o: Arc<Options>,
+    index: usize,
+    stop: Arc<AtomicBool>,
+) -> Result<Vec<(Instant, Duration)>, String> {
     let mut c = Caller::new(&o);
     if let Caller::Mcp(m, _) = &mut c {
         m.open().await?;
@@ -127,7 +136,7 @@ async fn client(o: Arc<Options>, index: usize, stop: Arc<AtomicBool>) -> Result<
             due = Instant::now();
         }
         c.call(&o).await?;
-        lat.push(due.elapsed());
+        lat.push((due, due.elapsed()));
         if let Some(every) = every {
             due += every;
         }
@@ -154,6 +163,10 @@ async fn main() -> std::process::ExitCode {
         }
     }
     let secs = started.elapsed().as_secs_f64();
+    if o.timeline {
+        print_timeline(started, &lat);
+    }
+    let mut lat: Vec<Duration> = lat.into_iter().map(|(_, l)| l).collect();
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
     println!(
@@ -168,4 +181,21 @@ async fn main() -> std::process::ExitCode {
         o.rate.map(|r| format!(", fixed rate {r}/s")).unwrap_or_default()
     );
     std::process::ExitCode::SUCCESS
+}
+
+/// The slowest call due in each 100 ms window, on stderr: a tail from a periodic pause shows
+/// as a few tall windows, one from steady contention as all of them raised.
+fn print_timeline(started: Instant, calls: &[(Instant, Duration)]) {
+    let mut windows: Vec<(usize, Duration)> = Vec::new();
+    for (due, lat) in calls {
+        let w = (due.saturating_duration_since(started).as_millis() / 100) as usize;
+        if windows.len() <= w {
+            windows.resize(w + 1, (0, Duration::ZERO));
+        }
+        windows[w].0 += 1;
+        windows[w].1 = windows[w].1.max(*lat);
+    }
+    for (i, (n, max)) in windows.iter().enumerate() {
+        eprintln!("{:>6} ms  {n:>5} calls  slowest {:>7.2} ms", i * 100, max.as_secs_f64() * 1e3);
+    }
 }
