@@ -645,17 +645,61 @@ impl Gateway {
         })
     }
 
-    /// The tenant's canonized beliefs, newest first.
-    pub async fn beliefs(&self, tenant: &TenantId) -> Result<Vec<(String, String, Value)>> {
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT id, object_type, content FROM beliefs WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT 500")
-                .bind(tenant.as_str())
-                .fetch_all(self.store.pool())
-                .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(i, t, c)| (i, t, serde_json::from_str(&c).unwrap_or(Value::Null)))
-            .collect())
+    /// The tenant's canonized beliefs, newest first: the company's source of truth, each with
+    /// who accepted it, why, and the proposal, writeback and run it came from.
+    pub async fn beliefs(&self, tenant: &TenantId, q: &BeliefQuery) -> Result<Vec<Belief>> {
+        let rows: Vec<BeliefRow> = sqlx::query_as(
+            "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
+             t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+             LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
+             WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
+             AND (?3 IS NULL OR instr(lower(b.content), lower(?3)) > 0) \
+             ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
+        )
+        .bind(tenant.as_str())
+        .bind(&q.object_type)
+        .bind(q.search.as_deref().filter(|s| !s.trim().is_empty()).map(str::trim))
+        .bind(q.limit.unwrap_or(100).clamp(1, 500))
+        .fetch_all(self.store.pool())
+        .await?;
+        Ok(rows.into_iter().map(Belief::from_row).collect())
+    }
+}
+
+/// Which beliefs to list: one object type, a text the content contains (any case), at most
+/// `limit` (1 to 500, default 100).
+#[derive(Clone, Debug, Default)]
+pub struct BeliefQuery {
+    pub object_type: Option<String>,
+    pub search: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// A claim a reviewer accepted into the company's beliefs, and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Belief {
+    pub id: String,
+    pub object_type: String,
+    pub content: Value,
+    /// When it was accepted.
+    pub since: DateTime<Utc>,
+    /// Who accepted it (a console user's name), and why.
+    pub accepted_by: Option<String>,
+    pub because: Option<String>,
+    pub proposal_id: String,
+    pub writeback_id: String,
+    pub run_id: String,
+}
+
+type BeliefRow =
+    (String, String, String, DateTime<Utc>, String, String, String, Option<String>, Option<String>);
+
+impl Belief {
+    fn from_row(r: BeliefRow) -> Belief {
+        let (id, object_type, content, since, proposal_id, writeback_id, run_id, accepted_by, because) = r;
+        let content = serde_json::from_str(&content).unwrap_or(Value::String(content));
+        Belief { id, object_type, content, since, accepted_by, because, proposal_id, writeback_id, run_id }
     }
 }
 

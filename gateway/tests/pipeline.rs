@@ -397,7 +397,10 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
         .await
         .unwrap();
     assert_eq!(parked.disposition, Disposition::Parked);
-    assert!(w.gw.beliefs(&w.tenant).await.unwrap().is_empty(), "an agent's accept never canonizes");
+    assert!(
+        w.gw.beliefs(&w.tenant, &Default::default()).await.unwrap().is_empty(),
+        "an agent's accept never canonizes"
+    );
     let id = approval_id(&parked.body);
     w.gw.approve(&w.tenant, &id, &w.approver, None).await.unwrap();
     let p = w.gw.proposal(&w.tenant, &fact).await.unwrap();
@@ -405,7 +408,15 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     let steps: Vec<(&str, Option<&str>)> =
         p.trail.iter().map(|s| (s.step.as_str(), s.note.as_deref())).collect();
     assert_eq!(steps, [("proposed", None), ("parked", Some("seen twice")), ("accepted", Some("seen twice"))]);
-    assert_eq!(w.gw.beliefs(&w.tenant).await.unwrap().len(), 1);
+    let beliefs = w.gw.beliefs(&w.tenant, &Default::default()).await.unwrap();
+    assert_eq!(beliefs.len(), 1);
+    let b = &beliefs[0];
+    assert_eq!((b.proposal_id.as_str(), b.run_id.as_str()), (fact.as_str(), p.run_id.as_str()));
+    assert_eq!(
+        (b.accepted_by.as_deref(), b.because.as_deref()),
+        (Some(w.approver.username.as_str()), Some("seen twice"))
+    );
+    assert_eq!(b.writeback_id, p.writeback_id);
 
     let human = Decider::Human(w.approver.clone());
     let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();

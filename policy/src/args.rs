@@ -460,6 +460,10 @@ pub static DECLARATIONS: &[ArgsDecl] = &[
         arg("because", ArgKind::Text { max: 2_000 }, true, "Why, for the decision trail.")),
     decl!("naive_brain_writebacks": LIMIT),
     decl!("naive_brain_writeback": arg("writeback_id", ID, true, "The writeback.")),
+    decl!("naive_brain_beliefs":
+        arg("object_type", ArgKind::Line { max: 40 }, false, "Only beliefs of this object type."),
+        arg("q", ArgKind::Line { max: 200 }, false, "Only beliefs whose content contains this text (any case)."),
+        LIMIT),
 ];
 
 /// The gateway's own tools, which are not catalog actions: they read an approval or dry-run a

@@ -170,6 +170,7 @@ const BUILTIN_TOOLS: &[(&str, &str, &str, i64)] = &[
     ("naive_brain_decide_proposal", "brain", "write", 0),
     ("naive_brain_writebacks", "brain", "read", 0),
     ("naive_brain_writeback", "brain", "read", 0),
+    ("naive_brain_beliefs", "brain", "read", 0),
 ];
 
 #[cfg(test)]

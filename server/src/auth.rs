@@ -102,6 +102,7 @@ fn action_of(matched: &str, method: &axum::http::Method, path: &str) -> String {
         "/v1/brain/writebacks" if method == axum::http::Method::POST => "brain.writeback".into(),
         "/v1/brain/writebacks" => "naive_brain_writebacks".into(),
         "/v1/brain/writebacks/{id}" => "naive_brain_writeback".into(),
+        "/v1/brain/beliefs" => "naive_brain_beliefs".into(),
         other => other.trim_start_matches("/v1/").replace(['/', '-'], "_").replace(['{', '}'], ""),
     }
 }

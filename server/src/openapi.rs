@@ -63,6 +63,11 @@ pub struct ProposalList {
 }
 
 #[derive(Serialize, ToSchema)]
+pub struct BeliefList {
+    pub items: Vec<gateway::brain::Belief>,
+}
+
+#[derive(Serialize, ToSchema)]
 pub struct WritebackList {
     pub items: Vec<gateway::brain::Writeback>,
 }
@@ -158,6 +163,7 @@ pub struct SseFrame {
         routes::brain::proposals,
         routes::brain::proposal,
         routes::brain::decide,
+        routes::brain::beliefs,
         routes::events::stream,
         routes::kits::list,
         routes::kits::current,

@@ -566,6 +566,52 @@ async fn brain_writebacks_become_proposals_an_agent_accept_parks_and_a_reviewer_
     let trail: Vec<&str> =
         b["proposal"]["trail"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert_eq!(trail, ["proposed", "parked", "accepted"]);
+
+    // The accepted claim is now a belief, with who accepted it and where it came from; the
+    // rejected one is not. The agent reads them too, and another tenant sees none.
+    let beliefs = |key: String, query: &'static str| {
+        let req = app.client.get(format!("{}/v1/brain/beliefs{query}", app.base)).bearer_auth(key);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (s, b) = beliefs(key.clone(), "?q=NET%2030").await;
+    assert_eq!(s, 200, "{b}");
+    let items = b["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{b}");
+    assert_eq!(items[0]["proposal_id"], json!(fact));
+    assert_eq!(items[0]["content"], json!({"text": "Invoices are due net 30"}));
+    assert_eq!(
+        (items[0]["accepted_by"].clone(), items[0]["because"].clone()),
+        (json!("admin"), json!("checked the contract"))
+    );
+    assert_eq!(
+        (items[0]["run_id"].clone(), items[0]["writeback_id"].clone()),
+        (json!("run-7"), b["items"][0]["writeback_id"].clone())
+    );
+    assert_eq!(beliefs(key.clone(), "?object_type=preference").await.1["items"], json!([]));
+    assert_eq!(
+        beliefs(key.clone(), "?q=weekly").await.1["items"],
+        json!([]),
+        "a rejected claim is no belief"
+    );
+    let long = "x".repeat(201);
+    let r = app
+        .client
+        .get(format!("{}/v1/brain/beliefs?q={long}", app.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "search_too_long");
+    let (s, b) = beliefs(plain.clone(), "").await;
+    assert_eq!((s, b["error"]["details"]["reason"].clone()), (403, json!("primitive_disabled_by_kit")));
+    let other = "nv_belief01_abcdefghijklmnopqrstuv";
+    app.gateway.create_tenant("Other", policy::Money::ZERO, Some(other)).await.unwrap();
+    let (s, b) = beliefs(other.to_string(), "").await;
+    assert_eq!((s, b["items"].clone()), (200, json!([])), "no read crosses tenants");
     app.stop().await;
 }
 

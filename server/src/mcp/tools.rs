@@ -11,7 +11,7 @@
 //! not the result's shape, and a client checks `structuredContent` against one.
 
 use gateway::Gateway;
-use gateway::brain::{Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
+use gateway::brain::{BeliefQuery, Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
 use gateway::keys::Subject;
 use gateway::pipeline::{ActionResponse, Disposition};
 use policy::args::ArgsDecl;
@@ -35,7 +35,8 @@ enum Target {
     Action(String),
     /// `brain.writeback`: its MCP name would be the governance read `naive_brain_writeback`.
     SubmitWriteback,
-    /// `naive_brain_proposals`, `naive_brain_proposal`, `naive_brain_writebacks`, `naive_brain_writeback`.
+    /// `naive_brain_proposals`, `naive_brain_proposal`, `naive_brain_writebacks`,
+    /// `naive_brain_writeback`, `naive_brain_beliefs`.
     BrainRead(&'static str),
     DecideProposal,
     ApprovalsGet,
@@ -43,8 +44,13 @@ enum Target {
 }
 
 const SUBMIT_WRITEBACK: &str = "naive_brain_submit_writeback";
-const BRAIN_READS: [&str; 4] =
-    ["naive_brain_proposals", "naive_brain_proposal", "naive_brain_writebacks", "naive_brain_writeback"];
+const BRAIN_READS: [&str; 5] = [
+    "naive_brain_proposals",
+    "naive_brain_proposal",
+    "naive_brain_writebacks",
+    "naive_brain_writeback",
+    "naive_brain_beliefs",
+];
 /// Catalog tools another issue serves over MCP: the runtime's through the outbox, the
 /// connected apps' through the connectors.
 fn served_elsewhere(spec: &ToolSpec) -> bool {
@@ -103,6 +109,9 @@ fn description(name: &str, spec: Option<&ToolSpec>) -> String {
         }
         "naive_brain_writebacks" => "The writeback envelopes proposals arrived on, newest first.",
         "naive_brain_writeback" => "One writeback envelope and every proposal it carried.",
+        "naive_brain_beliefs" => {
+            "The company's beliefs: claims a reviewer accepted, newest first, each with who accepted it and the proposal and run it came from. Filter by object_type or a text q."
+        }
         SUBMIT_WRITEBACK => {
             "Submit a run's claims to the company brain; each claim becomes a proposal for review."
         }
@@ -287,6 +296,10 @@ async fn brain_read(
         }
         "naive_brain_proposal" => json!(gw.proposal(tenant, &text("proposal_id").unwrap_or_default()).await?),
         "naive_brain_writebacks" => json!({ "items": gw.writebacks(tenant, limit).await? }),
+        "naive_brain_beliefs" => {
+            let query = BeliefQuery { object_type: text("object_type"), search: text("q"), limit };
+            json!({ "items": gw.beliefs(tenant, &query).await? })
+        }
         _ => json!(gw.writeback(tenant, &text("writeback_id").unwrap_or_default()).await?),
     };
     Ok(CallToolResult::structured(body))

@@ -106,6 +106,41 @@ pub async fn proposals(
     Ok(Json(crate::openapi::ProposalList { items }).into_response())
 }
 
+/// The longest text a beliefs search may carry.
+const MAX_SEARCH: usize = 200;
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BeliefParams {
+    /// Only beliefs of this object type.
+    object_type: Option<String>,
+    /// Only beliefs whose content contains this text, in any case.
+    #[param(max_length = 200)]
+    q: Option<String>,
+    /// At most this many (1 to 500; default 100).
+    limit: Option<i64>,
+}
+
+#[utoipa::path(get, path = "/v1/brain/beliefs", tag = "brain", params(BeliefParams),
+    responses((status = 200, description = "The company's beliefs, newest first, each with who accepted it and where it came from.", body = crate::openapi::BeliefList)))]
+pub async fn beliefs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(q): Query<BeliefParams>,
+) -> Result<Response, Problem> {
+    if let Some(refused) = gated(&state, &caller, "naive_brain_beliefs").await? {
+        return Ok(refused);
+    }
+    if q.q.as_ref().is_some_and(|s| s.chars().count() > MAX_SEARCH) {
+        let message = format!("`q` is at most {MAX_SEARCH} characters");
+        return Err(Problem::new(StatusCode::BAD_REQUEST, "search_too_long", message));
+    }
+    let query = gateway::brain::BeliefQuery { object_type: q.object_type, search: q.q, limit: q.limit };
+    let items = state.gateway.beliefs(caller.tenant(), &query).await?;
+    Ok(Json(crate::openapi::BeliefList { items }).into_response())
+}
+
 #[utoipa::path(get, path = "/v1/brain/proposals/{id}", tag = "brain",
     params(("id" = String, Path, description = "The proposal id.")),
     responses((status = 200, description = "The proposal with its decision trail.", body = gateway::brain::Proposal)))]

@@ -36,6 +36,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/brain/writebacks", idem(state, get(brain::writebacks).post(brain::submit)))
         .route("/v1/brain/writebacks/{id}", idem(state, get(brain::writeback)))
         .route("/v1/brain/proposals", idem(state, get(brain::proposals)))
+        .route("/v1/brain/beliefs", idem(state, get(brain::beliefs)))
         .route("/v1/brain/proposals/{id}", idem(state, get(brain::proposal)))
         .route("/v1/brain/proposals/{id}/decision", idem(state, post(brain::decide)))
         .route("/v1/events", idem(state, get(events::stream)))

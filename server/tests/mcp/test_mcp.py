@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from conftest import COMPANY, ROOT
+from conftest import COMPANY, ROOT, unique
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +68,7 @@ async def test_the_list_comes_from_the_kit(server, mode):
         listed_a, listed_b = await a.list_tools(), await b.list_tools()
     seen_a, seen_b = names(listed_a), names(listed_b)
     governance = {"naive_brain_proposals", "naive_brain_proposal", "naive_brain_decide_proposal",
-                  "naive_brain_writebacks", "naive_brain_writeback"}
+                  "naive_brain_writebacks", "naive_brain_writeback", "naive_brain_beliefs"}
     assert {"naive_cards_charge", "naive_web_read", "naive_brain_query", "naive_approvals_get",
             "naive_policy_explain"} | governance <= seen_a
     assert not {n for n in seen_a if n.startswith("naive_tasks_")}
@@ -201,7 +201,8 @@ async def test_a_kit_narrowed_mid_session(server, mode):
 
 async def test_an_agents_brain_accept_parks_and_its_reject_applies(server, mode):
     _, key, _ = server.agent(server.kit(["brain"]))
-    claims = [{"object_type": "fact", "content": {"text": "The office opens at nine."}},
+    office = unique("office")
+    claims = [{"object_type": "fact", "content": {"text": f"The {office} opens at nine."}},
               {"object_type": "fact", "content": {"text": "The office closes at five."}}]
     async with server.mcp(key, mode) as c:
         r = await c.call_tool("naive_brain_submit_writeback",
@@ -219,6 +220,15 @@ async def test_an_agents_brain_accept_parks_and_its_reject_applies(server, mode)
         assert one.structured_content["status"] == "rejected"
         queue = await c.call_tool("naive_brain_proposals", {"status": "parked"})
         assert proposals[0] in [p["id"] for p in queue.structured_content["items"]]
+        none_yet = await c.call_tool("naive_brain_beliefs", {"q": office})
+        assert none_yet.structured_content["items"] == []
+        # A human reviewer accepts the parked one: it becomes a belief the agent can read.
+        server.api("POST", f"/v1/brain/proposals/{proposals[0]}/decision",
+                   {"decision": "accept", "because": "checked the handbook"}, key=server.human())
+        beliefs = await c.call_tool("naive_brain_beliefs", {"q": office.upper(), "object_type": "fact"})
+        [belief] = beliefs.structured_content["items"]
+        assert (belief["proposal_id"], belief["run_id"], belief["because"]) == (proposals[0], "run-1", "checked the handbook")
+        assert belief["accepted_by"] == "admin"
 
 
 async def test_explain_is_a_dry_run(server, mode):
