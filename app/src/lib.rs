@@ -23,6 +23,7 @@ use crate::components::layout::Layout;
 use crate::pages::{
     account::AccountPage,
     activity::ActivityPage,
+    beliefs::BeliefsPage,
     inbox::InboxPage,
     kits::{KitEditPage, KitsPage},
     login::LoginPage,
@@ -85,6 +86,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=InboxPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals") view=ProposalsPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals/:id") view=ProposalDetailPage ssr=SsrMode::Async />
+                    <Route path=path!("/beliefs") view=BeliefsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits") view=KitsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits/:name") view=KitEditPage ssr=SsrMode::Async />
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />

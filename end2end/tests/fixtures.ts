@@ -5,6 +5,7 @@ import { ADMIN_PASSWORD } from "../global-setup";
 export const PAGES = [
   { path: "/", name: "inbox", heading: "Approval inbox" },
   { path: "/proposals", name: "proposals", heading: "Proposals" },
+  { path: "/beliefs", name: "beliefs", heading: "Beliefs" },
   { path: "/kits", name: "kits", heading: "Kits" },
   { path: "/spend", name: "spend", heading: "Spend" },
   { path: "/activity", name: "activity", heading: "Activity" },

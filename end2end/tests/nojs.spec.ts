@@ -5,6 +5,7 @@ import { COMPANY_KEY } from "../global-setup";
 const CONTENT: Record<string, string> = {
   inbox: "servo motors",
   proposals: "Prefer acme-supplies for cable ties",
+  beliefs: "Invoices from acme-supplies are due net 30",
   kits: "Procurement",
   spend: "procurement-bot",
   activity: "chain verified",

@@ -22,6 +22,9 @@ test.describe("proposal queue", () => {
 
     await link.click();
     await expect(page.getByTestId("claim")).toContainText("Globex Parts ships servo motors");
+    // The proposing agent is named, its id only on hover.
+    await expect(page.getByTestId("trail")).not.toContainText("prf_");
+    await expect(page.getByTestId("trail").locator("span[title^='prf_']").first()).toBeVisible();
     const trail = page.getByTestId("trail").locator("li");
     const before = await trail.count();
     await page.getByLabel("Because (required)").fill("confirmed on the supplier's site");
@@ -30,5 +33,19 @@ test.describe("proposal queue", () => {
     await expect(page.getByTestId("trail")).toContainText("confirmed on the supplier's site");
     await expect(page.getByTestId("cannot-decide")).toContainText("Already accepted");
     await page.screenshot({ path: "end2end/test-results/screenshots/proposal-accepted.png", fullPage: true });
+
+    // The accepted claim is now one of the company's beliefs, with who accepted it and why,
+    // and it links back to its proposal.
+    await page.getByTestId("nav").getByRole("link", { name: "Beliefs" }).click();
+    await page.getByLabel("Search").fill("servo motors");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await expect(page).toHaveURL(/q=servo\+motors/);
+    const row = page.getByTestId("beliefs-table").locator("tbody tr");
+    await expect(row).toHaveCount(1);
+    await expect(row).toContainText("reviewer");
+    await expect(row).toContainText("confirmed on the supplier's site");
+    await page.screenshot({ path: "end2end/test-results/screenshots/beliefs.png", fullPage: true });
+    await row.getByRole("link", { name: /Globex Parts ships servo motors/ }).click();
+    await expect(page.getByTestId("claim")).toContainText("Globex Parts ships servo motors");
   });
 });

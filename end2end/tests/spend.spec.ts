@@ -1,6 +1,6 @@
 // Spend as finance sees it: the bar moves after an agent acts, the chart and burn rate show
 // the day's spend, and the CSV export holds exactly the rows of the ledger table.
-import { api, expect, signInAs, test } from "./fixtures";
+import { api, expect, request, signInAs, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
 
 test.describe("spend as finance", () => {
@@ -27,6 +27,16 @@ test.describe("spend as finance", () => {
     const widthAfter = await bar.locator("div").first().evaluate((el) => (el as HTMLElement).style.width);
     expect(parseFloat(widthAfter)).toBeGreaterThan(parseFloat(widthBefore));
     await expect(row.getByTestId("burn")).not.toHaveText("$0.00");
+
+    // A profile with no hard cap has nothing to fill: words, not an almost full bar.
+    const kit = `e2e-uncapped-${Date.now()}`;
+    expect((await request("PUT", `/v1/kits/${kit}`, COMPANY_KEY, { name: kit, primitives: ["web"] })).status).toBeLessThan(300);
+    const free = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-uncapped-${Date.now()}`, kit });
+    expect(free.status).toBe(201);
+    await page.reload();
+    const freeRow = page.locator(`tr[data-profile="${free.json.name}"]`);
+    await expect(freeRow.getByTestId("no-cap")).toHaveText("no cap of its own");
+    await expect(freeRow.getByTestId("spend-bar")).toHaveCount(0);
     await page.screenshot({ path: "end2end/test-results/screenshots/spend-finance.png", fullPage: true });
 
     await row.getByRole("link", { name: "Ledger" }).click();

@@ -650,7 +650,8 @@ impl Gateway {
     pub async fn beliefs(&self, tenant: &TenantId, q: &BeliefQuery) -> Result<Vec<Belief>> {
         let rows: Vec<BeliefRow> = sqlx::query_as(
             "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
-             t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+             w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+             JOIN writebacks w ON w.id = p.writeback_id \
              LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
              WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
              AND (?3 IS NULL OR instr(lower(b.content), lower(?3)) > 0) \
@@ -690,16 +691,41 @@ pub struct Belief {
     pub proposal_id: String,
     pub writeback_id: String,
     pub run_id: String,
+    /// The agent whose writeback proposed it.
+    pub profile_id: ProfileId,
 }
 
 type BeliefRow =
-    (String, String, String, DateTime<Utc>, String, String, String, Option<String>, Option<String>);
+    (String, String, String, DateTime<Utc>, String, String, String, String, Option<String>, Option<String>);
 
 impl Belief {
     fn from_row(r: BeliefRow) -> Belief {
-        let (id, object_type, content, since, proposal_id, writeback_id, run_id, accepted_by, because) = r;
+        let (
+            id,
+            object_type,
+            content,
+            since,
+            proposal_id,
+            writeback_id,
+            run_id,
+            profile,
+            accepted_by,
+            because,
+        ) = r;
         let content = serde_json::from_str(&content).unwrap_or(Value::String(content));
-        Belief { id, object_type, content, since, accepted_by, because, proposal_id, writeback_id, run_id }
+        let profile_id = ProfileId::from_db(profile);
+        Belief {
+            id,
+            object_type,
+            content,
+            since,
+            accepted_by,
+            because,
+            proposal_id,
+            writeback_id,
+            run_id,
+            profile_id,
+        }
     }
 }
 

@@ -63,8 +63,12 @@ impl Gateway {
         let password = opts.admin_password.clone().or_else(|| generated_password.clone()).unwrap_or_default();
         let admin = self.create_user(&tenant.id, DEMO_ADMIN, &password, &Role::ALL).await?;
         // One user per role, with the same password, so each view can be tried as its role.
+        let mut reviewer = None;
         for (name, role) in DEMO_ROLE_USERS {
-            self.create_user(&tenant.id, name, &password, &[role]).await?;
+            let user = self.create_user(&tenant.id, name, &password, &[role]).await?;
+            if role == Role::Reviewer {
+                reviewer = Some(user);
+            }
         }
 
         let mut kit = Kit::from_json(PROCUREMENT_KIT).expect("the demo kit is valid");
@@ -125,18 +129,28 @@ impl Gateway {
             object_type: object_type.into(),
             content: json!({ "claim": text }),
         };
-        self.submit_writeback(
-            &researcher,
-            crate::brain::WritebackInput {
-                run_id: "demo-run-1".into(),
-                source: "research-crawler".into(),
-                claims: vec![
-                    claim("fact", "Globex Parts ships servo motors in 3 business days"),
-                    claim("preference", "Prefer acme-supplies for cable ties under $20"),
-                ],
-            },
-        )
-        .await?;
+        let submitted = self
+            .submit_writeback(
+                &researcher,
+                crate::brain::WritebackInput {
+                    run_id: "demo-run-1".into(),
+                    source: "research-crawler".into(),
+                    claims: vec![
+                        claim("fact", "Globex Parts ships servo motors in 3 business days"),
+                        claim("preference", "Prefer acme-supplies for cable ties under $20"),
+                        claim("fact", "Invoices from acme-supplies are due net 30"),
+                    ],
+                },
+            )
+            .await?;
+        // The reviewer already accepted one, so the company's beliefs are not empty.
+        if let (Some(reviewer), Some(pid)) =
+            (reviewer, submitted.body["writeback"]["proposals"][2]["id"].as_str())
+        {
+            let by = crate::brain::Decider::Human(crate::approvals::Human::in_console(&reviewer));
+            self.decide_proposal(t, pid, &by, crate::brain::Decision::Accept, "matches the signed contract")
+                .await?;
+        }
 
         tracing::info!(tenant = %tenant.id, "demo tenant seeded");
         Ok(Some(DemoCredentials {

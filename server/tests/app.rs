@@ -49,7 +49,14 @@ async fn unknown_routes_get_the_styled_404() {
     let (status, html) = app.get("/no/such/page").await;
     assert_eq!(status, 404);
     assert!(html.contains("There is no page here"));
-    assert!(html.contains("href=\"/profiles\""), "the 404 keeps the navigation");
+    assert!(!html.contains("href=\"/profiles\""), "signed out, no view is offered");
+    let admin = app.sign_in("admin", common::ADMIN_PASSWORD).await;
+    let (status, html) = app.get_signed_in("/no/such/page", &admin).await;
+    assert_eq!(status, 404);
+    assert!(html.contains("href=\"/profiles\""), "the 404 keeps the signed-in user's navigation");
+    let reviewer = app.sign_in("reviewer", common::ADMIN_PASSWORD).await;
+    let (_, html) = app.get_signed_in("/no/such/page", &reviewer).await;
+    assert!(html.contains("href=\"/proposals\"") && !html.contains("href=\"/profiles\""));
     app.stop().await;
 }
 

@@ -279,8 +279,9 @@ async fn a_reviewer_accepts_and_rejects_proposals_and_the_trail_grows() {
     use gateway::brain::{ProposalQuery, ProposalStatus};
     let app = spawn_app().await;
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
-    let proposals = app.gateway.proposals(&tenant, &ProposalQuery::default()).await.unwrap();
-    assert_eq!(proposals.len(), 2, "the demo's research run proposed two claims");
+    let pending = ProposalQuery { status: Some(ProposalStatus::Pending), ..Default::default() };
+    let proposals = app.gateway.proposals(&tenant, &pending).await.unwrap();
+    assert_eq!(proposals.len(), 2, "the demo's research run proposed three claims; one is accepted");
     let fact = proposals.iter().find(|p| p.object_type == "fact").unwrap().id.clone();
     let pref = proposals.iter().find(|p| p.object_type == "preference").unwrap().id.clone();
     let reviewer = app.sign_in("reviewer", common::ADMIN_PASSWORD).await;
@@ -289,6 +290,8 @@ async fn a_reviewer_accepts_and_rejects_proposals_and_the_trail_grows() {
     assert_eq!(status, 200);
     assert!(html.contains(&fact) && !html.contains(&pref), "the filter in the URL narrows the queue");
     let (_, html) = app.get_signed_in("/proposals?status=accepted", &reviewer).await;
+    assert!(html.contains("Invoices from acme-supplies are due net 30") && !html.contains(&fact));
+    let (_, html) = app.get_signed_in("/proposals?status=rejected", &reviewer).await;
     assert!(html.contains("No proposals match"));
     let (status, html) = app.get_signed_in(&format!("/proposals/{fact}"), &reviewer).await;
     assert_eq!(status, 200);

@@ -2,7 +2,7 @@
 //!
 //! The session is the signed-in console user, read on every call from the HttpOnly session
 //! cookie; every query below is scoped to that user's tenant, and each view checks the user's
-//! roles on the server ([`VIEW_ROLES`]). A call without a live session, or by a role without
+//! roles on the server ([`VIEWS`]). A call without a live session, or by a role without
 //! access, fails with `signed_out:` or `forbidden:`, which the pages turn into a sign-in link
 //! or a 403 page.
 
@@ -16,6 +16,10 @@ pub struct SessionSummary {
     pub username: String,
     pub tenant_name: String,
     pub tenant_credit: Money,
+    /// The views this user's roles open, as (href, label), in navigation order.
+    pub views: Vec<(String, String)>,
+    /// Where this user's work starts ([`landing`]).
+    pub landing: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -198,18 +202,55 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
     line
 }
 
-/// Who may open each console view (SPEC §3): admins everything, approvers the inbox,
-/// reviewers the proposals, finance spend and caps and read-only elsewhere; the activity feed
-/// is for everyone signed in.
-pub const VIEW_ROLES: &[(&str, &[&str])] = &[
-    ("inbox", &["admin", "approver", "finance"]),
-    ("proposals", &["admin", "reviewer", "finance"]),
-    ("kits", &["admin", "finance"]),
-    ("spend", &["admin", "finance"]),
-    ("activity", &["admin", "approver", "reviewer", "finance"]),
-    ("profiles", &["admin", "finance"]),
-    ("users", &["admin"]),
+/// One console view: its key, where it lives, its label in the navigation, and which roles
+/// open it.
+#[derive(Debug)]
+pub struct View {
+    pub key: &'static str,
+    pub href: &'static str,
+    pub label: &'static str,
+    pub roles: &'static [&'static str],
+}
+
+const EVERYONE: &[&str] = &["admin", "approver", "reviewer", "finance"];
+
+/// The console's views in navigation order, and who may open each (SPEC §3): admins
+/// everything, approvers the inbox, reviewers the proposals, finance spend and caps and
+/// read-only elsewhere; the beliefs and the activity feed are for everyone signed in. The
+/// navigation offers a user only the views their roles open; the server checks again.
+pub const VIEWS: &[View] = &[
+    View { key: "inbox", href: "/", label: "Inbox", roles: &["admin", "approver", "finance"] },
+    View {
+        key: "proposals",
+        href: "/proposals",
+        label: "Proposals",
+        roles: &["admin", "reviewer", "finance"],
+    },
+    View { key: "beliefs", href: "/beliefs", label: "Beliefs", roles: EVERYONE },
+    View { key: "kits", href: "/kits", label: "Kits", roles: &["admin", "finance"] },
+    View { key: "spend", href: "/spend", label: "Spend", roles: &["admin", "finance"] },
+    View { key: "activity", href: "/activity", label: "Activity", roles: EVERYONE },
+    View { key: "profiles", href: "/profiles", label: "Profiles", roles: &["admin", "finance"] },
+    View { key: "users", href: "/users", label: "Users", roles: &["admin"] },
 ];
+
+/// The views a user with these roles opens, in navigation order.
+pub fn views_for<R: AsRef<str>>(roles: &[R]) -> impl Iterator<Item = &'static View> + '_ {
+    VIEWS.iter().filter(|v| roles.iter().any(|r| v.roles.contains(&r.as_ref())))
+}
+
+/// Where a user lands after signing in: the work of their first role in the order admin and
+/// approver (the inbox), reviewer (the proposals), finance (spend); their account page when
+/// they have none of these.
+pub fn landing<R: AsRef<str>>(roles: &[R]) -> &'static str {
+    let has = |role: &str| roles.iter().any(|r| r.as_ref() == role);
+    match () {
+        _ if has("admin") || has("approver") => "/",
+        _ if has("reviewer") => "/proposals",
+        _ if has("finance") => "/spend",
+        _ => "/account",
+    }
+}
 
 /// The name of the session cookie over plain HTTP (local development).
 pub const SESSION_COOKIE: &str = "naive_session";
@@ -294,7 +335,7 @@ pub(crate) async fn require_view(
     view: &str,
 ) -> Result<(gateway::Gateway, gateway::Tenant, gateway::ConsoleUser), ServerFnError> {
     let (gw, tenant, user) = require_session().await?;
-    let allowed = VIEW_ROLES.iter().find(|(v, _)| *v == view).map_or(&[][..], |(_, r)| *r);
+    let allowed = VIEWS.iter().find(|v| v.key == view).map_or(&[][..], |v| v.roles);
     if user.roles.iter().any(|r| allowed.contains(&r.as_str())) {
         return Ok((gw, tenant, user));
     }
@@ -310,10 +351,15 @@ pub(crate) async fn require_view(
 
 #[server]
 pub async fn session_info() -> Result<Option<SessionSummary>, ServerFnError> {
-    Ok(session::current().await?.map(|(_, t, u)| SessionSummary {
-        username: u.username,
-        tenant_name: t.name,
-        tenant_credit: t.credit,
+    Ok(session::current().await?.map(|(_, t, u)| {
+        let roles: Vec<&str> = u.roles.iter().map(|r| r.as_str()).collect();
+        SessionSummary {
+            views: views_for(&roles).map(|v| (v.href.to_string(), v.label.to_string())).collect(),
+            landing: landing(&roles).to_string(),
+            username: u.username,
+            tenant_name: t.name,
+            tenant_credit: t.credit,
+        }
     }))
 }
 
@@ -638,7 +684,10 @@ pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrailRow {
     pub at: String,
+    /// Who, by name where one is known.
     pub actor: String,
+    /// The id behind that name, shown on hover.
+    pub actor_id: Option<String>,
     pub step: String,
     pub note: Option<String>,
 }
@@ -677,7 +726,7 @@ pub struct ProposalFull {
 
 /// A claim's content in one line: its `claim` or `text` field when it has one.
 #[cfg(feature = "ssr")]
-fn claim_text(content: &serde_json::Value) -> String {
+pub(crate) fn claim_text(content: &serde_json::Value) -> String {
     ["claim", "text", "statement"]
         .iter()
         .find_map(|k| content.get(*k).and_then(|v| v.as_str()).map(str::to_string))
@@ -694,7 +743,13 @@ fn proposal_row(p: gateway::brain::Proposal, agent: String) -> ProposalRow {
         trail: p
             .trail
             .into_iter()
-            .map(|t| TrailRow { at: t.at.to_rfc3339(), actor: t.actor, step: t.step, note: t.note })
+            .map(|t| TrailRow {
+                at: t.at.to_rfc3339(),
+                actor: t.actor,
+                actor_id: None,
+                step: t.step,
+                note: t.note,
+            })
             .collect(),
         id: p.id,
         object_type: p.object_type,
@@ -770,12 +825,13 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
     } else {
         None
     };
-    Ok(ProposalFull {
-        content: pretty(&p.content),
-        envelope: pretty(&wb.envelope),
-        row: proposal_row(p, agent),
-        why_not,
-    })
+    let content = pretty(&p.content);
+    let mut row = proposal_row(p, agent.clone());
+    // The proposing agent is recorded by its profile id; show its name.
+    for step in row.trail.iter_mut().filter(|s| s.actor == wb.profile_id.as_str()) {
+        step.actor_id = Some(std::mem::replace(&mut step.actor, agent.clone()));
+    }
+    Ok(ProposalFull { content, envelope: pretty(&wb.envelope), row, why_not })
 }
 
 /// Accepts or rejects a proposal, with the required `because`. A plain form post.

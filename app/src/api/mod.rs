@@ -2,6 +2,7 @@
 //! here are what crosses to the page, so the browser build never needs `gateway`.
 
 pub mod account;
+pub mod beliefs;
 pub mod console;
 pub mod kits;
 pub mod profiles;

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod beliefs;
 pub mod inbox;
 pub mod kits;
 pub mod login;

@@ -100,7 +100,7 @@ fn Trail(steps: Vec<TrailRow>) -> impl IntoView {
             {steps.into_iter().map(|t| view! {
                 <li class="mb-3 ml-4">
                     <span class="absolute -left-1.5 mt-1.5 h-3 w-3 rounded-full border border-white bg-zinc-400 dark:border-zinc-900"></span>
-                    <p class="text-sm"><span class="font-medium">{t.actor}</span>" "<StatusBadge status=t.step /></p>
+                    <p class="text-sm"><span class="font-medium" title=t.actor_id>{t.actor}</span>" "<StatusBadge status=t.step /></p>
                     <p class="text-xs text-zinc-500"><Time rfc3339=t.at /></p>
                     {t.note.map(|n| view! { <p class="text-sm text-zinc-700 dark:text-zinc-300">"because: "{n}</p> })}
                 </li>
@@ -127,7 +127,7 @@ pub fn ProposalDetailPage() -> impl IntoView {
                                 <p class="text-base" data-testid="claim">{claim}</p>
                                 <p><StatusBadge status=status /></p>
                                 <pre class="overflow-x-auto rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800">{d.content}</pre>
-                                <h2 class="text-sm font-semibold">"Writeback envelope"</h2>
+                                <h2 class="text-sm font-semibold" id="writeback">"Writeback envelope"</h2>
                                 <pre class="max-h-64 overflow-auto rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800" data-testid="envelope">{d.envelope}</pre>
                             </section>
                             <section class="space-y-3">

@@ -17,21 +17,23 @@ fn pct(part: Money, whole: i64) -> f64 {
     if whole <= 0 { 0.0 } else { (part.units() as f64 / whole as f64 * 100.0).clamp(0.0, 100.0) }
 }
 
-/// Posted, then pending, against the hard cap (or, with no cap, against a little more than
-/// the spend), with the soft cap as a marker.
+/// Posted, then pending, against the hard cap, with the soft cap as a marker. A profile with
+/// no hard cap of its own has nothing to fill, so it gets words instead of a bar.
 #[component]
 fn SpendBar(row: SpendRow) -> impl IntoView {
-    let used = row.posted.units() + row.pending.units();
-    let whole = row.hard_cap.map_or(((used as f64) * 1.25) as i64, |c| c.units()).max(1);
+    let Some(cap) = row.hard_cap else {
+        let title = format!("posted {} · pending {} · no hard cap of its own", row.posted, row.pending);
+        return view! {
+            <span class="text-xs text-zinc-600 dark:text-zinc-400" title=title data-testid="no-cap"
+                data-posted=row.posted.to_decimal_string() data-pending=row.pending.to_decimal_string()>"no cap of its own"</span>
+        }
+        .into_any();
+    };
+    let whole = cap.units().max(1);
     let posted = pct(row.posted, whole);
     let pending = pct(row.pending, whole).min(100.0 - posted);
     let soft = row.soft_cap.map(|s| pct(s, whole));
-    let title = format!(
-        "posted {} · pending {} · hard cap {}",
-        row.posted,
-        row.pending,
-        row.hard_cap.map_or("none".to_string(), |c| c.to_string())
-    );
+    let title = format!("posted {} · pending {} · hard cap {cap}", row.posted, row.pending);
     view! {
         <div class="relative h-3 w-48 overflow-hidden rounded bg-zinc-100 dark:bg-zinc-800" title=title data-testid="spend-bar"
             data-posted=row.posted.to_decimal_string() data-pending=row.pending.to_decimal_string()>
@@ -40,6 +42,7 @@ fn SpendBar(row: SpendRow) -> impl IntoView {
             {soft.map(|s| view! { <div class="absolute inset-y-0 w-0.5 bg-red-500" style=format!("left: {s:.2}%") title="soft cap"></div> })}
         </div>
     }
+    .into_any()
 }
 
 /// When the hard cap is reached at the current burn rate, in words.
