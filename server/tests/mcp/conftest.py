@@ -129,7 +129,7 @@ def personal_token(base, user, password):
     req = urllib.request.Request(base + to)
     req.add_header("Cookie", cookie)
     page = urllib.request.urlopen(req, timeout=10).read().decode()
-    return re.search(r'data-testid="new-secret"[^>]*>([^<]+)</code>', page).group(1)
+    return re.search(r'data-testid="new-secret"[^>]*>([^<]+)(?:<!>)?</code>', page).group(1)
 
 
 def free_port():
