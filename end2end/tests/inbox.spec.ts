@@ -54,6 +54,10 @@ test.describe("approval inbox", () => {
       await row.getByPlaceholder("note (optional)").fill("servos are fine");
       await row.getByTestId("approve").click();
       await expect(page.locator(`tr[data-approval="${approvalId}"]`)).toHaveCount(0);
+      // The page says what happened, in words, as a status message.
+      const done = page.getByRole("status").filter({ hasText: "Approved" });
+      await expect(done).toContainText(`Approved cards.charge of $30.00 for ${profile.json.name}: it ran (charge_id ch_`);
+      await expect(done).toContainText("its hold settled");
 
       const polled = await api(`/v1/approvals/${approvalId}`, agent);
       expect(polled.status).toBe(200);
@@ -103,6 +107,8 @@ test.describe("inbox triage", () => {
     await page.keyboard.type("not from this supplier");
     await page.keyboard.press("Enter");
     await expect(rowOf(second.approvalId)).toHaveCount(0);
+    await expect(page.getByTestId("form-done")).toContainText("Denied cards.charge of $32.00");
+    await expect(page.getByTestId("form-done")).toContainText("its $32.00 hold was voided. The agent is told: not from this supplier.");
     const denied = await api(`/v1/approvals/${second.approvalId}`, second.agent);
     expect(denied.json.status).toBe("denied");
     expect(denied.json.decision_reason).toBe("not from this supplier");

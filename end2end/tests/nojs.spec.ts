@@ -35,6 +35,20 @@ test("a profile's page lists its keys and the revoke cascade without JavaScript"
   await page.screenshot({ path: "end2end/test-results/screenshots/profile-nojs.png", fullPage: true });
 });
 
+test("an approval decided without JavaScript says what happened", async ({ page }) => {
+  const profile = await request("POST", "/v1/agent-profiles", COMPANY_KEY, { name: `e2e-nojs-buyer-${Date.now()}`, kit: "Procurement" });
+  const key = (await request("POST", `/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {})).json.secret as string;
+  const parked = await request("POST", `/v1/users/${profile.json.id}/cards/charge`, key, { amount: "27.00", merchant: "globex-parts" });
+  expect(parked.status).toBe(202);
+  const id = parked.json.recovery[0].approval_id as string;
+  await page.goto("/");
+  const row = page.locator(`tr[data-approval="${id}"]`);
+  await row.getByPlaceholder("reason (required)").fill("over this week's plan");
+  await row.getByTestId("deny").click();
+  await expect(row).toHaveCount(0);
+  await expect(page.getByTestId("form-done")).toContainText(`Denied cards.charge of $27.00 for ${profile.json.name}; its $27.00 hold was voided.`);
+});
+
 test("a kit saves from its JSON without JavaScript", async ({ page }) => {
   const name = `E2E-NoJS-${Date.now()}`;
   const created = await request("PUT", `/v1/kits/${name}`, COMPANY_KEY, { name, primitives: ["web"] });

@@ -57,6 +57,7 @@ test.describe("profiles and keys", () => {
     const secondRow = page.locator(`tr[data-key="${second.split("_")[1]}"]`);
     await secondRow.getByTestId("revoke-key").click();
     await expect(secondRow).toContainText("revoked");
+    await expect(page.getByTestId("form-done")).toContainText("is revoked: its next call, over HTTP or MCP, gets 401.");
     expect((await read(id, second)).status).toBe(401);
   });
 
@@ -83,6 +84,8 @@ test.describe("profiles and keys", () => {
     await page.getByTestId("confirm-revoke").check();
     await page.getByTestId("revoke").click();
     await expect(page.getByTestId("profile-status")).toHaveText("revoked");
+    await expect(page.getByTestId("form-done")).toContainText("Revoked 3 profile(s) with their keys");
+    await expect(page.getByTestId("form-error")).toHaveCount(0);
 
     const refused = await read(child.json.id, childKey.json.secret);
     expect(refused.status).toBe(403);

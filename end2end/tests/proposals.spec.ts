@@ -30,6 +30,7 @@ test.describe("proposal queue", () => {
     await page.getByLabel("Because (required)").fill("confirmed on the supplier's site");
     await page.getByTestId("accept").click();
     await expect(trail).toHaveCount(before + 1);
+    await expect(page.getByRole("status").filter({ hasText: "Accepted" })).toContainText("the claim is now belief blf_");
     await expect(page.getByTestId("trail")).toContainText("confirmed on the supplier's site");
     await expect(page.getByTestId("cannot-decide")).toContainText("Already accepted");
     await page.screenshot({ path: "end2end/test-results/screenshots/proposal-accepted.png", fullPage: true });

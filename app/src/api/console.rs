@@ -523,28 +523,44 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
 
 /// For a plain form post, which cannot read a response body: sends the browser back to the
 /// page it came from with the error's message in `?error=`, which the page shows
-/// ([`crate::components::common::FormError`]). Returns the error for callers with JavaScript.
+/// ([`crate::components::common::FormOutcome`]). Returns the error for callers with JavaScript.
 #[cfg(feature = "ssr")]
 async fn back_with_error(e: ServerFnError) -> ServerFnError {
     // What the user should read: the stable code and what to do, without the transport's prefix.
     let text = e.to_string();
     let message = text.rsplit("error running server function: ").next().unwrap_or(&text);
+    back_to_page("error", message).await;
+    e
+}
+
+/// For a plain form post that succeeded: sends the browser back to the page it came from with
+/// what happened, in words, in `?done=`, which the page announces
+/// ([`crate::components::common::FormOutcome`]).
+#[cfg(feature = "ssr")]
+pub(crate) async fn back_with_notice(message: &str) {
+    back_to_page("done", message).await;
+}
+
+/// Redirects to the referring page with `key=message`, dropping an earlier outcome.
+#[cfg(feature = "ssr")]
+async fn back_to_page(key: &str, message: &str) {
     if let Ok(headers) = leptos_axum::extract::<axum::http::HeaderMap>().await
         && let Some(referer) = headers.get(axum::http::header::REFERER).and_then(|v| v.to_str().ok())
     {
-        // Only a path on this site: drop the scheme and host, and any earlier error.
+        // Only a path on this site: drop the scheme and host, and any earlier outcome.
         let path = referer.splitn(4, '/').nth(3).map_or("/".to_string(), |p| format!("/{p}"));
         let (base, query) = path.split_once('?').unwrap_or((&path, ""));
         let mut target = format!("{base}?");
-        for kv in query.split('&').filter(|kv| !kv.is_empty() && !kv.starts_with("error=")) {
+        let earlier = |kv: &&str| kv.is_empty() || kv.starts_with("error=") || kv.starts_with("done=");
+        for kv in query.split('&').filter(|kv| !earlier(kv)) {
             target.push_str(kv);
             target.push('&');
         }
-        target.push_str("error=");
+        target.push_str(key);
+        target.push('=');
         target.push_str(&encode_query_value(message));
         leptos_axum::redirect(&target);
     }
-    e
 }
 
 /// Runs a form's server function, turning its error into [`back_with_error`].
@@ -598,10 +614,47 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
                 let message = resp.body["message"].as_str().unwrap_or("the call could not run");
                 Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")))
             }
-            _ => Ok(()),
+            _ => {
+                let what = decided_call(&gw, &tenant.id, &id).await?;
+                back_with_notice(&format!("Approved {what}: {}.", what_ran(&resp.body))).await;
+                Ok(())
+            }
         }
     })
     .await
+}
+
+/// An approval's call in words: "cards.charge of $30.00 for procurement-bot".
+#[cfg(feature = "ssr")]
+async fn decided_call(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+    id: &str,
+) -> Result<String, ServerFnError> {
+    let a = gw.approval(tenant, id).await.map_err(crate::api::to_fn_error)?;
+    let agent = gw.profile(tenant, &a.profile_id).await.map_or_else(|_| a.profile_id.to_string(), |p| p.name);
+    let amount = if a.amount.is_zero() { String::new() } else { format!(" of {}", a.amount) };
+    Ok(format!("{}{amount} for {agent}", a.action))
+}
+
+/// What an executed call produced, in words: the belief it became, or the id its provider
+/// gave it (a charge, a message), and that its hold settled.
+#[cfg(feature = "ssr")]
+fn what_ran(body: &serde_json::Value) -> String {
+    if let Some(belief) = body["belief_id"].as_str() {
+        return format!("the claim is now belief {belief}");
+    }
+    let id_in = |v: &serde_json::Value| {
+        v.as_object()?.iter().find_map(|(k, v)| {
+            (k.ends_with("_id") && !["activity_id", "approval_id", "hold_id"].contains(&k.as_str()))
+                .then(|| v.as_str().map(|s| format!("{k} {s}")))
+                .flatten()
+        })
+    };
+    match id_in(body).or_else(|| id_in(&body["result"])) {
+        Some(id) => format!("it ran ({id}) and its hold settled"),
+        None => "it ran and its hold settled".into(),
+    }
 }
 
 /// Denies a parked action with a required reason; its hold is voided.
@@ -610,7 +663,14 @@ pub async fn deny_action(id: String, reason: String) -> Result<(), ServerFnError
     use crate::api::to_fn_error;
     form(async {
         let (gw, tenant, human) = require_approver().await?;
-        gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
+        let denied = gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
+        let what = decided_call(&gw, &tenant.id, &id).await?;
+        let hold = if denied.amount.is_zero() {
+            String::new()
+        } else {
+            format!("; its {} hold was voided", denied.amount)
+        };
+        back_with_notice(&format!("Denied {what}{hold}. The agent is told: {}.", reason.trim())).await;
         Ok(())
     })
     .await
@@ -851,7 +911,12 @@ pub async fn decide_proposal_form(
             _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
         };
         let by = gateway::brain::Decider::Human(gateway::approvals::Human::in_console(&user));
-        gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
+        let r = gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
+        let done = match r.body["belief_id"].as_str() {
+            Some(belief) => format!("Accepted: the claim is now belief {belief}, listed under Beliefs."),
+            None => "Rejected: the claim stays out of the company's beliefs.".to_string(),
+        };
+        back_with_notice(&done).await;
         Ok(())
     })
     .await

@@ -228,6 +228,8 @@ pub async fn revoke_key(profile_id: String, key_id: String) -> Result<(), Server
         gw.revoke_key(&tenant.id, &parse_profile(&profile_id)?, &parse_key(&key_id)?, &user.username)
             .await
             .map_err(to_fn_error)?;
+        let done = format!("Key {key_id} is revoked: its next call, over HTTP or MCP, gets 401.");
+        crate::api::console::back_with_notice(&done).await;
         Ok(())
     })
     .await
@@ -242,9 +244,17 @@ pub async fn revoke_profile(profile_id: String, confirm_count: usize) -> Result<
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "revoking agent profiles").await?;
         let pid = parse_profile(&profile_id)?;
-        gw.revoke_profile(&tenant.id, &pid, &user.username, Some(confirm_count))
+        let r = gw
+            .revoke_profile(&tenant.id, &pid, &user.username, Some(confirm_count))
             .await
             .map_err(to_fn_error)?;
+        let done = format!(
+            "Revoked {} profile(s) with their keys; {} pending approval(s) denied, {} hold(s) voided.",
+            r.profiles.len(),
+            r.approvals_denied.len(),
+            r.holds_voided
+        );
+        crate::api::console::back_with_notice(&done).await;
         Ok(())
     })
     .await

@@ -58,11 +58,12 @@ pub fn SignedOut() -> impl IntoView {
     }
 }
 
-/// The error a plain form post came back with (`?error=`), so the page says what went wrong.
+/// What a plain form post came back with: what went wrong (`?error=`, an alert) or what
+/// happened (`?done=`, a status message), in words, announced to assistive technology.
 #[component]
-pub fn FormError() -> impl IntoView {
+pub fn FormOutcome() -> impl IntoView {
     let query = leptos_router::hooks::use_query_map();
-    move || {
+    let error = move || {
         query.read().get("error").filter(|e| !e.is_empty()).map(|e| {
             view! {
                 <div role="alert" data-testid="form-error" class="mb-3 rounded border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-800 dark:bg-red-950 dark:text-red-200">
@@ -70,7 +71,17 @@ pub fn FormError() -> impl IntoView {
                 </div>
             }
         })
-    }
+    };
+    let done = move || {
+        query.read().get("done").filter(|d| !d.is_empty()).map(|d| {
+            view! {
+                <div role="status" data-testid="form-done" class="mb-3 rounded border border-emerald-300 bg-emerald-50 p-2 text-sm text-emerald-900 dark:border-emerald-800 dark:bg-emerald-950 dark:text-emerald-100">
+                    {d}
+                </div>
+            }
+        })
+    };
+    view! { {error} {done} }
 }
 
 #[component]

@@ -7,7 +7,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::account::{AccountData, account_view};
 use crate::components::common::{
-    CARD, EmptyState, FormError, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 use crate::components::secret::SecretOnce;
 
@@ -17,7 +17,7 @@ pub fn AccountPage() -> impl IntoView {
     let data = Resource::new(move || query.read().get("issued"), account_view);
     view! {
         <PageHeader title="Your account" subtitle="Your roles, and the personal API tokens you decide with over HTTP. Every decision records which credential made it." />
-        <FormError />
+        <FormOutcome />
         <Suspense fallback=Loading>
             {move || Suspend::new(async move { show(data.await, |d| view! { <Account d /> }) })}
         </Suspense>

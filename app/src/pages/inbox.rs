@@ -9,7 +9,7 @@
 use leptos::prelude::*;
 
 use crate::api::console::{INBOX_PAGE, InboxRow, inbox};
-use crate::components::common::FormError;
+use crate::components::common::FormOutcome;
 use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -220,7 +220,7 @@ pub fn InboxPage() -> impl IntoView {
     };
     view! {
         <PageHeader title="Approval inbox" subtitle="Actions an AccountKit parked for a human decision. Each holds its cost until decided; unanswered ones expire into a denial." />
-        <FormError />
+        <FormOutcome />
         <nav class="mb-3 flex gap-1" aria-label="Filter by status">
             {tab("pending", "Waiting")}
             {tab("approved", "Approved")}

@@ -7,7 +7,7 @@ use policy::Primitive;
 
 use crate::api::console::{KitSummary, KitVersionRow, encode_query_value, list_kits};
 use crate::api::kits::kit_editor;
-use crate::components::common::{CARD, EmptyState, FormError, Loading, MoneyCell, PageHeader, Time, show};
+use crate::components::common::{CARD, EmptyState, FormOutcome, Loading, MoneyCell, PageHeader, Time, show};
 use crate::components::kit_editor::{DiffList, KitEditor};
 
 #[component]
@@ -103,7 +103,7 @@ pub fn KitEditPage() -> impl IntoView {
                     view! {
                         <PageHeader title="Edit kit" subtitle=format!("{} {} · saved by {}", kit.name, kit.version, d.current.author) />
                         <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline">"← all kits"</a></p>
-                        <FormError />
+                        <FormOutcome />
                         {move || query.read().get("saved").map(|v| view! {
                             <div role="status" class="mb-3 rounded border border-emerald-300 bg-emerald-50 p-2 text-sm dark:border-emerald-800 dark:bg-emerald-950">{format!("Saved as {v}.")}</div>
                         })}

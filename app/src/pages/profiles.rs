@@ -8,7 +8,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::api::console::list_profiles;
 use crate::api::profiles::{KeyRow, ProfileFull, profile_detail};
 use crate::components::common::{
-    CARD, EmptyState, FormError, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
+    CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
     show,
 };
 use crate::components::secret::SecretOnce;
@@ -104,7 +104,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
     view! {
         <PageHeader title="Agent profile" subtitle=subtitle />
         <p class="mb-4"><a href="/profiles" class="text-sm text-zinc-500 underline">"← all profiles"</a></p>
-        <FormError />
+        <FormOutcome />
         <div class="mb-4 flex flex-wrap items-center gap-3">
             <h2 class="text-lg font-semibold" data-testid="profile-name">{p.name.clone()}</h2>
             <span data-testid="profile-status"><StatusBadge status=p.status.clone() /></span>

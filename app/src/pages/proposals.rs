@@ -9,7 +9,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::api::console::{ProposalRow, TrailRow, proposal_detail, proposals_view};
 use crate::components::common::{
-    CARD, EmptyState, FormError, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
+    CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
     show,
 };
 
@@ -131,7 +131,7 @@ pub fn ProposalDetailPage() -> impl IntoView {
                                 <pre class="max-h-64 overflow-auto rounded bg-zinc-100 p-2 text-xs dark:bg-zinc-800" data-testid="envelope">{d.envelope}</pre>
                             </section>
                             <section class="space-y-3">
-                                <FormError />
+                                <FormOutcome />
                                 <h2 class="text-sm font-semibold">"Decision trail"</h2>
                                 <Trail steps=trail />
                                 {match d.why_not {

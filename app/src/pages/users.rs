@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::api::console::list_users;
 use crate::components::common::{
-    CARD, FormError, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 
 const ROLES: [(&str, &str); 4] = [
@@ -20,7 +20,7 @@ pub fn UsersPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| list_users());
     view! {
         <PageHeader title="Console users" subtitle="Who may sign in to the console, and what each may do. Every decision is recorded with the deciding user." />
-        <FormError />
+        <FormOutcome />
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |users| view! {
