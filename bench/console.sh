@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server-side render time of the console's busiest pages (issue #6): the approval inbox and
+# Server-side render time of the console's busiest pages (issues #6, #16): the overview, the approval inbox and
 # a profile's spend ledger, on a small database and on one with 100,000 approvals and
 # 1,000,000 ledger entries, so the two can be compared, with and without a period filter. Each page is fetched one request at a
 # time by a signed-in client (oha, -c 1), so the figures are render latency, not queueing.
@@ -34,7 +34,7 @@ run() {
   # seeded entries span 60 days).
   local week ago50 ago40
   week=$(date -u -d '7 days ago' +%F); ago50=$(date -u -d '50 days ago' +%F); ago40=$(date -u -d '40 days ago' +%F)
-  for page in "/" "/spend?profile=$profile" "/spend?profile=$profile&from=$week" "/spend?profile=$profile&from=$ago50&to=$ago40"; do
+  for page in "/overview" "/" "/spend?profile=$profile" "/spend?profile=$profile&from=$week" "/spend?profile=$profile&from=$ago50&to=$ago40"; do
     # Warm the page cache and prepared statements first.
     oha --no-tui -n 50 -c 1 -H "Cookie: $cookie" "$base$page" >/dev/null
     echo "-- GET $page ($n requests, one at a time)"

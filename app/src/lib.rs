@@ -28,6 +28,7 @@ use crate::pages::{
     kits::{KitEditPage, KitsPage},
     login::LoginPage,
     not_found::NotFound,
+    overview::OverviewPage,
     profiles::{ProfileDetailPage, ProfilesPage},
     proposals::{ProposalDetailPage, ProposalsPage},
     spend::SpendPage,
@@ -86,6 +87,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=InboxPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals") view=ProposalsPage ssr=SsrMode::Async />
                     <Route path=path!("/proposals/:id") view=ProposalDetailPage ssr=SsrMode::Async />
+                    <Route path=path!("/overview") view=OverviewPage ssr=SsrMode::Async />
                     <Route path=path!("/beliefs") view=BeliefsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits") view=KitsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits/:name") view=KitEditPage ssr=SsrMode::Async />

@@ -3,6 +3,7 @@ import { test as base, expect, type Page } from "@playwright/test";
 import { ADMIN_PASSWORD } from "../global-setup";
 
 export const PAGES = [
+  { path: "/overview", name: "overview", heading: "Overview" },
   { path: "/", name: "inbox", heading: "Approval inbox" },
   { path: "/proposals", name: "proposals", heading: "Proposals" },
   { path: "/beliefs", name: "beliefs", heading: "Beliefs" },

@@ -3,6 +3,7 @@ import { PAGES, expect, request, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
 
 const CONTENT: Record<string, string> = {
+  overview: "Approvals waiting for you",
   inbox: "servo motors",
   proposals: "Prefer acme-supplies for cable ties",
   beliefs: "Invoices from acme-supplies are due net 30",

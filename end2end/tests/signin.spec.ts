@@ -63,18 +63,18 @@ test.describe("roles", () => {
 
   // Signing in without a page to return to lands each role on its own work, and the
   // navigation offers exactly the views the role opens.
-  for (const [role, landing, heading, views] of [
-    ["admin", "/", "Approval inbox", ["Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles", "Users"]],
-    ["approver", "/", "Approval inbox", ["Inbox", "Beliefs", "Activity"]],
-    ["reviewer", "/proposals", "Proposals", ["Proposals", "Beliefs", "Activity"]],
-    ["finance", "/spend", "Spend", ["Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles"]],
+  for (const [role, landing, heading, current, views] of [
+    ["admin", "/overview", "Overview", "Overview", ["Overview", "Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles", "Users"]],
+    ["approver", "/", "Approval inbox", "Inbox", ["Inbox", "Beliefs", "Activity"]],
+    ["reviewer", "/proposals", "Proposals", "Proposals", ["Proposals", "Beliefs", "Activity"]],
+    ["finance", "/spend", "Spend", "Spend", ["Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles"]],
   ] as const) {
     test(`${role} lands on ${landing} and is offered only its views`, async ({ page }) => {
       await signInAs(page, role);
       await expect(page).toHaveURL(new RegExp(`${landing.replace("/", "\\/")}$`));
       await expect(page.getByRole("heading", { level: 1, name: heading })).toBeVisible();
       await expect(page.getByTestId("nav").getByRole("link")).toHaveText([...views]);
-      await expect(page.getByTestId("nav").getByRole("link", { name: heading === "Approval inbox" ? "Inbox" : heading })).toHaveAttribute("aria-current", "page");
+      await expect(page.getByTestId("nav").getByRole("link", { name: current, exact: true })).toHaveAttribute("aria-current", "page");
     });
   }
 

@@ -347,6 +347,27 @@ impl Gateway {
     }
 
     /// Approvals, newest first, without trails.
+    /// How many pending approvals `user` may decide (none of their own agents', or their
+    /// sub-agents'), and when the soonest of them expires.
+    pub async fn waiting_for(
+        &self,
+        tenant: &TenantId,
+        user: &crate::UserId,
+    ) -> Result<(u64, Option<DateTime<Utc>>)> {
+        let (n, soonest): (i64, Option<DateTime<Utc>>) = sqlx::query_as(
+            "WITH RECURSIVE mine(id) AS ( \
+               SELECT id FROM agent_profiles WHERE tenant_id = ?1 AND owner_user_id = ?2 \
+               UNION SELECT p.id FROM agent_profiles p JOIN mine m ON p.parent_id = m.id) \
+             SELECT COUNT(*), MIN(expires_at) FROM approvals \
+             WHERE tenant_id = ?1 AND status = 'pending' AND profile_id NOT IN (SELECT id FROM mine)",
+        )
+        .bind(tenant.as_str())
+        .bind(user.as_str())
+        .fetch_one(self.store.pool())
+        .await?;
+        Ok((n as u64, soonest))
+    }
+
     pub async fn approvals(&self, tenant: &TenantId, q: &ApprovalQuery) -> Result<Vec<Approval>> {
         // Each filter is in the SQL only when given, so the planner picks the index that
         // serves exactly that page (a pinned plan test in this module's tests).

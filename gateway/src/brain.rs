@@ -348,6 +348,18 @@ impl Gateway {
         Ok(rows.into_iter().map(from_row).collect())
     }
 
+    /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
+    pub async fn proposals_waiting(&self, tenant: &TenantId) -> Result<(u64, u64)> {
+        let (pending, parked): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'parked'), 0) FROM proposals \
+             WHERE tenant_id = ? AND status IN ('pending', 'parked')",
+        )
+        .bind(tenant.as_str())
+        .fetch_one(self.store.pool())
+        .await?;
+        Ok((pending as u64, parked as u64))
+    }
+
     /// One proposal with its decision trail.
     pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
         let mut p = sqlx::query_as::<_, ProposalRow>(&format!(

@@ -161,7 +161,8 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
 fn is_console_page(path: &str) -> bool {
     matches!(
         path,
-        "/" | "/proposals"
+        "/" | "/overview"
+            | "/proposals"
             | "/beliefs"
             | "/kits"
             | "/spend"

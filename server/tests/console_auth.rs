@@ -39,7 +39,7 @@ async fn sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_the_session() 
         .send()
         .await
         .unwrap();
-    assert_eq!(res.headers()["location"], "/");
+    assert_eq!(res.headers()["location"], "/overview", "the admin's own start instead");
 
     let res =
         app.raw_client().post(format!("{}/logout", app.base)).header("cookie", &cookie).send().await.unwrap();

@@ -219,6 +219,7 @@ const EVERYONE: &[&str] = &["admin", "approver", "reviewer", "finance"];
 /// read-only elsewhere; the beliefs and the activity feed are for everyone signed in. The
 /// navigation offers a user only the views their roles open; the server checks again.
 pub const VIEWS: &[View] = &[
+    View { key: "overview", href: "/overview", label: "Overview", roles: &["admin"] },
     View { key: "inbox", href: "/", label: "Inbox", roles: &["admin", "approver", "finance"] },
     View {
         key: "proposals",
@@ -239,13 +240,14 @@ pub fn views_for<R: AsRef<str>>(roles: &[R]) -> impl Iterator<Item = &'static Vi
     VIEWS.iter().filter(|v| roles.iter().any(|r| v.roles.contains(&r.as_ref())))
 }
 
-/// Where a user lands after signing in: the work of their first role in the order admin and
-/// approver (the inbox), reviewer (the proposals), finance (spend); their account page when
-/// they have none of these.
+/// Where a user lands after signing in: the work of their first role in the order admin (the
+/// overview of what needs them), approver (the inbox), reviewer (the proposals), finance
+/// (spend); their account page when they have none of these.
 pub fn landing<R: AsRef<str>>(roles: &[R]) -> &'static str {
     let has = |role: &str| roles.iter().any(|r| r.as_ref() == role);
     match () {
-        _ if has("admin") || has("approver") => "/",
+        _ if has("admin") => "/overview",
+        _ if has("approver") => "/",
         _ if has("reviewer") => "/proposals",
         _ if has("finance") => "/spend",
         _ => "/account",

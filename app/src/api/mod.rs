@@ -5,6 +5,7 @@ pub mod account;
 pub mod beliefs;
 pub mod console;
 pub mod kits;
+pub mod overview;
 pub mod profiles;
 
 #[cfg(feature = "ssr")]

@@ -7,6 +7,7 @@ pub mod inbox;
 pub mod kits;
 pub mod login;
 pub mod not_found;
+pub mod overview;
 pub mod profiles;
 pub mod proposals;
 pub mod spend;

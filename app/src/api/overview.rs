@@ -1,0 +1,91 @@
+//! "What needs me" (`/overview`): for the signed-in user, what waits for them in the views their
+//! roles open: approvals they may decide and the soonest to expire, proposals for a reviewer,
+//! profiles at or near a soft cap, and the audit chain's state. Counts only; each links to
+//! the view that holds the items.
+
+use leptos::prelude::*;
+use policy::Money;
+use serde::{Deserialize, Serialize};
+
+/// A profile whose spend (posted and pending) is at least this share of its soft cap counts
+/// as near it.
+pub const NEAR_SOFT_CAP: f64 = 0.8;
+
+/// One profile at or near its soft cap.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapRow {
+    pub id: String,
+    pub profile: String,
+    pub used: Money,
+    pub soft_cap: Money,
+    pub over: bool,
+}
+
+/// What waits for this user; a section is `None` when their roles do not open its view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NeedsMe {
+    pub username: String,
+    /// Pending approvals this user may decide, and when the soonest expires (RFC 3339).
+    pub approvals: Option<(u64, Option<String>)>,
+    /// Proposals waiting for a reviewer: (pending, parked on an agent's accept).
+    pub proposals: Option<(u64, u64)>,
+    pub caps: Option<Vec<CapRow>>,
+    /// The audit chain: intact, and how many entries it holds.
+    pub chain: (bool, u64),
+}
+
+#[server]
+pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
+    use crate::api::console::{VIEWS, require_view};
+    use crate::api::to_fn_error;
+    let (gw, tenant, user) = require_view("overview").await?;
+    let opens = |view: &str| {
+        VIEWS.iter().any(|v| v.key == view && user.roles.iter().any(|r| v.roles.contains(&r.as_str())))
+    };
+    let approvals = match opens("inbox") {
+        true => {
+            let (n, soonest) = gw.waiting_for(&tenant.id, &user.id).await.map_err(to_fn_error)?;
+            Some((n, soonest.map(|t| t.to_rfc3339())))
+        }
+        false => None,
+    };
+    let proposals = match opens("proposals") {
+        true => Some(gw.proposals_waiting(&tenant.id).await.map_err(to_fn_error)?),
+        false => None,
+    };
+    let caps = match opens("spend") {
+        true => Some(near_soft_caps(&gw, &tenant.id).await?),
+        false => None,
+    };
+    let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
+    Ok(NeedsMe { username: user.username, approvals, proposals, caps, chain: (chain.ok, chain.entries) })
+}
+
+/// The profiles whose spend has reached [`NEAR_SOFT_CAP`] of their soft cap, fullest first.
+#[cfg(feature = "ssr")]
+async fn near_soft_caps(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+) -> Result<Vec<CapRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let mut rows = Vec::new();
+    for p in gw.profiles(tenant).await.map_err(to_fn_error)? {
+        let b = gw.budget(tenant, &p.id).await.map_err(to_fn_error)?;
+        let Some(soft) = b.soft_cap.filter(|s| !s.is_zero()) else { continue };
+        let used = b.totals.posted.checked_add(b.totals.pending).unwrap_or(b.totals.posted);
+        if used.units() as f64 >= soft.units() as f64 * NEAR_SOFT_CAP {
+            rows.push(CapRow {
+                id: p.id.to_string(),
+                profile: p.name,
+                used,
+                soft_cap: soft,
+                over: used >= soft,
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        let share = |r: &CapRow| r.used.units() as f64 / r.soft_cap.units() as f64;
+        share(b).total_cmp(&share(a))
+    });
+    Ok(rows)
+}
