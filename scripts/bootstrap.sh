@@ -54,7 +54,7 @@ ensure_npm() {
   command -v npm >/dev/null || { say "installing Node.js and npm"; apt_install nodejs npm; }
   # Reinstall when package-lock.json is newer than the last install.
   if [ ! -x node_modules/.bin/tailwindcss ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say "installing npm packages (Tailwind CLI, wasm-opt, Playwright)"
+    say "installing npm packages (Tailwind CLI, wasm-opt, Playwright, axe-core)"
     npm ci --no-audit --no-fund --loglevel=error
   fi
 }

@@ -39,10 +39,10 @@ pub fn ErrorBox(#[prop(into)] error: String) -> impl IntoView {
 pub fn Forbidden(why: String) -> impl IntoView {
     view! {
         <div class="py-16 text-center" data-testid="forbidden">
-            <p class="text-5xl font-semibold text-zinc-300 dark:text-zinc-700">"403"</p>
+            <p class="text-5xl font-semibold text-zinc-500 dark:text-zinc-400">"403"</p>
             <h1 class="mt-2 text-lg font-semibold">"You do not have access to this page"</h1>
-            <p class="mt-1 text-sm text-zinc-500">{why}</p>
-            <p class="mt-1 text-sm text-zinc-500">"An admin can add the role under Profiles → console users, or pick a view from the navigation."</p>
+            <p class="mt-1 text-sm text-zinc-500 dark:text-zinc-400">{why}</p>
+            <p class="mt-1 text-sm text-zinc-500 dark:text-zinc-400">"An admin can add the role under Profiles → console users, or pick a view from the navigation."</p>
         </div>
     }
 }
@@ -86,7 +86,7 @@ pub fn FormOutcome() -> impl IntoView {
 
 #[component]
 pub fn Loading() -> impl IntoView {
-    view! { <p class="text-sm text-zinc-500">"Loading…"</p> }
+    view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Loading…"</p> }
 }
 
 /// A server function's result: the data through `render`, or the error in a box.
@@ -114,7 +114,9 @@ pub fn show<T, V: IntoView + 'static>(
 pub fn MoneyCell(amount: Option<Money>) -> impl IntoView {
     match amount {
         Some(m) => view! { <span class="tabular-nums">{m.to_string()}</span> }.into_any(),
-        None => view! { <span class="text-zinc-400" title="no limit">"—"</span> }.into_any(),
+        None => {
+            view! { <span class="text-zinc-500 dark:text-zinc-400" title="no limit">"—"</span> }.into_any()
+        }
     }
 }
 

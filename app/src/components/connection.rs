@@ -64,7 +64,7 @@ pub fn ConnectionIndicator() -> impl IntoView {
         >
             <span class=move || format!("inline-block h-2 w-2 rounded-full {}", dot())></span>
             <span data-testid="connection-label">{label}</span>
-            <span class="text-zinc-400" data-testid="connection-count">
+            <span class="text-zinc-500 dark:text-zinc-400" data-testid="connection-count">
                 {move || match checks.get() {
                     0 => String::new(),
                     n => format!("checked {n}×"),

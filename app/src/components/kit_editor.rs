@@ -381,7 +381,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
             <label class=LABEL>
                 <span class="text-zinc-600 dark:text-zinc-300">{label}</span>
                 <input class=INPUT inputmode="decimal" placeholder="no limit" name=name value=value data-testid=testid />
-                <span class="text-xs text-zinc-500">{hint}</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">{hint}</span>
             </label>
         }
     };
@@ -395,7 +395,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                 </p>
                 <fieldset class="space-y-2" disabled=true data-needs-script="">
                     <legend class="text-sm font-semibold">"Primitives"</legend>
-                    <p class="text-xs text-zinc-500">"What the agent may use at all. brain is opt-in."</p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"What the agent may use at all. brain is opt-in."</p>
                     <div class="flex flex-wrap gap-3">
                         {Primitive::ALL.into_iter().map(|p| view! {
                             <label class="flex items-center gap-1 text-sm">
@@ -414,7 +414,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     <label class=format!("{LABEL} sm:col-span-2")>
                         <span class="text-zinc-600 dark:text-zinc-300">"Always ask for"</span>
                         <input class=INPUT name=F_ALWAYS value=text.always placeholder="e.g. domains.purchase, formation.*" />
-                        <span class="text-xs text-zinc-500">"actions or patterns that always park, comma-separated"</span>
+                        <span class="text-xs text-zinc-500 dark:text-zinc-400">"actions or patterns that always park, comma-separated"</span>
                     </label>
                     <label class="flex items-center gap-2 text-sm">
                         <input type="checkbox" name=F_DESTRUCTIVE checked=text.destructive />
@@ -424,7 +424,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
 
                 <fieldset class="space-y-2" disabled=true data-needs-script="">
                     <legend class="text-sm font-semibold">"Can rules"</legend>
-                    <p class="text-xs text-zinc-500">"Every rule that matches an action must be satisfied. Conditions are optional; leave a field empty for none."</p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Every rule that matches an action must be satisfied. Conditions are optional; leave a field empty for none."</p>
                     <div class="space-y-2" data-rows="rule">
                         {text.rules.into_iter().map(|r| view! { <RuleFields r /> }).collect_view()}
                     </div>
@@ -447,7 +447,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
 
                 <details class="text-sm">
                     <summary class="cursor-pointer text-zinc-600 dark:text-zinc-300">"The kit as JSON"</summary>
-                    <p class="mt-1 text-xs text-zinc-500">"Without JavaScript, edit the kit here and save. With it, this follows the form above."</p>
+                    <p class="mt-1 text-xs text-zinc-500 dark:text-zinc-400">"Without JavaScript, edit the kit here and save. With it, this follows the form above."</p>
                     <textarea name="kit_json" rows="14" class=format!("{INPUT} mt-1 block w-full font-mono text-xs")>{json}</textarea>
                 </details>
 
@@ -459,14 +459,14 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                         </button>
                     }.into_any()
                 } else {
-                    view! { <p class="text-sm text-zinc-500">"Only an admin can save kits; the simulator still works."</p> }.into_any()
+                    view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Only an admin can save kits; the simulator still works."</p> }.into_any()
                 }}
             </form>
 
             <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
                 <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
                     <h3 class="text-sm font-semibold">"Simulator"</h3>
-                    <p class="text-xs text-zinc-500">"Decided in your browser by the same policy code the gateway runs. Nothing is sent."</p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided in your browser by the same policy code the gateway runs. Nothing is sent."</p>
                     <label class=LABEL><span class="text-xs">"As"</span>
                         <select class=INPUT name="sim_profile" data-testid="sim-profile">
                             {if profiles.is_empty() {
@@ -591,15 +591,15 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
                 <section data-testid="kit-diff">
                     <h3 class="text-sm font-semibold">"What this edit changes"</h3>
                     {move || match s.diff.get() {
-                        None => view! { <p class="text-sm text-zinc-500">"Shown as you edit, once the page's script has loaded."</p> }.into_any(),
-                        Some(d) if d.is_empty() => view! { <p class="text-sm text-zinc-500">"Nothing yet: the draft is the saved version."</p> }.into_any(),
+                        None => view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Shown as you edit, once the page's script has loaded."</p> }.into_any(),
+                        Some(d) if d.is_empty() => view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Nothing yet: the draft is the saved version."</p> }.into_any(),
                         Some(d) => view! { <DiffList diff=d /> }.into_any(),
                     }}
                 </section>
                 <p data-testid="save-state" class="text-sm">
                     {move || match s.save_state.get() {
                         SaveState::Idle => view! { <span></span> }.into_any(),
-                        SaveState::Saving => view! { <span class="text-zinc-500">"Saving…"</span> }.into_any(),
+                        SaveState::Saving => view! { <span class="text-zinc-500 dark:text-zinc-400">"Saving…"</span> }.into_any(),
                         SaveState::Saved(v) => view! { <span class="text-emerald-700 dark:text-emerald-400">{format!("Saved as v{v}. Agents get it on their next call.")}</span> }.into_any(),
                         SaveState::Failed(e) => view! { <span class="text-red-700 dark:text-red-400" role="alert">{e}</span> }.into_any(),
                     }}
@@ -608,11 +608,11 @@ fn KitEditorIsland(children: Children) -> impl IntoView {
                     <h3 class="text-sm font-semibold">"Simulated verdict"</h3>
                     <div class="grid grid-cols-2 gap-2 text-sm">
                         <div>
-                            <p class="text-xs text-zinc-500">"Draft"</p>
+                            <p class="text-xs text-zinc-500 dark:text-zinc-400">"Draft"</p>
                             <SimVerdict outcome=s.sim_draft testid="sim-verdict" />
                         </div>
                         <div>
-                            <p class="text-xs text-zinc-500">{move || s.saved.with(|k| k.as_ref().map(|k| format!("Saved ({})", k.version)).unwrap_or_else(|| "Saved".into()))}</p>
+                            <p class="text-xs text-zinc-500 dark:text-zinc-400">{move || s.saved.with(|k| k.as_ref().map(|k| format!("Saved ({})", k.version)).unwrap_or_else(|| "Saved".into()))}</p>
                             <SimVerdict outcome=s.sim_saved testid="sim-verdict-saved" />
                         </div>
                     </div>
@@ -875,12 +875,16 @@ fn SimVerdict(outcome: RwSignal<Option<Result<SimOutcome, String>>>, testid: &'s
                     <span class=format!("font-semibold {colour}") data-testid=testid>{o.verdict}</span>
                     {o.reason.map(|r| view! { <span class="ml-1 font-mono text-xs">{r}</span> })}
                 </p>
-                <p class="text-xs text-zinc-500">{format!("cost {}", o.cost)}</p>
+                <p class="text-xs text-zinc-500 dark:text-zinc-400">{format!("cost {}", o.cost)}</p>
             }
             .into_any()
         }
-        Some(Err(e)) => view! { <p class="text-xs text-zinc-500" data-testid=testid>{e}</p> }.into_any(),
-        None => view! { <p class="text-xs text-zinc-500" data-testid=testid>"—"</p> }.into_any(),
+        Some(Err(e)) => {
+            view! { <p class="text-xs text-zinc-500 dark:text-zinc-400" data-testid=testid>{e}</p> }
+                .into_any()
+        }
+        None => view! { <p class="text-xs text-zinc-500 dark:text-zinc-400" data-testid=testid>"—"</p> }
+            .into_any(),
     }
 }
 
@@ -893,7 +897,7 @@ pub fn DiffList(diff: KitDiff) -> impl IntoView {
                 let (mark, class) = match c.direction {
                     Direction::Widens => ("▲ widens", "text-amber-700 dark:text-amber-400"),
                     Direction::Narrows => ("▼ narrows", "text-emerald-700 dark:text-emerald-400"),
-                    Direction::Neutral => ("•", "text-zinc-500"),
+                    Direction::Neutral => ("•", "text-zinc-500 dark:text-zinc-400"),
                 };
                 view! { <li><span class=format!("mr-1 {class}")>{mark}</span>{c.text}</li> }
             }).collect_view()}

@@ -49,7 +49,7 @@ fn Brand(href: String) -> impl IntoView {
     view! {
         <div class="px-4 py-3 text-base font-semibold tracking-tight">
             <a href=href>"Naïve"</a>
-            <span class="ml-1 text-xs font-normal text-zinc-500">"governance"</span>
+            <span class="ml-1 text-xs font-normal text-zinc-500 dark:text-zinc-400">"governance"</span>
         </div>
     }
 }

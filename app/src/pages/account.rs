@@ -66,7 +66,7 @@ fn Account(d: AccountData) -> impl IntoView {
 #[component]
 fn TokenTable(tokens: Vec<crate::api::account::TokenRow>) -> impl IntoView {
     view! {
-        <div class=CARD>
+        <div class=CARD tabindex="0">
             <table class=TABLE data-testid="tokens-table">
                 <thead class=THEAD>
                     <tr>
@@ -85,10 +85,10 @@ fn TokenTable(tokens: Vec<crate::api::account::TokenRow>) -> impl IntoView {
                             <td class=TD><span class="font-mono text-xs">{format!("nvu_{}_…", t.prefix)}</span></td>
                             <td class=TD>{t.roles.join(", ")}</td>
                             <td class=TD><Time rfc3339=t.created_at /></td>
-                            <td class=TD>{t.last_used_at.map_or_else(|| view! { <span class="text-zinc-400">"never"</span> }.into_any(), |at| view! { <Time rfc3339=at /> }.into_any())}</td>
+                            <td class=TD>{t.last_used_at.map_or_else(|| view! { <span class="text-zinc-500 dark:text-zinc-400">"never"</span> }.into_any(), |at| view! { <Time rfc3339=at /> }.into_any())}</td>
                             <td class=TD>
                                 {match t.revoked_at {
-                                    Some(_) => view! { <span class="text-xs text-zinc-500">"revoked"</span> }.into_any(),
+                                    Some(_) => view! { <span class="text-xs text-zinc-500 dark:text-zinc-400">"revoked"</span> }.into_any(),
                                     None => view! {
                                         <form method="post" action="/api/revoke_token">
                                             <input type="hidden" name="token_id" value=id.clone() />

@@ -69,7 +69,7 @@ fn ActivityTable(children: Children) -> impl IntoView {
                     class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">
                     {move || if paused.get() { "Resume" } else { "Pause" }}
                 </button>
-                <span data-testid="live-state" class="text-xs text-zinc-500">
+                <span data-testid="live-state" class="text-xs text-zinc-500 dark:text-zinc-400">
                     {move || match (connected.get(), paused.get()) {
                         (None, _) => "showing the log; live updates need JavaScript".to_string(),
                         (Some(false), _) => "reconnecting…".to_string(),
@@ -97,7 +97,7 @@ fn ActivityRows(
         view! { <EmptyState title="No activity recorded yet" detail="Each call agents make through the gateway, allowed, parked or refused, is appended here with its verdict and amount." /> }.into_any()
     } else {
         view! {
-            <div class=CARD>
+            <div class=CARD tabindex="0">
                 <table class=TABLE data-testid="activity-table">
                     <thead class=THEAD>
                         <tr>
@@ -133,15 +133,15 @@ fn ActivityLine(r: ActivityRow) -> impl IntoView {
     let via = r.transport.clone().unwrap_or_default();
     view! {
         <tr class=TR data-kind=k data-verdict=v data-transport=via data-seq=r.seq>
-            <td class=format!("{TD} tabular-nums text-zinc-400")>{r.seq}</td>
+            <td class=format!("{TD} tabular-nums text-zinc-500 dark:text-zinc-400")>{r.seq}</td>
             <td class=TD><Time rfc3339=r.at /></td>
             <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
             <td class=TD>{r.kind}</td>
             <td class=TD><code class="text-xs">{r.action.unwrap_or_default()}</code></td>
             <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
-            <td class=format!("{TD} text-xs text-zinc-500")>{r.actor}</td>
-            <td class=format!("{TD} text-xs text-zinc-500")>{r.transport.unwrap_or_else(|| "—".into())}</td>
+            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.actor}</td>
+            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.transport.unwrap_or_else(|| "—".into())}</td>
         </tr>
     }
 }
@@ -176,7 +176,7 @@ pub fn ActivityPage() -> impl IntoView {
     let select = move |name: &'static str, label: &'static str, options: Vec<String>| {
         view! {
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">{label}</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">{label}</span>
                 <select name=name class=INPUT>
                     <option value="">"any"</option>
                     {options.into_iter().map(|o| {
@@ -206,7 +206,7 @@ pub fn ActivityPage() -> impl IntoView {
                             {select("verdict", "Verdict", VERDICTS.iter().map(|v| v.to_string()).collect())}
                             {select("transport", "Via", TRANSPORTS.iter().map(|t| t.to_string()).collect())}
                             <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
-                            <a href="/activity" class="px-1 py-1 text-zinc-500 underline">"Clear"</a>
+                            <a href="/activity" class="px-1 py-1 text-zinc-500 underline dark:text-zinc-400">"Clear"</a>
                         </form>
                     };
                     let older = feed.older.map(|b| view! {

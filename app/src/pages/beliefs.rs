@@ -20,15 +20,15 @@ pub fn BeliefsPage() -> impl IntoView {
         <PageHeader title="Beliefs" subtitle="What the company holds true: claims agents proposed and a reviewer accepted." />
         <form method="get" action="/beliefs" role="search" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="belief-filters">
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">"Search"</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">"Search"</span>
                 <input name="q" type="search" maxlength="200" value=move || get("q") placeholder="words in the claim" class=INPUT />
             </label>
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">"Object type"</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">"Object type"</span>
                 <input name="object_type" value=move || get("object_type") placeholder="fact, preference…" class=INPUT />
             </label>
             <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
-            <a href="/beliefs" class="px-1 py-1 text-zinc-500 underline">"Clear"</a>
+            <a href="/beliefs" class="px-1 py-1 text-zinc-500 underline dark:text-zinc-400">"Clear"</a>
         </form>
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
@@ -42,7 +42,7 @@ pub fn BeliefsPage() -> impl IntoView {
                         }.into_any();
                     }
                     view! {
-                        <div class=CARD>
+                        <div class=CARD tabindex="0">
                             <table class=TABLE data-testid="beliefs-table">
                                 <thead class=THEAD>
                                     <tr>

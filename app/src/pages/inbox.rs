@@ -132,14 +132,14 @@ fn InboxRows(rows: Vec<InboxRow>, pending: bool) -> impl IntoView {
         let more = rows.len() >= INBOX_PAGE;
         view! {
             {pending.then(|| view! {
-                <p class="mb-2 text-xs text-zinc-500">"Keys: j / k to move, a to approve, d to deny with a reason."</p>
+                <p class="mb-2 text-xs text-zinc-500 dark:text-zinc-400">"Keys: j / k to move, a to approve, d to deny with a reason."</p>
             })}
             {more.then(|| view! {
                 <p class="mb-2 text-xs text-amber-700 dark:text-amber-400" data-testid="inbox-more">
                     {format!("Showing the newest {INBOX_PAGE}; older items appear as these are decided.")}
                 </p>
             })}
-            <div class=CARD>
+            <div class=CARD tabindex="0">
                 <table class=TABLE data-testid="inbox-table">
                     <thead class=THEAD>
                         <tr>

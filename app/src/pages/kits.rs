@@ -37,9 +37,9 @@ fn KitCard(summary: KitSummary) -> impl IntoView {
             <div class="flex flex-wrap items-baseline justify-between gap-2">
                 <h2 class="text-base font-semibold">
                     <a class="underline decoration-zinc-300 hover:decoration-zinc-600" href=format!("/kits/{}", encode_query_value(&kit.name)) data-testid="edit-kit">{kit.name.clone()}</a>
-                    <span class="ml-1 text-sm font-normal text-zinc-500">{kit.version.to_string()}</span>
+                    <span class="ml-1 text-sm font-normal text-zinc-500 dark:text-zinc-400">{kit.version.to_string()}</span>
                 </h2>
-                <span class="text-xs text-zinc-500">
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">
                     {format!("{} profiles · saved by {} · ", summary.profiles, summary.current.author)}
                     <Time rfc3339=summary.current.created_at.clone() />
                 </span>
@@ -50,16 +50,16 @@ fn KitCard(summary: KitSummary) -> impl IntoView {
                     let class = if on {
                         "rounded bg-emerald-100 px-1.5 py-0.5 text-xs text-emerald-800 dark:bg-emerald-900/50 dark:text-emerald-300"
                     } else {
-                        "rounded bg-zinc-100 px-1.5 py-0.5 text-xs text-zinc-400 line-through dark:bg-zinc-800"
+                        "rounded bg-zinc-100 px-1.5 py-0.5 text-xs text-zinc-600 line-through dark:bg-zinc-800 dark:text-zinc-400"
                     };
                     view! { <span class=class title=if on { "enabled" } else { "disabled" }>{p.as_str()}</span> }
                 }).collect_view()}
             </div>
             <dl class="mt-3 grid grid-cols-2 gap-x-6 gap-y-1 text-sm sm:grid-cols-4">
-                <div><dt class="text-xs text-zinc-500">"Hard cap"</dt><dd><MoneyCell amount=limits.budget.hard_cap /></dd></div>
-                <div><dt class="text-xs text-zinc-500">"Soft cap"</dt><dd><MoneyCell amount=limits.budget.soft_cap /></dd></div>
-                <div><dt class="text-xs text-zinc-500">"Approve at or above"</dt><dd><MoneyCell amount=limits.approve.above /></dd></div>
-                <div><dt class="text-xs text-zinc-500">"Can rules"</dt><dd class="tabular-nums">{kit.can.len()}</dd></div>
+                <div><dt class="text-xs text-zinc-500 dark:text-zinc-400">"Hard cap"</dt><dd><MoneyCell amount=limits.budget.hard_cap /></dd></div>
+                <div><dt class="text-xs text-zinc-500 dark:text-zinc-400">"Soft cap"</dt><dd><MoneyCell amount=limits.budget.soft_cap /></dd></div>
+                <div><dt class="text-xs text-zinc-500 dark:text-zinc-400">"Approve at or above"</dt><dd><MoneyCell amount=limits.approve.above /></dd></div>
+                <div><dt class="text-xs text-zinc-500 dark:text-zinc-400">"Can rules"</dt><dd class="tabular-nums">{kit.can.len()}</dd></div>
             </dl>
             <details class="mt-3 text-sm">
                 <summary class="cursor-pointer text-zinc-600 dark:text-zinc-300">{format!("History ({} versions)", summary.history.len())}</summary>
@@ -76,11 +76,11 @@ fn KitHistory(versions: Vec<KitVersionRow>) -> impl IntoView {
         <ol class="mt-2 space-y-2" data-testid="kit-history">
             {versions.into_iter().map(|v| view! {
                 <li class="border-l-2 border-zinc-200 pl-3 dark:border-zinc-700">
-                    <div class="text-xs text-zinc-500">
+                    <div class="text-xs text-zinc-500 dark:text-zinc-400">
                         {format!("{} by {} · ", v.kit.version, v.author)}<Time rfc3339=v.created_at />
                     </div>
                     {if v.diff.is_empty() {
-                        view! { <p class="text-xs text-zinc-400">"first version"</p> }.into_any()
+                        view! { <p class="text-xs text-zinc-500 dark:text-zinc-400">"first version"</p> }.into_any()
                     } else {
                         view! { <div class="text-xs"><DiffList diff=v.diff /></div> }.into_any()
                     }}
@@ -102,7 +102,7 @@ pub fn KitEditPage() -> impl IntoView {
                     let kit = d.current.kit.clone();
                     view! {
                         <PageHeader title="Edit kit" subtitle=format!("{} {} · saved by {}", kit.name, kit.version, d.current.author) />
-                        <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline">"← all kits"</a></p>
+                        <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline dark:text-zinc-400">"← all kits"</a></p>
                         <FormOutcome />
                         {move || query.read().get("saved").map(|v| view! {
                             <div role="status" class="mb-3 rounded border border-emerald-300 bg-emerald-50 p-2 text-sm dark:border-emerald-800 dark:bg-emerald-950">{format!("Saved as {v}.")}</div>

@@ -10,9 +10,9 @@ pub fn NotFound() -> impl IntoView {
     let session = Resource::new(|| (), |_| session_info());
     view! {
         <div class="py-16 text-center" data-testid="not-found">
-            <p class="text-5xl font-semibold text-zinc-300 dark:text-zinc-700">"404"</p>
+            <p class="text-5xl font-semibold text-zinc-500 dark:text-zinc-400">"404"</p>
             <h1 class="mt-2 text-lg font-semibold">"There is no page here"</h1>
-            <p class="mt-1 text-sm text-zinc-500">"Check the address, or pick a view from the navigation."</p>
+            <p class="mt-1 text-sm text-zinc-500 dark:text-zinc-400">"Check the address, or pick a view from the navigation."</p>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     let (href, label) = match session.await.ok().flatten() {

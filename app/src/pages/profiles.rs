@@ -25,7 +25,7 @@ pub fn ProfilesPage() -> impl IntoView {
                         return view! { <EmptyState title="No agent profiles" detail="Create a profile for each agent; it gets its own scoped keys, kit and budget." /> }.into_any();
                     }
                     view! {
-                        <div class=CARD>
+                        <div class=CARD tabindex="0">
                             <table class=TABLE data-testid="profiles-table">
                                 <thead class=THEAD>
                                     <tr>
@@ -45,12 +45,12 @@ pub fn ProfilesPage() -> impl IntoView {
                                                     {(p.depth > 0).then_some("↳ ")}
                                                     <a class="font-medium underline decoration-zinc-300 hover:decoration-zinc-600" href=format!("/profiles/{}", p.id)>{p.name}</a>
                                                 </span>
-                                                <div class="font-mono text-xs text-zinc-400">{p.id}</div>
+                                                <div class="font-mono text-xs text-zinc-500 dark:text-zinc-400">{p.id}</div>
                                             </td>
                                             <td class=TD><StatusBadge status=p.status /></td>
                                             <td class=TD>
                                                 <StatusBadge status=p.runtime />
-                                                {p.runtime_reason.map(|r| view! { <span class="ml-1 text-xs text-zinc-500">{r}</span> })}
+                                                {p.runtime_reason.map(|r| view! { <span class="ml-1 text-xs text-zinc-500 dark:text-zinc-400">{r}</span> })}
                                             </td>
                                             <td class=TD>{p.kit_name}</td>
                                             <td class=TD>{p.owner.unwrap_or_else(|| "—".into())}</td>
@@ -103,14 +103,14 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
     };
     view! {
         <PageHeader title="Agent profile" subtitle=subtitle />
-        <p class="mb-4"><a href="/profiles" class="text-sm text-zinc-500 underline">"← all profiles"</a></p>
+        <p class="mb-4"><a href="/profiles" class="text-sm text-zinc-500 underline dark:text-zinc-400">"← all profiles"</a></p>
         <FormOutcome />
         <div class="mb-4 flex flex-wrap items-center gap-3">
             <h2 class="text-lg font-semibold" data-testid="profile-name">{p.name.clone()}</h2>
             <span data-testid="profile-status"><StatusBadge status=p.status.clone() /></span>
             <StatusBadge status=p.runtime.clone() />
-            {p.runtime_reason.clone().map(|r| view! { <span class="text-xs text-zinc-500">{r}</span> })}
-            <span class="font-mono text-xs text-zinc-400">{p.id.clone()}</span>
+            {p.runtime_reason.clone().map(|r| view! { <span class="text-xs text-zinc-500 dark:text-zinc-400">{r}</span> })}
+            <span class="font-mono text-xs text-zinc-500 dark:text-zinc-400">{p.id.clone()}</span>
         </div>
         {d.new_secret.map(|s| {
             let config = mcp_config(&d.mcp_url, &s.token);
@@ -142,7 +142,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
             } else {
                 let can_manage = d.can_manage;
                 view! {
-                    <div class=CARD>
+                    <div class=CARD tabindex="0">
                         <table class=TABLE data-testid="keys-table">
                             <thead class=THEAD>
                                 <tr>
@@ -165,7 +165,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
         <section class="max-w-2xl rounded-lg border border-red-200 p-4 dark:border-red-900" data-testid="revoke-profile">
             <h2 class="text-sm font-semibold">"Revoke this profile"</h2>
             {if revoked {
-                view! { <p class="mt-1 text-sm text-zinc-500">"Revoked. Every call with its keys, or its sub-agents' keys, is refused with agent_profile_revoked."</p> }.into_any()
+                view! { <p class="mt-1 text-sm text-zinc-500 dark:text-zinc-400">"Revoked. Every call with its keys, or its sub-agents' keys, is refused with agent_profile_revoked."</p> }.into_any()
             } else {
                 let c = d.cascade;
                 let count = c.profiles.len();
@@ -189,7 +189,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
                             </form>
                         }.into_any()
                     } else {
-                        view! { <p class="mt-2 text-sm text-zinc-500">"Only an admin can revoke a profile."</p> }.into_any()
+                        view! { <p class="mt-2 text-sm text-zinc-500 dark:text-zinc-400">"Only an admin can revoke a profile."</p> }.into_any()
                     }}
                 }.into_any()
             }}
@@ -208,7 +208,7 @@ fn KeyLine(k: KeyRow, profile_id: String, can_manage: bool) -> impl IntoView {
             <td class=TD><Time rfc3339=k.created_at /></td>
             <td class=TD>{match k.last_used_at {
                 Some(t) => view! { <Time rfc3339=t /> }.into_any(),
-                None => view! { <span class="text-zinc-400">"never"</span> }.into_any(),
+                None => view! { <span class="text-zinc-500 dark:text-zinc-400">"never"</span> }.into_any(),
             }}</td>
             <td class=TD>{ends.map(|t| view! { <Time rfc3339=t /> })}</td>
             <td class=TD>

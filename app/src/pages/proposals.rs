@@ -25,7 +25,7 @@ pub fn ProposalsPage() -> impl IntoView {
         <PageHeader title="Proposals" subtitle="Claims from agent writebacks, waiting to be accepted into the company's beliefs or rejected." />
         <form method="get" action="/proposals" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="proposal-filters">
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">"Status"</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">"Status"</span>
                 <select name="status" class=INPUT>
                     {["", "pending", "parked", "accepted", "rejected"].into_iter().map(|s| {
                         let selected = move || get("status") == s;
@@ -34,15 +34,15 @@ pub fn ProposalsPage() -> impl IntoView {
                 </select>
             </label>
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">"Object type"</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">"Object type"</span>
                 <input name="object_type" value=move || get("object_type") placeholder="fact, preference…" class=INPUT />
             </label>
             <label class="flex flex-col">
-                <span class="text-xs text-zinc-500">"Run"</span>
+                <span class="text-xs text-zinc-500 dark:text-zinc-400">"Run"</span>
                 <input name="run_id" value=move || get("run_id") placeholder="run id" class=INPUT />
             </label>
             <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
-            <a href="/proposals" class="px-1 py-1 text-zinc-500 underline">"Clear"</a>
+            <a href="/proposals" class="px-1 py-1 text-zinc-500 underline dark:text-zinc-400">"Clear"</a>
         </form>
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
@@ -59,7 +59,7 @@ pub fn ProposalsPage() -> impl IntoView {
                         }.into_any();
                     }
                     view! {
-                        <div class=CARD>
+                        <div class=CARD tabindex="0">
                             <table class=TABLE data-testid="proposals-table">
                                 <thead class=THEAD>
                                     <tr>
@@ -77,7 +77,7 @@ pub fn ProposalsPage() -> impl IntoView {
                                             <td class=TD><a class="font-medium underline-offset-2 hover:underline" href=format!("/proposals/{}", r.id)>{r.claim}</a></td>
                                             <td class=TD><code class="text-xs">{r.object_type}</code></td>
                                             <td class=TD>{r.agent}</td>
-                                            <td class=TD><a class="text-xs text-zinc-500 underline" href=format!("/proposals?run_id={}", r.run_id)>{r.run_id.clone()}</a></td>
+                                            <td class=TD><a class="text-xs text-zinc-500 underline dark:text-zinc-400" href=format!("/proposals?run_id={}", r.run_id)>{r.run_id.clone()}</a></td>
                                             <td class=TD><StatusBadge status=r.status /></td>
                                             <td class=TD><Time rfc3339=r.created_at /></td>
                                         </tr>
@@ -101,7 +101,7 @@ fn Trail(steps: Vec<TrailRow>) -> impl IntoView {
                 <li class="mb-3 ml-4">
                     <span class="absolute -left-1.5 mt-1.5 h-3 w-3 rounded-full border border-white bg-zinc-400 dark:border-zinc-900"></span>
                     <p class="text-sm"><span class="font-medium" title=t.actor_id>{t.actor}</span>" "<StatusBadge status=t.step /></p>
-                    <p class="text-xs text-zinc-500"><Time rfc3339=t.at /></p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400"><Time rfc3339=t.at /></p>
                     {t.note.map(|n| view! { <p class="text-sm text-zinc-700 dark:text-zinc-300">"because: "{n}</p> })}
                 </li>
             }).collect_view()}
@@ -120,7 +120,7 @@ pub fn ProposalDetailPage() -> impl IntoView {
                     let ProposalRow { id, claim, object_type, agent, run_id, status, trail, .. } = d.row;
                     view! {
                         <PageHeader title="Proposal" subtitle=format!("{object_type} from {agent}, run {run_id}") />
-                        <p class="mb-4"><a href="/proposals" class="text-sm text-zinc-500 underline">"← all proposals"</a></p>
+                        <p class="mb-4"><a href="/proposals" class="text-sm text-zinc-500 underline dark:text-zinc-400">"← all proposals"</a></p>
                         <div class="grid gap-4 md:grid-cols-2">
                             <section class="space-y-3">
                                 <h2 class="text-sm font-semibold">"Claim"</h2>
@@ -135,7 +135,7 @@ pub fn ProposalDetailPage() -> impl IntoView {
                                 <h2 class="text-sm font-semibold">"Decision trail"</h2>
                                 <Trail steps=trail />
                                 {match d.why_not {
-                                    Some(why) => view! { <p class="text-sm text-zinc-500" data-testid="cannot-decide">{why}</p> }.into_any(),
+                                    Some(why) => view! { <p class="text-sm text-zinc-500 dark:text-zinc-400" data-testid="cannot-decide">{why}</p> }.into_any(),
                                     None => view! {
                                         <form method="post" action="/api/decide_proposal" class="space-y-2 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800">
                                             <input type="hidden" name="id" value=id />

@@ -72,7 +72,7 @@ fn SpendChart(points: Vec<DayPoint>) -> impl IntoView {
     let label = format!("posted spend per day from {first} to {last}");
     view! {
         <figure class="mb-4" data-testid="spend-chart">
-            <figcaption class="mb-1 text-xs text-zinc-500">{format!("Posted per day, last {} days: {total} in all, peak {peak}", points.len())}</figcaption>
+            <figcaption class="mb-1 text-xs text-zinc-500 dark:text-zinc-400">{format!("Posted per day, last {} days: {total} in all, peak {peak}", points.len())}</figcaption>
             <svg viewBox=format!("0 0 {W} {}", H + 16.0) class="h-36 w-full max-w-2xl text-zinc-800 dark:text-zinc-200" role="img"
                 aria-label=label>
                 <line x1="0" y1=H x2=W y2=H stroke="currentColor" stroke-opacity="0.2" />
@@ -106,7 +106,7 @@ pub fn SpendPage() -> impl IntoView {
                         return view! { <EmptyState title="No profiles spend yet" detail="Each agent profile's budget appears here once it exists." /> }.into_any();
                     }
                     view! {
-                        <div class=CARD>
+                        <div class=CARD tabindex="0">
                             <table class=TABLE data-testid="spend-table">
                                 <thead class=THEAD>
                                     <tr>
@@ -170,11 +170,11 @@ fn Ledger() -> impl IntoView {
             <form method="get" action="/spend" class="mb-3 flex flex-wrap items-end gap-2 text-sm">
                 <input type="hidden" name="profile" value=move || get("profile") />
                 <label class="flex flex-col">
-                    <span class="text-xs text-zinc-500">"From (UTC day)"</span>
+                    <span class="text-xs text-zinc-500 dark:text-zinc-400">"From (UTC day)"</span>
                     <input type="date" name="from" value=move || get("from") class=INPUT />
                 </label>
                 <label class="flex flex-col">
-                    <span class="text-xs text-zinc-500">"To (UTC day, exclusive)"</span>
+                    <span class="text-xs text-zinc-500 dark:text-zinc-400">"To (UTC day, exclusive)"</span>
                     <input type="date" name="to" value=move || get("to") class=INPUT />
                 </label>
                 <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
@@ -189,7 +189,7 @@ fn Ledger() -> impl IntoView {
                             view! { <EmptyState title="No entries in this period" detail="Every hold, post, void and expiry of this profile's budget is an entry here." /> }.into_any()
                         } else {
                             view! {
-                                <div class=CARD>
+                                <div class=CARD tabindex="0">
                                     <table class=TABLE data-testid="ledger-table">
                                         <thead class=THEAD>
                                             <tr>

@@ -24,7 +24,7 @@ pub fn UsersPage() -> impl IntoView {
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |users| view! {
-                    <div class=CARD>
+                    <div class=CARD tabindex="0">
                         <table class=TABLE data-testid="users-table">
                             <thead class=THEAD>
                                 <tr>
@@ -80,7 +80,7 @@ pub fn UsersPage() -> impl IntoView {
                     <label class="flex items-center gap-2 text-sm">
                         <input type="checkbox" name=*role />
                         <span class="font-medium">{*role}</span>
-                        <span class="text-zinc-500">{*what}</span>
+                        <span class="text-zinc-500 dark:text-zinc-400">{*what}</span>
                     </label>
                 }).collect_view()}
             </fieldset>
