@@ -576,7 +576,7 @@ async fn brain_writebacks_become_proposals_an_agent_accept_parks_and_a_reviewer_
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }
     };
-    let (s, b) = beliefs(key.clone(), "?q=NET%2030").await;
+    let (s, b) = beliefs(key.clone(), "?q=INVOICES%20ARE%20DUE").await;
     assert_eq!(s, 200, "{b}");
     let items = b["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "{b}");
