@@ -660,6 +660,10 @@ impl Gateway {
     /// The tenant's canonized beliefs, newest first: the company's source of truth, each with
     /// who accepted it, why, and the proposal, writeback and run it came from.
     pub async fn beliefs(&self, tenant: &TenantId, q: &BeliefQuery) -> Result<Vec<Belief>> {
+        if q.search.as_ref().is_some_and(|s| s.chars().count() > MAX_BELIEF_SEARCH) {
+            let message = format!("`q` is at most {MAX_BELIEF_SEARCH} characters");
+            return Err(Error::Invalid { code: "search_too_long", message });
+        }
         let rows: Vec<BeliefRow> = sqlx::query_as(
             "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
              w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
@@ -678,6 +682,9 @@ impl Gateway {
         Ok(rows.into_iter().map(Belief::from_row).collect())
     }
 }
+
+/// The longest text a beliefs search may carry.
+pub const MAX_BELIEF_SEARCH: usize = 200;
 
 /// Which beliefs to list: one object type, a text the content contains (any case), at most
 /// `limit` (1 to 500, default 100).

@@ -30,9 +30,6 @@ pub async fn beliefs_view(object_type: String, q: String) -> Result<Vec<BeliefRo
     use crate::api::to_fn_error;
     let (gw, tenant, _) = require_view("beliefs").await?;
     let opt = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
-    if q.chars().count() > 200 {
-        return Err(ServerFnError::new("search_too_long: search for at most 200 characters"));
-    }
     let query =
         gateway::brain::BeliefQuery { object_type: opt(object_type), search: opt(q), limit: Some(200) };
     let beliefs = gw.beliefs(&tenant.id, &query).await.map_err(to_fn_error)?;

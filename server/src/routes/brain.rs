@@ -106,9 +106,6 @@ pub async fn proposals(
     Ok(Json(crate::openapi::ProposalList { items }).into_response())
 }
 
-/// The longest text a beliefs search may carry.
-const MAX_SEARCH: usize = 200;
-
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -131,10 +128,6 @@ pub async fn beliefs(
 ) -> Result<Response, Problem> {
     if let Some(refused) = gated(&state, &caller, "naive_brain_beliefs").await? {
         return Ok(refused);
-    }
-    if q.q.as_ref().is_some_and(|s| s.chars().count() > MAX_SEARCH) {
-        let message = format!("`q` is at most {MAX_SEARCH} characters");
-        return Err(Problem::new(StatusCode::BAD_REQUEST, "search_too_long", message));
     }
     let query = gateway::brain::BeliefQuery { object_type: q.object_type, search: q.q, limit: q.limit };
     let items = state.gateway.beliefs(caller.tenant(), &query).await?;
