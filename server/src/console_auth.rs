@@ -6,11 +6,11 @@
 //!   listens on loopback, which is local development). Attempts are counted per username
 //!   before the password is checked; past the limit the answer is 429 with `Retry-After`,
 //!   right password or not. At most a few argon2 checks run at once (`gateway`). Without a
-//!   page to return to, the user lands on their roles' work (`app::api::console::landing`).
+//!   page to return to, the user lands on their roles' work (`app::api::session::landing`).
 //! - `POST /logout` ends the session and clears the cookie.
 //! - [`require_sign_in`]: a console page requested without a live session redirects to
 //!   `/login?next=…`. Which views a user's roles open is checked on the server by the server
-//!   functions (`app::api::console::VIEWS`), which answer a 403 page.
+//!   functions (`app::api::session::VIEWS`), which answer a 403 page.
 //! - [`same_origin_writes`]: a state-changing request that a cookie may authenticate (the
 //!   console's server functions, sign-in, sign-out, and `/v1` without a bearer key) must come
 //!   from this origin: a `Sec-Fetch-Site` other than `same-origin`/`none`, or an `Origin` for
@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use app::api::console::{encode_query_value, session_token};
+use app::api::session::{encode_query_value, session_token};
 use axum::Form;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -127,7 +127,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
             let max_age = gateway::sessions::SESSION_HOURS * 3600;
             // Without a page to return to, each user starts at their own work.
             let roles: Vec<&str> = user.roles.iter().map(|r| r.as_str()).collect();
-            let next = if next == "/" { app::api::console::landing(&roles).to_string() } else { next };
+            let next = if next == "/" { app::api::session::landing(&roles).to_string() } else { next };
             let mut res = Redirect::to(&next).into_response();
             res.headers_mut().insert(header::SET_COOKIE, cookie(&state, &token, max_age));
             Ok(res)

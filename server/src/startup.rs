@@ -55,7 +55,7 @@ pub struct Shared {
     /// Failed console sign-ins by username.
     pub login_limiter: std::sync::Arc<crate::console_auth::LoginLimiter>,
     /// How the session cookie is named and marked (`--secure-cookies`).
-    pub cookies: app::api::console::CookieSettings,
+    pub cookies: app::api::session::CookieSettings,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -144,7 +144,7 @@ impl Application {
                 stopping,
                 operator_key_hash,
                 login_limiter: Default::default(),
-                cookies: app::api::console::CookieSettings { secure: config.secure_cookies.applies(&addr) },
+                cookies: app::api::session::CookieSettings { secure: config.secure_cookies.applies(&addr) },
             }),
             &mcp,
         );

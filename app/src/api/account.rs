@@ -30,8 +30,8 @@ pub struct AccountData {
 
 #[server]
 pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerFnError> {
-    use crate::api::console::{require_session, session};
     use crate::api::profiles::once;
+    use crate::api::session::{self, require_session};
     use crate::api::to_fn_error;
     let (gw, _, user) = require_session().await?;
     let tokens = gw
@@ -70,9 +70,13 @@ pub async fn create_token(
     reviewer: Option<String>,
     finance: Option<String>,
 ) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_session, session, ticked};
     use crate::api::profiles::once;
     use crate::api::to_fn_error;
+    use crate::api::{
+        forms::form,
+        session::{self, require_session},
+        users::ticked,
+    };
     form(async {
         let (gw, _, user) = require_session().await?;
         let roles = ticked(admin, approver, reviewer, finance);
@@ -90,8 +94,8 @@ pub async fn create_token(
 /// Revokes one of the signed-in user's tokens at once.
 #[server(prefix = "/api", endpoint = "revoke_token")]
 pub async fn revoke_token(token_id: String) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_session};
     use crate::api::to_fn_error;
+    use crate::api::{forms::form, session::require_session};
     form(async {
         let (gw, _, user) = require_session().await?;
         let id = gateway::TokenId::parse(&token_id)

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
-use crate::api::console::require_view;
+use crate::api::session::require_view;
 
 /// One belief, ready to show.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,7 +40,7 @@ pub async fn beliefs_view(object_type: String, q: String) -> Result<Vec<BeliefRo
     Ok(beliefs
         .into_iter()
         .map(|b| BeliefRow {
-            claim: crate::api::console::claim_text(&b.content),
+            claim: crate::api::proposals::claim_text(&b.content),
             agent: agent_of(&b.profile_id),
             since: b.since.to_rfc3339(),
             accepted_by: b.accepted_by.unwrap_or_else(|| "a reviewer".into()),

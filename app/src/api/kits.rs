@@ -6,11 +6,51 @@
 //! The kit is validated again on the server whatever the browser said.
 
 use leptos::prelude::*;
-use policy::Money;
+use policy::{Kit, KitDiff, Money};
 use serde::{Deserialize, Serialize};
 
-use crate::api::console::KitVersionRow;
+#[cfg(feature = "ssr")]
+use crate::api::session::require_view;
 use crate::components::kit_editor::SimProfile;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KitVersionRow {
+    pub kit: Kit,
+    pub author: String,
+    pub diff: KitDiff,
+    pub created_at: String,
+}
+
+#[cfg(feature = "ssr")]
+impl From<gateway::KitRecord> for KitVersionRow {
+    fn from(r: gateway::KitRecord) -> Self {
+        KitVersionRow { kit: r.kit, author: r.author, diff: r.diff, created_at: r.created_at.to_rfc3339() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KitSummary {
+    pub current: KitVersionRow,
+    pub history: Vec<KitVersionRow>,
+    pub profiles: usize,
+}
+
+#[server]
+pub async fn list_kits() -> Result<Vec<KitSummary>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_view("kits").await?;
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
+    let mut out = Vec::new();
+    for current in gw.kits(&tenant.id).await.map_err(to_fn_error)? {
+        let history = gw.kit_versions(&tenant.id, &current.kit.name).await.map_err(to_fn_error)?;
+        out.push(KitSummary {
+            profiles: profiles.iter().filter(|p| p.kit_name == current.kit.name).count(),
+            current: current.into(),
+            history: history.into_iter().map(Into::into).collect(),
+        });
+    }
+    Ok(out)
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KitEditorData {
@@ -25,7 +65,6 @@ pub struct KitEditorData {
 
 #[server]
 pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
-    use crate::api::console::require_view;
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_view("kits").await?;
     // The history holds the current version too: the newest is it.
@@ -59,8 +98,11 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
 /// follows the redirect; the editor's island posts the same form and reads the page it lands on.
 #[server(prefix = "/api", endpoint = "save_kit")]
 pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> Result<(), ServerFnError> {
-    use crate::api::console::{encode_query_value, form, require_roles};
     use crate::api::to_fn_error;
+    use crate::api::{
+        forms::form,
+        session::{encode_query_value, require_roles},
+    };
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
         let mut kit = policy::Kit::from_json(&kit_json).map_err(|e| {

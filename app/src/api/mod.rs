@@ -2,11 +2,17 @@
 //! here are what crosses to the page, so the browser build never needs `gateway`.
 
 pub mod account;
+pub mod activity;
 pub mod beliefs;
-pub mod console;
+pub mod forms;
+pub mod inbox;
 pub mod kits;
 pub mod overview;
 pub mod profiles;
+pub mod proposals;
+pub mod session;
+pub mod spend;
+pub mod users;
 
 #[cfg(feature = "ssr")]
 use leptos::prelude::ServerFnError;

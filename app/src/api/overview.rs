@@ -36,7 +36,7 @@ pub struct NeedsMe {
 
 #[server]
 pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
-    use crate::api::console::{VIEWS, require_view};
+    use crate::api::session::{VIEWS, require_view};
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_view("overview").await?;
     let opens = |view: &str| {

@@ -10,7 +10,58 @@
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::api::console::ProfileRow;
+#[cfg(feature = "ssr")]
+use crate::api::session::require_view;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRow {
+    pub id: String,
+    pub name: String,
+    pub depth: usize,
+    pub kit_name: String,
+    pub status: String,
+    pub runtime: String,
+    pub runtime_reason: Option<String>,
+    pub owner: Option<String>,
+    /// The parent profile's id, for a sub-agent.
+    pub parent_id: Option<String>,
+    pub created_at: String,
+}
+
+#[server]
+pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
+    let (gw, tenant, _) = require_view("profiles").await?;
+    profile_rows(&gw, &tenant.id).await
+}
+
+/// The tenant's profiles in tree order, as the profile pages show them.
+#[cfg(feature = "ssr")]
+pub(crate) async fn profile_rows(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+) -> Result<Vec<ProfileRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let users = gw.users(tenant).await.map_err(to_fn_error)?;
+    let tree = gw.profile_tree(tenant).await.map_err(to_fn_error)?;
+    Ok(tree
+        .into_iter()
+        .map(|e| {
+            let p = e.profile;
+            ProfileRow {
+                id: p.id.to_string(),
+                name: p.name,
+                depth: e.depth,
+                kit_name: p.kit_name,
+                status: p.status.as_str().to_string(),
+                runtime: p.runtime.as_str().to_string(),
+                runtime_reason: p.runtime_reason,
+                owner: p.owner.and_then(|o| users.iter().find(|u| u.id == o).map(|u| u.username.clone())),
+                parent_id: p.parent.map(|id| id.to_string()),
+                created_at: p.created_at.to_rfc3339(),
+            }
+        })
+        .collect())
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KeyRow {
@@ -119,7 +170,7 @@ async fn hand_over(
     profile: &gateway::ProfileId,
     issued: gateway::tenants::IssuedKey,
 ) -> Result<(), ServerFnError> {
-    let session = crate::api::console::session::token()
+    let session = crate::api::session::token()
         .await?
         .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
     once::put(&session, issued.id.as_str(), issued.token);
@@ -130,7 +181,7 @@ async fn hand_over(
 /// One profile's page: its place in the tree, its keys and what revoking it would touch.
 #[server]
 pub async fn profile_detail(id: String, issued: Option<String>) -> Result<ProfileFull, ServerFnError> {
-    use crate::api::console::{profile_rows, require_view, session};
+    use crate::api::session;
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_view("profiles").await?;
     let pid = parse_profile(&id)?;
@@ -172,7 +223,7 @@ async fn mcp_url() -> String {
     let headers: axum::http::HeaderMap = leptos_axum::extract().await.unwrap_or_default();
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     let host = get("x-forwarded-host").or_else(|| get("host")).unwrap_or_else(|| "127.0.0.1:3000".into());
-    let secure = use_context::<crate::api::console::CookieSettings>().is_some_and(|c| c.secure);
+    let secure = use_context::<crate::api::session::CookieSettings>().is_some_and(|c| c.secure);
     let scheme = get("x-forwarded-proto").unwrap_or_else(|| if secure { "https" } else { "http" }.into());
     format!("{scheme}://{host}/mcp")
 }
@@ -180,8 +231,8 @@ async fn mcp_url() -> String {
 /// Issues a new key for the profile; the page it lands on shows the secret once.
 #[server(prefix = "/api", endpoint = "create_key")]
 pub async fn create_key(profile_id: String) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_roles};
     use crate::api::to_fn_error;
+    use crate::api::{forms::form, session::require_roles};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
         let pid = parse_profile(&profile_id)?;
@@ -198,8 +249,8 @@ pub async fn rotate_key(
     key_id: String,
     grace_secs: Option<String>,
 ) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_roles};
     use crate::api::to_fn_error;
+    use crate::api::{forms::form, session::require_roles};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
         let pid = parse_profile(&profile_id)?;
@@ -221,15 +272,15 @@ pub async fn rotate_key(
 /// Revokes one key at once.
 #[server(prefix = "/api", endpoint = "revoke_key")]
 pub async fn revoke_key(profile_id: String, key_id: String) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_roles};
     use crate::api::to_fn_error;
+    use crate::api::{forms::form, session::require_roles};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
         gw.revoke_key(&tenant.id, &parse_profile(&profile_id)?, &parse_key(&key_id)?, &user.username)
             .await
             .map_err(to_fn_error)?;
         let done = format!("Key {key_id} is revoked: its next call, over HTTP or MCP, gets 401.");
-        crate::api::console::back_with_notice(&done).await;
+        crate::api::forms::back_with_notice(&done).await;
         Ok(())
     })
     .await
@@ -239,8 +290,8 @@ pub async fn revoke_key(profile_id: String, key_id: String) -> Result<(), Server
 /// has grown since (a new sub-agent), nothing happens and the page shows the new preview.
 #[server(prefix = "/api", endpoint = "revoke_profile")]
 pub async fn revoke_profile(profile_id: String, confirm_count: usize) -> Result<(), ServerFnError> {
-    use crate::api::console::{form, require_roles};
     use crate::api::to_fn_error;
+    use crate::api::{forms::form, session::require_roles};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "revoking agent profiles").await?;
         let pid = parse_profile(&profile_id)?;
@@ -254,7 +305,7 @@ pub async fn revoke_profile(profile_id: String, confirm_count: usize) -> Result<
             r.approvals_denied.len(),
             r.holds_voided
         );
-        crate::api::console::back_with_notice(&done).await;
+        crate::api::forms::back_with_notice(&done).await;
         Ok(())
     })
     .await

@@ -196,3 +196,16 @@ pub const TH: &str = "px-3 py-2";
 pub const TD: &str = "px-3 py-2 align-top";
 pub const TR: &str = "border-b border-zinc-100 last:border-0 hover:bg-zinc-50 dark:border-zinc-800/60 dark:hover:bg-zinc-800/40";
 pub const CARD: &str = "overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm dark:border-zinc-800 dark:bg-zinc-900";
+
+#[cfg(test)]
+mod tests {
+    use super::utc_text;
+
+    #[test]
+    fn utc_text_reads_stored_timestamps_and_leaves_others_alone() {
+        assert_eq!(utc_text("2026-11-30T08:24:48.123456+00:00"), "2026-11-30 08:24 UTC");
+        assert_eq!(utc_text("2026-11-30T23:59:00Z"), "2026-11-30 23:59 UTC");
+        assert_eq!(utc_text("2026-11-30T08:24:48+09:00"), "2026-11-30T08:24:48+09:00", "not UTC: as is");
+        assert_eq!(utc_text("yesterday"), "yesterday");
+    }
+}

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::api::console::session_info;
+use crate::api::session::session_info;
 use crate::components::connection::ConnectionIndicator;
 
 const NAV_LINK: &str = "block rounded px-3 py-1.5 text-sm text-zinc-700 hover:bg-zinc-100 aria-[current=page]:bg-zinc-900 aria-[current=page]:text-white dark:text-zinc-300 dark:hover:bg-zinc-800 dark:aria-[current=page]:bg-zinc-100 dark:aria-[current=page]:text-zinc-900";
@@ -56,7 +56,7 @@ fn Brand(href: String) -> impl IntoView {
 
 #[component]
 fn TopBar(
-    session: Resource<Result<Option<crate::api::console::SessionSummary>, ServerFnError>>,
+    session: Resource<Result<Option<crate::api::session::SessionSummary>, ServerFnError>>,
 ) -> impl IntoView {
     view! {
         <header class="flex items-center justify-between gap-4 border-b border-zinc-200 bg-white px-4 py-2 text-sm md:px-6 dark:border-zinc-800 dark:bg-zinc-900">

@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::console::{ActivityRow, activity_feed};
+use crate::api::activity::{ActivityRow, activity_feed};
 use crate::components::common::{
     CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
     show,

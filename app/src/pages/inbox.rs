@@ -8,7 +8,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::console::{INBOX_PAGE, InboxRow, inbox};
+use crate::api::inbox::{INBOX_PAGE, InboxRow, inbox};
 use crate::components::common::FormOutcome;
 use crate::components::common::{
     CARD, EmptyState, Loading, MoneyCell, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time, show,

@@ -5,8 +5,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use policy::Primitive;
 
-use crate::api::console::{KitSummary, KitVersionRow, encode_query_value, list_kits};
 use crate::api::kits::kit_editor;
+use crate::api::kits::{KitSummary, KitVersionRow, list_kits};
+use crate::api::session::encode_query_value;
 use crate::components::common::{CARD, EmptyState, FormOutcome, Loading, MoneyCell, PageHeader, Time, show};
 use crate::components::kit_editor::{DiffList, KitEditor};
 

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::console::session_info;
+use crate::api::session::session_info;
 
 #[component]
 pub fn NotFound() -> impl IntoView {

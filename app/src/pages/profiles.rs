@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api::console::list_profiles;
+use crate::api::profiles::list_profiles;
 use crate::api::profiles::{KeyRow, ProfileFull, profile_detail};
 use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api::console::{ProposalRow, TrailRow, proposal_detail, proposals_view};
+use crate::api::proposals::{ProposalRow, TrailRow, proposal_detail, proposals_view};
 use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, StatusBadge, TABLE, TD, TH, THEAD, TR, Time,
     show,

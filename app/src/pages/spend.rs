@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use policy::Money;
 
-use crate::api::console::{BURN_WINDOW_DAYS, DayPoint, SpendRow, ledger_page, spend_overview};
+use crate::api::spend::{BURN_WINDOW_DAYS, DayPoint, SpendRow, ledger_page, spend_overview};
 use crate::components::common::{
     CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };

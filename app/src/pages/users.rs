@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::console::list_users;
+use crate::api::users::list_users;
 use crate::components::common::{
     CARD, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };

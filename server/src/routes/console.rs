@@ -25,7 +25,7 @@ pub struct ExportParams {
 }
 
 fn day(v: &str, field: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, Problem> {
-    app::api::console::day(v, field).map_err(|e| {
+    app::api::spend::day(v, field).map_err(|e| {
         Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid_period",

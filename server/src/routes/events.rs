@@ -146,7 +146,7 @@ impl Render {
                 {
                     names.profiles = fresh;
                 }
-                let row = app::api::console::activity_row(e.clone(), &names.profiles);
+                let row = app::api::activity::activity_row(e.clone(), &names.profiles);
                 Event::default()
                     .id(e.seq.to_string())
                     .json_data(&row)

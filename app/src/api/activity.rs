@@ -1,0 +1,104 @@
+//! Server functions behind the activity feed: the tenant's log with agent names in place of
+//! profile ids, filtered and paged, with the audit chain verified since the last look. The
+//! live stream renders its rows with the same [`activity_row`].
+
+use leptos::prelude::*;
+use policy::Money;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use crate::api::session::require_view;
+
+/// One line of the activity log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityRow {
+    pub seq: i64,
+    pub at: String,
+    pub actor: String,
+    pub agent: Option<String>,
+    pub kind: String,
+    pub action: Option<String>,
+    pub verdict: Option<String>,
+    pub amount: Option<Money>,
+    pub kit_version: Option<u32>,
+    /// `http`, `mcp` or `console`; none for the gateway's own work.
+    pub transport: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActivityView {
+    pub rows: Vec<ActivityRow>,
+    /// The cursor of older entries, when there are more.
+    pub older: Option<i64>,
+    /// The tenant's agent names, for the filter.
+    pub agents: Vec<String>,
+    pub chain_ok: bool,
+    pub chain_entries: u64,
+    /// How many entries this look verified: those appended since the last one.
+    pub chain_checked: u64,
+    pub first_broken: Option<i64>,
+}
+
+#[server]
+pub async fn activity_feed(
+    agent: String,
+    kind: String,
+    verdict: String,
+    transport: String,
+    before: Option<i64>,
+) -> Result<ActivityView, ServerFnError> {
+    use crate::api::to_fn_error;
+    const PAGE: i64 = 200;
+    let (gw, tenant, _) = require_view("activity").await?;
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
+    let profile = match agent.trim() {
+        "" => None,
+        name => Some(
+            profiles
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.id.clone())
+                .ok_or_else(|| ServerFnError::new(format!("not_found: no agent named {name}")))?,
+        ),
+    };
+    let q = gateway::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
+    let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
+    let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
+    let (kind, verdict, transport) =
+        (kind.trim().to_string(), verdict.trim().to_string(), transport.trim().to_string());
+    let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
+    Ok(ActivityView {
+        older,
+        agents: profiles.iter().map(|p| p.name.clone()).collect(),
+        rows: entries
+            .into_iter()
+            .filter(|e| kind.is_empty() || e.kind == kind)
+            .filter(|e| verdict.is_empty() || e.verdict.as_deref() == Some(verdict.as_str()))
+            .filter(|e| transport.is_empty() || e.transport.as_deref() == Some(transport.as_str()))
+            .map(|e| activity_row(e, &profiles))
+            .collect(),
+        chain_ok: chain.ok,
+        chain_entries: chain.entries,
+        chain_checked: chain.checked,
+        first_broken: chain.first_broken,
+    })
+}
+
+/// One log entry as the console shows it, with agent names in place of profile ids. The
+/// activity page and the live stream (`/console/events`) both use it.
+#[cfg(feature = "ssr")]
+pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
+    let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
+    ActivityRow {
+        agent: e.profile_id.as_ref().and_then(|id| name_of(id.as_str())),
+        actor: name_of(&e.actor).unwrap_or(e.actor),
+        seq: e.seq,
+        at: e.at.to_rfc3339(),
+        kind: e.kind,
+        action: e.action,
+        verdict: e.verdict,
+        amount: e.amount,
+        kit_version: e.kit_version,
+        transport: e.transport,
+    }
+}

@@ -1,0 +1,200 @@
+//! Server functions behind the approval inbox: the parked actions with whether this user may
+//! decide each, and the approve and deny form posts.
+//!
+//! Guarantees: a decision is an approver's or an admin's, never the agent owner's (the
+//! gateway refuses it too, and the row says why before anyone tries); approving runs the
+//! bound call once and settles its hold, denying voids it, and the page says which in words.
+
+use leptos::prelude::*;
+use policy::Money;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use crate::api::{
+    forms::{back_with_notice, form},
+    session::{require_roles, require_view},
+};
+
+/// The most inbox items one page shows.
+pub const INBOX_PAGE: usize = 100;
+
+/// A parked action waiting in the inbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InboxRow {
+    pub id: String,
+    pub agent: String,
+    pub action: String,
+    pub summary: String,
+    pub amount: Money,
+    pub kit: String,
+    pub reason: String,
+    pub requested_at: String,
+    pub expires_at: String,
+    pub seconds_left: i64,
+    /// Whether the signed-in user may decide it, and if not, why (shown on the row).
+    pub can_decide: bool,
+    pub why_not: Option<String>,
+}
+
+/// The arguments in one readable line: `merchant: acme · memo: cable ties`.
+pub fn summarize_args(args: &serde_json::Value) -> String {
+    const MAX_LEN: usize = 120;
+    let mut parts = Vec::new();
+    if let Some(obj) = args.as_object() {
+        let mut fields: Vec<_> = obj.iter().collect();
+        fields.sort_by_key(|(k, _)| k.as_str());
+        for (k, v) in fields {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            parts.push(format!("{k}: {v}"));
+        }
+    }
+    let mut line = parts.join(" · ");
+    if line.chars().count() > MAX_LEN {
+        line = line.chars().take(MAX_LEN - 1).collect::<String>() + "…";
+    }
+    line
+}
+
+#[server]
+pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+    let (gw, tenant, user) = require_view("inbox").await?;
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
+    let status = match status.trim() {
+        "" => ApprovalStatus::Pending,
+        s => ApprovalStatus::parse(s).ok_or_else(|| {
+            ServerFnError::new("invalid_filter: status is pending, approved, denied or expired")
+        })?,
+    };
+    let q = ApprovalQuery { status: Some(status), limit: Some(INBOX_PAGE as i64), ..Default::default() };
+    let may_decide = user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin);
+    let now = chrono::Utc::now();
+    Ok(gw
+        .approvals(&tenant.id, &q)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|a| {
+            let profile = profiles.iter().find(|p| p.id == a.profile_id);
+            // The gateway refuses these decisions too; the page says why before anyone tries.
+            let why_not = if a.status != ApprovalStatus::Pending {
+                Some(match (&a.decided_by, &a.decision_reason) {
+                    (Some(by), Some(why)) => format!("{} by {by}: {why}", a.status.as_str()),
+                    (Some(by), None) => format!("{} by {by}", a.status.as_str()),
+                    _ => a.status.as_str().to_string(),
+                })
+            } else if !may_decide {
+                Some("Deciding needs the approver or admin role.".to_string())
+            } else if profile.and_then(|p| p.owner.as_ref()) == Some(&user.id) {
+                Some("You own this agent's profile, so another approver must decide.".to_string())
+            } else {
+                None
+            };
+            InboxRow {
+                can_decide: why_not.is_none(),
+                why_not,
+                agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
+                summary: summarize_args(&a.args),
+                seconds_left: a.seconds_left(now),
+                id: a.id,
+                action: a.action,
+                amount: a.amount,
+                kit: format!("{} v{}", a.kit_name, a.kit_version),
+                reason: a.reason,
+                requested_at: a.requested_at.to_rfc3339(),
+                expires_at: a.expires_at.to_rfc3339(),
+            }
+        })
+        .collect())
+}
+
+/// The signed-in human, for an approval decision: approver or admin.
+#[cfg(feature = "ssr")]
+async fn require_approver()
+-> Result<(gateway::Gateway, gateway::Tenant, gateway::approvals::Human), ServerFnError> {
+    let (gw, tenant, user) =
+        require_roles(&[gateway::Role::Approver, gateway::Role::Admin], "deciding").await?;
+    Ok((gw, tenant, gateway::approvals::Human::in_console(&user)))
+}
+
+/// Approves a parked action: the bound call runs once and its hold settles. Posted as a plain
+/// form from the inbox (it works without JavaScript), so it is a POST, never a GET.
+#[server(prefix = "/api", endpoint = "approve")]
+pub async fn approve_action(id: String, note: Option<String>) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, human) = require_approver().await?;
+        let note = note.filter(|n| !n.trim().is_empty());
+        let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
+        // Refused under the kit in force now, or the connector failed: say so on the page.
+        match resp.disposition {
+            gateway::pipeline::Disposition::Refused | gateway::pipeline::Disposition::Unavailable => {
+                let reason = resp.body["error"]["details"]["reason"].as_str().unwrap_or("refused");
+                let message = resp.body["message"].as_str().unwrap_or("the call could not run");
+                Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")))
+            }
+            _ => {
+                let what = decided_call(&gw, &tenant.id, &id).await?;
+                back_with_notice(&format!("Approved {what}: {}.", what_ran(&resp.body))).await;
+                Ok(())
+            }
+        }
+    })
+    .await
+}
+
+/// An approval's call in words: "cards.charge of $30.00 for procurement-bot".
+#[cfg(feature = "ssr")]
+async fn decided_call(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+    id: &str,
+) -> Result<String, ServerFnError> {
+    let a = gw.approval(tenant, id).await.map_err(crate::api::to_fn_error)?;
+    let agent = gw.profile(tenant, &a.profile_id).await.map_or_else(|_| a.profile_id.to_string(), |p| p.name);
+    let amount = if a.amount.is_zero() { String::new() } else { format!(" of {}", a.amount) };
+    Ok(format!("{}{amount} for {agent}", a.action))
+}
+
+/// What an executed call produced, in words: the belief it became, or the id its provider
+/// gave it (a charge, a message), and that its hold settled.
+#[cfg(feature = "ssr")]
+fn what_ran(body: &serde_json::Value) -> String {
+    if let Some(belief) = body["belief_id"].as_str() {
+        return format!("the claim is now belief {belief}");
+    }
+    let id_in = |v: &serde_json::Value| {
+        v.as_object()?.iter().find_map(|(k, v)| {
+            (k.ends_with("_id") && !["activity_id", "approval_id", "hold_id"].contains(&k.as_str()))
+                .then(|| v.as_str().map(|s| format!("{k} {s}")))
+                .flatten()
+        })
+    };
+    match id_in(body).or_else(|| id_in(&body["result"])) {
+        Some(id) => format!("it ran ({id}) and its hold settled"),
+        None => "it ran and its hold settled".into(),
+    }
+}
+
+/// Denies a parked action with a required reason; its hold is voided.
+#[server(prefix = "/api", endpoint = "deny")]
+pub async fn deny_action(id: String, reason: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, human) = require_approver().await?;
+        let denied = gw.deny(&tenant.id, &id, &human, &reason).await.map_err(to_fn_error)?;
+        let what = decided_call(&gw, &tenant.id, &id).await?;
+        let hold = if denied.amount.is_zero() {
+            String::new()
+        } else {
+            format!("; its {} hold was voided", denied.amount)
+        };
+        back_with_notice(&format!("Denied {what}{hold}. The agent is told: {}.", reason.trim())).await;
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,233 @@
+//! The island's browser side: reading the form, adding and removing rows, saving.
+
+use super::fields::KitText;
+use super::island::{Editor, SaveState};
+use super::simulate::{SimAction, SimOutcome, SimProfile, simulate};
+use crate::components::browser::{all, first as find};
+use leptos::prelude::*;
+use policy::{Kit, KitDiff, KitVersion, Money};
+use wasm_bindgen::JsCast;
+use web_sys::{
+    Element, HtmlButtonElement, HtmlFormElement, HtmlInputElement, HtmlSelectElement, HtmlTemplateElement,
+    HtmlTextAreaElement,
+};
+
+/// The simulator's inputs as read from its form.
+struct SimInput {
+    profile: SimProfile,
+    credit: Money,
+    action: Result<SimAction, String>,
+}
+
+impl SimInput {
+    fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
+        simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?)
+    }
+}
+
+/// Every named field of `form` as it would be submitted, in document order: as typed, or
+/// (`defaults`) as the server rendered it.
+fn fields(form: &HtmlFormElement, defaults: bool) -> Vec<(String, String)> {
+    let elements = form.elements();
+    let mut out = Vec::new();
+    for i in 0..elements.length() {
+        let Some(el) = elements.item(i) else { continue };
+        if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
+            let name = input.name();
+            match input.type_().as_str() {
+                "checkbox" | "radio" => {
+                    if if defaults { input.default_checked() } else { input.checked() } {
+                        out.push((name, input.value()));
+                    }
+                }
+                "submit" | "button" => (),
+                _ => out.push((name, if defaults { input.default_value() } else { input.value() })),
+            }
+        } else if let Some(select) = el.dyn_ref::<HtmlSelectElement>() {
+            let value = if defaults {
+                let options = select.options();
+                (0..options.length())
+                    .filter_map(|i| options.item(i)?.dyn_into::<web_sys::HtmlOptionElement>().ok())
+                    .find(|o| o.default_selected())
+                    .or_else(|| options.item(0)?.dyn_into().ok())
+                    .map(|o| o.value())
+                    .unwrap_or_default()
+            } else {
+                select.value()
+            };
+            out.push((select.name(), value));
+        }
+    }
+    out.retain(|(name, _)| !name.is_empty());
+    out
+}
+
+fn pairs(fields: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
+    fields.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+}
+
+fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
+    fields.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
+}
+
+/// Arms the server-rendered form and reads the saved version from its defaults.
+pub fn start(root: &Element, s: Editor) {
+    for set in all::<Element>(root, "fieldset[data-needs-script]") {
+        let _ = set.remove_attribute("disabled");
+    }
+    if let Some(note) = find::<Element>(root, "[data-testid=editor-loading]") {
+        note.remove();
+    }
+    if let Some(json) = find::<HtmlTextAreaElement>(root, "textarea[name=kit_json]") {
+        json.set_read_only(true);
+    }
+    let Some(form) = find::<HtmlFormElement>(root, "form[data-kit-form]") else { return };
+    let served = fields(&form, true);
+    let version = KitVersion(field(&served, "expected_version").parse().unwrap_or(1));
+    s.saved.set(KitText::from_fields(pairs(&served)).to_kit(field(&served, "name"), version).ok());
+    read(root, s);
+    s.hydrated.set(true);
+}
+
+/// Reads the draft and the simulator's inputs from the form as typed, and works out
+/// everything the island shows from them; keeps the save button and the JSON in step.
+pub fn read(root: &Element, s: Editor) {
+    let Some(form) = find::<HtmlFormElement>(root, "form[data-kit-form]") else { return };
+    let typed = fields(&form, false);
+    let saved = s.saved.get_untracked();
+    let version = saved.as_ref().map_or(KitVersion(1), |k| k.version);
+    let draft = KitText::from_fields(pairs(&typed)).to_kit(field(&typed, "name"), version);
+    let diff = match (&saved, &draft) {
+        (Some(saved), Ok(draft)) => Some(KitDiff::between(saved, draft)),
+        _ => None,
+    };
+    let unsaveable = diff.as_ref().is_none_or(KitDiff::is_empty);
+    follow(root, unsaveable, draft.as_ref().ok().map(Kit::to_json_pretty));
+    if let Some(sim) = sim_input(root) {
+        s.sim_draft.set(Some(match &draft {
+            Ok(k) => sim.run(k),
+            Err(_) => Err("fix the draft's problems first".to_string()),
+        }));
+        s.sim_saved.set(saved.as_ref().map(|k| sim.run(k)));
+    }
+    s.diff.set(diff);
+    s.draft.set(Some(draft));
+}
+
+/// The simulator's inputs as typed, with the chosen profile's spend from its option.
+fn sim_input(root: &Element) -> Option<SimInput> {
+    let sim = find::<HtmlFormElement>(root, "form[data-sim-form]")?;
+    let typed = fields(&sim, false);
+    let money = |s: Option<String>| s.and_then(|s| Money::parse(&s).ok()).unwrap_or(Money::ZERO);
+    let chosen = find::<HtmlSelectElement>(root, "select[name=sim_profile]")
+        .and_then(|select| select.selected_options().item(0));
+    let attr = |name: &str| chosen.as_ref().and_then(|o| o.get_attribute(name));
+    let amount = field(&typed, "sim_amount").trim();
+    let opt = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
+    Some(SimInput {
+        profile: SimProfile {
+            name: attr("data-name").unwrap_or_else(|| "a new agent".into()),
+            posted: money(attr("data-posted")),
+            pending: money(attr("data-pending")),
+        },
+        credit: money(sim.get_attribute("data-credit")),
+        action: if amount.is_empty() { Ok(Money::ZERO) } else { Money::parse(amount) }
+            .map_err(|e| format!("the amount is not an amount: {e}"))
+            .map(|amount| SimAction {
+                tool: field(&typed, "sim_tool").to_string(),
+                amount,
+                merchant: opt(field(&typed, "sim_merchant")),
+                recipient: opt(field(&typed, "sim_recipient")),
+            }),
+    })
+}
+
+/// Keeps the save button and the JSON view in step with the draft.
+fn follow(root: &Element, unsaveable: bool, json: Option<String>) {
+    if let Some(button) = find::<HtmlButtonElement>(root, "[data-testid=save-kit]") {
+        button.set_disabled(unsaveable);
+    }
+    if let (Some(area), Some(json)) = (find::<HtmlTextAreaElement>(root, "textarea[name=kit_json]"), json) {
+        area.set_value(&json);
+    }
+}
+
+/// "Add rule" and "Add toolkit filter" copy their row's template; "Remove" drops its row.
+pub fn click(ev: &web_sys::MouseEvent, root: &Element, s: Editor) {
+    let Some(target) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
+    if let Some(add) = target.closest("[data-add]").ok().flatten() {
+        let kind = add.get_attribute("data-add").unwrap_or_default();
+        let template = find::<HtmlTemplateElement>(root, &format!("template[data-template={kind}]"));
+        let rows = find::<Element>(root, &format!("[data-rows={kind}]"));
+        if let (Some(template), Some(rows)) = (template, rows)
+            && let Ok(row) = template.content().clone_node_with_deep(true)
+        {
+            let _ = rows.append_child(&row);
+        }
+    } else if let Some(row) =
+        target.closest("[data-remove]").ok().flatten().and_then(|b| b.closest("[data-row]").ok().flatten())
+    {
+        row.remove();
+    } else {
+        return;
+    }
+    read(root, s);
+}
+
+/// Saves the draft in place, keeping it whatever the answer: the island posts the same
+/// form a browser without JavaScript posts (with the JSON following the draft) and reads
+/// the outcome from the page it lands on, `?saved=vN` or `?error=…`. The simulator's form
+/// never submits.
+pub fn submit(ev: &web_sys::SubmitEvent, root: &Element, s: Editor) {
+    ev.prevent_default();
+    let is_kit = ev
+        .target()
+        .and_then(|t| t.dyn_into::<Element>().ok())
+        .is_some_and(|f| f.has_attribute("data-kit-form"));
+    let Some(Ok(kit)) = s.draft.get_untracked() else { return };
+    if !is_kit {
+        return;
+    }
+    s.save_state.set(SaveState::Saving);
+    follow(root, true, None);
+    let root = root.clone();
+    leptos::task::spawn_local(async move {
+        let outcome = post_save(&kit).await;
+        if let SaveState::Saved(v) = outcome {
+            s.saved.set(Some(Kit { version: KitVersion(v), ..kit }));
+        }
+        s.save_state.set(outcome);
+        read(&root, s);
+    });
+}
+
+async fn post_save(kit: &Kit) -> SaveState {
+    let Ok(form) = web_sys::UrlSearchParams::new() else {
+        return SaveState::Failed("the browser cannot build the form".into());
+    };
+    form.append("name", &kit.name);
+    form.append("expected_version", &kit.version.0.to_string());
+    form.append("kit_json", &kit.to_json_pretty());
+    let response = match crate::components::browser::fetch("POST", "/api/save_kit", Some(&form)).await {
+        Ok(r) => r,
+        Err(e) => {
+            return SaveState::Failed(format!(
+                "the gateway did not answer ({e}); the draft is kept, try again"
+            ));
+        }
+    };
+    let landed = response.url();
+    let query = landed.split_once('?').map(|(_, q)| q.to_string());
+    let answer = query.and_then(|q| web_sys::UrlSearchParams::new_with_str(&q).ok());
+    let get = |key: &str| answer.as_ref().and_then(|a| a.get(key));
+    if let Some(v) = get("saved").and_then(|v| v.trim_start_matches('v').parse().ok()) {
+        SaveState::Saved(v)
+    } else if let Some(why) = get("error") {
+        SaveState::Failed(why)
+    } else {
+        SaveState::Failed(format!(
+            "the save was not confirmed (HTTP {}); reload to see the kit's current version",
+            response.status()
+        ))
+    }
+}
