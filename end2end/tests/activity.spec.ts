@@ -53,6 +53,9 @@ test.describe("activity feed", () => {
     const rows = page.locator("tr[data-kind=action]", { hasText: agent.name });
     await expect(rows).toHaveCount(1);
     await expect(rows.first()).toHaveAttribute("data-transport", "mcp");
+    // The agent (here also the actor) is named; its profile id is on hover, never in the cell.
+    await expect(rows.first()).not.toContainText("prf_");
+    await expect(rows.first().locator(`td[title="${agent.id}"]`)).toHaveText([agent.name, agent.name]);
     // Live, the filter keeps /v1 calls out and lets MCP calls in.
     await expect(page.getByTestId("live-state")).toHaveText("live");
     expect((await read(agent, "https://example.test/over-http-2")).status).toBe(200);
@@ -76,6 +79,8 @@ test.describe("activity feed", () => {
     // SPEC: the feed shows an action within a second of it happening.
     await expect(row).toBeVisible({ timeout: 1_000 });
     await expect(row).toContainText("web.read");
+    // A row the stream delivered names its agent the same way.
+    await expect(row.locator(`td[title="${agent.id}"]`)).toHaveText([agent.name, agent.name]);
 
     await page.reload();
     await expect(page.locator("tr[data-kind=action]", { hasText: agent.name }).first()).toBeVisible();

@@ -59,7 +59,12 @@ test("a kit saves from its JSON without JavaScript", async ({ page }) => {
   await page.getByText("The kit as JSON", { exact: true }).click();
   await page.locator("textarea[name=kit_json]").fill(JSON.stringify({ name, primitives: ["web", "search"] }));
   await page.getByTestId("save-kit").click();
-  await expect(page).toHaveURL(new RegExp(`/kits/${name}\\?saved=v2$`));
+  await expect(page).toHaveURL(new RegExp(`/kits/${name}\\?saved=v2&done=`));
+  // What the save did, in words: the version and what it changed.
+  const done = page.getByTestId("form-done");
+  await expect(done).toContainText(`Saved ${name} as v2: `);
+  await expect(done).toContainText("search");
+  await expect(done).toContainText("Agents on it get it on their next call.");
   await expect(page.getByTestId("kit-history")).toContainText("v2 by admin");
   await expect(page.getByTestId("kit-history")).toContainText("search");
 });

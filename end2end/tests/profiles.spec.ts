@@ -19,6 +19,8 @@ test.describe("profiles and keys", () => {
     await expect(secret).toBeVisible();
     const first = (await secret.textContent())!.trim();
     expect(first).toMatch(/^nv_[a-z0-9]+_/);
+    // The page says what happened, in words, announced as a status.
+    await expect(page.getByTestId("form-done")).toContainText(/^Issued key key_\S+ for e2e-keys-\d+; the profile's other keys keep working\.$/);
     // With it, a ready-to-paste MCP client configuration for this server's /mcp.
     const config = JSON.parse((await page.getByTestId("mcp-config").textContent())!);
     const endpoint = new URL("/mcp", page.url()).toString();
@@ -50,6 +52,7 @@ test.describe("profiles and keys", () => {
     await expect(page.getByTestId("new-secret")).toBeVisible();
     const second = (await page.getByTestId("new-secret").textContent())!.trim();
     expect(second).not.toBe(first);
+    await expect(page.getByTestId("form-done")).toContainText(/^Rotated key key_\S+ into key key_\S+; the old key stopped working now\.$/);
     expect((await read(id, second)).status).toBe(200);
     expect((await read(id, first)).status).toBe(401);
 

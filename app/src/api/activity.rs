@@ -14,8 +14,13 @@ use crate::api::session::require_view;
 pub struct ActivityRow {
     pub seq: i64,
     pub at: String,
+    /// Who, by name where one is known.
     pub actor: String,
+    /// The profile id behind `actor` when it is an agent, shown on hover.
+    pub actor_id: Option<String>,
     pub agent: Option<String>,
+    /// The agent's profile id, shown on hover.
+    pub agent_id: Option<String>,
     pub kind: String,
     pub action: Option<String>,
     pub verdict: Option<String>,
@@ -91,6 +96,8 @@ pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) 
     let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
     ActivityRow {
         agent: e.profile_id.as_ref().and_then(|id| name_of(id.as_str())),
+        agent_id: e.profile_id.as_ref().map(|id| id.to_string()),
+        actor_id: name_of(&e.actor).is_some().then(|| e.actor.clone()),
         actor: name_of(&e.actor).unwrap_or(e.actor),
         seq: e.seq,
         at: e.at.to_rfc3339(),

@@ -23,6 +23,8 @@ pub const INBOX_PAGE: usize = 100;
 pub struct InboxRow {
     pub id: String,
     pub agent: String,
+    /// The agent's profile id, shown on hover.
+    pub agent_id: String,
     pub action: String,
     pub summary: String,
     pub amount: Money,
@@ -98,6 +100,7 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
                 can_decide: why_not.is_none(),
                 why_not,
                 agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
+                agent_id: a.profile_id.to_string(),
                 summary: summarize_args(&a.args),
                 seconds_left: a.seconds_left(now),
                 id: a.id,

@@ -114,8 +114,31 @@ pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> 
             .save_kit(&tenant.id, kit, Some(policy::KitVersion(expected_version)), &user.username)
             .await
             .map_err(to_fn_error)?;
-        leptos_axum::redirect(&format!("/kits/{}?saved={}", encode_query_value(&name), record.kit.version));
+        let done = saved_in_words(&record);
+        leptos_axum::redirect(&format!(
+            "/kits/{}?saved={}&done={}",
+            encode_query_value(&name),
+            record.kit.version,
+            encode_query_value(&done)
+        ));
         Ok(())
     })
     .await
+}
+
+/// A saved version in words: its number, what it changed (the first few changes of its
+/// `KitDiff`), and when agents get it.
+#[cfg(feature = "ssr")]
+fn saved_in_words(record: &gateway::KitRecord) -> String {
+    const SHOWN: usize = 3;
+    let changes: Vec<&str> = record.diff.changes.iter().map(|c| c.text.as_str()).collect();
+    let mut what = changes.iter().take(SHOWN).copied().collect::<Vec<_>>().join("; ");
+    if changes.len() > SHOWN {
+        what.push_str(&format!("; and {} more", changes.len() - SHOWN));
+    }
+    let what = if what.is_empty() { String::new() } else { format!(": {what}") };
+    format!(
+        "Saved {} as {}{what}. Agents on it get it on their next call.",
+        record.kit.name, record.kit.version
+    )
 }

@@ -1,6 +1,7 @@
 //! "What needs me" (`/overview`): for the signed-in user, what waits for them in the views their
 //! roles open: approvals they may decide and the soonest to expire, proposals for a reviewer,
-//! profiles at or near a soft cap, and the audit chain's state. Counts only; each links to
+//! profiles at or near a soft cap, agents whose hosted runtime is stopped, and the audit
+//! chain's state. Counts only; each links to
 //! the view that holds the items.
 
 use leptos::prelude::*;
@@ -21,6 +22,14 @@ pub struct CapRow {
     pub over: bool,
 }
 
+/// An active agent whose hosted runtime is stopped, and why (`budget_exhausted`, …).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoppedRow {
+    pub id: String,
+    pub profile: String,
+    pub reason: Option<String>,
+}
+
 /// What waits for this user; a section is `None` when their roles do not open its view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NeedsMe {
@@ -30,6 +39,8 @@ pub struct NeedsMe {
     /// Proposals waiting for a reviewer: (pending, parked on an agent's accept).
     pub proposals: Option<(u64, u64)>,
     pub caps: Option<Vec<CapRow>>,
+    /// Active agents whose runtime is stopped.
+    pub stopped: Option<Vec<StoppedRow>>,
     /// The audit chain: intact, and how many entries it holds.
     pub chain: (bool, u64),
 }
@@ -57,8 +68,13 @@ pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
         true => Some(near_soft_caps(&gw, &tenant.id).await?),
         false => None,
     };
+    let stopped = match opens("profiles") {
+        true => Some(stopped_runtimes(&gw, &tenant.id).await?),
+        false => None,
+    };
     let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
-    Ok(NeedsMe { username: user.username, approvals, proposals, caps, chain: (chain.ok, chain.entries) })
+    let chain = (chain.ok, chain.entries);
+    Ok(NeedsMe { username: user.username, approvals, proposals, caps, stopped, chain })
 }
 
 /// The profiles whose spend has reached [`NEAR_SOFT_CAP`] of their soft cap, fullest first.
@@ -88,4 +104,19 @@ async fn near_soft_caps(
         share(b).total_cmp(&share(a))
     });
     Ok(rows)
+}
+
+/// The active profiles whose hosted runtime is stopped (a revoked profile's is stopped for
+/// good, so it needs nobody).
+#[cfg(feature = "ssr")]
+async fn stopped_runtimes(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+) -> Result<Vec<StoppedRow>, ServerFnError> {
+    let profiles = gw.profiles(tenant).await.map_err(crate::api::to_fn_error)?;
+    Ok(profiles
+        .into_iter()
+        .filter(|p| p.status == policy::SubjectStatus::Active && p.runtime == gateway::RuntimeState::Stopped)
+        .map(|p| StoppedRow { id: p.id.to_string(), profile: p.name, reason: p.runtime_reason })
+        .collect())
 }

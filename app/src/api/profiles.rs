@@ -28,10 +28,19 @@ pub struct ProfileRow {
     pub created_at: String,
 }
 
+/// The tenant's profiles in tree order; with `runtime` (`running` or `stopped`), only the
+/// active ones whose hosted runtime is in that state.
 #[server]
-pub async fn list_profiles() -> Result<Vec<ProfileRow>, ServerFnError> {
+pub async fn list_profiles(runtime: String) -> Result<Vec<ProfileRow>, ServerFnError> {
     let (gw, tenant, _) = require_view("profiles").await?;
-    profile_rows(&gw, &tenant.id).await
+    let rows = profile_rows(&gw, &tenant.id).await?;
+    Ok(match runtime.trim() {
+        "" => rows,
+        state @ ("running" | "stopped") => {
+            rows.into_iter().filter(|p| p.runtime == state && p.status == "active").collect()
+        }
+        _ => return Err(ServerFnError::new("invalid_filter: runtime is running or stopped")),
+    })
 }
 
 /// The tenant's profiles in tree order, as the profile pages show them.
@@ -169,12 +178,18 @@ fn key_row(k: gateway::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>) -> Key
 async fn hand_over(
     profile: &gateway::ProfileId,
     issued: gateway::tenants::IssuedKey,
+    done: &str,
 ) -> Result<(), ServerFnError> {
     let session = crate::api::session::token()
         .await?
         .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
     once::put(&session, issued.id.as_str(), issued.token);
-    leptos_axum::redirect(&format!("/profiles/{}?issued={}", profile.as_str(), issued.id.as_str()));
+    let done = crate::api::session::encode_query_value(done);
+    leptos_axum::redirect(&format!(
+        "/profiles/{}?issued={}&done={done}",
+        profile.as_str(),
+        issued.id.as_str()
+    ));
     Ok(())
 }
 
@@ -236,8 +251,10 @@ pub async fn create_key(profile_id: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "managing keys").await?;
         let pid = parse_profile(&profile_id)?;
+        let name = gw.profile(&tenant.id, &pid).await.map_err(to_fn_error)?.name;
         let (_, issued) = gw.issue_key(&tenant.id, &pid, &user.username).await.map_err(to_fn_error)?;
-        hand_over(&pid, issued).await
+        let done = format!("Issued key {} for {name}; the profile's other keys keep working.", issued.id);
+        hand_over(&pid, issued, &done).await
     })
     .await
 }
@@ -264,7 +281,15 @@ pub async fn rotate_key(
             .rotate_key(&tenant.id, &pid, &parse_key(&key_id)?, grace, &user.username)
             .await
             .map_err(to_fn_error)?;
-        hand_over(&pid, issued).await
+        let old = match grace.filter(|g| *g > 0) {
+            None => "stopped working now".to_string(),
+            Some(g) => {
+                let until = chrono::Utc::now() + chrono::Duration::seconds(g);
+                format!("keeps working until {} ({g} s of grace)", until.format("%Y-%m-%d %H:%M:%S UTC"))
+            }
+        };
+        let done = format!("Rotated key {key_id} into key {}; the old key {old}.", issued.id);
+        hand_over(&pid, issued, &done).await
     })
     .await
 }

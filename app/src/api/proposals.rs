@@ -29,7 +29,10 @@ pub struct TrailRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProposalRow {
     pub id: String,
+    /// The proposing agent's name.
     pub agent: String,
+    /// Its profile id, shown on hover.
+    pub agent_id: String,
     pub object_type: String,
     pub run_id: String,
     pub claim: String,
@@ -66,11 +69,15 @@ pub(crate) fn claim_text(content: &serde_json::Value) -> String {
         .unwrap_or_else(|| content.to_string())
 }
 
+/// A proposal as the queue shows it, with agents named where the trail records their
+/// profile ids (the proposer, and an agent whose accept parked it).
 #[cfg(feature = "ssr")]
-fn proposal_row(p: gateway::brain::Proposal, agent: String) -> ProposalRow {
+fn proposal_row(p: gateway::brain::Proposal, agent_id: &str, profiles: &[gateway::Profile]) -> ProposalRow {
+    let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
     ProposalRow {
         claim: claim_text(&p.content),
-        agent,
+        agent: name_of(agent_id).unwrap_or_else(|| "unknown".into()),
+        agent_id: agent_id.to_string(),
         status: p.status.as_str().to_string(),
         created_at: p.created_at.to_rfc3339(),
         trail: p
@@ -78,8 +85,8 @@ fn proposal_row(p: gateway::brain::Proposal, agent: String) -> ProposalRow {
             .into_iter()
             .map(|t| TrailRow {
                 at: t.at.to_rfc3339(),
-                actor: t.actor,
-                actor_id: None,
+                actor_id: name_of(&t.actor).is_some().then(|| t.actor.clone()),
+                actor: name_of(&t.actor).unwrap_or(t.actor),
                 step: t.step,
                 note: t.note,
             })
@@ -115,11 +122,7 @@ pub async fn proposals_view(
     let writebacks = gw.writebacks(&tenant.id, None).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let agent_of = |writeback: &str| {
-        writebacks
-            .iter()
-            .find(|w| w.id == writeback)
-            .and_then(|w| profiles.iter().find(|p| p.id == w.profile_id))
-            .map_or_else(|| "unknown".to_string(), |p| p.name.clone())
+        writebacks.iter().find(|w| w.id == writeback).map_or(String::new(), |w| w.profile_id.to_string())
     };
     let rows = gw
         .proposals(&tenant.id, &q)
@@ -128,7 +131,7 @@ pub async fn proposals_view(
         .into_iter()
         .map(|p| {
             let agent = agent_of(&p.writeback_id);
-            proposal_row(p, agent)
+            proposal_row(p, &agent, &profiles)
         })
         .collect();
     let kits = gw.kits(&tenant.id).await.map_err(to_fn_error)?;
@@ -145,8 +148,7 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
     let (gw, tenant, user) = require_view("proposals").await?;
     let p = gw.proposal(&tenant.id, &id).await.map_err(to_fn_error)?;
     let wb = gw.writeback(&tenant.id, &p.writeback_id).await.map_err(to_fn_error)?;
-    let agent =
-        gw.profile(&tenant.id, &wb.profile_id).await.map(|p| p.name).unwrap_or_else(|_| "unknown".into());
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
     let why_not = if !(user.has(gateway::Role::Reviewer) || user.has(gateway::Role::Admin)) {
         Some("Deciding needs the reviewer or admin role.".to_string())
@@ -159,11 +161,7 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
         None
     };
     let content = pretty(&p.content);
-    let mut row = proposal_row(p, agent.clone());
-    // The proposing agent is recorded by its profile id; show its name.
-    for step in row.trail.iter_mut().filter(|s| s.actor == wb.profile_id.as_str()) {
-        step.actor_id = Some(std::mem::replace(&mut step.actor, agent.clone()));
-    }
+    let row = proposal_row(p, wb.profile_id.as_str(), &profiles);
     Ok(ProposalFull { content, envelope: pretty(&wb.envelope), row, why_not })
 }
 

@@ -135,12 +135,12 @@ fn ActivityLine(r: ActivityRow) -> impl IntoView {
         <tr class=TR data-kind=k data-verdict=v data-transport=via data-seq=r.seq>
             <td class=format!("{TD} tabular-nums text-zinc-500 dark:text-zinc-400")>{r.seq}</td>
             <td class=TD><Time rfc3339=r.at /></td>
-            <td class=TD>{r.agent.unwrap_or_else(|| "—".into())}</td>
+            <td class=TD title=r.agent_id>{r.agent.unwrap_or_else(|| "—".into())}</td>
             <td class=TD>{r.kind}</td>
             <td class=TD><code class="text-xs">{r.action.unwrap_or_default()}</code></td>
             <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
-            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.actor}</td>
+            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400") title=r.actor_id>{r.actor}</td>
             <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.transport.unwrap_or_else(|| "—".into())}</td>
         </tr>
     }

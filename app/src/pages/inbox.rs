@@ -168,7 +168,7 @@ fn InboxRows(rows: Vec<InboxRow>, pending: bool) -> impl IntoView {
 fn InboxLine(r: InboxRow) -> impl IntoView {
     view! {
         <tr class=format!("{TR} aria-selected:ring-2 aria-selected:ring-inset aria-selected:ring-sky-500") data-approval=r.id.clone() data-swap-key=r.id.clone() aria-selected="false">
-            <td class=TD><span class="font-medium">{r.agent}</span></td>
+            <td class=TD><span class="font-medium" title=r.agent_id>{r.agent}</span></td>
             <td class=TD><code class="text-xs">{r.action}</code></td>
             <td class=format!("{TD} text-zinc-600 dark:text-zinc-300")>{r.summary}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=Some(r.amount) /></td>

@@ -2,7 +2,7 @@
 //! what every edit widened and narrowed; and `/kits/:name`, the editor with its simulator.
 
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_params_map;
 use policy::Primitive;
 
 use crate::api::kits::kit_editor;
@@ -94,7 +94,6 @@ fn KitHistory(versions: Vec<KitVersionRow>) -> impl IntoView {
 #[component]
 pub fn KitEditPage() -> impl IntoView {
     let params = use_params_map();
-    let query = use_query_map();
     let data = Resource::new(move || params.read().get("name").unwrap_or_default(), kit_editor);
     view! {
         <Suspense fallback=Loading>
@@ -105,9 +104,6 @@ pub fn KitEditPage() -> impl IntoView {
                         <PageHeader title="Edit kit" subtitle=format!("{} {} · saved by {}", kit.name, kit.version, d.current.author) />
                         <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline dark:text-zinc-400">"← all kits"</a></p>
                         <FormOutcome />
-                        {move || query.read().get("saved").map(|v| view! {
-                            <div role="status" class="mb-3 rounded border border-emerald-300 bg-emerald-50 p-2 text-sm dark:border-emerald-800 dark:bg-emerald-950">{format!("Saved as {v}.")}</div>
-                        })}
                         <KitEditor current=kit profiles=d.profiles credit=d.credit can_edit=d.can_edit />
                         <section class="mt-8">
                             <h2 class="text-sm font-semibold">"Version history"</h2>

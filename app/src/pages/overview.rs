@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::overview::{CapRow, NeedsMe, needs_me_view};
+use crate::api::overview::{CapRow, NeedsMe, StoppedRow, needs_me_view};
 use crate::components::common::{CARD, Loading, PageHeader, Time, show};
 
 #[island]
@@ -60,6 +60,12 @@ fn sections(n: NeedsMe) -> impl IntoView {
                     <ul class="text-sm">{caps.into_iter().map(cap_line).collect_view()}</ul>
                 </Tile>
             })}
+            {n.stopped.map(|stopped| view! {
+                <Tile testid="needs-runtimes" title="Agent runtimes stopped" href="/profiles?runtime=stopped" count=stopped.len() as u64
+                    none="Every active agent's runtime is running.">
+                    <ul class="text-sm">{stopped.into_iter().map(stopped_line).collect_view()}</ul>
+                </Tile>
+            })}
             <section class=format!("{CARD} p-4") data-testid="needs-chain">
                 <h2 class="text-sm font-semibold">"Audit chain"</h2>
                 {match n.chain {
@@ -101,6 +107,16 @@ fn cap_line(c: CapRow) -> impl IntoView {
         <li data-cap=state>
             <a class="underline" href=format!("/spend?profile={}", c.id)>{c.profile}</a>
             {format!(": {} of a {} soft cap ({state})", c.used, c.soft_cap)}
+        </li>
+    }
+}
+
+fn stopped_line(s: StoppedRow) -> impl IntoView {
+    let why = s.reason.map(|r| format!(": {r}")).unwrap_or_default();
+    view! {
+        <li data-stopped=s.id.clone()>
+            <a class="underline" href=format!("/profiles/{}", s.id)>{s.profile}</a>
+            {why}
         </li>
     }
 }

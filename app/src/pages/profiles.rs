@@ -15,14 +15,22 @@ use crate::components::secret::SecretOnce;
 
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
-    let data = Resource::new(|| (), |_| list_profiles());
+    let query = use_query_map();
+    let runtime = move || query.read().get("runtime").unwrap_or_default();
+    let data = Resource::new(runtime, list_profiles);
     view! {
         <PageHeader title="Profiles" subtitle="Agent profiles and their sub-agents. A sub-agent's kit narrows its parent's, and it spends from the parent's budget." />
+        {move || (!runtime().is_empty()).then(|| view! {
+            <p class="mb-3 text-sm" data-testid="profiles-filter">
+                {format!("Active profiles whose runtime is {} · ", runtime())}
+                <a class="underline" href="/profiles">"show all"</a>
+            </p>
+        })}
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |rows| {
                     if rows.is_empty() {
-                        return view! { <EmptyState title="No agent profiles" detail="Create a profile for each agent; it gets its own scoped keys, kit and budget." /> }.into_any();
+                        return view! { <EmptyState title="No agent profiles here" detail="Create a profile for each agent; it gets its own scoped keys, kit and budget. A filtered list shows only active profiles in that runtime state." /> }.into_any();
                     }
                     view! {
                         <div class=CARD tabindex="0">

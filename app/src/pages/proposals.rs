@@ -76,7 +76,7 @@ pub fn ProposalsPage() -> impl IntoView {
                                         <tr class=TR data-proposal=r.id.clone()>
                                             <td class=TD><a class="font-medium underline-offset-2 hover:underline" href=format!("/proposals/{}", r.id)>{r.claim}</a></td>
                                             <td class=TD><code class="text-xs">{r.object_type}</code></td>
-                                            <td class=TD>{r.agent}</td>
+                                            <td class=TD title=r.agent_id>{r.agent}</td>
                                             <td class=TD><a class="text-xs text-zinc-500 underline dark:text-zinc-400" href=format!("/proposals?run_id={}", r.run_id)>{r.run_id.clone()}</a></td>
                                             <td class=TD><StatusBadge status=r.status /></td>
                                             <td class=TD><Time rfc3339=r.created_at /></td>
