@@ -44,7 +44,7 @@ test.describe("kit editor", () => {
     await page.screenshot({ path: "end2end/test-results/screenshots/kit-editor.png", fullPage: true });
 
     await page.getByTestId("save-kit").click();
-    await expect(page.getByTestId("save-state")).toContainText("Saved as v2");
+    await expect(page.getByRole("status").filter({ hasText: "Saved as v2" })).toHaveAttribute("data-testid", "save-state");
     await expect(page.getByTestId("sim-verdict-saved")).toHaveText("deny");
 
     const refused = await charge("48.00");

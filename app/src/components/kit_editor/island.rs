@@ -92,7 +92,7 @@ pub(super) fn KitEditorIsland(children: Children) -> impl IntoView {
                         Some(d) => view! { <DiffList diff=d /> }.into_any(),
                     }}
                 </section>
-                <p data-testid="save-state" class="text-sm">
+                <p data-testid="save-state" class="text-sm" role="status">
                     {move || match s.save_state.get() {
                         SaveState::Idle => view! { <span></span> }.into_any(),
                         SaveState::Saving => view! { <span class="text-zinc-500 dark:text-zinc-400">"Saving…"</span> }.into_any(),
