@@ -253,6 +253,50 @@ pub(crate) fn forget_heads() {
     HEADS.with(|h| h.borrow_mut().clear());
 }
 
+thread_local! {
+    /// The entries appended by the writer's open transaction, in append order, which is the
+    /// log's order. `None` on every thread but the writer's ([`appended`] starts it there).
+    static APPENDED: std::cell::RefCell<Option<Vec<Entry>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// What the writer thread does with the entries its transaction appends: keeps them, so it
+/// can publish them once they commit ([`crate::writer`]), and drops those of undone writes.
+pub(crate) mod appended {
+    use super::{APPENDED, Entry};
+
+    /// Starts keeping this thread's appended entries.
+    pub(crate) fn start() {
+        APPENDED.with(|a| *a.borrow_mut() = Some(Vec::new()));
+    }
+
+    /// How many are kept: a mark to [`truncate`] back to when a job's writes are undone.
+    pub(crate) fn len() -> usize {
+        APPENDED.with(|a| a.borrow().as_ref().map_or(0, Vec::len))
+    }
+
+    /// Forgets those kept after `mark`.
+    pub(crate) fn truncate(mark: usize) {
+        APPENDED.with(|a| {
+            if let Some(v) = a.borrow_mut().as_mut() {
+                v.truncate(mark);
+            }
+        });
+    }
+
+    /// Hands over everything kept (after a commit), leaving none.
+    pub(crate) fn take() -> Vec<Entry> {
+        APPENDED.with(|a| a.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
+    }
+
+    pub(super) fn keep(e: &Entry) {
+        APPENDED.with(|a| {
+            if let Some(v) = a.borrow_mut().as_mut() {
+                v.push(e.clone());
+            }
+        });
+    }
+}
+
 /// Appends one entry inside the caller's transaction and returns it.
 pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
     let cached = HEADS.with(|h| h.borrow().get(new.tenant.as_str()).cloned());
@@ -304,6 +348,7 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
     ])?;
     e.seq = c.last_insert_rowid();
     HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
+    appended::keep(&e);
     Ok(e)
 }
 

@@ -400,14 +400,10 @@ impl Gateway {
         let decided =
             self.writer.run(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref())).await?;
         let (a, kit_version) = match decided {
-            Approved::Refused(resp, entries) => {
-                self.bus.publish(entries);
+            Approved::Refused(resp) => {
                 return Ok(resp);
             }
-            Approved::Run { approval, kit_version, entries } => {
-                self.bus.publish(entries);
-                (*approval, kit_version)
-            }
+            Approved::Run { approval, kit_version } => (*approval, kit_version),
         };
         let resp = self.run_approved(&a, by, kit_version).await?;
         let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
@@ -450,15 +446,13 @@ impl Gateway {
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
         let reason = required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
-        let entries = self
-            .writer
+        self.writer
             .run(move |c| {
                 let a = load(c, &t, &id_)?;
                 check_decider(c, &a, &by_)?;
                 close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
             })
             .await?;
-        self.bus.publish(entries);
         self.approval(tenant, id).await
     }
 
@@ -469,7 +463,7 @@ impl Gateway {
     /// `orphan_all` ends every such hold whatever its age, as after a restart when nothing of
     /// this process is in flight.
     pub async fn sweep(&self, orphan_all: bool) -> Result<SweepReport> {
-        let (report, entries) = self
+        let (report, _) = self
             .writer
             .run(move |c| {
                 let now = Utc::now();
@@ -482,7 +476,6 @@ impl Gateway {
                 Ok((report, entries))
             })
             .await?;
-        self.bus.publish(entries);
         Ok(report)
     }
 
@@ -538,9 +531,9 @@ fn check_decider(c: &Connection, a: &Approval, by: &Human) -> Result<()> {
 /// What the approving job found.
 enum Approved {
     /// The kit or caps in force refuse the call now; the approval ended refused.
-    Refused(ActionResponse, Vec<Entry>),
+    Refused(ActionResponse),
     /// Approved under the kit version given: run the bound call.
-    Run { approval: Box<Approval>, kit_version: u32, entries: Vec<Entry> },
+    Run { approval: Box<Approval>, kit_version: u32 },
 }
 
 /// Decides an approval in one job: the decider may decide, it is still pending, and the call
@@ -589,15 +582,15 @@ fn approve_job(
     });
     if let (policy::EngineVerdict::Deny, Some(refusal)) = (d.verdict, d.refusal) {
         let env = policy::Envelope::deny(kit, &request, refusal, 1, Vec::new());
-        let entries = refuse_approved(c, &a, by, &env, kit.version.0)?;
-        return Ok(Approved::Refused(ActionResponse::refused(&env), entries));
+        refuse_approved(c, &a, by, &env, kit.version.0)?;
+        return Ok(Approved::Refused(ActionResponse::refused(&env)));
     }
     c.prepare_cached(
         "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
     )?
     .execute(params![by.username, db::ts(Utc::now()), note, a.id])?;
     trail(c, &a.id, &by.username, "approved", note, Some(&by.credential))?;
-    let e = activity::append(
+    activity::append(
         c,
         NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
             .via(by.via)
@@ -608,7 +601,7 @@ fn approve_job(
             .kit_version(kit.version.0)
             .detail(json!({ "approval_id": a.id, "credential": by.credential })),
     )?;
-    Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0, entries: vec![e] })
+    Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0 })
 }
 
 /// The platform-credit part of a pending hold; a hold that has ended is a conflict.

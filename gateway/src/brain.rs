@@ -248,7 +248,7 @@ impl Gateway {
         }
         let envelope = serde_json::to_value(&input).expect("input serializes");
         let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
-        let (wid, entries) = self
+        let (wid, _) = self
             .writer
             .run(move |c| {
                 {
@@ -274,7 +274,6 @@ impl Gateway {
                 }
             })
             .await?;
-        self.bus.publish(entries);
         let wb = self.writeback(&subject.tenant, &wid).await?;
         Ok(ActionResponse {
             disposition: Disposition::Executed,
@@ -305,7 +304,7 @@ impl Gateway {
         let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
         let (s, name, digest, kit) =
             (subject.clone(), spec.name.clone(), pipeline::digest(args), links[0].kit.clone());
-        let (env, entries) = self
+        let (env, _) = self
             .writer
             .run(move |c| {
                 {
@@ -325,7 +324,6 @@ impl Gateway {
                 }
             })
             .await?;
-        self.bus.publish(entries);
         Ok(Some(ActionResponse {
             disposition: Disposition::Refused,
             body: serde_json::to_value(env).expect("serializes"),
@@ -493,7 +491,7 @@ impl Gateway {
             (Decision::Reject, _) => {
                 let (t, pid, a, b, cred) =
                     (tenant.clone(), p.id.clone(), actor.clone(), because.clone(), credential.clone());
-                let entries = self
+                self
                     .writer
                     .run(move |c| {
                         {
@@ -514,7 +512,6 @@ impl Gateway {
                         }
                     })
                     .await?;
-                self.bus.publish(entries);
                 Ok(ActionResponse {
                     disposition: Disposition::Executed,
                     body: decided(self.proposal(tenant, id).await?, None),
@@ -550,7 +547,7 @@ impl Gateway {
         let links = self.links(&s.tenant, &s.profile).await?;
         let ttl = Duration::seconds(self.config.approval_ttl_secs);
         let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
-        let (env, entries) = self
+        let (env, _) = self
             .writer
             .run(move |c| {
                 {
@@ -597,7 +594,6 @@ impl Gateway {
                 }
             })
             .await?;
-        self.bus.publish(entries);
         Ok(ActionResponse {
             disposition: Disposition::Parked,
             body: serde_json::to_value(env).expect("serializes"),
@@ -617,7 +613,7 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
         let cred = credential.map(str::to_string);
-        let (belief, entries) = self
+        let (belief, _) = self
             .writer
             .run(move |c| {
                 {
@@ -649,7 +645,6 @@ impl Gateway {
                 }
             })
             .await?;
-        self.bus.publish(entries);
         Ok(ActionResponse {
             disposition: Disposition::Executed,
             body: decided(self.proposal(tenant, proposal).await?, Some(belief)),

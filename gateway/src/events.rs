@@ -5,11 +5,18 @@
 //! subscription ends, so it can reconnect and resume from the log by event id. Event ids are
 //! the activity log's sequence numbers, so they increase and survive restarts.
 //!
-//! Fan-out is cheap: an event is serialized to JSON once, when it is published, and every
-//! subscriber shares it (an `Arc`), so a thousand subscribers cost a thousand pointer copies,
-//! not a thousand deep copies and serializations.
+//! Order: the writer thread publishes what each transaction appended right after its
+//! COMMIT and before it answers the callers ([`crate::writer`]), so the bus carries every
+//! committed entry exactly once, in the log's order. (Callers publishing after they were
+//! woken raced each other, and a subscriber that skips what it has seen lost the entry that
+//! came second.)
+//!
+//! Fan-out is cheap: an event is serialized to JSON at most once, by the first subscriber
+//! that needs it (never on the writer's thread), and every subscriber shares it (an `Arc`),
+//! so a thousand subscribers cost a thousand pointer copies, not a thousand deep copies and
+//! serializations.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::broadcast;
 
@@ -24,11 +31,25 @@ pub struct Bus {
     tx: broadcast::Sender<Arc<Published>>,
 }
 
-/// A committed entry as subscribers get it: the entry and its JSON, made once.
-#[derive(Debug, PartialEq)]
+/// A committed entry as subscribers get it: the entry, and its JSON made once when first
+/// asked for.
+#[derive(Debug)]
 pub struct Published {
     pub entry: Entry,
-    pub json: String,
+    json: OnceLock<String>,
+}
+
+impl Published {
+    /// The entry as JSON, shared by every subscriber.
+    pub fn json(&self) -> &str {
+        self.json.get_or_init(|| serde_json::to_string(&self.entry).expect("entries serialize"))
+    }
+}
+
+impl PartialEq for Published {
+    fn eq(&self, other: &Self) -> bool {
+        self.entry == other.entry
+    }
 }
 
 impl Default for Bus {
@@ -48,12 +69,12 @@ pub enum BusItem {
 }
 
 impl Bus {
-    /// Publishes committed entries. Never blocks.
-    pub fn publish(&self, entries: impl IntoIterator<Item = Entry>) {
+    /// Publishes committed entries, in the order given. Never blocks. Only the writer calls
+    /// it, after each commit.
+    pub(crate) fn publish(&self, entries: impl IntoIterator<Item = Entry>) {
         for entry in entries {
-            let json = serde_json::to_string(&entry).expect("entries serialize");
             // No subscribers is fine.
-            let _ = self.tx.send(Arc::new(Published { entry, json }));
+            let _ = self.tx.send(Arc::new(Published { entry, json: OnceLock::new() }));
         }
     }
 

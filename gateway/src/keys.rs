@@ -164,7 +164,7 @@ impl Gateway {
         };
         let (t, i, actor, hash) = (tenant.clone(), info.clone(), actor.to_string(), minted.hash.clone());
         let rotating = old.is_some();
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 c.prepare_cached(
@@ -182,7 +182,6 @@ impl Gateway {
                 activity::append(c, entry)
             })
             .await?;
-        self.bus.publish([entry]);
         if rotating {
             self.invalidate_keys();
         }
@@ -198,8 +197,7 @@ impl Gateway {
     ) -> Result<KeyInfo> {
         self.key(tenant, profile, key).await?;
         let (t, k, p, actor) = (tenant.clone(), key.clone(), profile.clone(), actor.to_string());
-        let entry = self
-            .writer
+        self.writer
             .run(move |c| {
                 revoke_now(c, KeyTable::Agent, &t, &k)?;
                 activity::append(
@@ -212,7 +210,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         self.invalidate_keys();
         self.key(tenant, profile, key).await
     }

@@ -97,7 +97,7 @@ impl Gateway {
         let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
         let (t, r) = (tenant.clone(), record.clone());
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 c.prepare_cached(
@@ -134,7 +134,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         // Every cached kit and ancestry may hold the old version.
         self.kit_cache.invalidate();
         self.invalidate_links();

@@ -140,14 +140,15 @@ impl Gateway {
 
     pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
         let store = Store::open(url).await?;
-        let writer = Writer::start(&store, config.max_batch)?;
+        let bus = Bus::default();
+        let writer = Writer::start(&store, config.max_batch, bus.clone())?;
         let indexer = deferred::Indexer::start(&store)?;
         let sandbox = Arc::new(Sandbox::default());
         Ok(Gateway(Arc::new(Services {
             store,
             writer,
             indexer,
-            bus: Bus::default(),
+            bus,
             catalog: Arc::new(Catalog::builtin()),
             connectors: Connectors::sandbox(sandbox.clone()),
             sandbox,

@@ -323,12 +323,10 @@ impl Gateway {
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             match self.writer.run(move |c| j.run(c)).await? {
-                Reserved::Final(resp, entries) => {
-                    self.bus.publish(entries);
+                Reserved::Final(resp) => {
                     return Ok(resp);
                 }
-                Reserved::Hold { hold, cost, kit_version, entries } => {
-                    self.bus.publish(entries);
+                Reserved::Hold { hold, cost, kit_version } => {
                     let (tool, args, actor) = (&job.tool, job.args.clone(), subject.profile.as_str());
                     return self
                         .execute_and_settle(subject, tool, args, hold, cost, kit_version, actor)
@@ -365,11 +363,10 @@ impl Gateway {
         let call = Call { action: tool.name.clone(), primitive: tool.primitive, args, reserved: cost };
         let outcome = self.connectors.get(tool.primitive).execute(&call).await;
         let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());
-        let (resp, entries) = self
+        let (resp, _) = self
             .writer
             .run(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, kit_version, &actor))
             .await?;
-        self.bus.publish(entries);
         Ok(resp)
     }
 

@@ -37,10 +37,10 @@ pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
 
 /// What a reservation job decided.
 pub(crate) enum Reserved {
-    /// The answer, with the entries to publish.
-    Final(ActionResponse, Vec<Entry>),
+    /// The answer.
+    Final(ActionResponse),
     /// A hold is reserved; the connector must be called outside the writer, then settled.
-    Hold { hold: String, cost: Money, kit_version: u32, entries: Vec<Entry> },
+    Hold { hold: String, cost: Money, kit_version: u32 },
     /// A kit the cached ancestry used is no longer current; nothing was written.
     Stale,
 }
@@ -177,7 +177,7 @@ impl ReserveJob {
             });
         };
         let body = serde_json::from_str(&response).unwrap_or(Value::Null);
-        Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true }, Vec::new())))
+        Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
     }
 
     fn new_hold(&self, decision: &Decision) -> NewHold {
@@ -201,7 +201,7 @@ impl ReserveJob {
         let env =
             Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, repeat, Vec::new());
         let resp = ActionResponse::refused(&env);
-        let mut entries = vec![activity::append(
+        activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
                 .via(s.via)
@@ -213,12 +213,12 @@ impl ReserveJob {
                 .detail(
                     json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }),
                 ),
-        )?];
+        )?;
         if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
-            entries.extend(stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?);
+            stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?;
         }
         self.store(c, Some(Disposition::Refused), &resp.body.to_string())?;
-        Ok(Reserved::Final(resp, entries))
+        Ok(Reserved::Final(resp))
     }
 
     fn park(&self, c: &Connection, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
@@ -254,7 +254,7 @@ impl ReserveJob {
         };
         let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, handle);
         let body = serde_json::to_value(&env).expect("envelopes serialize");
-        let e = activity::append(
+        activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Park)
                 .via(s.via)
@@ -267,7 +267,7 @@ impl ReserveJob {
         )?;
         self.store(c, Some(Disposition::Parked), &body.to_string())?;
         let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
-        Ok(Reserved::Final(resp, vec![e]))
+        Ok(Reserved::Final(resp))
     }
 
     fn execute(&self, c: &Connection, decision: &Decision) -> Result<Reserved> {
@@ -282,7 +282,7 @@ impl ReserveJob {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
                 let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
-                let (resp, e) = executed(
+                let (resp, _) = executed(
                     c,
                     &self.subject,
                     &self.tool.name,
@@ -293,12 +293,12 @@ impl ReserveJob {
                     self.actor(),
                 )?;
                 self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
-                Ok(Reserved::Final(resp, vec![e]))
+                Ok(Reserved::Final(resp))
             }
             Some(Err(failure)) => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
                 self.store(c, None, &hold)?;
-                let (resp, entries) = settle(
+                let (resp, _) = settle(
                     c,
                     &self.subject,
                     &self.tool.name,
@@ -308,12 +308,12 @@ impl ReserveJob {
                     version,
                     self.actor(),
                 )?;
-                Ok(Reserved::Final(resp, entries))
+                Ok(Reserved::Final(resp))
             }
             None => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
                 self.store(c, None, &hold)?;
-                Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version, entries: Vec::new() })
+                Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }
         }
     }

@@ -94,7 +94,7 @@ impl Gateway {
     ) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
-        let (report, entries) = self
+        let (report, _) = self
             .writer
             .run(move |c| {
                 let (profiles, approvals) = plan(c, &t, &p)?;
@@ -138,7 +138,6 @@ impl Gateway {
                 Ok((report, vec![entry]))
             })
             .await?;
-        self.bus.publish(entries);
         self.invalidate_links();
         self.credentials_changed();
         Ok(report)

@@ -25,7 +25,7 @@ impl Gateway {
         let token = format!("ns_{}", secrets::random_password());
         let hash = secrets::hash_token(&token);
         let (u, t, name) = (user.id.clone(), user.tenant_id.clone(), user.username.clone());
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 let now = Utc::now();
@@ -39,7 +39,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         Ok(token)
     }
 
@@ -63,8 +62,7 @@ impl Gateway {
     /// Ends a session (sign-out). Ending an unknown or ended one is not an error.
     pub async fn end_session(&self, token: &str) -> Result<()> {
         let hash = secrets::hash_token(token);
-        let entries = self
-            .writer
+        self.writer
             .run(move |c| {
                 let row: Option<(String, String)> = c
                     .prepare_cached(
@@ -83,7 +81,6 @@ impl Gateway {
                 )?])
             })
             .await?;
-        self.bus.publish(entries);
         self.credentials_changed();
         Ok(())
     }

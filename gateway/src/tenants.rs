@@ -175,8 +175,7 @@ impl Gateway {
         let id = KeyId::generate();
         let (t, kid, k, actor, rotating) =
             (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
-        let entry = self
-            .writer
+        self.writer
             .run(move |c| {
                 insert_company_key(c, &t, &kid, &k, &db::ts(Utc::now()))?;
                 let e = NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor();
@@ -191,7 +190,6 @@ impl Gateway {
                 activity::append(c, e)
             })
             .await?;
-        self.bus.publish([entry]);
         if rotating {
             self.invalidate_keys();
         }
@@ -207,7 +205,7 @@ impl Gateway {
     ) -> Result<CompanyKeyInfo> {
         self.company_key(tenant, id).await?;
         let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 let others: i64 = c
@@ -228,7 +226,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         self.invalidate_keys();
         self.company_key(tenant, id).await
     }

@@ -92,7 +92,7 @@ impl Gateway {
             revoked_at: None,
         };
         let (u, i, hash) = (user.clone(), info.clone(), minted.hash.clone());
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 let live: i64 = c
@@ -126,7 +126,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         Ok((info, minted.token))
     }
 
@@ -145,7 +144,7 @@ impl Gateway {
     /// Revokes one of the user's own tokens at once.
     pub async fn revoke_user_token(&self, user: &ConsoleUser, id: &TokenId) -> Result<()> {
         let (u, t) = (user.clone(), id.clone());
-        let entry = self
+        self
             .writer
             .run(move |c| {
                 let changed = c
@@ -165,7 +164,6 @@ impl Gateway {
                 )
             })
             .await?;
-        self.bus.publish([entry]);
         self.credentials_changed();
         Ok(())
     }

@@ -133,7 +133,7 @@ impl Gateway {
             tokio::task::spawn_blocking(move || secrets::hash_password(&pw)).await.expect("hashing task");
         let u = user.clone();
         let by = by.map(str::to_string);
-        let entries = self
+        self
             .writer
             .run(move |c| {
                 c.prepare_cached(
@@ -160,7 +160,6 @@ impl Gateway {
                 )?])
             })
             .await?;
-        self.bus.publish(entries);
         Ok(user)
     }
 
@@ -182,7 +181,7 @@ impl Gateway {
         roles.sort();
         roles.dedup();
         let (t, u, by) = (tenant.clone(), id.clone(), by.to_string());
-        let entries = self
+        self
             .writer
             .run(move |c| {
                 let (name, old): (String, String) = c
@@ -211,7 +210,6 @@ impl Gateway {
                 )?])
             })
             .await?;
-        self.bus.publish(entries);
         self.credentials_changed();
         self.user(tenant, id).await
     }

@@ -32,7 +32,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::activity::appended;
 use crate::error::{Error, Result};
+use crate::events::Bus;
 use crate::store::Store;
 
 /// Queued jobs beyond this make callers wait: a bound on memory and on latency.
@@ -96,8 +98,9 @@ pub struct Stats {
 }
 
 impl Writer {
-    /// Starts the writer thread on its own connection to `store`'s database.
-    pub fn start(store: &Store, max_batch: usize) -> Result<Writer> {
+    /// Starts the writer thread on its own connection to `store`'s database; what each of
+    /// its transactions appends to the activity log goes out on `bus` once it commits.
+    pub fn start(store: &Store, max_batch: usize, bus: Bus) -> Result<Writer> {
         let conn = store.open_writer_connection()?;
         // Checkpoints run on their own thread and connection, off the writer's path.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
@@ -117,7 +120,8 @@ impl Writer {
         std::thread::Builder::new()
             .name("naive-writer".into())
             .spawn(move || {
-                run(conn, rx, max_batch.max(1), &s, &copied);
+                appended::start();
+                run(conn, rx, max_batch.max(1), &s, &copied, &bus);
                 stop.store(true, Ordering::Relaxed);
             })
             .map_err(|e| {
@@ -162,7 +166,14 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &Stats, copied: &AtomicBool) {
+fn run(
+    conn: Connection,
+    mut rx: mpsc::Receiver<Job>,
+    max_batch: usize,
+    stats: &Stats,
+    copied: &AtomicBool,
+    bus: &Bus,
+) {
     let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
     let mut data_version = -1;
     while let Some(first) = rx.blocking_recv() {
@@ -183,6 +194,7 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
             }
             Ok(())
         });
+        appended::take();
         if let Err(e) = begun {
             let _ = conn.execute_batch("ROLLBACK");
             // Without a transaction nothing runs; dropping the jobs tells their callers.
@@ -195,6 +207,7 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
             // all of it and run the batch again, now with each job inside its own savepoint.
             // Jobs are deterministic on the same state, so the others give the same answers.
             crate::activity::forget_heads();
+            appended::take();
             let retried = conn.execute_batch("ROLLBACK").and_then(|_| conn.execute_batch("BEGIN IMMEDIATE"));
             if let Err(e) = retried {
                 tracing::error!(error = %e, jobs = batch.len(), "writer could not restart a batch");
@@ -207,10 +220,15 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Job>, max_batch: usize, stats: &
         let commit = exec(&conn, "COMMIT").err().map(|e| e.to_string());
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        let committed = appended::take();
         if let Some(e) = &commit {
             tracing::error!(error = %e, "group commit failed; rolling back the batch");
             let _ = conn.execute_batch("ROLLBACK");
             crate::activity::forget_heads();
+        } else {
+            // In commit order, before any caller hears back: a caller that then reads the
+            // stream finds its own entries there.
+            bus.publish(committed);
         }
         for job in batch.drain(..) {
             job.reply(commit.as_deref());
@@ -247,6 +265,7 @@ fn run_batch(conn: &Connection, batch: &mut [Job]) -> bool {
 /// Runs every job of the batch inside its own savepoint: one that fails rolls back alone.
 fn run_batch_isolated(conn: &Connection, batch: &mut [Job]) {
     for job in batch.iter_mut() {
+        let mark = appended::len();
         let sp = exec(conn, "SAVEPOINT job");
         // A panicking job must not take the writer down with it: roll it back and go on.
         let ok =
@@ -258,6 +277,7 @@ fn run_batch_isolated(conn: &Connection, batch: &mut [Job]) {
             exec(conn, "RELEASE job")
         } else {
             crate::activity::forget_heads();
+            appended::truncate(mark);
             exec(conn, "ROLLBACK TO job").and_then(|_| exec(conn, "RELEASE job"))
         };
         if let Err(e) = end {
@@ -329,7 +349,7 @@ mod tests {
     async fn writer() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&format!("sqlite://{}/w.db", dir.path().display())).await.unwrap();
-        let w = Writer::start(&store, 64).unwrap();
+        let w = Writer::start(&store, 64, crate::events::Bus::default()).unwrap();
         w.run(|c| Ok(c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)")?)).await.unwrap();
         (dir, w)
     }

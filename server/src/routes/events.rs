@@ -296,7 +296,7 @@ fn events(feed: Feed) -> impl Stream<Item = Result<Event, Infallible>> {
                         continue;
                     }
                     f.last_sent = e.seq;
-                    let ev = f.render.event(e, Some(p.json.as_str())).await;
+                    let ev = f.render.event(e, Some(p.json())).await;
                     return Some((Ok(ev), f));
                 }
                 Some(BusItem::Lagged { missed }) => {
