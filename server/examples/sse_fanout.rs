@@ -42,7 +42,9 @@ async fn main() {
     let received = Arc::new(AtomicU64::new(0));
     let lagged = Arc::new(AtomicU64::new(0));
     let connected = Arc::new(AtomicU64::new(0));
-    println!("server RSS with no subscribers: {:.1} MB", rss_mb(pid.as_deref()).unwrap_or(f64::NAN));
+    let idle = rss_mb(pid.as_deref()).unwrap_or(f64::NAN);
+    println!("server RSS with no subscribers: {idle:.1} MB");
+    let mut quarter = None;
     let mut tasks = Vec::new();
     for i in 0..subscribers {
         let (client, base, company) = (client.clone(), base.clone(), company.clone());
@@ -90,12 +92,19 @@ async fn main() {
             while connected.load(Ordering::Relaxed) < (i + 1) as u64 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            println!(
-                "server RSS with {:>4} subscribers: {:.1} MB",
-                i + 1,
-                rss_mb(pid.as_deref()).unwrap_or(f64::NAN)
-            );
+            let rss = rss_mb(pid.as_deref()).unwrap_or(f64::NAN);
+            println!("server RSS with {:>4} subscribers: {rss:.1} MB", i + 1);
+            quarter.get_or_insert((i + 1, rss));
         }
+    }
+    // Per subscriber: the average over all of them, and the cost of each one after the
+    // first 250 (the one-time growth of the runtime and allocator is in the first).
+    let all = rss_mb(pid.as_deref()).unwrap_or(f64::NAN);
+    let kb = |mb: f64, n: usize| mb * 1024.0 / n.max(1) as f64;
+    print!("memory per subscriber: {:.1} KB on average", kb(all - idle, subscribers));
+    match quarter.filter(|(n, _)| *n < subscribers) {
+        Some((n, at)) => println!(", {:.1} KB each beyond the first {n}", kb(all - at, subscribers - n)),
+        None => println!(),
     }
     while connected.load(Ordering::Relaxed) < subscribers as u64 {
         tokio::time::sleep(Duration::from_millis(10)).await;

