@@ -9,35 +9,53 @@
 //! started under. The check and the insert happen under the lock invalidation takes, so one
 //! of the two always sees the other.
 //!
-//! Bounded: a cache that reaches [`MAX_ENTRIES`] is emptied rather than grown.
+//! Bounded: a cache that reaches [`MAX_ENTRIES`] is emptied rather than grown, and an entry
+//! older than [`MAX_AGE`] is a miss. Invalidation is this process's: a change made by another
+//! process on the same database (a second instance, an operator's tool) reaches these caches
+//! only through their age, so the age bounds how long a key revoked elsewhere keeps working
+//! here.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::RwLock;
+use std::time::{Duration, Instant};
 
 /// The most entries one cache holds.
 pub const MAX_ENTRIES: usize = 100_000;
+/// The oldest entry a cache answers with; older ones are read again.
+pub const MAX_AGE: Duration = Duration::from_secs(2);
 
 #[derive(Debug)]
 struct Inner<K, V> {
     generation: u64,
-    map: HashMap<K, V>,
+    map: HashMap<K, (V, Instant)>,
 }
 
 #[derive(Debug)]
 pub struct GenCache<K, V> {
     inner: RwLock<Inner<K, V>>,
+    max_age: Duration,
 }
 
 impl<K, V> Default for GenCache<K, V> {
     fn default() -> Self {
-        GenCache { inner: RwLock::new(Inner { generation: 0, map: HashMap::new() }) }
+        GenCache::with_max_age(MAX_AGE)
+    }
+}
+
+impl<K, V> GenCache<K, V> {
+    /// A cache whose entries are answered for at most `max_age`.
+    pub fn with_max_age(max_age: Duration) -> Self {
+        GenCache { inner: RwLock::new(Inner { generation: 0, map: HashMap::new() }), max_age }
     }
 }
 
 impl<K: Eq + Hash, V: Clone> GenCache<K, V> {
+    /// The cached value, unless there is none or it is older than the cache's age bound.
     pub fn get(&self, k: &K) -> Option<V> {
-        self.inner.read().expect("cache lock").map.get(k).cloned()
+        let inner = self.inner.read().expect("cache lock");
+        let (v, at) = inner.map.get(k)?;
+        (at.elapsed() <= self.max_age).then(|| v.clone())
     }
 
     /// The generation to pass to [`GenCache::insert`]; take it before reading the database.
@@ -55,13 +73,13 @@ impl<K: Eq + Hash, V: Clone> GenCache<K, V> {
         if inner.map.len() >= MAX_ENTRIES {
             inner.map.clear();
         }
-        inner.map.insert(k, v);
+        inner.map.insert(k, (v, Instant::now()));
         true
     }
 
     /// Changes a cached entry in place, if it is there.
     pub fn update(&self, k: &K, f: impl FnOnce(&mut V)) {
-        if let Some(v) = self.inner.write().expect("cache lock").map.get_mut(k) {
+        if let Some((v, _)) = self.inner.write().expect("cache lock").map.get_mut(k) {
             f(v);
         }
     }
@@ -95,5 +113,16 @@ mod tests {
         assert_eq!(c.get(&"k"), Some(2));
         c.update(&"k", |v| *v = 3);
         assert_eq!(c.get(&"k"), Some(3));
+    }
+
+    #[test]
+    fn an_entry_older_than_the_age_bound_is_a_miss() {
+        let c = GenCache::<&str, u32>::with_max_age(Duration::from_millis(20));
+        assert!(c.insert(c.generation(), "k", 1));
+        assert_eq!(c.get(&"k"), Some(1), "fresh");
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(c.get(&"k"), None, "older than the bound: read the database again");
+        assert!(c.insert(c.generation(), "k", 2), "a new read replaces it");
+        assert_eq!(c.get(&"k"), Some(2));
     }
 }

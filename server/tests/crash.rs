@@ -4,48 +4,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::process::{start, wait_until_listening};
 use common::{ADMIN_PASSWORD, COMPANY_KEY};
 use serde_json::{Value, json};
-
-/// A running server process on `db`, and its base URL.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-fn start(db: &str, sandbox_latency_ms: u64) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["--database-url", db, "--bind", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
-        .env("NAIVE_ADMIN_PASSWORD", ADMIN_PASSWORD)
-        .env("NAIVE_COMPANY_KEY", COMPANY_KEY)
-        .env("NAIVE_SANDBOX_LATENCY_MS", sandbox_latency_ms.to_string())
-        .env_remove("NAIVE_DEMO_AGENT")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_string();
-        }
-    };
-    Server { child, base }
-}
-
-impl Server {
-    fn kill(mut self) {
-        self.child.kill().unwrap(); // SIGKILL: nothing in flight gets to finish
-        self.child.wait().unwrap();
-    }
-}
 
 async fn send(
     c: &reqwest::Client,
@@ -196,16 +159,6 @@ async fn check(db: &str, ack: &Acknowledged) {
         assert_eq!(approval.as_deref(), Some("pending"), "hold {hold} never ended");
     }
     pool.close().await;
-}
-
-async fn wait_until_listening(base: &str) {
-    for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{base} never answered");
 }
 
 /// #11: an approved call that dies before it settles still ends its hold.

@@ -1,6 +1,8 @@
 //! Starts the real application on port 0 with a fresh SQLite file, as `main` does.
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
+pub mod process;
+
 use server::config::Config;
 use server::startup::Application;
 use tokio::sync::oneshot;
