@@ -93,12 +93,13 @@ pub async fn activity_feed(
 /// activity page and the live stream (`/console/events`) both use it.
 #[cfg(feature = "ssr")]
 pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
-    let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
+    let (actor, actor_id) = crate::api::named(profiles, e.actor);
+    let agent = e.profile_id.as_ref().and_then(|id| profiles.iter().find(|p| &p.id == id));
     ActivityRow {
-        agent: e.profile_id.as_ref().and_then(|id| name_of(id.as_str())),
+        agent: agent.map(|p| p.name.clone()),
         agent_id: e.profile_id.as_ref().map(|id| id.to_string()),
-        actor_id: name_of(&e.actor).is_some().then(|| e.actor.clone()),
-        actor: name_of(&e.actor).unwrap_or(e.actor),
+        actor_id,
+        actor,
         seq: e.seq,
         at: e.at.to_rfc3339(),
         kind: e.kind,

@@ -30,3 +30,13 @@ pub(crate) fn gateway() -> Result<gateway::Gateway, ServerFnError> {
 pub(crate) fn to_fn_error(e: gateway::Error) -> ServerFnError {
     ServerFnError::new(format!("{}: {e}", e.code()))
 }
+
+/// The agent's name in place of a recorded actor or profile id, and the id behind it for the
+/// hover; anything that is not a profile id of `profiles` (a user's name, `system`) as it is.
+#[cfg(feature = "ssr")]
+pub(crate) fn named(profiles: &[gateway::Profile], id: String) -> (String, Option<String>) {
+    match profiles.iter().find(|p| p.id.as_str() == id) {
+        Some(p) => (p.name.clone(), Some(id)),
+        None => (id, None),
+    }
+}

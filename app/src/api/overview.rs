@@ -64,14 +64,12 @@ pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
         true => Some(gw.proposals_waiting(&tenant.id).await.map_err(to_fn_error)?),
         false => None,
     };
+    let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let caps = match opens("spend") {
-        true => Some(near_soft_caps(&gw, &tenant.id).await?),
+        true => Some(near_soft_caps(&gw, &tenant.id, &profiles).await?),
         false => None,
     };
-    let stopped = match opens("profiles") {
-        true => Some(stopped_runtimes(&gw, &tenant.id).await?),
-        false => None,
-    };
+    let stopped = opens("profiles").then(|| stopped_runtimes(&profiles));
     let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
     let chain = (chain.ok, chain.entries);
     Ok(NeedsMe { username: user.username, approvals, proposals, caps, stopped, chain })
@@ -82,17 +80,18 @@ pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
 async fn near_soft_caps(
     gw: &gateway::Gateway,
     tenant: &gateway::TenantId,
+    profiles: &[gateway::Profile],
 ) -> Result<Vec<CapRow>, ServerFnError> {
     use crate::api::to_fn_error;
     let mut rows = Vec::new();
-    for p in gw.profiles(tenant).await.map_err(to_fn_error)? {
+    for p in profiles {
         let b = gw.budget(tenant, &p.id).await.map_err(to_fn_error)?;
         let Some(soft) = b.soft_cap.filter(|s| !s.is_zero()) else { continue };
         let used = b.totals.posted.checked_add(b.totals.pending).unwrap_or(b.totals.posted);
         if used.units() as f64 >= soft.units() as f64 * NEAR_SOFT_CAP {
             rows.push(CapRow {
                 id: p.id.to_string(),
-                profile: p.name,
+                profile: p.name.clone(),
                 used,
                 soft_cap: soft,
                 over: used >= soft,
@@ -109,14 +108,14 @@ async fn near_soft_caps(
 /// The active profiles whose hosted runtime is stopped (a revoked profile's is stopped for
 /// good, so it needs nobody).
 #[cfg(feature = "ssr")]
-async fn stopped_runtimes(
-    gw: &gateway::Gateway,
-    tenant: &gateway::TenantId,
-) -> Result<Vec<StoppedRow>, ServerFnError> {
-    let profiles = gw.profiles(tenant).await.map_err(crate::api::to_fn_error)?;
-    Ok(profiles
-        .into_iter()
+fn stopped_runtimes(profiles: &[gateway::Profile]) -> Vec<StoppedRow> {
+    profiles
+        .iter()
         .filter(|p| p.status == policy::SubjectStatus::Active && p.runtime == gateway::RuntimeState::Stopped)
-        .map(|p| StoppedRow { id: p.id.to_string(), profile: p.name, reason: p.runtime_reason })
-        .collect())
+        .map(|p| StoppedRow {
+            id: p.id.to_string(),
+            profile: p.name.clone(),
+            reason: p.runtime_reason.clone(),
+        })
+        .collect()
 }

@@ -73,22 +73,19 @@ pub(crate) fn claim_text(content: &serde_json::Value) -> String {
 /// profile ids (the proposer, and an agent whose accept parked it).
 #[cfg(feature = "ssr")]
 fn proposal_row(p: gateway::brain::Proposal, agent_id: &str, profiles: &[gateway::Profile]) -> ProposalRow {
-    let name_of = |id: &str| profiles.iter().find(|p| p.id.as_str() == id).map(|p| p.name.clone());
+    let agent = profiles.iter().find(|p| p.id.as_str() == agent_id);
     ProposalRow {
         claim: claim_text(&p.content),
-        agent: name_of(agent_id).unwrap_or_else(|| "unknown".into()),
+        agent: agent.map_or_else(|| "unknown".into(), |p| p.name.clone()),
         agent_id: agent_id.to_string(),
         status: p.status.as_str().to_string(),
         created_at: p.created_at.to_rfc3339(),
         trail: p
             .trail
             .into_iter()
-            .map(|t| TrailRow {
-                at: t.at.to_rfc3339(),
-                actor_id: name_of(&t.actor).is_some().then(|| t.actor.clone()),
-                actor: name_of(&t.actor).unwrap_or(t.actor),
-                step: t.step,
-                note: t.note,
+            .map(|t| {
+                let (actor, actor_id) = crate::api::named(profiles, t.actor);
+                TrailRow { at: t.at.to_rfc3339(), actor, actor_id, step: t.step, note: t.note }
             })
             .collect(),
         id: p.id,
