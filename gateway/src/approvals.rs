@@ -25,9 +25,6 @@ use crate::pipeline::{ActionResponse, Disposition};
 
 /// How often the sweeper looks for overdue approvals and orphaned holds.
 pub const SWEEP_INTERVAL_MS: u64 = 1_000;
-/// A pending hold with no pending approval older than this was left by a crash or a lost
-/// connector call, and is expired. Longer than any connector timeout.
-pub const ORPHAN_HOLD_SECS: i64 = 120;
 /// The longest reason or note accepted on a decision.
 pub const MAX_REASON_LEN: usize = 2_000;
 
@@ -397,8 +394,11 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let note = optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
-        let decided =
-            self.writer.run(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref())).await?;
+        let lease = self.leases.lease();
+        let decided = self
+            .writer
+            .run(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease))
+            .await?;
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
                 return Ok(resp);
@@ -458,19 +458,16 @@ impl Gateway {
 
     /// Expires overdue approvals (into denials), ends orphaned holds and deletes expired
     /// console sessions, in one job. A hold is orphaned when no pending approval keeps it and
-    /// the call that reserved it (or the approval that released it) is older than
-    /// [`ORPHAN_HOLD_SECS`]: a crash or a failure between reserving and settling left it.
-    /// `orphan_all` ends every such hold whatever its age, as after a restart when nothing of
-    /// this process is in flight.
-    pub async fn sweep(&self, orphan_all: bool) -> Result<SweepReport> {
+    /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
+    /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
+    pub async fn sweep(&self) -> Result<SweepReport> {
         let (report, _) = self
             .writer
             .run(move |c| {
                 let now = Utc::now();
                 let mut report = SweepReport::default();
                 let mut entries = expire_due(c, now, &mut report)?;
-                let cutoff = if orphan_all { now } else { now - chrono::Duration::seconds(ORPHAN_HOLD_SECS) };
-                entries.extend(end_orphans(c, cutoff, &mut report)?);
+                entries.extend(end_orphans(c, now, &mut report)?);
                 c.prepare_cached("DELETE FROM console_sessions WHERE expires_at <= ?")?
                     .execute([db::ts(now)])?;
                 Ok((report, entries))
@@ -479,16 +476,28 @@ impl Gateway {
         Ok(report)
     }
 
-    /// Runs [`Gateway::sweep`] every [`SWEEP_INTERVAL_MS`] until the handle is dropped. Only
-    /// holds older than [`ORPHAN_HOLD_SECS`] count as orphaned here, so actions in flight are
-    /// never touched; call `sweep(true)` once before serving to recover from a crash.
+    /// Renews this instance's leases on the holds it is carrying out now.
+    pub async fn renew_leases(&self) -> Result<usize> {
+        let holds = self.leases.carried();
+        if holds.is_empty() {
+            return Ok(0);
+        }
+        let lease = self.leases.lease();
+        self.writer.run(move |c| crate::leases::renew(c, &holds, &lease)).await
+    }
+
+    /// Every [`SWEEP_INTERVAL_MS`] until the handle is dropped: renews this instance's
+    /// leases, then runs [`Gateway::sweep`].
     pub fn start_sweeper(&self) -> SweeperHandle {
         let gw = self.clone();
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(StdDuration::from_millis(SWEEP_INTERVAL_MS));
             for n in 0u64.. {
                 tick.tick().await;
-                if let Err(e) = gw.sweep(false).await {
+                if let Err(e) = gw.renew_leases().await {
+                    tracing::warn!(error = %e, "renewing leases failed; retrying next tick");
+                }
+                if let Err(e) = gw.sweep().await {
                     tracing::warn!(error = %e, "sweep failed; retrying next tick");
                 }
                 // Stored Idempotency-Key responses age out far more slowly than approvals.
@@ -545,6 +554,7 @@ fn approve_job(
     id: &str,
     by: &Human,
     note: Option<&str>,
+    lease: &crate::leases::Lease,
 ) -> Result<Approved> {
     let a = load(c, tenant, id)?;
     check_decider(c, &a, by)?;
@@ -589,6 +599,9 @@ fn approve_job(
         "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
     )?
     .execute(params![by.username, db::ts(Utc::now()), note, a.id])?;
+    if let Some(h) = &a.hold_id {
+        crate::leases::take(c, h, lease)?;
+    }
     trail(c, &a.id, &by.username, "approved", note, Some(&by.credential))?;
     activity::append(
         c,
@@ -676,17 +689,18 @@ fn expire_due(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> R
 /// approval that released it, if one did.
 type Orphan = (String, String, String, String, i64, Option<String>);
 
-/// Ends the holds whose call (or approved call) started before `cutoff` and never settled.
-/// An approved call that never completed says so in its result and trail.
-fn end_orphans(c: &Connection, cutoff: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+/// Ends the pending holds no pending approval keeps whose lease lapsed by `now` (a hold
+/// from before leases, with none, counts as lapsed). An approved call that never completed
+/// says so in its result and trail.
+fn end_orphans(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
     let orphans = c
         .prepare_cached(
             "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
              LEFT JOIN approvals a ON a.hold_id = h.id \
-             WHERE h.status = 'pending' AND (a.id IS NULL AND h.created_at <= ?1 \
-               OR a.status = 'approved' AND a.decided_at <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500",
+             WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
+               AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500",
         )?
-        .query_map([db::ts(cutoff)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
+        .query_map([db::ts(now)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
         .collect::<rusqlite::Result<Vec<Orphan>>>()?;
     let mut entries = Vec::new();
     for (hold, tenant, profile, action, amount, approval) in orphans {

@@ -30,6 +30,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod kits;
+pub mod leases;
 pub mod ledger;
 pub mod pipeline;
 pub mod profiles;
@@ -68,11 +69,18 @@ pub struct GatewayConfig {
     pub approval_ttl_secs: i64,
     /// The most jobs committed together; 1 means one transaction per job.
     pub max_batch: usize,
+    /// How long a hold in flight stays leased to this instance without a renewal
+    /// ([`leases`]).
+    pub hold_lease_secs: i64,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        GatewayConfig { approval_ttl_secs: 15 * 60, max_batch: writer::DEFAULT_MAX_BATCH }
+        GatewayConfig {
+            approval_ttl_secs: 15 * 60,
+            max_batch: writer::DEFAULT_MAX_BATCH,
+            hold_lease_secs: leases::DEFAULT_LEASE_SECS,
+        }
     }
 }
 
@@ -100,6 +108,8 @@ pub struct Services {
     connectors: Connectors,
     sandbox: Arc<Sandbox>,
     config: GatewayConfig,
+    /// The holds this instance carries out, and its leases on them.
+    leases: Arc<leases::Leases>,
     /// Current kit versions by (tenant, name). Invalidated on every save; a deciding job
     /// checks the versions it used against the database regardless.
     kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
@@ -152,6 +162,7 @@ impl Gateway {
             catalog: Arc::new(Catalog::builtin()),
             connectors: Connectors::sandbox(sandbox.clone()),
             sandbox,
+            leases: Arc::new(leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),
             links_cache: Arc::default(),
@@ -191,6 +202,11 @@ impl Gateway {
 
     pub fn config(&self) -> &GatewayConfig {
         &self.config
+    }
+
+    /// This instance's leases on the holds it is carrying out.
+    pub fn leases(&self) -> &leases::Leases {
+        &self.leases
     }
 
     /// Forgets every cached ancestry, after a change to kits or profile status, and tells

@@ -318,6 +318,7 @@ impl Gateway {
             idem,
             ttl: Duration::seconds(self.config.approval_ttl_secs),
             answer: Arc::default(),
+            lease: self.leases.lease(),
             links: self.cached_links(&subject.tenant, &subject.profile).await?,
         });
         for _ in 0..STALE_RETRIES {
@@ -360,6 +361,7 @@ impl Gateway {
         kit_version: u32,
         actor: &str,
     ) -> Result<ActionResponse> {
+        let _carrying = self.leases.carry(&hold);
         let call = Call { action: tool.name.clone(), primitive: tool.primitive, args, reserved: cost };
         let outcome = self.connectors.get(tool.primitive).execute(&call).await;
         let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());

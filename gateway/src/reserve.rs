@@ -30,6 +30,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::keys::Subject;
+use crate::leases::{self, Lease};
 use crate::ledger::{self, HoldEnd, NewHold};
 use crate::pipeline::{ActionResponse, Disposition, Link, request};
 
@@ -75,6 +76,8 @@ pub(crate) struct ReserveJob {
     pub connector: Arc<dyn Connector>,
     /// The in-process connector's answer, asked once however often the job runs.
     pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
+    /// The lease a hold carried out after this job takes ([`crate::leases`]).
+    pub lease: Lease,
 }
 
 /// The running totals of `chain` and the company's credit, with `own` (the amount and credit
@@ -312,6 +315,7 @@ impl ReserveJob {
             }
             None => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                leases::take(c, &hold, &self.lease)?;
                 self.store(c, None, &hold)?;
                 Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }

@@ -112,7 +112,7 @@ async fn mixed_load_never_breaks_the_ledger() {
     }
     // Let every remaining approval expire, then check once more with nothing in flight.
     tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
-    w.gw.sweep(false).await.unwrap();
+    w.gw.sweep().await.unwrap();
     w.assert_ledger_ok().await;
     println!(
         "executed {} parked {} refused {} unavailable {}; {} checkpoints",

@@ -95,6 +95,12 @@ pub struct Config {
     #[arg(long, env = "NAIVE_APPROVAL_TTL_SECS", default_value_t = 900, global = true)]
     pub approval_ttl_secs: i64,
 
+    /// How long a hold whose call is in flight stays leased to this instance without a
+    /// renewal (renewed every second while the call runs). After a crash, its holds end this
+    /// long after its last renewal, whichever instance sweeps.
+    #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::leases::DEFAULT_LEASE_SECS, global = true)]
+    pub hold_lease_secs: i64,
+
     /// Delay every action the built-in sandbox connector carries out by this many
     /// milliseconds, to see calls in flight (timeouts, approvals that take a while).
     #[arg(long, env = "NAIVE_SANDBOX_LATENCY_MS", default_value_t = 0, global = true)]

@@ -104,10 +104,10 @@ impl Application {
         };
         let gateway_config = gateway::GatewayConfig {
             approval_ttl_secs: config.approval_ttl_secs.max(1),
+            hold_lease_secs: config.hold_lease_secs.max(1),
             ..Default::default()
         };
         let gateway = Gateway::open_with(&config.database_url, gateway_config).await?;
-        gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
         let demo = if config.no_demo {
             None
         } else {
@@ -117,6 +117,8 @@ impl Application {
             };
             gateway.seed_demo_if_empty(&opts).await?
         };
+        // After the demo's seed calls, which need not wait.
+        gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|source| StartError::Bind { addr: config.bind, source })?;
@@ -148,10 +150,12 @@ impl Application {
             }),
             &mcp,
         );
-        // Before serving, nothing is in flight: holds a previous process left pending expire now.
-        let recovered = gateway.sweep(true).await?;
+        // What lapsed while no instance was sweeping ends now; a crashed run's holds whose
+        // leases have not lapsed yet end on a later tick. Another live instance's calls in
+        // flight hold live leases and are left alone.
+        let recovered = gateway.sweep().await?;
         if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
-            tracing::info!(?recovered, "expired what the previous run left behind");
+            tracing::info!(?recovered, "expired what lapsed before this start");
         }
         let _sweeper = gateway.start_sweeper();
         Ok(Application { listener, router, gateway, _sweeper, stop_tx, demo_agent, demo })

@@ -1,13 +1,15 @@
 //! Two server processes on one database, as a deployment with several instances runs them.
 //! Each caches valid keys in its own memory; a change made through one instance reaches the
-//! other's caches through their bounded age (`gateway::cache::MAX_AGE`) at the latest.
+//! other's caches through their bounded age (`gateway::cache::MAX_AGE`) at the latest. Each
+//! leases the holds of the calls it carries out: an instance starting never ends another's
+//! calls in flight, and a killed instance's holds are ended by the survivor.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::COMPANY_KEY;
-use common::process::{start, wait_until_listening};
+use common::process::{LEASE_SECS, start, wait_until_listening};
 use serde_json::{Value, json};
 
 async fn post(c: &reqwest::Client, url: String, key: &str, body: Value) -> (u16, Value) {
@@ -65,4 +67,115 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other() {
     }
     a.kill();
     b.kill();
+}
+
+/// A profile on a kit that lets it charge up to $1,000 without approval, and its key.
+async fn charging_agent(c: &reqwest::Client, base: &str) -> (String, String) {
+    let kit = json!({"name": "Shared", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "1000"}}});
+    let r = c.put(format!("{base}/v1/kits/Shared")).bearer_auth(COMPANY_KEY).json(&kit).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let (s, p) =
+        post(c, format!("{base}/v1/agent-profiles"), COMPANY_KEY, json!({"name": "payer", "kit": "Shared"}))
+            .await;
+    assert_eq!(s, 201, "{p}");
+    let id = p["id"].as_str().unwrap().to_string();
+    let (s, k) = post(c, format!("{base}/v1/agent-profiles/{id}/keys"), COMPANY_KEY, json!({})).await;
+    assert_eq!(s, 201, "{k}");
+    (id, k["secret"].as_str().unwrap().to_string())
+}
+
+/// Starts a $12 charge on `base`; its answer arrives when the sandbox's latency has passed.
+fn charge(base: &str, profile: &str, key: &str) -> tokio::task::JoinHandle<(u16, Value)> {
+    let (url, key) = (format!("{base}/v1/users/{profile}/cards/charge"), key.to_string());
+    tokio::spawn(async move {
+        let c = reqwest::Client::new();
+        match c.post(url).bearer_auth(key).json(&json!({"amount": "12.00", "merchant": "acme"})).send().await
+        {
+            Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
+            Err(_) => (0, Value::Null),
+        }
+    })
+}
+
+/// The pending holds of `profile`'s calls (the demo tenant's parked approvals keep theirs).
+async fn pending_holds(db: &str, profile: &str) -> Vec<String> {
+    let pool = sqlx::SqlitePool::connect(db).await.unwrap();
+    let ids = sqlx::query_scalar("SELECT id FROM holds WHERE status = 'pending' AND profile_id = ?")
+        .bind(profile)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    ids
+}
+
+/// Every tenant's books balance and its chain verifies.
+async fn books_balance(db: &str) {
+    let gw = gateway::Gateway::open(db).await.unwrap();
+    for tenant in gw.tenants().await.unwrap() {
+        let report = gw.check_ledger(&tenant.id).await.unwrap();
+        assert!(report.violations.is_empty(), "{:#?}", report.violations);
+        assert!(gw.verify_log(&tenant.id).await.unwrap().ok);
+    }
+}
+
+/// Start-up recovery used to end every pending hold no approval kept, so a second instance
+/// (or a rolling restart's new process) voided the first's calls still running, and their
+/// settles failed after the provider had acted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_starting_leaves_the_others_calls_in_flight_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    // Each call takes longer than a lease, so A must renew it while the call runs.
+    let latency = (LEASE_SECS + 3) * 1_000;
+    let a = start(&db, latency);
+    wait_until_listening(&a.base).await;
+    let c = reqwest::Client::new();
+    let (profile, key) = charging_agent(&c, &a.base).await;
+    let in_flight = charge(&a.base, &profile, &key);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(pending_holds(&db, &profile).await.len(), 1, "the charge is in flight on A");
+    let b = start(&db, 0);
+    wait_until_listening(&b.base).await;
+    let (s, body) = in_flight.await.unwrap();
+    assert_eq!(s, 200, "the charge A carried out completed: {body}");
+    assert!(body["hold_id"].is_string(), "{body}");
+    assert_eq!(pending_holds(&db, &profile).await, Vec::<String>::new());
+    a.kill();
+    b.kill();
+    books_balance(&db).await;
+}
+
+/// SIGKILL an instance with a call in flight: the survivor's sweeper ends its hold once the
+/// lease lapses, the log says so, and the books balance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instances_hold_is_ended_by_the_survivor() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    let a = start(&db, 30_000);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 0);
+    wait_until_listening(&b.base).await;
+    let c = reqwest::Client::new();
+    let (profile, key) = charging_agent(&c, &a.base).await;
+    let in_flight = charge(&a.base, &profile, &key);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = pending_holds(&db, &profile).await;
+    assert_eq!(held.len(), 1, "the charge is in flight on A");
+    a.kill();
+    assert_eq!(in_flight.await.unwrap().0, 0, "A died before answering");
+    let killed = Instant::now();
+    while !pending_holds(&db, &profile).await.is_empty() {
+        assert!(killed.elapsed() < Duration::from_secs(LEASE_SECS + 30), "B never ended A's hold");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let r =
+        c.get(format!("{}/v1/users/{profile}/logs", b.base)).bearer_auth(COMPANY_KEY).send().await.unwrap();
+    let log: Value = r.json().await.unwrap();
+    let expired = log["items"].as_array().unwrap().iter().find(|e| e["verdict"] == "expired");
+    let expired = expired.unwrap_or_else(|| panic!("no entry says the hold expired: {log}"));
+    assert_eq!(expired["detail"]["hold_id"], held[0].as_str(), "{expired}");
+    assert_eq!(expired["actor"], "system", "{expired}");
+    b.kill();
+    books_balance(&db).await;
 }

@@ -38,6 +38,7 @@ pub fn config(db_url: &str) -> Config {
         demo_agent_per_minute: 20,
         secure_cookies: server::config::SecureCookies::Auto,
         approval_ttl_secs: 900,
+        hold_lease_secs: gateway::leases::DEFAULT_LEASE_SECS,
         sandbox_latency_ms: 0,
         mcp_allowed_hosts: Vec::new(),
         mcp_allowed_origins: Vec::new(),

@@ -13,6 +13,10 @@ pub struct Server {
     pub base: String,
 }
 
+/// How long the processes' holds in flight stay leased without a renewal: after a kill, the
+/// next process ends them this long after the last renewal.
+pub const LEASE_SECS: u64 = 2;
+
 pub fn start(db: &str, sandbox_latency_ms: u64) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
         .args(["--database-url", db, "--bind", "127.0.0.1:0"])
@@ -20,6 +24,7 @@ pub fn start(db: &str, sandbox_latency_ms: u64) -> Server {
         .env("NAIVE_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .env("NAIVE_COMPANY_KEY", COMPANY_KEY)
         .env("NAIVE_SANDBOX_LATENCY_MS", sandbox_latency_ms.to_string())
+        .env("NAIVE_HOLD_LEASE_SECS", LEASE_SECS.to_string())
         .env_remove("NAIVE_DEMO_AGENT")
         .stdout(Stdio::piped())
         .spawn()
