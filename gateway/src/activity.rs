@@ -352,6 +352,43 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
     Ok(e)
 }
 
+/// Entries committed with a sequence number in `after < seq < before`, in log order, at
+/// most `limit`: what another connection committed that this process has not published.
+pub(crate) fn committed_between(c: &Connection, after: i64, before: i64, limit: i64) -> Result<Vec<Entry>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM activity WHERE seq > ?1 AND seq < ?2 ORDER BY seq LIMIT ?3"
+    ))?;
+    let rows = stmt.query_map(params![after, before, limit], |r| {
+        let at: String = r.get(2)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            db::parse_ts(&at),
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+            r.get(7)?,
+            r.get(8)?,
+            r.get(9)?,
+            r.get(10)?,
+            r.get(11)?,
+            r.get(12)?,
+            r.get(13)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(entry_from_row(row?));
+    }
+    Ok(out)
+}
+
+/// The newest entry's sequence number, 0 for an empty log.
+pub(crate) fn last_seq(c: &Connection) -> Result<i64> {
+    Ok(c.query_row("SELECT COALESCE(MAX(seq), 0) FROM activity", [], |r| r.get(0))?)
+}
+
 type EntryRow = (
     i64,
     String,

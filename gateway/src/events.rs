@@ -11,24 +11,45 @@
 //! woken raced each other, and a subscriber that skips what it has seen lost the entry that
 //! came second.)
 //!
+//! Across processes: another instance on the same database commits entries this one's writer
+//! never saw. A follower thread notices any commit by another connection (SQLite's
+//! `PRAGMA data_version`, every [`FOLLOW_INTERVAL`]) and publishes what it finds after the
+//! newest entry published here; the writer, before publishing its own commit, first
+//! publishes whatever came before it. Both do so holding the one mark of what went out last,
+//! so every instance's bus carries every committed entry once, in log order, whoever
+//! committed it. Entries that came from elsewhere are marked, so caches can drop what another
+//! instance changed ([`crate::Gateway`]).
+//!
 //! Fan-out is cheap: an event is serialized to JSON at most once, by the first subscriber
 //! that needs it (never on the writer's thread), and every subscriber shares it (an `Arc`),
 //! so a thousand subscribers cost a thousand pointer copies, not a thousand deep copies and
 //! serializations.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
+use rusqlite::Connection;
 use tokio::sync::broadcast;
 
-use crate::activity::Entry;
+use crate::activity::{self, Entry};
+use crate::error::{Error, Result};
 use crate::ids::TenantId;
+use crate::store::Store;
 
 /// Events kept for slow subscribers before they are dropped.
 pub const BUS_CAPACITY: usize = 1_024;
+/// How often the follower looks for commits by other connections.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+/// Entries read from the log per statement when catching up.
+const CATCH_UP_PAGE: i64 = 512;
 
 #[derive(Clone, Debug)]
 pub struct Bus {
     tx: broadcast::Sender<Arc<Published>>,
+    /// The newest sequence number published. Whoever publishes holds it, so entries go out
+    /// once each and in log order.
+    published: Arc<Mutex<i64>>,
 }
 
 /// A committed entry as subscribers get it: the entry, and its JSON made once when first
@@ -36,6 +57,8 @@ pub struct Bus {
 #[derive(Debug)]
 pub struct Published {
     pub entry: Entry,
+    /// Committed by another connection (another instance), not by this process's writer.
+    pub elsewhere: bool,
     json: OnceLock<String>,
 }
 
@@ -54,7 +77,7 @@ impl PartialEq for Published {
 
 impl Default for Bus {
     fn default() -> Self {
-        Bus { tx: broadcast::channel(BUS_CAPACITY).0 }
+        Bus { tx: broadcast::channel(BUS_CAPACITY).0, published: Arc::default() }
     }
 }
 
@@ -69,13 +92,58 @@ pub enum BusItem {
 }
 
 impl Bus {
-    /// Publishes committed entries, in the order given. Never blocks. Only the writer calls
-    /// it, after each commit.
-    pub(crate) fn publish(&self, entries: impl IntoIterator<Item = Entry>) {
-        for entry in entries {
-            // No subscribers is fine.
-            let _ = self.tx.send(Arc::new(Published { entry, json: OnceLock::new() }));
+    /// Publishes from `seq` on: what the log held before is history, read from the log.
+    pub(crate) fn start_after(&self, seq: i64) {
+        *self.published.lock().expect("bus mark lock") = seq;
+    }
+
+    /// Publishes what one commit of this process's writer appended (`own`, in log order),
+    /// after whatever other connections committed before it that has not gone out yet, read
+    /// through `c`. Never blocks on subscribers.
+    pub(crate) fn publish_commit(&self, c: &Connection, own: Vec<Entry>) {
+        let mut last = self.published.lock().expect("bus mark lock");
+        if let Some(first) = own.first()
+            && first.seq > *last + 1
+            && let Err(e) = self.catch_up(c, &mut last, first.seq)
+        {
+            tracing::error!(error = %e, "could not read entries committed elsewhere; the stream skips them");
         }
+        for entry in own {
+            if entry.seq > *last {
+                *last = entry.seq;
+                self.send(entry, false);
+            }
+        }
+    }
+
+    /// Publishes everything committed after the newest entry published, read through `c`.
+    pub(crate) fn follow(&self, c: &Connection) -> Result<()> {
+        let mut last = self.published.lock().expect("bus mark lock");
+        self.catch_up(c, &mut last, i64::MAX)
+    }
+
+    fn catch_up(&self, c: &Connection, last: &mut i64, before: i64) -> Result<()> {
+        loop {
+            let page = activity::committed_between(c, *last, before, CATCH_UP_PAGE)?;
+            let full = page.len() as i64 == CATCH_UP_PAGE;
+            for entry in page {
+                *last = entry.seq;
+                self.send(entry, true);
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    fn send(&self, entry: Entry, elsewhere: bool) {
+        // No subscribers is fine.
+        let _ = self.tx.send(Arc::new(Published { entry, elsewhere, json: OnceLock::new() }));
+    }
+
+    /// Every tenant's events, for the process's own use (its caches).
+    pub(crate) fn subscribe_all(&self) -> broadcast::Receiver<Arc<Published>> {
+        self.tx.subscribe()
     }
 
     /// A subscription to one tenant's events.
@@ -110,6 +178,56 @@ impl Subscription {
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
+        }
+    }
+}
+
+/// The follower thread ([`Bus`]'s module doc); it stops when this handle drops.
+#[derive(Debug)]
+pub(crate) struct Follower {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Starts following commits by other connections to `store`'s database onto `bus`. An
+/// in-memory database has no other process, so nothing follows it.
+pub(crate) fn start_follower(store: &Store, bus: Bus) -> Result<Option<Follower>> {
+    if !store.is_shared_across_processes() {
+        return Ok(None);
+    }
+    let conn = store.open_writer_connection()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    std::thread::Builder::new()
+        .name("naive-follower".into())
+        .spawn(move || follow_loop(&conn, &bus, &stopping))
+        .map_err(|e| {
+            Error::internal("follower_start_failed", format!("cannot start the follower thread: {e}"))
+        })?;
+    Ok(Some(Follower { stop }))
+}
+
+fn follow_loop(conn: &Connection, bus: &Bus, stop: &AtomicBool) {
+    let mut seen = -1;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(FOLLOW_INTERVAL);
+        let version = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0));
+        match version {
+            Ok(v) if v == seen => continue,
+            Ok(v) => seen = v,
+            Err(e) => {
+                tracing::warn!(error = %e, "the follower cannot read the database; retrying");
+                continue;
+            }
+        }
+        if let Err(e) = bus.follow(conn) {
+            tracing::warn!(error = %e, "the follower could not read new entries; retrying");
+            seen = -1;
         }
     }
 }

@@ -103,6 +103,8 @@ pub struct Services {
     store: Store,
     writer: Writer,
     indexer: deferred::Indexer,
+    /// Publishes what other instances commit ([`events`]); `None` for an in-memory database.
+    _follower: Option<events::Follower>,
     bus: Bus,
     catalog: Arc<Catalog>,
     connectors: Connectors,
@@ -153,11 +155,13 @@ impl Gateway {
         let bus = Bus::default();
         let writer = Writer::start(&store, config.max_batch, bus.clone())?;
         let indexer = deferred::Indexer::start(&store)?;
+        let follower = events::start_follower(&store, bus.clone())?;
         let sandbox = Arc::new(Sandbox::default());
-        Ok(Gateway(Arc::new(Services {
+        let gateway = Gateway(Arc::new(Services {
             store,
             writer,
             indexer,
+            _follower: follower,
             bus,
             catalog: Arc::new(Catalog::builtin()),
             connectors: Connectors::sandbox(sandbox.clone()),
@@ -174,7 +178,9 @@ impl Gateway {
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
             password_checks_running: Arc::default(),
             password_check_peak: Arc::default(),
-        })))
+        }));
+        gateway.forget_what_changed_elsewhere();
+        Ok(gateway)
     }
 
     pub fn store(&self) -> &Store {
@@ -224,6 +230,31 @@ impl Gateway {
 
     /// Forgets every cached key, after a key is rotated or revoked, and tells every stream
     /// holding a credential to check it again.
+    /// Drops the cached keys, kits and ancestries whenever another instance commits a change
+    /// to them (a key, kit, profile, revoke or token entry the follower brought in), so it governs
+    /// this instance's next decision; until the task runs, the caches' bounded age applies.
+    fn forget_what_changed_elsewhere(&self) {
+        const CHANGES_ACCESS: [&str; 5] = ["console", "key", "kit_edit", "profile", "revoke"];
+        let services = Arc::downgrade(&self.0);
+        let mut rx = self.bus.subscribe_all();
+        tokio::spawn(async move {
+            loop {
+                let changed = match rx.recv().await {
+                    Ok(p) => p.elsewhere && CHANGES_ACCESS.contains(&p.entry.kind.as_str()),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                if changed {
+                    let Some(s) = services.upgrade() else { return };
+                    let gw = Gateway(s);
+                    gw.kit_cache.invalidate();
+                    gw.invalidate_links();
+                    gw.invalidate_keys();
+                }
+            }
+        });
+    }
+
     pub(crate) fn invalidate_keys(&self) {
         self.auth_cache.invalidate();
         self.credentials_changed();

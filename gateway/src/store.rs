@@ -106,6 +106,11 @@ impl Store {
         Ok(c)
     }
 
+    /// Whether other processes can open this database (a file, not `sqlite::memory:`).
+    pub fn is_shared_across_processes(&self) -> bool {
+        !self.writer_target.starts_with("file:")
+    }
+
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }

@@ -102,6 +102,8 @@ impl Writer {
     /// its transactions appends to the activity log goes out on `bus` once it commits.
     pub fn start(store: &Store, max_batch: usize, bus: Bus) -> Result<Writer> {
         let conn = store.open_writer_connection()?;
+        // What the log holds now is history; the bus carries what commits from here on.
+        bus.start_after(crate::activity::last_seq(&conn)?);
         // Checkpoints run on their own thread and connection, off the writer's path.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
         let checkpointer = store.open_writer_connection()?;
@@ -228,7 +230,7 @@ fn run(
         } else {
             // In commit order, before any caller hears back: a caller that then reads the
             // stream finds its own entries there.
-            bus.publish(committed);
+            bus.publish_commit(&conn, committed);
         }
         for job in batch.drain(..) {
             job.reply(commit.as_deref());

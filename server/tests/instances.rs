@@ -44,6 +44,29 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other() {
     let (s, body) = post(&c, read(&b.base), secret, json!({"url": "https://example.test/"})).await;
     assert_eq!(s, 200, "{body}");
 
+    // A kit saved through A governs B's next decisions: this one drops `web`.
+    let r = c
+        .put(format!("{}/v1/kits/Default", a.base))
+        .bearer_auth(COMPANY_KEY)
+        .header("If-Match", "\"1\"")
+        .json(&json!({"name": "Default", "primitives": ["cards"]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let saved = Instant::now();
+    loop {
+        let (s, body) = post(&c, read(&b.base), secret, json!({"url": "https://example.test/k"})).await;
+        if s == 403 {
+            assert!(body.to_string().contains("primitive_disabled_by_kit"), "{body}");
+            break;
+        }
+        assert_eq!(s, 200, "{body}");
+        assert!(saved.elapsed() < Duration::from_secs(30), "B still decides on the kit A replaced");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!("B decided on A's kit {:?} after the save answered", saved.elapsed());
+
     // Revoked through A.
     let r = c
         .delete(format!("{}/v1/agent-profiles/{id}/keys/{key_id}", a.base))
@@ -63,8 +86,9 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other() {
         }
         assert_eq!(s, 200);
         assert!(revoked.elapsed() < Duration::from_secs(30), "B still accepts a key A revoked");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    println!("B refused the key {:?} after the revoke answered", revoked.elapsed());
     a.kill();
     b.kill();
 }
@@ -178,4 +202,87 @@ async fn a_killed_instances_hold_is_ended_by_the_survivor() {
     assert_eq!(expired["actor"], "system", "{expired}");
     b.kill();
     books_balance(&db).await;
+}
+
+/// Opens `/v1/events` on `base`, resuming after `last` when given.
+async fn open_events(base: &str, last: Option<i64>) -> reqwest::Response {
+    let mut req = reqwest::Client::new().get(format!("{base}/v1/events")).bearer_auth(COMPANY_KEY);
+    if let Some(id) = last {
+        req = req.header("Last-Event-ID", id.to_string());
+    }
+    let res = req.send().await.unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+    res
+}
+
+/// Reads a stream until `count` events arrived; returns their ids in order.
+async fn event_ids(mut res: reqwest::Response, count: usize) -> Vec<i64> {
+    let (mut buf, mut ids) = (String::new(), Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ids.len() < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, res.chunk()).await;
+        let chunk = chunk.unwrap_or_else(|_| panic!("only {ids:?} of {count} events arrived")).unwrap();
+        buf.push_str(std::str::from_utf8(&chunk.expect("the stream stays open")).unwrap());
+        while let Some(end) = buf.find('\n') {
+            let line: String = buf.drain(..=end).collect();
+            if let Some(id) = line.trim_end().strip_prefix("id:") {
+                ids.push(id.trim().parse().unwrap());
+            }
+        }
+    }
+    ids
+}
+
+/// The sequence numbers of `profile`'s log entries after `after`, oldest first.
+async fn logged_ids(base: &str, profile: &str, after: i64) -> Vec<i64> {
+    let c = reqwest::Client::new();
+    let url = format!("{base}/v1/users/{profile}/logs?limit=500&after={after}");
+    let page: Value = c.get(url).bearer_auth(COMPANY_KEY).send().await.unwrap().json().await.unwrap();
+    page["items"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect()
+}
+
+/// What A commits reaches a live event stream on B in commit order, interleaved with B's own;
+/// a client resuming with `Last-Event-ID` on A gets exactly what followed, neither lost nor
+/// repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_stream_on_one_instance_carries_the_others_commits_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    let a = start(&db, 0);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 0);
+    wait_until_listening(&b.base).await;
+    let c = reqwest::Client::new();
+    let (profile, key) = charging_agent(&c, &a.base).await;
+    let first = *logged_ids(&a.base, &profile, 0).await.last().unwrap();
+    let live_on_b = tokio::spawn(event_ids(open_events(&b.base, Some(first)).await, 45));
+    // Calls through both instances at once, so their commits interleave.
+    let mut calls = Vec::new();
+    for (n, base) in [&a.base, &b.base].into_iter().enumerate() {
+        let (c, base, profile, key) = (c.clone(), base.clone(), profile.clone(), key.clone());
+        calls.push(tokio::spawn(async move {
+            for i in 0..20 {
+                let url = format!("{base}/v1/users/{profile}/cards/charge");
+                let body = json!({"amount": "1.00", "merchant": "acme", "memo": format!("{n}-{i}")});
+                assert_eq!(post(&c, url, &key, body).await.0, 200);
+            }
+        }));
+    }
+    for t in calls {
+        t.await.unwrap();
+    }
+    // Then through A alone: only B's follower can bring these to B.
+    for i in 0..5 {
+        let url = format!("{}/v1/users/{profile}/cards/charge", a.base);
+        let body = json!({"amount": "1.00", "merchant": "acme", "memo": format!("last-{i}")});
+        assert_eq!(post(&c, url, &key, body).await.0, 200);
+    }
+    let logged = logged_ids(&a.base, &profile, first).await;
+    assert_eq!(logged.len(), 45, "one entry per charge: {logged:?}");
+    assert_eq!(live_on_b.await.unwrap(), logged, "B's live stream is the log, in order, once each");
+    let on_a = event_ids(open_events(&a.base, Some(logged[19])).await, 25).await;
+    assert_eq!(on_a, logged[20..], "resumed on A after {}", logged[19]);
+    a.kill();
+    b.kill();
 }
