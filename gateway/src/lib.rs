@@ -32,6 +32,7 @@ pub mod keys;
 pub mod kits;
 pub mod leases;
 pub mod ledger;
+pub mod logins;
 pub mod pipeline;
 pub mod profiles;
 pub mod reserve;

@@ -17,10 +17,6 @@
 //!   another host, is refused with 403. A `/v1` request with a bearer key carries its own
 //!   credential, which no other site can send, so it is not exposed to CSRF.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use app::api::session::{encode_query_value, session_token};
 use axum::Form;
 use axum::extract::{Request, State};
@@ -31,42 +27,6 @@ use serde::Deserialize;
 
 use crate::problem::Problem;
 use crate::startup::AppState;
-
-/// Failed sign-ins allowed per username within [`LOGIN_WINDOW`].
-pub const MAX_FAILED_LOGINS: u32 = 5;
-pub const LOGIN_WINDOW: Duration = Duration::from_secs(5 * 60);
-
-/// Failed sign-in attempts by username, in a sliding window.
-#[derive(Debug, Default)]
-pub struct LoginLimiter {
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
-}
-
-impl LoginLimiter {
-    /// Counts an attempt for `username` before its password is checked, so attempts sent in
-    /// parallel cannot all be checked before the first failure is counted. `Err` carries the
-    /// seconds to wait when the window's attempts are used up.
-    fn begin(&self, username: &str) -> Result<(), u64> {
-        let mut map = self.failures.lock().expect("limiter lock");
-        if map.len() > 100_000 {
-            map.retain(|_, (_, since)| since.elapsed() < LOGIN_WINDOW);
-        }
-        let e = map.entry(username.to_string()).or_insert((0, Instant::now()));
-        if e.1.elapsed() >= LOGIN_WINDOW {
-            *e = (0, Instant::now());
-        }
-        if e.0 >= MAX_FAILED_LOGINS {
-            let left = LOGIN_WINDOW.saturating_sub(e.1.elapsed());
-            return Err(left.as_secs().max(1));
-        }
-        e.0 += 1;
-        Ok(())
-    }
-
-    fn succeeded(&self, username: &str) {
-        self.failures.lock().expect("limiter lock").remove(username);
-    }
-}
 
 #[derive(Deserialize)]
 pub struct LoginForm {
@@ -109,7 +69,7 @@ pub fn token<'a>(state: &AppState, headers: &'a HeaderMap) -> Option<&'a str> {
 pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Result<Response, Problem> {
     let username = form.username.trim().to_lowercase();
     let next = safe_next(form.next.as_deref());
-    if let Err(wait) = state.login_limiter.begin(&username) {
+    if let Err(wait) = state.gateway.count_login_attempt(&username).await? {
         let page = format!(
             "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><title>Too many attempts</title>\
              <p>Too many failed sign-ins for this user. Wait {} minutes, then <a href=\"{}\">try again</a>.</p></html>",
@@ -122,7 +82,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
     }
     match state.gateway.verify_login(&username, &form.password).await? {
         Some(user) => {
-            state.login_limiter.succeeded(&username);
+            state.gateway.login_succeeded(&username).await?;
             let token = state.gateway.start_session(&user).await?;
             let max_age = gateway::sessions::SESSION_HOURS * 3600;
             // Without a page to return to, each user starts at their own work.

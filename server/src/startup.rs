@@ -53,7 +53,6 @@ pub struct Shared {
     /// SHA-256 of the operator's key, when one is configured.
     pub operator_key_hash: Option<std::sync::Arc<str>>,
     /// Failed console sign-ins by username.
-    pub login_limiter: std::sync::Arc<crate::console_auth::LoginLimiter>,
     /// How the session cookie is named and marked (`--secure-cookies`).
     pub cookies: app::api::session::CookieSettings,
 }
@@ -145,7 +144,6 @@ impl Application {
                 subscribers: crate::routes::events::subscriber_limit(),
                 stopping,
                 operator_key_hash,
-                login_limiter: Default::default(),
                 cookies: app::api::session::CookieSettings { secure: config.secure_cookies.applies(&addr) },
             }),
             &mcp,

@@ -286,3 +286,30 @@ async fn an_event_stream_on_one_instance_carries_the_others_commits_in_order() {
     a.kill();
     b.kill();
 }
+
+/// The sign-in limit is one limit across instances: five wrong passwords through A use up the
+/// window on B too, even for the right password (each instance counted its own before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_on_one_instance_count_on_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    let a = start(&db, 0);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 0);
+    wait_until_listening(&b.base).await;
+    let c = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let sign_in = |base: &str, password: &str| {
+        let req = c.post(format!("{base}/login")).form(&[("username", "approver"), ("password", password)]);
+        async move { req.send().await.unwrap() }
+    };
+    for _ in 0..gateway::logins::MAX_FAILED_LOGINS {
+        let r = sign_in(&a.base, "wrong password").await;
+        assert_eq!(r.status().as_u16(), 303, "a wrong password is sent back to the form");
+    }
+    let r = sign_in(&b.base, common::ADMIN_PASSWORD).await;
+    assert_eq!(r.status().as_u16(), 429, "B counts A's failures");
+    let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(wait > 0 && wait <= gateway::logins::LOGIN_WINDOW_SECS as u64, "{wait}");
+    a.kill();
+    b.kill();
+}
