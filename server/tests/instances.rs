@@ -313,3 +313,73 @@ async fn failed_sign_ins_on_one_instance_count_on_the_other() {
     a.kill();
     b.kill();
 }
+
+/// 256 charges on one $100 hard cap, spread over both instances at once, each call in
+/// flight for a while: what the clients were told ran stays within the cap, equals what
+/// posted, and the books balance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_race_on_one_cap_over_two_instances_never_overspends() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    let a = start(&db, 20);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 20);
+    wait_until_listening(&b.base).await;
+    let c = reqwest::Client::new();
+    let kit = json!({"name": "Race", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100"}}});
+    let r =
+        c.put(format!("{}/v1/kits/Race", a.base)).bearer_auth(COMPANY_KEY).json(&kit).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let (s, p) = post(
+        &c,
+        format!("{}/v1/agent-profiles", b.base),
+        COMPANY_KEY,
+        json!({"name": "racer", "kit": "Race"}),
+    )
+    .await;
+    assert_eq!(s, 201, "{p}");
+    let profile = p["id"].as_str().unwrap().to_string();
+    let (_, k) =
+        post(&c, format!("{}/v1/agent-profiles/{profile}/keys", a.base), COMPANY_KEY, json!({})).await;
+    let key = k["secret"].as_str().unwrap().to_string();
+    let told = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let mut calls = Vec::new();
+    for i in 0..256u64 {
+        let base = if i % 2 == 0 { a.base.clone() } else { b.base.clone() };
+        let (c, profile, key, told) = (c.clone(), profile.clone(), key.clone(), told.clone());
+        calls.push(tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(i * 7 % 300)).await;
+            let amount = ["0.50", "1.25", "2.00", "3.00"][(i * 13 % 4) as usize];
+            let url = format!("{base}/v1/users/{profile}/cards/charge");
+            let (s, body) = post(&c, url, &key, json!({"amount": amount, "merchant": "acme"})).await;
+            match s {
+                200 => {
+                    let cost: policy::Money = serde_json::from_value(body["cost"].clone()).unwrap();
+                    told.fetch_add(cost.units(), std::sync::atomic::Ordering::Relaxed);
+                }
+                403 => assert!(body.to_string().contains("hard_cap"), "{body}"),
+                _ => panic!("{s} {body}"),
+            }
+        }));
+    }
+    for t in calls {
+        t.await.unwrap();
+    }
+    let told = told.load(std::sync::atomic::Ordering::Relaxed);
+    let cap = policy::Money::parse("100").unwrap().units();
+    assert!(told <= cap, "told {told} units ran against a cap of {cap}");
+    assert!(told > cap / 2, "the cap was reached: {told}");
+    let pool = sqlx::SqlitePool::connect(&db).await.unwrap();
+    let posted: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(SUM(posted_units), 0) FROM holds WHERE profile_id = ? AND status = 'posted'",
+    )
+    .bind(&profile)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    assert_eq!(posted, told, "what posted is what the clients were told ran");
+    a.kill();
+    b.kill();
+    books_balance(&db).await;
+}
