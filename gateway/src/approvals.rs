@@ -457,7 +457,7 @@ impl Gateway {
     }
 
     /// Expires overdue approvals (into denials), ends orphaned holds and deletes expired
-    /// console sessions and ended sign-in windows, in one job. A hold is orphaned when no pending approval keeps it and
+    /// console sessions, ended sign-in windows and unclaimed new secrets, in one job. A hold is orphaned when no pending approval keeps it and
     /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
     /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
     pub async fn sweep(&self) -> Result<SweepReport> {
@@ -471,6 +471,7 @@ impl Gateway {
                 c.prepare_cached("DELETE FROM console_sessions WHERE expires_at <= ?")?
                     .execute([db::ts(now)])?;
                 crate::logins::forget_ended(c, now)?;
+                crate::handovers::forget_unclaimed(c, now)?;
                 Ok((report, entries))
             })
             .await?;

@@ -26,6 +26,7 @@ mod deferred;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod handovers;
 pub mod idempotency;
 pub mod ids;
 pub mod keys;

@@ -383,3 +383,67 @@ async fn a_race_on_one_cap_over_two_instances_never_overspends() {
     b.kill();
     books_balance(&db).await;
 }
+
+/// A personal token made through A is shown once by the page it redirects to even when that
+/// page is served by B (behind a load balancer), and never again; the database only ever
+/// held it sealed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_secret_is_shown_once_by_whichever_instance_serves_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/shared.db", dir.path().display());
+    let a = start(&db, 0);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 0);
+    wait_until_listening(&b.base).await;
+    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = raw
+        .post(format!("{}/login", a.base))
+        .form(&[("username", "approver"), ("password", common::ADMIN_PASSWORD), ("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    let cookie =
+        res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
+    let res = raw
+        .post(format!("{}/api/create_token", a.base))
+        .header("cookie", &cookie)
+        .header("accept", "text/html")
+        .header("referer", format!("{}/account", a.base))
+        .form(&[("label", "handed over"), ("approver", "on")])
+        .send()
+        .await
+        .unwrap();
+    let to =
+        res.headers().get("location").expect("redirected to the account page").to_str().unwrap().to_string();
+    let pool = sqlx::SqlitePool::connect(&db).await.unwrap();
+    let sealed: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT sealed FROM secret_handovers").fetch_all(&pool).await.unwrap();
+    assert_eq!(sealed.len(), 1, "the secret waits in the database");
+    let page = |base: String| {
+        let (raw, cookie, to) = (raw.clone(), cookie.clone(), to.clone());
+        async move {
+            raw.get(format!("{base}{to}"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let secret = common::shown_secret(&page(b.base.clone()).await).expect("B shows the secret A made");
+    assert!(secret.starts_with("nvu_"), "{secret}");
+    assert!(
+        !sealed[0].windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the database held the secret in the clear"
+    );
+    assert_eq!(common::shown_secret(&page(b.base.clone()).await), None, "shown once");
+    assert_eq!(common::shown_secret(&page(a.base.clone()).await), None, "and not again on A");
+    let left: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM secret_handovers").fetch_one(&pool).await.unwrap();
+    assert_eq!(left, 0, "taking it deleted it");
+    pool.close().await;
+    a.kill();
+    b.kill();
+}

@@ -30,7 +30,6 @@ pub struct AccountData {
 
 #[server]
 pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerFnError> {
-    use crate::api::profiles::once;
     use crate::api::session::{self, require_session};
     use crate::api::to_fn_error;
     let (gw, _, user) = require_session().await?;
@@ -50,7 +49,11 @@ pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerF
         })
         .collect();
     let new_secret = match (issued, session::token().await?) {
-        (Some(id), Some(session)) => once::take(&session, &id).map(|token| NewSecret { key_id: id, token }),
+        (Some(id), Some(session)) => gw
+            .take_secret(&session, &id)
+            .await
+            .map_err(to_fn_error)?
+            .map(|token| NewSecret { key_id: id, token }),
         _ => None,
     };
     Ok(AccountData {
@@ -70,7 +73,6 @@ pub async fn create_token(
     reviewer: Option<String>,
     finance: Option<String>,
 ) -> Result<(), ServerFnError> {
-    use crate::api::profiles::once;
     use crate::api::to_fn_error;
     use crate::api::{
         forms::form,
@@ -84,7 +86,7 @@ pub async fn create_token(
         let session = session::token()
             .await?
             .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
-        once::put(&session, info.id.as_str(), token);
+        gw.hand_over_secret(&session, info.id.as_str(), &token).await.map_err(to_fn_error)?;
         leptos_axum::redirect(&format!("/account?issued={}", info.id));
         Ok(())
     })

@@ -3,9 +3,10 @@
 //!
 //! Guarantees: every action is an admin's (SPEC §3) and is a POST; a key's secret leaves the
 //! server exactly once. Because the forms work without JavaScript, a new secret cannot travel
-//! in a response body the browser keeps: it waits in a short-lived, in-memory slot tied to
-//! the issuing session and key, the page it redirects to takes it (and so empties the slot),
-//! and a reload shows only the key's prefix.
+//! in a response body the browser keeps: it waits, sealed, for the issuing session and key
+//! (`gateway::handovers`, in the database, so the redirected page may reach any instance),
+//! the page it redirects to takes it (and so deletes it), and a reload shows only the key's
+//! prefix.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -114,35 +115,6 @@ pub struct ProfileFull {
     pub mcp_url: String,
 }
 
-/// The one-time slots for new secrets (see the module doc); the account page's tokens use
-/// them too.
-#[cfg(feature = "ssr")]
-pub(crate) mod once {
-    use std::collections::HashMap;
-    use std::sync::{LazyLock, Mutex};
-    use std::time::{Duration, Instant};
-
-    /// How long an unclaimed secret waits before it is dropped.
-    const TTL: Duration = Duration::from_secs(300);
-
-    type Slots = HashMap<(String, String), (String, Instant)>;
-    static SLOTS: LazyLock<Mutex<Slots>> = LazyLock::new(Default::default);
-
-    pub fn put(session: &str, key_id: &str, token: String) {
-        let mut slots = SLOTS.lock().expect("secret slots lock");
-        slots.retain(|_, (_, at)| at.elapsed() < TTL);
-        slots.insert((session.to_string(), key_id.to_string()), (token, Instant::now()));
-    }
-
-    pub fn take(session: &str, key_id: &str) -> Option<String> {
-        let mut slots = SLOTS.lock().expect("secret slots lock");
-        slots
-            .remove(&(session.to_string(), key_id.to_string()))
-            .filter(|(_, at)| at.elapsed() < TTL)
-            .map(|(token, _)| token)
-    }
-}
-
 #[cfg(feature = "ssr")]
 fn parse_profile(id: &str) -> Result<gateway::ProfileId, ServerFnError> {
     gateway::ProfileId::parse(id).ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))
@@ -183,7 +155,10 @@ async fn hand_over(
     let session = crate::api::session::token()
         .await?
         .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
-    once::put(&session, issued.id.as_str(), issued.token);
+    let gw = crate::api::gateway()?;
+    gw.hand_over_secret(&session, issued.id.as_str(), &issued.token)
+        .await
+        .map_err(crate::api::to_fn_error)?;
     let done = crate::api::session::encode_query_value(done);
     leptos_axum::redirect(&format!(
         "/profiles/{}?issued={}&done={done}",
@@ -223,9 +198,11 @@ pub async fn profile_detail(id: String, issued: Option<String>) -> Result<Profil
         holds_voided: report.holds_voided,
     };
     let new_secret = match (issued, session::token().await?) {
-        (Some(key_id), Some(session)) => {
-            once::take(&session, &key_id).map(|token| NewSecret { key_id, token })
-        }
+        (Some(key_id), Some(session)) => gw
+            .take_secret(&session, &key_id)
+            .await
+            .map_err(to_fn_error)?
+            .map(|token| NewSecret { key_id, token }),
         _ => None,
     };
     let can_manage = user.has(gateway::Role::Admin);

@@ -1,0 +1,90 @@
+//! One-time handover of a new secret (a key, a personal token) from the request that made it
+//! to the console page that shows it, which may reach another instance.
+//!
+//! A form that works without JavaScript cannot carry the secret in a response the browser
+//! keeps, so the secret waits for the redirected page. It waits in the database, sealed with
+//! XChaCha20-Poly1305 under a key derived from the issuing browser's session token; the
+//! database holds only the token's SHA-256, so a copy of it opens nothing. The row is bound
+//! to the item's id (the AEAD's associated data) and deleted by the first page that takes
+//! it; an unclaimed one is deleted after [`HANDOVER_TTL_SECS`].
+
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use chrono::{Duration, Utc};
+use rusqlite::{OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use crate::Gateway;
+use crate::db;
+use crate::error::{Error, Result};
+use crate::secrets;
+
+/// How long an unclaimed secret waits.
+pub const HANDOVER_TTL_SECS: i64 = 300;
+const NONCE_LEN: usize = 24;
+
+fn cipher(session_token: &str) -> XChaCha20Poly1305 {
+    let key = Sha256::new().chain_update(b"naive secret handover\x1f").chain_update(session_token).finalize();
+    XChaCha20Poly1305::new(&key)
+}
+
+impl Gateway {
+    /// Keeps `secret` for the page of this session that shows `item_id`.
+    pub async fn hand_over_secret(&self, session_token: &str, item_id: &str, secret: &str) -> Result<()> {
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let payload = Payload { msg: secret.as_bytes(), aad: item_id.as_bytes() };
+        let mut sealed = nonce.to_vec();
+        sealed.extend(
+            cipher(session_token).encrypt(&nonce, payload).map_err(|_| {
+                Error::internal("seal_failed", "could not seal the new secret; issue it again")
+            })?,
+        );
+        let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
+        self.writer
+            .run(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO secret_handovers (session_hash, item_id, sealed, created_at) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT (session_hash, item_id) DO UPDATE SET sealed = excluded.sealed, created_at = excluded.created_at",
+                )?
+                .execute(params![session, item, sealed, db::ts(Utc::now())])?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Takes the secret this session was handed for `item_id`, once: `None` when there is
+    /// none (taken already, expired, or another session's).
+    pub async fn take_secret(&self, session_token: &str, item_id: &str) -> Result<Option<String>> {
+        let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
+        let row: Option<(Vec<u8>, String)> = self
+            .writer
+            .run(move |c| {
+                let row = c
+                    .prepare_cached(
+                        "SELECT sealed, created_at FROM secret_handovers WHERE session_hash = ? AND item_id = ?",
+                    )?
+                    .query_row(params![session, item], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                c.prepare_cached("DELETE FROM secret_handovers WHERE session_hash = ? AND item_id = ?")?
+                    .execute(params![session, item])?;
+                Ok(row)
+            })
+            .await?;
+        let Some((sealed, at)) = row else { return Ok(None) };
+        if db::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now() || sealed.len() < NONCE_LEN
+        {
+            return Ok(None);
+        }
+        let (nonce, body) = sealed.split_at(NONCE_LEN);
+        let payload = Payload { msg: body, aad: item_id.as_bytes() };
+        let opened = cipher(session_token).decrypt(XNonce::from_slice(nonce), payload).ok();
+        Ok(opened.and_then(|s| String::from_utf8(s).ok()))
+    }
+}
+
+/// Deletes unclaimed secrets past their time (the sweeper calls it).
+pub(crate) fn forget_unclaimed(c: &rusqlite::Connection, now: chrono::DateTime<Utc>) -> Result<()> {
+    let cutoff = now - Duration::seconds(HANDOVER_TTL_SECS);
+    c.prepare_cached("DELETE FROM secret_handovers WHERE created_at <= ?")?.execute([db::ts(cutoff)])?;
+    Ok(())
+}
