@@ -2,11 +2,15 @@
 //! tenant while an agent's actions flow at a fixed rate; each client measures, for every
 //! action event it receives, the time from the entry's commit (its `at`, stamped inside the
 //! writer's transaction) to delivery. Prints delivery-latency percentiles, how many events
-//! arrived and were lost, and the server's memory as subscribers join. `bench/sse.sh` starts
-//! the release server and runs this against it.
+//! arrived and were lost, and the server's memory as subscribers join. With
+//! `--subscribe-base` the subscribers hold their streams on another instance than the one the
+//! actions go to (`--base`), on the same database: delivery then crosses instances, and
+//! `--server-pid` should name the subscribers' instance. `bench/sse.sh` starts the release
+//! servers and runs this against them.
 //!
 //! cargo run --release -p server --example sse_fanout -- --base URL --company-key KEY \
-//!     --agent-key KEY --profile ID [--subscribers 1000] [--rate 50] [--seconds 10] [--server-pid PID]
+//!     --agent-key KEY --profile ID [--subscribe-base URL] [--subscribers 1000] [--rate 50]
+//!     [--seconds 10] [--server-pid PID]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +40,7 @@ async fn main() {
     let rate: u64 = arg("--rate").map_or(50, |v| v.parse().expect("a number"));
     let seconds: u64 = arg("--seconds").map_or(10, |v| v.parse().expect("a number"));
     let pid = arg("--server-pid");
+    let subscribe_base = arg("--subscribe-base").unwrap_or_else(|| base.clone());
 
     let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
     let latencies = Arc::new(Mutex::new(Vec::<Duration>::new()));
@@ -47,7 +52,7 @@ async fn main() {
     let mut quarter = None;
     let mut tasks = Vec::new();
     for i in 0..subscribers {
-        let (client, base, company) = (client.clone(), base.clone(), company.clone());
+        let (client, base, company) = (client.clone(), subscribe_base.clone(), company.clone());
         let (latencies, received, lagged, joined) =
             (latencies.clone(), received.clone(), lagged.clone(), connected.clone());
         tasks.push(tokio::spawn(async move {
