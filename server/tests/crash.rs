@@ -89,6 +89,17 @@ async fn setup(base: &str) -> Vec<(String, String)> {
 /// Agents charge (small charges run, big ones park) and the approver approves what parks,
 /// until the process dies under them.
 async fn load(base: String, agents: Vec<(String, String)>, token: String, seed: u64) -> Acknowledged {
+    load_until(base, agents, token, seed, None).await
+}
+
+/// [`load`], stopping at `until` if the process is still alive then.
+async fn load_until(
+    base: String,
+    agents: Vec<(String, String)>,
+    token: String,
+    seed: u64,
+    until: Option<std::time::Instant>,
+) -> Acknowledged {
     let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
     let ack = std::sync::Arc::new(tokio::sync::Mutex::new(Acknowledged::default()));
     let mut tasks = Vec::new();
@@ -96,6 +107,9 @@ async fn load(base: String, agents: Vec<(String, String)>, token: String, seed: 
         let (c, base, token, ack) = (c.clone(), base.clone(), token.clone(), ack.clone());
         tasks.push(tokio::spawn(async move {
             for i in 0u64.. {
+                if until.is_some_and(|t| std::time::Instant::now() >= t) {
+                    break;
+                }
                 let big = seed.wrapping_add(i + n as u64).is_multiple_of(3);
                 let amount = if big { "75.00" } else { "1.25" };
                 let body = json!({"amount": amount, "merchant": "acme", "memo": format!("{n}-{i}")});
@@ -260,6 +274,44 @@ async fn every_acknowledged_action_survives_repeated_kills() {
     wait_until_listening(&server.base).await;
     check(&db, &all).await;
     server.kill();
+    let gw = gateway::Gateway::open(&db).await.unwrap();
+    let tenant = gw.tenants().await.unwrap().remove(0).id;
+    let report = gw.check_ledger(&tenant).await.unwrap();
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(gw.verify_log(&tenant).await.unwrap().ok);
+}
+
+/// Two instances on one database under load; one is killed with SIGKILL mid-load. The
+/// survivor's sweeper ends the dead one's holds once their leases lapse: every action either
+/// instance acknowledged is there, no hold is left pending, and the books and chain verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_survivor_recovers_an_instance_killed_mid_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/crash.db", dir.path().display());
+    let seed: u64 = std::env::var("NAIVE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+    });
+    println!("NAIVE_SEED={seed}");
+    // Calls take a while on both, so the killed one has calls (and approved calls) in flight.
+    let a = start(&db, 40);
+    wait_until_listening(&a.base).await;
+    let b = start(&db, 40);
+    wait_until_listening(&b.base).await;
+    let agents = setup(&a.base).await;
+    let token = approver_token(&b.base).await;
+    let stop_b = std::time::Instant::now() + Duration::from_millis(1_500);
+    let on_a = tokio::spawn(load(a.base.clone(), agents.clone(), token.clone(), seed));
+    let on_b = tokio::spawn(load_until(b.base.clone(), agents, token, seed.wrapping_add(1), Some(stop_b)));
+    tokio::time::sleep(Duration::from_millis(300 + seed % 700)).await;
+    a.kill();
+    let mut ack = on_a.await.unwrap();
+    let from_b = on_b.await.unwrap();
+    ack.posted_holds.extend(from_b.posted_holds);
+    ack.parked.extend(from_b.parked);
+    assert!(ack.posted_holds.len() > 10, "the load got going: {} posted", ack.posted_holds.len());
+    // B is alive and idle: its sweeper ends A's holds once their leases lapse.
+    check(&db, &ack).await;
+    b.kill();
     let gw = gateway::Gateway::open(&db).await.unwrap();
     let tenant = gw.tenants().await.unwrap().remove(0).id;
     let report = gw.check_ledger(&tenant).await.unwrap();
