@@ -384,6 +384,21 @@ pub(crate) fn committed_between(c: &Connection, after: i64, before: i64, limit: 
     Ok(out)
 }
 
+/// For `after < seq < before`: the newest sequence number, and how many of the entries are
+/// of one of `kinds`, without reading the entries.
+pub(crate) fn skim_between(
+    c: &Connection,
+    after: i64,
+    before: i64,
+    kinds: &[&str],
+) -> Result<(Option<i64>, i64)> {
+    let list = kinds.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "SELECT MAX(seq), COALESCE(SUM(kind IN ({list})), 0) FROM activity WHERE seq > ?1 AND seq < ?2"
+    );
+    Ok(c.prepare_cached(&sql)?.query_row(params![after, before], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
 /// The newest entry's sequence number, 0 for an empty log.
 pub(crate) fn last_seq(c: &Connection) -> Result<i64> {
     Ok(c.query_row("SELECT COALESCE(MAX(seq), 0) FROM activity", [], |r| r.get(0))?)

@@ -50,7 +50,12 @@ pub struct Bus {
     /// The newest sequence number published. Whoever publishes holds it, so entries go out
     /// once each and in log order.
     published: Arc<Mutex<i64>>,
+    /// Counts entries from elsewhere that change who may do what ([`CHANGES_ACCESS`]).
+    access_changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
+
+/// The kinds of entry after which cached keys, kits and ancestries may be stale.
+pub const CHANGES_ACCESS: [&str; 5] = ["console", "key", "kit_edit", "profile", "revoke"];
 
 /// A committed entry as subscribers get it: the entry, and its JSON made once when first
 /// asked for.
@@ -77,7 +82,11 @@ impl PartialEq for Published {
 
 impl Default for Bus {
     fn default() -> Self {
-        Bus { tx: broadcast::channel(BUS_CAPACITY).0, published: Arc::default() }
+        Bus {
+            tx: broadcast::channel(BUS_CAPACITY).0,
+            published: Arc::default(),
+            access_changes: Arc::new(tokio::sync::watch::channel(0).0),
+        }
     }
 }
 
@@ -123,6 +132,16 @@ impl Bus {
     }
 
     fn catch_up(&self, c: &Connection, last: &mut i64, before: i64) -> Result<()> {
+        if self.tx.receiver_count() == 0 {
+            // Nobody to deliver to (a subscriber arriving now reads these from the log after
+            // subscribing): move the mark, and tell the caches if access changed.
+            let (newest, changes) = activity::skim_between(c, *last, before, &CHANGES_ACCESS)?;
+            if changes > 0 {
+                self.access_changes.send_modify(|n| *n += 1);
+            }
+            *last = newest.unwrap_or(*last);
+            return Ok(());
+        }
         loop {
             let page = activity::committed_between(c, *last, before, CATCH_UP_PAGE)?;
             let full = page.len() as i64 == CATCH_UP_PAGE;
@@ -137,13 +156,18 @@ impl Bus {
     }
 
     fn send(&self, entry: Entry, elsewhere: bool) {
+        if elsewhere && CHANGES_ACCESS.contains(&entry.kind.as_str()) {
+            self.access_changes.send_modify(|n| *n += 1);
+        }
         // No subscribers is fine.
         let _ = self.tx.send(Arc::new(Published { entry, elsewhere, json: OnceLock::new() }));
     }
 
-    /// Every tenant's events, for the process's own use (its caches).
-    pub(crate) fn subscribe_all(&self) -> broadcast::Receiver<Arc<Published>> {
-        self.tx.subscribe()
+    /// Ticks whenever an entry committed elsewhere changed who may do what: a key, kit,
+    /// profile, revoke or token entry. A watch, not a subscription, so the process's caches
+    /// cost nothing per entry.
+    pub(crate) fn access_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.access_changes.subscribe()
     }
 
     /// A subscription to one tenant's events.
@@ -200,7 +224,7 @@ pub(crate) fn start_follower(store: &Store, bus: Bus) -> Result<Option<Follower>
     if !store.is_shared_across_processes() {
         return Ok(None);
     }
-    let conn = store.open_writer_connection()?;
+    let conn = store.open_follower_connection()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
     std::thread::Builder::new()

@@ -230,33 +230,25 @@ impl Gateway {
         self.visibility_epoch.subscribe()
     }
 
-    /// Forgets every cached key, after a key is rotated or revoked, and tells every stream
-    /// holding a credential to check it again.
     /// Drops the cached keys, kits and ancestries whenever another instance commits a change
     /// to them (a key, kit, profile, revoke or token entry the follower brought in), so it governs
     /// this instance's next decision; until the task runs, the caches' bounded age applies.
     fn forget_what_changed_elsewhere(&self) {
-        const CHANGES_ACCESS: [&str; 5] = ["console", "key", "kit_edit", "profile", "revoke"];
         let services = Arc::downgrade(&self.0);
-        let mut rx = self.bus.subscribe_all();
+        let mut changes = self.bus.access_changes();
         tokio::spawn(async move {
-            loop {
-                let changed = match rx.recv().await {
-                    Ok(p) => p.elsewhere && CHANGES_ACCESS.contains(&p.entry.kind.as_str()),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                if changed {
-                    let Some(s) = services.upgrade() else { return };
-                    let gw = Gateway(s);
-                    gw.kit_cache.invalidate();
-                    gw.invalidate_links();
-                    gw.invalidate_keys();
-                }
+            while changes.changed().await.is_ok() {
+                let Some(s) = services.upgrade() else { return };
+                let gw = Gateway(s);
+                gw.kit_cache.invalidate();
+                gw.invalidate_links();
+                gw.invalidate_keys();
             }
         });
     }
 
+    /// Forgets every cached key, after a key is rotated or revoked, and tells every stream
+    /// holding a credential to check it again.
     pub(crate) fn invalidate_keys(&self) {
         self.auth_cache.invalidate();
         self.credentials_changed();
