@@ -1,7 +1,7 @@
 # The two commands a new user needs. Both install what is missing first.
 #   make run    build and serve the console and gateway on data/naive.db, with a demo tenant
-#   make test   formatting, lints, unit and service tests, the wasm build of policy, and the
-#               browser tests in Chromium
+#   make test   formatting, lints, unit and service tests (some on a throwaway PostgreSQL),
+#               the wasm build of policy, and the browser tests in Chromium
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
@@ -34,8 +34,10 @@ lint:
 # The server's tests each start a whole application; several Leptos apps rendering at once in
 # one test process can stall a render (seen about once in a dozen runs, never with one app per
 # process), so they run one at a time. They take a few seconds either way.
+# One throwaway PostgreSQL cluster (scripts/pg.sh) serves the gateway's tests that need one,
+# and is stopped however they end.
 unit:
-	cargo test -p policy -p gateway
+	eval "$$(scripts/pg.sh start)" && trap 'scripts/pg.sh stop' EXIT && cargo test -p policy -p gateway
 	cargo test -p app --features ssr --lib
 	cargo test -p server -- --test-threads=1
 	cargo test -p policy --bench decide

@@ -86,12 +86,21 @@ ensure_mcp_sdk() {
   fi
 }
 
+# PostgreSQL from Debian, for the tests' throwaway clusters (scripts/pg.sh); none is started
+# here and none is assumed to be running.
+ensure_postgres() {
+  if ! ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then
+    say "installing PostgreSQL from Debian"
+    apt_install postgresql
+  fi
+}
+
 ensure_rust
 ensure_cargo_leptos
 ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium; ensure_schemathesis; ensure_mcp_sdk ;;
+  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

@@ -106,6 +106,17 @@ impl Store {
         Ok(c)
     }
 
+    /// The follower's connection ([`crate::events`]): read-only, with SQLite's default small
+    /// page cache and no memory map, since it reads each new entry once.
+    pub(crate) fn open_follower_connection(&self) -> Result<rusqlite::Connection> {
+        let c = rusqlite::Connection::open_with_flags(
+            &self.writer_target,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
+        Ok(c)
+    }
+
     /// Whether other processes can open this database (a file, not `sqlite::memory:`).
     pub fn is_shared_across_processes(&self) -> bool {
         !self.writer_target.starts_with("file:")
@@ -124,6 +135,21 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Applies `migrations/postgres` to the PostgreSQL database at `url`: the schema the gateway
+/// will run on there, table for table and column for column what `migrations/sqlite` builds.
+/// [`Store::open`] does not accept `postgres://` yet; the engine behind this boundary is the
+/// rest of issue #13.
+pub async fn migrate_postgres(url: &str) -> Result<()> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(2)
+        .connect(url)
+        .await
+        .map_err(|source| Error::DatabaseOpen { url: redact(url), source })?;
+    sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+    pool.close().await;
+    Ok(())
 }
 
 /// A rusqlite connection to a file path or a shared in-memory URI, in WAL mode.
