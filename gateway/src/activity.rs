@@ -10,14 +10,15 @@
 
 use chrono::{DateTime, Utc};
 use policy::Money;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::Gateway;
 use crate::db;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Engine, Tx};
 
 /// The hash before a tenant's first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -298,16 +299,8 @@ pub(crate) mod appended {
 }
 
 /// Appends one entry inside the caller's transaction and returns it.
-pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
-    let cached = HEADS.with(|h| h.borrow().get(new.tenant.as_str()).cloned());
-    let prev = match cached {
-        Some(h) => h,
-        None => c
-            .prepare_cached("SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1")?
-            .query_row([new.tenant.as_str()], |r| r.get(0))
-            .optional()?
-            .unwrap_or_else(|| GENESIS.to_string()),
-    };
+pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
+    let prev = chain_head(tx, &new.tenant)?;
     // Microsecond precision so the stored text hashes the same when read back.
     let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
     let mut e = Entry {
@@ -327,29 +320,61 @@ pub(crate) fn append(c: &Connection, new: NewEntry) -> Result<Entry> {
         hash: String::new(),
     };
     e.hash = entry_hash(&prev, &e);
-    c.prepare_cached(
+    let inserted = tx.row(
         "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![
-        e.tenant_id.as_str(),
-        db::ts(e.at),
-        e.actor,
-        e.profile_id.as_ref().map(ProfileId::as_str),
-        e.kind,
-        e.action,
-        e.verdict,
-        e.amount.map(Money::units),
-        e.kit_version.map(i64::from),
-        e.detail.to_string(),
-        e.transport,
-        e.prev_hash,
-        e.hash,
-    ])?;
-    e.seq = c.last_insert_rowid();
-    HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        &[
+            &e.tenant_id.as_str(),
+            &db::ts(e.at),
+            &e.actor,
+            &e.profile_id.as_ref().map(ProfileId::as_str),
+            &e.kind,
+            &e.action,
+            &e.verdict,
+            &e.amount.map(Money::units),
+            &e.kit_version.map(i64::from),
+            &e.detail.to_string(),
+            &e.transport,
+            &e.prev_hash,
+            &e.hash,
+        ],
+    )?;
+    e.seq = inserted
+        .ok_or_else(|| Error::internal("append_failed", "the log entry was not written; try again"))?
+        .get(0)?;
+    if tx.engine() == Engine::Sqlite {
+        HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
+    }
     appended::keep(&e);
     Ok(e)
+}
+
+/// The hash a tenant's next entry links to. On SQLite, the writer's cached head (it alone
+/// appends). On PostgreSQL, the newest entry read under a transaction-scoped advisory lock on
+/// the tenant, held until commit, so concurrent appends to one tenant's chain take turns and
+/// its chain and sequence numbers follow commit order.
+fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
+    match tx.engine() {
+        Engine::Sqlite => {
+            if let Some(h) = HEADS.with(|h| h.borrow().get(tenant.as_str()).cloned()) {
+                return Ok(h);
+            }
+        }
+        Engine::Postgres => {
+            tx.exec("SELECT pg_advisory_xact_lock(?)", &[&chain_lock(tenant)])?;
+        }
+    }
+    let newest = tx.row(
+        "SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1",
+        &[&tenant.as_str()],
+    )?;
+    newest.map_or_else(|| Ok(GENESIS.to_string()), |r| r.get(0))
+}
+
+/// The advisory lock key of a tenant's chain: the first 8 bytes of SHA-256 over its id.
+fn chain_lock(tenant: &TenantId) -> i64 {
+    let digest = Sha256::new().chain_update(b"naive chain\x1f").chain_update(tenant.as_str()).finalize();
+    i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// Entries committed with a sequence number in `after < seq < before`, in log order, at
@@ -590,4 +615,81 @@ pub(crate) struct ChainMark {
     seq: i64,
     hash: String,
     entries: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{TestDb, held_open};
+
+    fn entry(tenant: &str, n: usize) -> NewEntry {
+        NewEntry::new(&TenantId::from_db(tenant.to_string()), "tester", Kind::Action)
+            .verdict("allowed")
+            .detail(serde_json::json!({ "n": n }))
+    }
+
+    /// Each tenant's (seq, prev_hash, hash) in log order.
+    async fn chain(db: &TestDb, tenant: &'static str) -> Vec<(i64, String, String)> {
+        db.run(move |tx| {
+            let rows = tx.rows(
+                "SELECT seq, prev_hash, hash FROM activity WHERE tenant_id = ? ORDER BY seq",
+                &[&tenant],
+            )?;
+            rows.iter().map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).collect()
+        })
+        .await
+        .unwrap()
+    }
+
+    fn assert_linked(engine: &str, chain: &[(i64, String, String)], len: usize) {
+        assert_eq!(chain.len(), len, "{engine}: every append is in the log");
+        let mut prev = GENESIS.to_string();
+        for (seq, link, hash) in chain {
+            assert_eq!(link, &prev, "{engine}: entry {seq} links to the one before it");
+            prev = hash.clone();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_appends_keep_each_tenants_chain_linear_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let first = db.run(|tx| append(tx, entry("t_a", 0))).await.unwrap();
+            assert_eq!((first.prev_hash.as_str(), first.hash.len()), (GENESIS, 64), "{}", db.name());
+            let calls = (0..32).map(|i| {
+                let db = db.clone();
+                let tenant = if i % 4 == 0 { "t_b" } else { "t_a" };
+                tokio::spawn(async move { db.run(held_open(move |tx| append(tx, entry(tenant, i)))).await })
+            });
+            let mut seqs = Vec::new();
+            for call in calls.collect::<Vec<_>>() {
+                let e = call.await.unwrap().unwrap();
+                assert_eq!(e.hash, entry_hash(&e.prev_hash, &e), "{}: the hash covers the entry", db.name());
+                seqs.push(e.seq);
+            }
+            seqs.sort();
+            seqs.dedup();
+            assert_eq!(seqs.len(), 32, "{}: every entry has its own sequence number", db.name());
+            assert_linked(db.name(), &chain(&db, "t_a").await, 25);
+            assert_linked(db.name(), &chain(&db, "t_b").await, 8);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_undone_append_leaves_the_chain_as_it_was_on_both_engines() {
+        for db in TestDb::both().await {
+            db.run(|tx| append(tx, entry("t_a", 0))).await.unwrap();
+            let undone = db
+                .run(|tx| {
+                    append(tx, entry("t_a", 1))?;
+                    Err::<(), _>(Error::invalid("test", "undo"))
+                })
+                .await;
+            assert!(undone.is_err());
+            db.run(|tx| append(tx, entry("t_a", 2))).await.unwrap();
+            assert_linked(db.name(), &chain(&db, "t_a").await, 2);
+        }
+    }
 }

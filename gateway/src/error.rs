@@ -73,6 +73,15 @@ impl Error {
         Error::Unavailable { code, message: message.into(), retry_after_secs }
     }
 
+    /// Whether a statement failed on a UNIQUE or PRIMARY KEY constraint, on either engine.
+    pub fn is_unique_violation(&self) -> bool {
+        match self {
+            Error::Sql(e) => is_unique_violation(e),
+            Error::Storage(sqlx::Error::Database(db)) => db.is_unique_violation(),
+            _ => false,
+        }
+    }
+
     /// Whether this is the gateway's own failure (a 5xx), which a caller may retry and which
     /// is never stored as an answer.
     pub fn is_internal(&self) -> bool {

@@ -10,14 +10,14 @@
 
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use chrono::{Duration, Utc};
-use rusqlite::{OptionalExtension, params};
+use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::secrets;
+use crate::sql::Tx;
 
 /// How long an unclaimed secret waits.
 pub const HANDOVER_TTL_SECS: i64 = 300;
@@ -40,36 +40,14 @@ impl Gateway {
             })?,
         );
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        self.writer
-            .run(move |c| {
-                c.prepare_cached(
-                    "INSERT INTO secret_handovers (session_hash, item_id, sealed, created_at) VALUES (?, ?, ?, ?) \
-                     ON CONFLICT (session_hash, item_id) DO UPDATE SET sealed = excluded.sealed, created_at = excluded.created_at",
-                )?
-                .execute(params![session, item, sealed, db::ts(Utc::now())])?;
-                Ok(())
-            })
-            .await
+        self.writer.run(move |c| keep_sealed(c, &session, &item, &sealed, Utc::now())).await
     }
 
     /// Takes the secret this session was handed for `item_id`, once: `None` when there is
     /// none (taken already, expired, or another session's).
     pub async fn take_secret(&self, session_token: &str, item_id: &str) -> Result<Option<String>> {
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        let row: Option<(Vec<u8>, String)> = self
-            .writer
-            .run(move |c| {
-                let row = c
-                    .prepare_cached(
-                        "SELECT sealed, created_at FROM secret_handovers WHERE session_hash = ? AND item_id = ?",
-                    )?
-                    .query_row(params![session, item], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?;
-                c.prepare_cached("DELETE FROM secret_handovers WHERE session_hash = ? AND item_id = ?")?
-                    .execute(params![session, item])?;
-                Ok(row)
-            })
-            .await?;
+        let row = self.writer.run(move |c| take_sealed(c, &session, &item)).await?;
         let Some((sealed, at)) = row else { return Ok(None) };
         if db::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now() || sealed.len() < NONCE_LEN
         {
@@ -82,9 +60,65 @@ impl Gateway {
     }
 }
 
-/// Deletes unclaimed secrets past their time (the sweeper calls it).
-pub(crate) fn forget_unclaimed(c: &rusqlite::Connection, now: chrono::DateTime<Utc>) -> Result<()> {
-    let cutoff = now - Duration::seconds(HANDOVER_TTL_SECS);
-    c.prepare_cached("DELETE FROM secret_handovers WHERE created_at <= ?")?.execute([db::ts(cutoff)])?;
+fn keep_sealed(tx: &dyn Tx, session: &str, item: &str, sealed: &[u8], now: DateTime<Utc>) -> Result<()> {
+    tx.exec(
+        "INSERT INTO secret_handovers (session_hash, item_id, sealed, created_at) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (session_hash, item_id) DO UPDATE SET sealed = excluded.sealed, created_at = excluded.created_at",
+        &[&session, &item, &sealed, &db::ts(now)],
+    )?;
     Ok(())
+}
+
+/// The sealed secret and when it was kept, deleting it.
+fn take_sealed(tx: &dyn Tx, session: &str, item: &str) -> Result<Option<(Vec<u8>, String)>> {
+    let row = tx.row(
+        "DELETE FROM secret_handovers WHERE session_hash = ? AND item_id = ? RETURNING sealed, created_at",
+        &[&session, &item],
+    )?;
+    row.map(|r| Ok((r.get(0)?, r.get(1)?))).transpose()
+}
+
+/// Deletes unclaimed secrets past their time (the sweeper calls it).
+pub(crate) fn forget_unclaimed(tx: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
+    let cutoff = now - Duration::seconds(HANDOVER_TTL_SECS);
+    tx.exec("DELETE FROM secret_handovers WHERE created_at <= ?", &[&db::ts(cutoff)])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestDb;
+
+    #[tokio::test]
+    async fn a_sealed_secret_is_taken_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let t0 = Utc::now();
+            db.run(move |tx| keep_sealed(tx, "s1", "key_a", b"first", t0)).await.unwrap();
+            db.run(move |tx| keep_sealed(tx, "s1", "key_a", b"second", t0)).await.unwrap();
+            db.run(move |tx| keep_sealed(tx, "s1", "key_b", b"other", t0)).await.unwrap();
+            let taken = db.run(|tx| take_sealed(tx, "s1", "key_a")).await.unwrap();
+            assert_eq!(taken, Some((b"second".to_vec(), db::ts(t0))), "{}: the newest is kept", db.name());
+            assert_eq!(
+                db.run(|tx| take_sealed(tx, "s1", "key_a")).await.unwrap(),
+                None,
+                "{}: once",
+                db.name()
+            );
+            assert_eq!(
+                db.run(|tx| take_sealed(tx, "s2", "key_b")).await.unwrap(),
+                None,
+                "{}: not another session's",
+                db.name()
+            );
+            let later = t0 + Duration::seconds(HANDOVER_TTL_SECS);
+            db.run(move |tx| forget_unclaimed(tx, later)).await.unwrap();
+            assert_eq!(
+                db.run(|tx| take_sealed(tx, "s1", "key_b")).await.unwrap(),
+                None,
+                "{}: unclaimed ones go",
+                db.name()
+            );
+        }
+    }
 }

@@ -11,12 +11,12 @@
 //! Governed actions keep their own claims inside the pipeline's transaction, where the
 //! effect and the stored answer commit together.
 
-use chrono::{Duration, Utc};
-use rusqlite::{OptionalExtension, params};
+use chrono::{DateTime, Duration, Utc};
 
 use crate::Gateway;
 use crate::db;
 use crate::error::Result;
+use crate::sql::{Tx, for_update};
 
 /// An unfinished claim older than this is treated as abandoned.
 pub const ABANDONED_SECS: i64 = 60;
@@ -49,82 +49,165 @@ impl Gateway {
     /// Claims `key` for a request with `digest`, sent with credential `scope`.
     pub async fn claim_request(&self, scope: &str, key: &str, digest: &str) -> Result<Claim> {
         let (scope, key, digest) = (scope.to_string(), key.to_string(), digest.to_string());
-        self.writer
-            .run(move |c| {
-                let now = Utc::now();
-                let row: Option<(String, i64, String, Vec<u8>, String)> = c
-                    .prepare_cached(
-                        "SELECT request_digest, status, headers, body, created_at FROM request_idempotency \
-                         WHERE scope = ? AND idem_key = ?",
-                    )?
-                    .query_row(params![scope, key], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                    })
-                    .optional()?;
-                let abandoned = db::ts(now - Duration::seconds(ABANDONED_SECS));
-                match row {
-                    Some((d, _, _, _, _)) if d != digest => Ok(Claim::Mismatch),
-                    Some((_, 0, _, _, created)) if created > abandoned => Ok(Claim::InProgress),
-                    Some((_, status, headers, body, _)) if status != 0 => Ok(Claim::Replay(Stored {
-                        status: u16::try_from(status).unwrap_or(500),
-                        headers: serde_json::from_str(&headers).unwrap_or_default(),
-                        body,
-                    })),
-                    _ => {
-                        c.prepare_cached(
-                            "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
-                             ON CONFLICT(scope, idem_key) DO UPDATE SET status = 0, created_at = excluded.created_at",
-                        )?
-                        .execute(params![scope, key, digest, db::ts(now)])?;
-                        Ok(Claim::New)
-                    }
-                }
-            })
-            .await
+        self.writer.run(move |c| claim(c, &scope, &key, &digest, Utc::now())).await
     }
 
     /// Stores the response to a claimed request, to replay to resends.
     pub async fn finish_request(&self, scope: &str, key: &str, response: Stored) -> Result<()> {
         let (scope, key) = (scope.to_string(), key.to_string());
-        self.writer
-            .run(move |c| {
-                c.prepare_cached(
-                    "UPDATE request_idempotency SET status = ?, headers = ?, body = ? WHERE scope = ? AND idem_key = ? AND status = 0",
-                )?
-                .execute(params![
-                    i64::from(response.status),
-                    serde_json::to_string(&response.headers).expect("headers serialize"),
-                    response.body,
-                    scope,
-                    key
-                ])?;
-                Ok(())
-            })
-            .await
+        self.writer.run(move |c| finish(c, &scope, &key, &response)).await
     }
 
     /// Drops a claim whose request failed in a way worth retrying (a 5xx), so a resend runs.
     pub async fn release_request(&self, scope: &str, key: &str) -> Result<()> {
         let (scope, key) = (scope.to_string(), key.to_string());
-        self.writer
-            .run(move |c| {
-                c.prepare_cached(
-                    "DELETE FROM request_idempotency WHERE scope = ? AND idem_key = ? AND status = 0",
-                )?
-                .execute(params![scope, key])?;
-                Ok(())
-            })
-            .await
+        self.writer.run(move |c| release(c, &scope, &key)).await
     }
 
     /// Forgets stored responses older than [`RETAIN_HOURS`]. The sweeper calls it.
     pub async fn forget_old_requests(&self) -> Result<usize> {
-        self.writer
-            .run(|c| {
-                let cutoff = db::ts(Utc::now() - Duration::hours(RETAIN_HOURS));
-                Ok(c.prepare_cached("DELETE FROM request_idempotency WHERE created_at < ?")?
-                    .execute([cutoff])?)
-            })
-            .await
+        self.writer.run(|c| forget_old(c, Utc::now())).await
+    }
+}
+
+/// The claim: a new row when nobody holds the key, else what its row says, read under a lock
+/// so that concurrent first claims on PostgreSQL give exactly one `New`.
+fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: DateTime<Utc>) -> Result<Claim> {
+    let inserted = tx.exec(
+        "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
+         ON CONFLICT (scope, idem_key) DO NOTHING",
+        &[&scope, &key, &digest, &db::ts(now)],
+    )?;
+    if inserted == 1 {
+        return Ok(Claim::New);
+    }
+    let row = tx.row(
+        &format!(
+            "SELECT request_digest, status, headers, body, created_at FROM request_idempotency \
+             WHERE scope = ? AND idem_key = ?{}",
+            for_update(tx)
+        ),
+        &[&scope, &key],
+    )?;
+    let abandoned = db::ts(now - Duration::seconds(ABANDONED_SECS));
+    if let Some(r) = row {
+        let (claimed, status, created): (String, i64, String) = (r.get(0)?, r.get(1)?, r.get(4)?);
+        if claimed != digest {
+            return Ok(Claim::Mismatch);
+        }
+        if status == 0 && created > abandoned {
+            return Ok(Claim::InProgress);
+        }
+        if status != 0 {
+            let headers: String = r.get(2)?;
+            return Ok(Claim::Replay(Stored {
+                status: u16::try_from(status).unwrap_or(500),
+                headers: serde_json::from_str(&headers).unwrap_or_default(),
+                body: r.get(3)?,
+            }));
+        }
+    }
+    // Abandoned (or deleted since the insert): take it over.
+    tx.exec(
+        "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
+         ON CONFLICT (scope, idem_key) DO UPDATE SET status = 0, created_at = excluded.created_at",
+        &[&scope, &key, &digest, &db::ts(now)],
+    )?;
+    Ok(Claim::New)
+}
+
+fn finish(tx: &dyn Tx, scope: &str, key: &str, response: &Stored) -> Result<()> {
+    let headers = serde_json::to_string(&response.headers).expect("headers serialize");
+    tx.exec(
+        "UPDATE request_idempotency SET status = ?, headers = ?, body = ? WHERE scope = ? AND idem_key = ? AND status = 0",
+        &[&i64::from(response.status), &headers, &response.body, &scope, &key],
+    )?;
+    Ok(())
+}
+
+fn release(tx: &dyn Tx, scope: &str, key: &str) -> Result<()> {
+    tx.exec(
+        "DELETE FROM request_idempotency WHERE scope = ? AND idem_key = ? AND status = 0",
+        &[&scope, &key],
+    )?;
+    Ok(())
+}
+
+fn forget_old(tx: &dyn Tx, now: DateTime<Utc>) -> Result<usize> {
+    let cutoff = db::ts(now - Duration::hours(RETAIN_HOURS));
+    Ok(tx.exec("DELETE FROM request_idempotency WHERE created_at < ?", &[&cutoff])? as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{TestDb, held_open};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_first_claims_run_the_request_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let now = Utc::now();
+            let claims = (0..16).map(|_| {
+                let db = db.clone();
+                tokio::spawn(
+                    async move { db.run(held_open(move |tx| claim(tx, "key_a", "k1", "d1", now))).await },
+                )
+            });
+            let mut answers = Vec::new();
+            for c in claims.collect::<Vec<_>>() {
+                answers.push(c.await.unwrap().unwrap());
+            }
+            let new = answers.iter().filter(|a| **a == Claim::New).count();
+            let waiting = answers.iter().filter(|a| **a == Claim::InProgress).count();
+            assert_eq!((new, waiting), (1, 15), "{}: one claim runs, the others wait", db.name());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_finished_claim_replays_and_an_abandoned_one_is_taken_over_on_both_engines() {
+        for db in TestDb::both().await {
+            let t0 = Utc::now();
+            assert_eq!(db.run(move |tx| claim(tx, "s", "k", "d", t0)).await.unwrap(), Claim::New);
+            let stored =
+                Stored { status: 201, headers: vec![("etag".into(), "\"v1\"".into())], body: b"{}".to_vec() };
+            let kept = stored.clone();
+            db.run(move |tx| finish(tx, "s", "k", &kept)).await.unwrap();
+            assert_eq!(
+                db.run(move |tx| claim(tx, "s", "k", "d", t0)).await.unwrap(),
+                Claim::Replay(stored),
+                "{}",
+                db.name()
+            );
+            assert_eq!(
+                db.run(move |tx| claim(tx, "s", "k", "other", t0)).await.unwrap(),
+                Claim::Mismatch,
+                "{}",
+                db.name()
+            );
+            assert_eq!(
+                db.run(move |tx| claim(tx, "s2", "k", "d", t0)).await.unwrap(),
+                Claim::New,
+                "{}: scoped",
+                db.name()
+            );
+            let late = t0 + Duration::seconds(ABANDONED_SECS + 1);
+            assert_eq!(
+                db.run(move |tx| claim(tx, "s2", "k", "d", late)).await.unwrap(),
+                Claim::New,
+                "{}: taken over",
+                db.name()
+            );
+            db.run(|tx| release(tx, "s2", "k")).await.unwrap();
+            let gone = t0 + Duration::hours(RETAIN_HOURS + 1);
+            assert_eq!(
+                db.run(move |tx| forget_old(tx, gone)).await.unwrap(),
+                1,
+                "{}: the old response goes",
+                db.name()
+            );
+        }
     }
 }

@@ -8,7 +8,6 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use rusqlite::{Connection, params};
 
 use crate::activity::{self, Kind, NewEntry};
 use crate::credentials::KeyTable;
@@ -16,6 +15,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::secrets;
+use crate::sql::Tx;
 use crate::tenants::IssuedKey;
 
 /// Who is calling: resolved from a scoped key.
@@ -70,7 +70,7 @@ pub(crate) fn check_grace(grace_secs: Option<i64>) -> Result<i64> {
 /// Ends an active key for its replacement: at once without a grace period, else when it
 /// elapses. A key already revoked or rotated is `key_not_active`.
 pub(crate) fn rotate_out(
-    c: &Connection,
+    tx: &dyn Tx,
     table: KeyTable,
     tenant: &TenantId,
     key: &KeyId,
@@ -78,12 +78,13 @@ pub(crate) fn rotate_out(
     replaced_by: &KeyId,
 ) -> Result<()> {
     let column = if grace > 0 { "expires_at" } else { "revoked_at" };
-    let changed = c
-        .prepare_cached(&format!(
+    let changed = tx.exec(
+        &format!(
             "UPDATE {} SET {column} = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL AND expires_at IS NULL",
             table.name()
-        ))?
-        .execute(params![db::ts(Utc::now() + Duration::seconds(grace)), replaced_by.as_str(), key.as_str(), tenant.as_str()])?;
+        ),
+        &[&db::ts(Utc::now() + Duration::seconds(grace)), &replaced_by.as_str(), &key.as_str(), &tenant.as_str()],
+    )?;
     if changed == 0 {
         return Err(Error::Conflict {
             code: "key_not_active",
@@ -94,12 +95,14 @@ pub(crate) fn rotate_out(
 }
 
 /// Revokes a key at once (also one in its grace period). Revoking a revoked key changes nothing.
-pub(crate) fn revoke_now(c: &Connection, table: KeyTable, tenant: &TenantId, key: &KeyId) -> Result<()> {
-    c.prepare_cached(&format!(
-        "UPDATE {} SET revoked_at = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL",
-        table.name()
-    ))?
-    .execute(params![db::ts(Utc::now()), key.as_str(), tenant.as_str()])?;
+pub(crate) fn revoke_now(tx: &dyn Tx, table: KeyTable, tenant: &TenantId, key: &KeyId) -> Result<()> {
+    tx.exec(
+        &format!(
+            "UPDATE {} SET revoked_at = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL",
+            table.name()
+        ),
+        &[&db::ts(Utc::now()), &key.as_str(), &tenant.as_str()],
+    )?;
     Ok(())
 }
 
@@ -167,10 +170,10 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
-                c.prepare_cached(
+                c.exec(
                     "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![i.id.as_str(), t.as_str(), i.profile_id.as_str(), i.prefix, hash, db::ts(i.created_at)])?;
+                    &[&i.id.as_str(), &t.as_str(), &i.profile_id.as_str(), &i.prefix, &hash, &db::ts(i.created_at)],
+                )?;
                 let entry = NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor().profile(&i.profile_id);
                 let entry = match &old {
                     None => entry.verdict("issued").detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix})),

@@ -19,10 +19,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use chrono::{Duration, Utc};
-use rusqlite::{Connection, params};
 
 use crate::db;
 use crate::error::Result;
+use crate::sql::Tx;
 
 /// How long a lease lasts unless renewed. Renewals come every sweep tick (a second), so this
 /// tolerates long pauses and some clock skew between machines, and bounds how long a crashed
@@ -86,23 +86,22 @@ impl Drop for LeaseGuard {
 }
 
 /// Gives `hold` to `lease`'s instance (at reserve, and when an approval releases a parked call).
-pub(crate) fn take(c: &Connection, hold: &str, lease: &Lease) -> Result<()> {
-    c.prepare_cached("UPDATE holds SET lease_owner = ?, lease_until = ? WHERE id = ?")?.execute(params![
-        lease.owner,
-        lease.until,
-        hold
-    ])?;
+pub(crate) fn take(tx: &dyn Tx, hold: &str, lease: &Lease) -> Result<()> {
+    tx.exec(
+        "UPDATE holds SET lease_owner = ?, lease_until = ? WHERE id = ?",
+        &[&lease.owner, &lease.until, &hold],
+    )?;
     Ok(())
 }
 
 /// Extends the leases this instance still holds on `holds`; returns how many it renewed.
-pub(crate) fn renew(c: &Connection, holds: &[String], lease: &Lease) -> Result<usize> {
-    let mut stmt = c.prepare_cached(
-        "UPDATE holds SET lease_until = ? WHERE id = ? AND status = 'pending' AND lease_owner = ?",
-    )?;
+pub(crate) fn renew(tx: &dyn Tx, holds: &[String], lease: &Lease) -> Result<usize> {
     let mut n = 0;
     for h in holds {
-        n += stmt.execute(params![lease.until, h, lease.owner])?;
+        n += tx.exec(
+            "UPDATE holds SET lease_until = ? WHERE id = ? AND status = 'pending' AND lease_owner = ?",
+            &[&lease.until, h, &lease.owner],
+        )?;
     }
-    Ok(n)
+    Ok(n as usize)
 }

@@ -3,8 +3,9 @@
 //! It owns storage (sqlx) and calls `policy` for every decision. It knows nothing of HTTP:
 //! the `/v1` API, MCP and the console's server functions are thin callers of [`Gateway`].
 //!
-//! - [`store`]: the storage boundary, chosen by URL scheme; [`writer`]: the single writer
-//!   with group commit that every state change goes through.
+//! - [`store`]: the storage boundary, chosen by URL scheme; [`sql`]: the statement interface
+//!   domain code writes to once for both engines; [`writer`]: SQLite's single writer with
+//!   group commit that every state change goes through; [`postgres`]: the PostgreSQL engine.
 //! - [`tenants`], [`users`], [`profiles`], [`kits`], [`keys`]: identities and policy documents.
 //! - [`pipeline`]: the governed action pipeline, [`reserve`] its writer side; [`ledger`]:
 //!   holds and balances;
@@ -35,13 +36,17 @@ pub mod leases;
 pub mod ledger;
 pub mod logins;
 pub mod pipeline;
+pub mod postgres;
 pub mod profiles;
 pub mod reserve;
 pub mod revoke;
 pub mod secrets;
 pub mod sessions;
+pub mod sql;
 pub mod store;
 pub mod tenants;
+#[doc(hidden)]
+pub mod testing;
 pub mod tokens;
 pub mod users;
 pub mod writer;

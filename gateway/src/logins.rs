@@ -7,12 +7,12 @@
 //! so every instance on the database enforces the same limit (a per-process count let an
 //! attacker spread guesses over instances and get five per instance).
 
-use chrono::{Duration, Utc};
-use rusqlite::{OptionalExtension, params};
+use chrono::{DateTime, Duration, Utc};
 
 use crate::Gateway;
 use crate::db;
 use crate::error::Result;
+use crate::sql::Tx;
 
 /// Failed sign-ins allowed per username within a window.
 pub const MAX_FAILED_LOGINS: i64 = 5;
@@ -24,47 +24,86 @@ impl Gateway {
     /// are used up: the seconds to wait.
     pub async fn count_login_attempt(&self, username: &str) -> Result<std::result::Result<(), u64>> {
         let username = username.to_string();
-        self.writer
-            .run(move |c| {
-                let now = Utc::now();
-                let row: Option<(i64, String)> = c
-                    .prepare_cached("SELECT attempts, window_start FROM login_attempts WHERE username = ?")?
-                    .query_row([&username], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()?;
-                let window = Duration::seconds(LOGIN_WINDOW_SECS);
-                let (attempts, start) = match row {
-                    Some((n, s)) if db::parse_ts(&s) + window > now => (n, db::parse_ts(&s)),
-                    _ => (0, now),
-                };
-                if attempts >= MAX_FAILED_LOGINS {
-                    let left = (start + window - now).num_seconds().max(1);
-                    return Ok(Err(left as u64));
-                }
-                c.prepare_cached(
-                    "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (username) DO UPDATE SET attempts = ?2, window_start = ?3",
-                )?
-                .execute(params![username, attempts + 1, db::ts(start)])?;
-                Ok(Ok(()))
-            })
-            .await
+        self.writer.run(move |c| count_attempt(c, &username, Utc::now())).await
     }
 
     /// Clears `username`'s attempts after a successful sign-in.
     pub async fn login_succeeded(&self, username: &str) -> Result<()> {
         let username = username.to_string();
-        self.writer
-            .run(move |c| {
-                c.prepare_cached("DELETE FROM login_attempts WHERE username = ?")?.execute([&username])?;
-                Ok(())
-            })
-            .await
+        self.writer.run(move |c| clear_attempts(c, &username)).await
     }
 }
 
-/// Forgets windows that have ended (the sweeper calls it).
-pub(crate) fn forget_ended(c: &rusqlite::Connection, now: chrono::DateTime<Utc>) -> Result<()> {
-    let cutoff = now - Duration::seconds(LOGIN_WINDOW_SECS);
-    c.prepare_cached("DELETE FROM login_attempts WHERE window_start <= ?")?.execute([db::ts(cutoff)])?;
+/// Counts an attempt at `now`, unless the window's are used up: then the seconds to wait.
+fn count_attempt(tx: &dyn Tx, username: &str, now: DateTime<Utc>) -> Result<std::result::Result<(), u64>> {
+    let row = tx.row("SELECT attempts, window_start FROM login_attempts WHERE username = ?", &[&username])?;
+    let window = Duration::seconds(LOGIN_WINDOW_SECS);
+    let (attempts, start) = match row {
+        Some(r) if db::parse_ts(&r.get::<String>(1)?) + window > now => {
+            (r.get::<i64>(0)?, db::parse_ts(&r.get::<String>(1)?))
+        }
+        _ => (0, now),
+    };
+    if attempts >= MAX_FAILED_LOGINS {
+        let left = (start + window - now).num_seconds().max(1);
+        return Ok(Err(left as u64));
+    }
+    tx.exec(
+        "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (username) DO UPDATE SET attempts = ?2, window_start = ?3",
+        &[&username, &(attempts + 1), &db::ts(start)],
+    )?;
+    Ok(Ok(()))
+}
+
+fn clear_attempts(tx: &dyn Tx, username: &str) -> Result<()> {
+    tx.exec("DELETE FROM login_attempts WHERE username = ?", &[&username])?;
     Ok(())
+}
+
+/// Forgets windows that have ended (the sweeper calls it).
+pub(crate) fn forget_ended(tx: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
+    let cutoff = now - Duration::seconds(LOGIN_WINDOW_SECS);
+    tx.exec("DELETE FROM login_attempts WHERE window_start <= ?", &[&db::ts(cutoff)])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestDb;
+
+    #[tokio::test]
+    async fn the_limit_counts_the_same_on_both_engines() {
+        for db in TestDb::both().await {
+            let t0 = Utc::now();
+            for i in 0..MAX_FAILED_LOGINS {
+                let r = db.run(move |tx| count_attempt(tx, "ana", t0 + Duration::seconds(i))).await.unwrap();
+                assert_eq!(r, Ok(()), "{}: attempt {i} is allowed", db.name());
+            }
+            let at = t0 + Duration::seconds(60);
+            let refused = db.run(move |tx| count_attempt(tx, "ana", at)).await.unwrap();
+            assert_eq!(
+                refused,
+                Err((LOGIN_WINDOW_SECS - 60) as u64),
+                "{}: the sixth waits for the window",
+                db.name()
+            );
+            let other = db.run(move |tx| count_attempt(tx, "bo", at)).await.unwrap();
+            assert_eq!(other, Ok(()), "{}: another username has its own count", db.name());
+            let later = t0 + Duration::seconds(LOGIN_WINDOW_SECS);
+            assert_eq!(
+                db.run(move |tx| count_attempt(tx, "ana", later)).await.unwrap(),
+                Ok(()),
+                "{}",
+                db.name()
+            );
+            db.run(|tx| clear_attempts(tx, "ana")).await.unwrap();
+            let gone = t0 + Duration::seconds(2 * LOGIN_WINDOW_SECS);
+            db.run(move |tx| forget_ended(tx, gone)).await.unwrap();
+            let left =
+                db.run(|tx| Ok(tx.rows("SELECT username FROM login_attempts", &[])?.len())).await.unwrap();
+            assert_eq!(left, 0, "{}: cleared and ended windows are gone", db.name());
+        }
+    }
 }

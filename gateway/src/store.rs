@@ -1,9 +1,10 @@
 //! The storage boundary: opening, migrating and handing out the database.
 //!
 //! The backend is chosen by the URL's scheme, as atuin does. SQLite (one file, WAL mode,
-//! created and migrated on first start) is the embedded default; PostgreSQL joins behind this
-//! same boundary in a later issue. Nothing above this module sees a SQLite-specific type in
-//! its signatures except through [`Store`].
+//! created and migrated on first start) is the embedded default. PostgreSQL's engine is
+//! [`crate::postgres`]; domain code moves behind the statement interface [`crate::sql::Tx`]
+//! so each rule is written once for both. Nothing above this module sees a SQLite-specific
+//! type in its signatures except through [`Store`].
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -138,17 +139,11 @@ impl Store {
 }
 
 /// Applies `migrations/postgres` to the PostgreSQL database at `url`: the schema the gateway
-/// will run on there, table for table and column for column what `migrations/sqlite` builds.
-/// [`Store::open`] does not accept `postgres://` yet; the engine behind this boundary is the
-/// rest of issue #13.
+/// runs on there, table for table and column for column what `migrations/sqlite` builds.
+/// [`Store::open`] does not accept `postgres://` yet: the domain modules are moving behind
+/// [`crate::sql::Tx`] one by one, and the URL selects PostgreSQL once all of them have.
 pub async fn migrate_postgres(url: &str) -> Result<()> {
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(2)
-        .connect(url)
-        .await
-        .map_err(|source| Error::DatabaseOpen { url: redact(url), source })?;
-    sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-    pool.close().await;
+    crate::postgres::Postgres::open(url, 2).await?.close().await;
     Ok(())
 }
 

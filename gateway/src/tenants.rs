@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Gateway;
-use rusqlite::params;
 
 use crate::activity::{self, Kind, NewEntry};
 use crate::credentials::KeyTable;
@@ -18,6 +17,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::{self, MintedKey};
+use crate::sql::{Tx, for_update};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tenant {
@@ -63,26 +63,7 @@ impl Gateway {
         let key_id = KeyId::generate();
         let kit = Kit::default_kit();
         let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
-        self.writer
-            .run(move |c| {
-                let at = db::ts(t.created_at);
-                c.prepare_cached("INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)")?
-                    .execute(params![t.id.as_str(), t.name, credit.units(), at])?;
-                c.prepare_cached(
-                    "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![
-                    t.id.as_str(),
-                    kit.name,
-                    i64::from(kit.version.0),
-                    kit.to_json(),
-                    "system",
-                    serde_json::to_string(&KitDiff::default()).expect("diff serializes"),
-                    at
-                ])?;
-                insert_company_key(c, &t.id, &kid, &k, &at)
-            })
-            .await?;
+        self.writer.run(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
         tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
         Ok((tenant, IssuedKey { id: key_id, token: key.token }))
     }
@@ -175,21 +156,7 @@ impl Gateway {
         let id = KeyId::generate();
         let (t, kid, k, actor, rotating) =
             (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
-        self.writer
-            .run(move |c| {
-                insert_company_key(c, &t, &kid, &k, &db::ts(Utc::now()))?;
-                let e = NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor();
-                let e = match &old {
-                    None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
-                    Some((old, grace)) => {
-                        crate::keys::rotate_out(c, KeyTable::Company, &t, old, *grace, &kid)?;
-                        e.verdict("rotated")
-                            .detail(json!({ "company_key_id": old, "replaced_by": kid, "grace_secs": grace }))
-                    }
-                };
-                activity::append(c, e)
-            })
-            .await?;
+        self.writer.run(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
         if rotating {
             self.invalidate_keys();
         }
@@ -205,51 +172,96 @@ impl Gateway {
     ) -> Result<CompanyKeyInfo> {
         self.company_key(tenant, id).await?;
         let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
-        self
-            .writer
-            .run(move |c| {
-                let others: i64 = c
-                    .prepare_cached(
-                        "SELECT COUNT(*) FROM company_keys WHERE tenant_id = ? AND id != ? AND revoked_at IS NULL AND expires_at IS NULL",
-                    )?
-                    .query_row(params![t.as_str(), k.as_str()], |r| r.get(0))?;
-                if others == 0 {
-                    return Err(Error::Conflict {
-                        code: "last_company_key",
-                        message: "this is the tenant's last active company key; issue another before revoking it".into(),
-                    });
-                }
-                crate::keys::revoke_now(c, KeyTable::Company, &t, &k)?;
-                activity::append(
-                    c,
-                    NewEntry::new(&t, actor.as_str(), Kind::Key).via_actor().verdict("revoked").detail(json!({ "company_key_id": k })),
-                )
-            })
-            .await?;
+        self.writer.run(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
         self.invalidate_keys();
         self.company_key(tenant, id).await
     }
 }
 
-fn insert_company_key(
-    c: &rusqlite::Connection,
-    tenant: &TenantId,
-    id: &KeyId,
+/// A new company key; with `old`, the key it replaces ends (after its grace period).
+fn issue_company_key(
+    tx: &dyn Tx,
+    t: &TenantId,
+    kid: &KeyId,
     k: &MintedKey,
-    at: &str,
-) -> Result<()> {
-    c.prepare_cached(
+    old: Option<&(KeyId, i64)>,
+    actor: &str,
+) -> Result<activity::Entry> {
+    insert_company_key(tx, t, kid, k, &db::ts(Utc::now()))?;
+    let e = NewEntry::new(t, actor, Kind::Key).via_actor();
+    let e = match old {
+        None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
+        Some((old, grace)) => {
+            crate::keys::rotate_out(tx, KeyTable::Company, t, old, *grace, kid)?;
+            e.verdict("rotated")
+                .detail(json!({ "company_key_id": old, "replaced_by": kid, "grace_secs": grace }))
+        }
+    };
+    activity::append(tx, e)
+}
+
+/// Revokes `k` unless it is the tenant's last active company key. The active keys are read
+/// locked, so two revokes at once on PostgreSQL cannot each leave the other as the last.
+fn revoke_company_key(tx: &dyn Tx, t: &TenantId, k: &KeyId, actor: &str) -> Result<activity::Entry> {
+    let active = tx.rows(
+        &format!(
+            "SELECT id FROM company_keys WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at IS NULL{}",
+            for_update(tx)
+        ),
+        &[&t.as_str()],
+    )?;
+    let ids = active.iter().map(|r| r.get::<String>(0)).collect::<Result<Vec<_>>>()?;
+    if !ids.iter().any(|id| id != k.as_str()) {
+        return Err(Error::Conflict {
+            code: "last_company_key",
+            message: "this is the tenant's last active company key; issue another before revoking it".into(),
+        });
+    }
+    crate::keys::revoke_now(tx, KeyTable::Company, t, k)?;
+    activity::append(
+        tx,
+        NewEntry::new(t, actor, Kind::Key)
+            .via_actor()
+            .verdict("revoked")
+            .detail(json!({ "company_key_id": k })),
+    )
+}
+
+/// A new tenant, its Default kit and its first company key.
+fn insert_tenant(tx: &dyn Tx, t: &Tenant, kit: &Kit, key_id: &KeyId, key: &MintedKey) -> Result<()> {
+    let at = db::ts(t.created_at);
+    tx.exec(
+        "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)",
+        &[&t.id.as_str(), &t.name, &t.credit.units(), &at],
+    )?;
+    tx.exec(
+        "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &t.id.as_str(),
+            &kit.name,
+            &i64::from(kit.version.0),
+            &kit.to_json(),
+            &"system",
+            &serde_json::to_string(&KitDiff::default()).expect("diff serializes"),
+            &at,
+        ],
+    )?;
+    insert_company_key(tx, &t.id, key_id, key, &at)
+}
+
+fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey, at: &str) -> Result<()> {
+    tx.exec(
         "INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-    )?
-    .execute(params![id.as_str(), tenant.as_str(), k.prefix, k.hash, at])
+        &[&id.as_str(), &tenant.as_str(), &k.prefix, &k.hash, &at],
+    )
     .map_err(|e| {
-        if crate::error::is_unique_violation(&e) {
+        if e.is_unique_violation() {
             Error::Conflict {
                 code: "key_prefix_taken",
                 message: "that company key's prefix is already in use; choose another".into(),
             }
         } else {
-            Error::Sql(e)
+            e
         }
     })?;
     Ok(())
@@ -261,5 +273,72 @@ fn tenant_from_row((id, name, credit, created_at): (String, String, i64, DateTim
         name,
         credit: Money::from_units(credit).unwrap_or(Money::ZERO),
         created_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{TestDb, held_open};
+
+    fn tenant() -> Tenant {
+        Tenant { id: TenantId::generate(), name: "Acme".into(), credit: Money::ZERO, created_at: Utc::now() }
+    }
+
+    #[tokio::test]
+    async fn a_taken_key_prefix_is_refused_on_both_engines() {
+        for db in TestDb::both().await {
+            let key = secrets::mint_key();
+            let (a, k) = (tenant(), key.clone());
+            db.run(move |tx| insert_tenant(tx, &a, &Kit::default_kit(), &KeyId::generate(), &k))
+                .await
+                .unwrap();
+            let b = tenant();
+            let refused =
+                db.run(move |tx| insert_tenant(tx, &b, &Kit::default_kit(), &KeyId::generate(), &key)).await;
+            assert_eq!(refused.unwrap_err().code(), "key_prefix_taken", "{}", db.name());
+            let tenants = db.run(|tx| Ok(tx.rows("SELECT id FROM tenants", &[])?.len())).await.unwrap();
+            assert_eq!(tenants, 1, "{}: the refused tenant left nothing behind", db.name());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_revokes_at_once_never_leave_a_tenant_without_a_company_key_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (t, first) = (tenant(), KeyId::generate());
+            let (tt, f) = (t.clone(), first.clone());
+            db.run(move |tx| insert_tenant(tx, &tt, &Kit::default_kit(), &f, &secrets::mint_key()))
+                .await
+                .unwrap();
+            let second = KeyId::generate();
+            let (tid, s) = (t.id.clone(), second.clone());
+            db.run(move |tx| issue_company_key(tx, &tid, &s, &secrets::mint_key(), None, "admin"))
+                .await
+                .unwrap();
+            let revokes = [first, second].map(|k| {
+                let (db, tid) = (db.clone(), t.id.clone());
+                tokio::spawn(async move {
+                    db.run(held_open(move |tx| revoke_company_key(tx, &tid, &k, "admin"))).await
+                })
+            });
+            let mut codes = Vec::new();
+            for r in revokes {
+                codes.push(r.await.unwrap().map(|_| "revoked").unwrap_or_else(|e| e.code()));
+            }
+            codes.sort();
+            assert_eq!(codes, ["last_company_key", "revoked"], "{}", db.name());
+            let tid = t.id.clone();
+            let active = db
+                .run(move |tx| {
+                    let q = "SELECT id FROM company_keys WHERE tenant_id = ? AND revoked_at IS NULL";
+                    Ok(tx.rows(q, &[&tid.as_str()])?.len())
+                })
+                .await
+                .unwrap();
+            assert_eq!(active, 1, "{}: one company key stays active", db.name());
+        }
     }
 }

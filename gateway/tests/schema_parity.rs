@@ -5,51 +5,8 @@
 //! with `scripts/pg.sh`.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
-const PG_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/pg.sh");
-
-/// A PostgreSQL cluster for this test: the one given, or one started here and stopped on drop.
-struct Cluster {
-    url: String,
-    started: Option<String>,
-}
-
-impl Cluster {
-    fn get() -> Cluster {
-        if let Ok(url) = std::env::var("NAIVE_TEST_POSTGRES_URL") {
-            return Cluster { url, started: None };
-        }
-        let out = Command::new(PG_SH).arg("start").output().expect("scripts/pg.sh runs");
-        assert!(out.status.success(), "scripts/pg.sh start: {}", String::from_utf8_lossy(&out.stderr));
-        let line = String::from_utf8(out.stdout).unwrap();
-        let var = |name: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                .unwrap_or_else(|| panic!("scripts/pg.sh printed no {name}: {line}"))
-                .to_string()
-        };
-        Cluster { url: var("NAIVE_TEST_POSTGRES_URL"), started: Some(var("NAIVE_PG_DIR")) }
-    }
-
-    /// A fresh, empty database on the cluster; its URL.
-    async fn fresh_database(&self) -> String {
-        let name = format!("naive_{}", uuid::Uuid::new_v4().simple());
-        let admin = sqlx::PgPool::connect(&self.url).await.expect("the cluster answers");
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.unwrap();
-        admin.close().await;
-        let (base, _) = self.url.rsplit_once('/').unwrap();
-        format!("{base}/{name}")
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.started {
-            let _ = Command::new(PG_SH).arg("stop").env("NAIVE_PG_DIR", dir).status();
-        }
-    }
-}
+use gateway::testing::Cluster;
 
 type Columns = BTreeSet<(String, String)>;
 

@@ -1,0 +1,168 @@
+//! The PostgreSQL engine's side of the storage boundary: its schema (`migrations/postgres`),
+//! its [`Tx`], and [`Postgres::run`], which runs a job the way the SQLite writer does, so a
+//! job written once against [`Tx`] runs on either engine.
+//!
+//! Each job gets its own READ COMMITTED transaction on a pooled connection, on a blocking
+//! thread (jobs are synchronous, like the writer's). When PostgreSQL answers a serialization
+//! failure (40001) or a deadlock (40P01), the transaction is rolled back and the job runs
+//! again, up to [`MAX_ATTEMPTS`]; jobs already must be pure functions of the database state,
+//! because the SQLite writer may run one twice too.
+//!
+//! Guarantees: a job's writes commit together or not at all, and its caller hears back only
+//! after COMMIT; a job that fails leaves nothing behind; a transaction is never left open on
+//! a pooled connection (sqlx rolls back a dropped one).
+
+use std::cell::RefCell;
+
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
+use sqlx::{Column as _, Connection as _, Row as _, TypeInfo as _, ValueRef as _};
+use tokio::runtime::Handle;
+
+use crate::error::{Error, Result};
+use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
+use crate::store::redact;
+
+/// How many times a job runs when PostgreSQL keeps reporting conflicts.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// A migrated PostgreSQL database and a pool of connections to it.
+#[derive(Clone, Debug)]
+pub struct Postgres {
+    pool: PgPool,
+}
+
+impl Postgres {
+    /// Connects to `url` and applies `migrations/postgres`.
+    pub async fn open(url: &str, max_connections: u32) -> Result<Postgres> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .connect(url)
+            .await
+            .map_err(|source| Error::DatabaseOpen { url: redact(url), source })?;
+        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        Ok(Postgres { pool })
+    }
+
+    /// Runs `f` in one transaction, again after a serialization failure or deadlock.
+    pub async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&dyn Tx) -> Result<T> + Send + 'static,
+    {
+        let (pool, rt) = (self.pool.clone(), Handle::current());
+        tokio::task::spawn_blocking(move || run_blocking(&pool, &rt, &f)).await.map_err(|e| {
+            Error::internal("write_failed", format!("the job stopped before it finished ({e}); try again"))
+        })?
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn run_blocking<T>(pool: &PgPool, rt: &Handle, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
+    let mut conn = rt.block_on(pool.acquire())?;
+    let mut attempt = 1;
+    loop {
+        let mut tx = rt.block_on(conn.begin())?;
+        let result = f(&PgTx { conn: RefCell::new(&mut *tx), rt });
+        let result = match result {
+            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(Error::from),
+            Err(e) => {
+                rt.block_on(tx.rollback())?;
+                Err(e)
+            }
+        };
+        match result {
+            Err(e) if is_conflict(&e) && attempt < MAX_ATTEMPTS => attempt += 1,
+            r => return r,
+        }
+    }
+}
+
+/// Whether PostgreSQL refused the transaction for a conflict that running it again resolves.
+fn is_conflict(e: &Error) -> bool {
+    let Error::Storage(sqlx::Error::Database(db)) = e else { return false };
+    matches!(db.code().as_deref(), Some("40001" | "40P01"))
+}
+
+/// An open PostgreSQL transaction, driven from a blocking thread.
+struct PgTx<'c> {
+    conn: RefCell<&'c mut PgConnection>,
+    rt: &'c Handle,
+}
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+fn bind<'q>(q: PgQuery<'q>, v: Value<'_>) -> PgQuery<'q> {
+    match v {
+        Value::Null(Kind::Int) => q.bind(None::<i64>),
+        Value::Null(Kind::Real) => q.bind(None::<f64>),
+        Value::Null(Kind::Text) => q.bind(None::<String>),
+        Value::Null(Kind::Blob) => q.bind(None::<Vec<u8>>),
+        Value::Int(n) => q.bind(n),
+        Value::Real(x) => q.bind(x),
+        Value::Text(s) => q.bind(s.into_owned()),
+        Value::Blob(b) => q.bind(b.into_owned()),
+    }
+}
+
+fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
+    args.iter().fold(sqlx::query(sql), |q, a| bind(q, a.to_value()))
+}
+
+impl Tx for PgTx<'_> {
+    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+        let sql = numbered(sql);
+        let mut conn = self.conn.borrow_mut();
+        Ok(self.rt.block_on(query(&sql, args).execute(&mut **conn))?.rows_affected())
+    }
+
+    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+        let sql = numbered(sql);
+        let mut conn = self.conn.borrow_mut();
+        let rows = self.rt.block_on(query(&sql, args).fetch_all(&mut **conn))?;
+        rows.iter().map(row).collect()
+    }
+
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+}
+
+fn row(r: &PgRow) -> Result<Row> {
+    (0..r.len()).map(|i| value(r, i)).collect::<Result<_>>().map(Row)
+}
+
+/// Column `i` in the portable types; another type is a statement to cast.
+fn value(r: &PgRow, i: usize) -> Result<Value<'static>> {
+    let type_name = r.try_get_raw(i)?.type_info().name().to_string();
+    let kind = match type_name.as_str() {
+        "INT8" | "INT4" | "INT2" | "BOOL" => Kind::Int,
+        "FLOAT8" | "FLOAT4" => Kind::Real,
+        "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Kind::Text,
+        "BYTEA" => Kind::Blob,
+        other => {
+            return Err(Error::internal(
+                "storage_decode",
+                format!(
+                    "column {} is {other}: cast it to BIGINT, DOUBLE PRECISION, TEXT or BYTEA",
+                    r.column(i).name()
+                ),
+            ));
+        }
+    };
+    if r.try_get_raw(i)?.is_null() {
+        return Ok(Value::Null(kind));
+    }
+    Ok(match type_name.as_str() {
+        "INT8" => Value::Int(r.try_get(i)?),
+        "INT4" => Value::Int(r.try_get::<i32, _>(i)?.into()),
+        "INT2" => Value::Int(r.try_get::<i16, _>(i)?.into()),
+        "BOOL" => Value::Int(r.try_get::<bool, _>(i)?.into()),
+        "FLOAT8" => Value::Real(r.try_get(i)?),
+        "FLOAT4" => Value::Real(r.try_get::<f32, _>(i)?.into()),
+        "BYTEA" => Value::Blob(r.try_get::<Vec<u8>, _>(i)?.into()),
+        _ => Value::Text(r.try_get::<String, _>(i)?.into()),
+    })
+}

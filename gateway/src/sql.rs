@@ -1,0 +1,341 @@
+//! The storage boundary's statement interface. Domain code writes each statement once, in SQL
+//! both engines accept, against [`Tx`]: an open transaction of SQLite (the writer's
+//! connection inside its group commit) or of PostgreSQL ([`crate::postgres`]). No rusqlite or
+//! sqlx type crosses it: arguments go in as [`ToValue`], rows come out as [`Row`].
+//!
+//! The portable dialect:
+//! - placeholders `?` or `?N` (one style per statement), rewritten to `$N` for PostgreSQL;
+//! - `INSERT … ON CONFLICT (…) DO UPDATE SET … = excluded.…` or `DO NOTHING`, never
+//!   `INSERT OR …`;
+//! - timestamps as the text [`crate::db::ts`] writes, integers as 64 bits, bytes as blobs,
+//!   booleans as 0/1 integers;
+//! - an aggregate PostgreSQL widens (`SUM` of a BIGINT is NUMERIC there) is cast back with
+//!   `CAST(… AS BIGINT)`.
+//!
+//! Guarantees: a value reads back as the Rust type it was written from on both engines; a
+//! NULL argument carries its type, so PostgreSQL can plan the statement; a failing statement
+//! keeps the engine's own error, so the PostgreSQL runner tells a serialization failure or a
+//! deadlock (run the job again) from a real failure.
+
+use std::borrow::Cow;
+
+use crate::error::{Error, Result};
+
+/// Which engine a transaction belongs to, for the rare statement that must differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// The type of a value, kept on NULLs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Real,
+    Text,
+    Blob,
+}
+
+/// One argument or column value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    Null(Kind),
+    Int(i64),
+    Real(f64),
+    Text(Cow<'a, str>),
+    Blob(Cow<'a, [u8]>),
+}
+
+/// A transaction of either engine. Statements run in it in order; the job's runner commits
+/// or rolls back the whole.
+pub trait Tx {
+    /// Runs a statement; the number of rows it changed.
+    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64>;
+    /// Runs a query; every row it returns.
+    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>>;
+    fn engine(&self) -> Engine;
+
+    /// The first row, if any.
+    fn row(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Option<Row>> {
+        Ok(self.rows(sql, args)?.into_iter().next())
+    }
+}
+
+/// A row's values, read by position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row(pub(crate) Vec<Value<'static>>);
+
+impl Row {
+    /// Column `i` as a `T`; a type mismatch is our bug, reported as an internal error.
+    pub fn get<T: FromValue>(&self, i: usize) -> Result<T> {
+        let v = self.0.get(i).ok_or_else(|| decode_error(i, "no such column"))?;
+        T::from_value(v).map_err(|why| decode_error(i, why))
+    }
+}
+
+fn decode_error(i: usize, why: &str) -> Error {
+    Error::internal("storage_decode", format!("column {i} did not read back: {why}"))
+}
+
+/// Something that can be a statement's argument.
+pub trait ToValue {
+    fn to_value(&self) -> Value<'_>;
+}
+
+/// The type a Rust value has in storage, for its NULL.
+pub trait Typed {
+    const KIND: Kind;
+}
+
+/// Something a column reads back as.
+pub trait FromValue: Sized {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str>;
+}
+
+macro_rules! int_values {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn to_value(&self) -> Value<'_> { Value::Int(i64::from(*self)) }
+        }
+        impl Typed for $t { const KIND: Kind = Kind::Int; }
+    )*};
+}
+int_values!(i64, i32, u32, bool);
+
+impl ToValue for f64 {
+    fn to_value(&self) -> Value<'_> {
+        Value::Real(*self)
+    }
+}
+impl Typed for f64 {
+    const KIND: Kind = Kind::Real;
+}
+impl ToValue for str {
+    fn to_value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+impl Typed for str {
+    const KIND: Kind = Kind::Text;
+}
+impl ToValue for String {
+    fn to_value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+impl Typed for String {
+    const KIND: Kind = Kind::Text;
+}
+impl ToValue for [u8] {
+    fn to_value(&self) -> Value<'_> {
+        Value::Blob(Cow::Borrowed(self))
+    }
+}
+impl Typed for [u8] {
+    const KIND: Kind = Kind::Blob;
+}
+impl ToValue for Vec<u8> {
+    fn to_value(&self) -> Value<'_> {
+        Value::Blob(Cow::Borrowed(self))
+    }
+}
+impl Typed for Vec<u8> {
+    const KIND: Kind = Kind::Blob;
+}
+impl<T: ToValue + ?Sized> ToValue for &T {
+    fn to_value(&self) -> Value<'_> {
+        (**self).to_value()
+    }
+}
+impl<T: Typed + ?Sized> Typed for &T {
+    const KIND: Kind = T::KIND;
+}
+impl<T: ToValue + Typed> ToValue for Option<T> {
+    fn to_value(&self) -> Value<'_> {
+        match self {
+            Some(v) => v.to_value(),
+            None => Value::Null(T::KIND),
+        }
+    }
+}
+
+impl FromValue for i64 {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Int(n) => Ok(*n),
+            _ => Err("expected an integer"),
+        }
+    }
+}
+impl FromValue for bool {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        i64::from_value(v).map(|n| n != 0)
+    }
+}
+impl FromValue for f64 {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Real(x) => Ok(*x),
+            Value::Int(n) => Ok(*n as f64),
+            _ => Err("expected a number"),
+        }
+    }
+}
+impl FromValue for String {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Text(s) => Ok(s.to_string()),
+            _ => Err("expected text"),
+        }
+    }
+}
+impl FromValue for Vec<u8> {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Blob(b) => Ok(b.to_vec()),
+            _ => Err("expected bytes"),
+        }
+    }
+}
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Null(_) => Ok(None),
+            v => T::from_value(v).map(Some),
+        }
+    }
+}
+
+/// What ends a `SELECT` that locks the rows it reads until commit: `FOR UPDATE` on
+/// PostgreSQL; nothing on SQLite, whose single writer already runs one job at a time.
+pub fn for_update(tx: &dyn Tx) -> &'static str {
+    match tx.engine() {
+        Engine::Sqlite => "",
+        Engine::Postgres => " FOR UPDATE",
+    }
+}
+
+/// `sql` with `?` and `?N` placeholders numbered the PostgreSQL way (`$N`); question marks
+/// inside string literals stay.
+pub(crate) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let (mut next, mut quoted) = (1, false);
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => quoted = !quoted,
+            '?' if !quoted => {
+                out.push('$');
+                let mut digits = false;
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    out.push(d);
+                    digits = true;
+                }
+                if !digits {
+                    out.push_str(&next.to_string());
+                    next += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// SQLite: the writer's (or a test's) connection, inside the transaction its owner opened.
+mod sqlite {
+    use rusqlite::types::{ToSqlOutput, ValueRef};
+
+    use super::{Engine, Kind, Result, Row, ToValue, Tx, Value};
+
+    struct Bind<'a>(Value<'a>);
+
+    impl rusqlite::ToSql for Bind<'_> {
+        fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+            Ok(ToSqlOutput::Borrowed(match &self.0 {
+                Value::Null(_) => ValueRef::Null,
+                Value::Int(n) => ValueRef::Integer(*n),
+                Value::Real(x) => ValueRef::Real(*x),
+                Value::Text(s) => ValueRef::Text(s.as_bytes()),
+                Value::Blob(b) => ValueRef::Blob(b),
+            }))
+        }
+    }
+
+    fn binds<'a>(args: &'a [&'a dyn ToValue]) -> rusqlite::ParamsFromIter<Vec<Bind<'a>>> {
+        rusqlite::params_from_iter(args.iter().map(|a| Bind(a.to_value())).collect::<Vec<_>>())
+    }
+
+    fn value(v: ValueRef<'_>) -> Value<'static> {
+        match v {
+            ValueRef::Null => Value::Null(Kind::Text),
+            ValueRef::Integer(n) => Value::Int(n),
+            ValueRef::Real(x) => Value::Real(x),
+            ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned().into()),
+            ValueRef::Blob(b) => Value::Blob(b.to_vec().into()),
+        }
+    }
+
+    impl Tx for rusqlite::Connection {
+        fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+            Ok(self.prepare_cached(sql)?.execute(binds(args))? as u64)
+        }
+
+        fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+            let mut st = self.prepare_cached(sql)?;
+            let n = st.column_count();
+            let mut rows = st.query(binds(args))?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(Row((0..n).map(|i| r.get_ref(i).map(value)).collect::<rusqlite::Result<_>>()?));
+            }
+            Ok(out)
+        }
+
+        fn engine(&self) -> Engine {
+            Engine::Sqlite
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_for_postgres_outside_string_literals() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE b = ? AND c = ?"),
+            "SELECT a FROM t WHERE b = $1 AND c = $2"
+        );
+        assert_eq!(
+            numbered("UPDATE t SET a = ?2 WHERE b = ?1 OR c = ?2"),
+            "UPDATE t SET a = $2 WHERE b = $1 OR c = $2"
+        );
+        assert_eq!(
+            numbered("SELECT '?' || ? FROM t WHERE x = 'it''s?'"),
+            "SELECT '?' || $1 FROM t WHERE x = 'it''s?'"
+        );
+    }
+
+    #[test]
+    fn sqlite_values_read_back_as_written() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.exec("CREATE TABLE t (i INTEGER, r REAL, s TEXT, b BLOB, n TEXT)", &[]).unwrap();
+        let none: Option<String> = None;
+        let changed = c
+            .exec("INSERT INTO t VALUES (?, ?, ?, ?, ?)", &[&-7i64, &1.5f64, &"é?", &vec![0u8, 255], &none])
+            .unwrap();
+        assert_eq!(changed, 1);
+        let row = c.row("SELECT i, r, s, b, n FROM t", &[]).unwrap().expect("one row");
+        assert_eq!(row.get::<i64>(0).unwrap(), -7);
+        assert_eq!(row.get::<f64>(1).unwrap(), 1.5);
+        assert_eq!(row.get::<String>(2).unwrap(), "é?");
+        assert_eq!(row.get::<Vec<u8>>(3).unwrap(), vec![0, 255]);
+        assert_eq!(row.get::<Option<String>>(4).unwrap(), None);
+        assert_eq!(row.get::<String>(0).unwrap_err().code(), "storage_decode");
+    }
+}
