@@ -12,13 +12,13 @@
 
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Tx, for_update};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,25 +65,32 @@ pub struct Totals {
     pub pending: Money,
 }
 
-/// The running totals of each account in `chain`, in order.
-pub(crate) fn totals(c: &Connection, chain: &[ProfileId]) -> Result<Vec<Totals>> {
-    let mut stmt =
-        c.prepare_cached("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?")?;
+/// The running totals of each account in `chain`, in order, locked until commit on
+/// PostgreSQL. A chain runs from the acting profile up to its root, so two chains share a
+/// suffix and take its locks in the same order: reservations never deadlock on each other.
+pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
+    let sql = format!(
+        "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?{}",
+        for_update(tx)
+    );
     let mut out = Vec::with_capacity(chain.len());
     for p in chain {
-        let (posted, pending): (i64, i64) =
-            stmt.query_row([p.as_str()], |r| Ok((r.get(0)?, r.get(1)?))).optional()?.unwrap_or((0, 0));
+        let (posted, pending) = match tx.row(&sql, &[&p.as_str()])? {
+            Some(r) => (r.get(0)?, r.get(1)?),
+            None => (0, 0),
+        };
         out.push(Totals { posted: money(posted), pending: money(pending) });
     }
     Ok(out)
 }
 
-/// The company's platform credit left: balance minus pending credit holds.
-pub(crate) fn credit_available(c: &Connection, tenant: &TenantId) -> Result<Money> {
-    let (balance, pending): (i64, i64) = c
-        .prepare_cached("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")?
-        .query_row([tenant.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(money(balance).saturating_sub(money(pending)))
+/// The company's platform credit left: balance minus pending credit holds. Read after the
+/// accounts and locked until commit on PostgreSQL, as every ending takes them too.
+pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {
+    let sql =
+        format!("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?{}", for_update(tx));
+    let r = tx.row(&sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
+    Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
 }
 
 /// Budget views for the engine: each account's totals with the caps of that level's kit.
@@ -98,7 +105,7 @@ pub(crate) fn money(units: i64) -> Money {
 }
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
-pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
+pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
     let now = db::ts(Utc::now());
     let id = insert_hold(c, h, None, &now)?;
     for account in &h.chain {
@@ -115,8 +122,10 @@ pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
             &now,
         )?;
     }
-    c.prepare_cached("UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?")?
-        .execute(params![h.credit.units(), h.tenant.as_str()])?;
+    c.exec(
+        "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
+        &[&h.credit.units(), &h.tenant.as_str()],
+    )?;
     Ok(id)
 }
 
@@ -124,7 +133,7 @@ pub(crate) fn reserve(c: &Connection, h: &NewHold) -> Result<String> {
 /// decided it: no reader could ever see it pending, so it is written once, already posted,
 /// with one `post` entry per account. Returns the hold id and the amount posted (at most the
 /// held amount).
-pub(crate) fn post_now(c: &Connection, h: &NewHold, posted: Money) -> Result<(String, Money)> {
+pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String, Money)> {
     let now = db::ts(Utc::now());
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
@@ -144,33 +153,35 @@ pub(crate) fn post_now(c: &Connection, h: &NewHold, posted: Money) -> Result<(St
         )?;
     }
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
-    c.prepare_cached("UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?")?
-        .execute(params![credit_posted, h.tenant.as_str()])?;
+    c.exec(
+        "UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?",
+        &[&credit_posted, &h.tenant.as_str()],
+    )?;
     Ok((id, money(posted_units)))
 }
 
 /// Writes a hold row: pending, or (with `posted`) already posted and ended. Returns its id.
-fn insert_hold(c: &Connection, h: &NewHold, posted: Option<i64>, now: &str) -> Result<String> {
+fn insert_hold(c: &dyn Tx, h: &NewHold, posted: Option<i64>, now: &str) -> Result<String> {
     let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
     let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
-    c.prepare_cached(
+    c.exec(
         "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![
-        id,
-        h.tenant.as_str(),
-        h.chain[0].as_str(),
-        chain,
-        h.action,
-        h.amount.units(),
-        h.credit.units(),
-        i64::from(h.kit_version),
-        if posted.is_some() { "posted" } else { "pending" },
-        posted,
-        now,
-        posted.map(|_| now)
-    ])?;
+        &[
+            &id,
+            &h.tenant.as_str(),
+            &h.chain[0].as_str(),
+            &chain,
+            &h.action,
+            &h.amount.units(),
+            &h.credit.units(),
+            &i64::from(h.kit_version),
+            &if posted.is_some() { "posted" } else { "pending" },
+            &posted,
+            &now,
+            &posted.map(|_| now),
+        ],
+    )?;
     Ok(id)
 }
 
@@ -186,7 +197,7 @@ fn credit_share(credit: i64, posted: i64, amount: i64) -> i64 {
 
 #[allow(clippy::too_many_arguments)]
 fn move_balance(
-    c: &Connection,
+    c: &dyn Tx,
     tenant: &TenantId,
     account: &str,
     hold: &str,
@@ -197,15 +208,15 @@ fn move_balance(
     posted_delta: i64,
     at: &str,
 ) -> Result<()> {
-    c.prepare_cached(
+    c.exec(
         "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
-    )?
-    .execute(params![pending_delta, posted_delta, account])?;
-    c.prepare_cached(
+        &[&pending_delta, &posted_delta, &account],
+    )?;
+    c.exec(
         "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![tenant.as_str(), account, hold, action, i64::from(kit_version), kind, pending_delta, posted_delta, at])?;
+        &[&tenant.as_str(), &account, &hold, &action, &i64::from(kit_version), &kind, &pending_delta, &posted_delta, &at],
+    )?;
     Ok(())
 }
 
@@ -214,31 +225,32 @@ fn move_balance(
 /// (the kit version of the decision that ended it, such as an approval's) or else the
 /// hold's own. Returns the amount posted.
 pub(crate) fn end(
-    c: &Connection,
+    c: &dyn Tx,
     hold: &str,
     how: HoldEnd,
     posted: Money,
     decided_under: Option<u32>,
 ) -> Result<Money> {
-    let row: Option<(String, String, String, i64, i64, i64)> = c
-        .prepare_cached(
-            "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
-        )?
-        .query_row([hold], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-        .optional()?;
-    let Some((tenant, chain, action, amount, credit, kit_version)) = row else {
+    // Locked on PostgreSQL: a second ending waits here, then finds the hold ended.
+    let sql = format!(
+        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'{}",
+        for_update(c)
+    );
+    let row = c.row(&sql, &[&hold])?;
+    let Some(r) = row else {
         return Err(Error::Conflict {
             code: "hold_already_ended",
             message: format!("hold {hold} has already ended"),
         });
     };
+    let (tenant, chain, action): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    let (amount, credit, kit_version): (i64, i64, i64) = (r.get(3)?, r.get(4)?, r.get(5)?);
     let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
     let now = db::ts(Utc::now());
-    let changed = c
-        .prepare_cached(
-            "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
-        )?
-        .execute(params![how.as_str(), posted_units, now, hold])?;
+    let changed = c.exec(
+        "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
+        &[&how.as_str(), &posted_units, &now, &hold],
+    )?;
     // The status guard makes a second ending impossible; assert it where it holds.
     assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
     let tenant = TenantId::from_db(tenant);
@@ -258,8 +270,10 @@ pub(crate) fn end(
         )?;
     }
     let credit_posted = credit_share(credit, posted_units, amount);
-    c.prepare_cached("UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?")?
-        .execute(params![credit, credit_posted, tenant.as_str()])?;
+    c.exec(
+        "UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?",
+        &[&credit, &credit_posted, &tenant.as_str()],
+    )?;
     Ok(money(posted_units))
 }
 
@@ -488,5 +502,128 @@ impl Gateway {
                 created_at,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use policy::SubjectStatus;
+
+    use super::*;
+    use crate::ids::KeyId;
+    use crate::profiles::{Profile, RuntimeState, insert_profile};
+    use crate::tenants::{Tenant, insert_tenant};
+    use crate::testing::{TestDb, held_open};
+
+    const COST: i64 = 7;
+    const CAP: i64 = 100;
+
+    fn profile(tenant: &TenantId, name: &str, parent: Option<&ProfileId>) -> Profile {
+        Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.into(),
+            owner: None,
+            parent: parent.cloned(),
+            kit_name: "Default".into(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    /// A tenant with a root profile and two sub-agents: their chains, leaf first.
+    async fn tree(db: &TestDb) -> (TenantId, [Vec<ProfileId>; 2]) {
+        let t = Tenant {
+            id: TenantId::generate(),
+            name: "Acme".into(),
+            credit: Money::ZERO,
+            created_at: Utc::now(),
+        };
+        let (root, a, b) =
+            (profile(&t.id, "root", None), profile(&t.id, "a", None), profile(&t.id, "b", None));
+        let (a, b) =
+            (Profile { parent: Some(root.id.clone()), ..a }, Profile { parent: Some(root.id.clone()), ..b });
+        let chains = [vec![a.id.clone(), root.id.clone()], vec![b.id.clone(), root.id.clone()]];
+        let tenant = t.clone();
+        db.run(move |tx| {
+            insert_tenant(tx, &tenant, &Kit::default_kit(), &KeyId::generate(), &crate::secrets::mint_key())?;
+            [&root, &a, &b].into_iter().try_for_each(|p| insert_profile(tx, p))
+        })
+        .await
+        .unwrap();
+        (t.id, chains)
+    }
+
+    /// Reserves when the root's posted, pending and this cost stay within [`CAP`]: a decision
+    /// on totals read in the same job, as the pipeline makes it.
+    fn reserve_within_cap(tx: &dyn Tx, h: &NewHold) -> Result<Option<String>> {
+        let root = *totals(tx, &h.chain)?.last().expect("a chain has a root");
+        if root.posted.units() + root.pending.units() + h.amount.units() > CAP {
+            return Ok(None);
+        }
+        reserve(tx, h).map(Some)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_reservations_stay_within_the_cap_and_holds_end_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (tenant, chains) = tree(&db).await;
+            let reserves = (0..32).map(|i| {
+                let h = NewHold {
+                    tenant: tenant.clone(),
+                    chain: chains[i % 2].clone(),
+                    action: "cards.charge".into(),
+                    amount: Money::from_units(COST).unwrap(),
+                    credit: Money::ZERO,
+                    kit_version: 1,
+                };
+                let db = db.clone();
+                tokio::spawn(async move { db.run(held_open(move |tx| reserve_within_cap(tx, &h))).await })
+            });
+            let mut holds = Vec::new();
+            for r in reserves.collect::<Vec<_>>() {
+                holds.extend(r.await.unwrap().unwrap());
+            }
+            assert_eq!(holds.len() as i64, CAP / COST, "{}: as many holds as the cap allows", db.name());
+            let ends = holds.iter().flat_map(|h| [h.clone(), h.clone()]).map(|h| {
+                let db = db.clone();
+                let posted = Money::from_units(COST).unwrap();
+                tokio::spawn(async move {
+                    db.run(held_open(move |tx| end(tx, &h, HoldEnd::Posted, posted, None))).await
+                })
+            });
+            let mut ended = 0;
+            for e in ends.collect::<Vec<_>>() {
+                match e.await.unwrap() {
+                    Ok(_) => ended += 1,
+                    Err(e) => assert_eq!(e.code(), "hold_already_ended", "{}", db.name()),
+                }
+            }
+            assert_eq!(ended, holds.len(), "{}: each hold ends exactly once", db.name());
+            let root = chains[0][1].clone();
+            let totals = db.run(move |tx| totals(tx, std::slice::from_ref(&root))).await.unwrap()[0];
+            assert_eq!(
+                (totals.posted.units(), totals.pending.units()),
+                (holds.len() as i64 * COST, 0),
+                "{}",
+                db.name()
+            );
+            let unbalanced = db
+                .run(|tx| {
+                    let q = "SELECT a.profile_id FROM budget_accounts a LEFT JOIN ( \
+                               SELECT account_id, CAST(SUM(pending_delta) AS BIGINT) AS pending, CAST(SUM(posted_delta) AS BIGINT) AS posted \
+                               FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.profile_id \
+                             WHERE a.pending_units != COALESCE(e.pending, 0) OR a.posted_units != COALESCE(e.posted, 0)";
+                    Ok(tx.rows(q, &[])?.len())
+                })
+                .await
+                .unwrap();
+            assert_eq!(unbalanced, 0, "{}: the entries sum to every account's totals", db.name());
+        }
     }
 }

@@ -8,11 +8,11 @@ use policy::SubjectStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use rusqlite::{OptionalExtension, params};
 
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
+use crate::sql::Tx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -101,42 +101,7 @@ impl Gateway {
             created_at: Utc::now(),
         };
         let p = profile.clone();
-        self.writer
-            .run(move |c| {
-                // Checked in the job that inserts, so a revoke queued just before cannot be missed.
-                if let Some(parent) = &p.parent {
-                    ensure_active_ancestry(c, parent)?;
-                }
-                c.prepare_cached(
-                    "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![
-                    p.id.as_str(),
-                    p.tenant_id.as_str(),
-                    p.name,
-                    p.owner.as_ref().map(UserId::as_str),
-                    p.parent.as_ref().map(ProfileId::as_str),
-                    p.kit_name,
-                    p.status.as_str(),
-                    p.runtime.as_str(),
-                    db::ts(p.created_at)
-                ])
-                .map_err(|e| {
-                    if crate::error::is_unique_violation(&e) {
-                        Error::Conflict {
-                            code: "profile_name_taken",
-                            message: format!("a profile named `{}` already exists in this tenant", p.name),
-                        }
-                    } else {
-                        Error::Sql(e)
-                    }
-                })?;
-                c.prepare_cached("INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)")?
-                    .execute(params![p.id.as_str(), p.tenant_id.as_str()])?;
-                Ok(())
-            })
-            .await?;
+        self.writer.run(move |c| insert_profile(c, &p)).await?;
         Ok(profile)
     }
 
@@ -197,24 +162,63 @@ pub(crate) fn ensure_not_owner(
 }
 
 /// Refuses with `parent_not_active` unless `parent` and every profile above it are active.
-fn ensure_active_ancestry(c: &rusqlite::Connection, parent: &ProfileId) -> Result<()> {
-    let inactive: Option<(String, String)> = c
-        .prepare_cached(
-            "WITH RECURSIVE chain(id, parent, name, status) AS ( \
-               SELECT id, parent_id, name, status FROM agent_profiles WHERE id = ? \
-               UNION ALL SELECT p.id, p.parent_id, p.name, p.status FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-             SELECT name, status FROM chain WHERE status != 'active' LIMIT 1",
-        )?
-        .query_row([parent.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+/// A new profile and its budget account. Its ancestry is checked in the same job, so a
+/// revoke queued just before cannot be missed.
+pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
+    if let Some(parent) = &p.parent {
+        ensure_active_ancestry(tx, parent)?;
+    }
+    tx.exec(
+        "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &p.id.as_str(),
+            &p.tenant_id.as_str(),
+            &p.name,
+            &p.owner.as_ref().map(UserId::as_str),
+            &p.parent.as_ref().map(ProfileId::as_str),
+            &p.kit_name,
+            &p.status.as_str(),
+            &p.runtime.as_str(),
+            &db::ts(p.created_at),
+        ],
+    )
+    .map_err(|e| {
+        if e.is_unique_violation() {
+            Error::Conflict {
+                code: "profile_name_taken",
+                message: format!("a profile named `{}` already exists in this tenant", p.name),
+            }
+        } else {
+            e
+        }
+    })?;
+    tx.exec(
+        "INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)",
+        &[&p.id.as_str(), &p.tenant_id.as_str()],
+    )?;
+    Ok(())
+}
+
+fn ensure_active_ancestry(tx: &dyn Tx, parent: &ProfileId) -> Result<()> {
+    let inactive = tx.row(
+        "WITH RECURSIVE chain(id, parent, name, status) AS ( \
+           SELECT id, parent_id, name, status FROM agent_profiles WHERE id = ? \
+           UNION ALL SELECT p.id, p.parent_id, p.name, p.status FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+         SELECT name, status FROM chain WHERE status != 'active' LIMIT 1",
+        &[&parent.as_str()],
+    )?;
     match inactive {
         None => Ok(()),
-        Some((name, status)) => Err(Error::Conflict {
-            code: "parent_not_active",
-            message: format!(
-                "`{name}` above this profile is {status}, so nothing can be created beneath it; choose an active parent"
-            ),
-        }),
+        Some(r) => {
+            let (name, status): (String, String) = (r.get(0)?, r.get(1)?);
+            Err(Error::Conflict {
+                code: "parent_not_active",
+                message: format!(
+                    "`{name}` above this profile is {status}, so nothing can be created beneath it; choose an active parent"
+                ),
+            })
+        }
     }
 }
 

@@ -228,7 +228,13 @@ fn revoke_company_key(tx: &dyn Tx, t: &TenantId, k: &KeyId, actor: &str) -> Resu
 }
 
 /// A new tenant, its Default kit and its first company key.
-fn insert_tenant(tx: &dyn Tx, t: &Tenant, kit: &Kit, key_id: &KeyId, key: &MintedKey) -> Result<()> {
+pub(crate) fn insert_tenant(
+    tx: &dyn Tx,
+    t: &Tenant,
+    kit: &Kit,
+    key_id: &KeyId,
+    key: &MintedKey,
+) -> Result<()> {
     let at = db::ts(t.created_at);
     tx.exec(
         "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)",
