@@ -360,21 +360,13 @@ fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
                 return Ok(h);
             }
         }
-        Engine::Postgres => {
-            tx.exec("SELECT pg_advisory_xact_lock(?)", &[&chain_lock(tenant)])?;
-        }
+        Engine::Postgres => crate::sql::lock_key(tx, &["chain", tenant.as_str()])?,
     }
     let newest = tx.row(
         "SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1",
         &[&tenant.as_str()],
     )?;
     newest.map_or_else(|| Ok(GENESIS.to_string()), |r| r.get(0))
-}
-
-/// The advisory lock key of a tenant's chain: the first 8 bytes of SHA-256 over its id.
-fn chain_lock(tenant: &TenantId) -> i64 {
-    let digest = Sha256::new().chain_update(b"naive chain\x1f").chain_update(tenant.as_str()).finalize();
-    i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// Entries committed with a sequence number in `after < seq < before`, in log order, at

@@ -186,17 +186,17 @@ pub(crate) fn trail_step((at, actor, step, note, credential): TrailRow) -> Trail
 
 /// Appends a step to an approval's trail.
 pub(crate) fn trail(
-    c: &Connection,
+    c: &dyn crate::sql::Tx,
     approval: &str,
     actor: &str,
     step: &str,
     note: Option<&str>,
     credential: Option<&str>,
 ) -> Result<()> {
-    c.prepare_cached(
+    c.exec(
         "INSERT INTO approval_trail (approval_id, at, actor, step, note, credential) VALUES (?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![approval, db::ts(Utc::now()), actor, step, note, credential])?;
+        &[&approval, &db::ts(Utc::now()), &actor, &step, &note, &credential],
+    )?;
     Ok(())
 }
 

@@ -20,7 +20,6 @@ use policy::{
     ApprovalHandle, CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal,
     SubjectStatus, ToolSpec, evaluate,
 };
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -33,6 +32,7 @@ use crate::keys::Subject;
 use crate::leases::{self, Lease};
 use crate::ledger::{self, HoldEnd, NewHold};
 use crate::pipeline::{ActionResponse, Disposition, Link, request};
+use crate::sql::{Tx, lock_key};
 
 pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
 
@@ -84,7 +84,7 @@ pub(crate) struct ReserveJob {
 /// part of a hold this decision already holds) given back, so a decision about a parked call
 /// sees the balances as if its own hold were not there.
 pub(crate) fn budget_views(
-    c: &Connection,
+    c: &dyn Tx,
     tenant: &TenantId,
     links: &[Link],
     own: Option<(Money, Money)>,
@@ -105,15 +105,13 @@ pub(crate) fn budget_views(
 /// The standing of the chain as the database has it now (the first status that is not
 /// active, the profile's own or an ancestor's), and whether any kit in it has a version newer
 /// than the one `links` were built from. One statement per level, on the writer's connection.
-pub(crate) fn current_standing(c: &Connection, links: &[Link]) -> Result<(SubjectStatus, bool)> {
-    let mut stmt = c.prepare_cached(
-        "SELECT p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name) \
-         FROM agent_profiles p WHERE p.id = ?",
-    )?;
+pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectStatus, bool)> {
+    let sql = "SELECT p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name) \
+               FROM agent_profiles p WHERE p.id = ?";
     let (mut status, mut stale) = (SubjectStatus::Active, false);
     for l in links {
-        let (s, v): (String, Option<i64>) =
-            stmt.query_row([l.profile.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let r = c.row(sql, &[&l.profile.as_str()])?.ok_or(Error::NotFound { what: "agent profile" })?;
+        let (s, v): (String, Option<i64>) = (r.get(0)?, r.get(1)?);
         let s = SubjectStatus::parse(&s).unwrap_or(SubjectStatus::Suspended);
         if status == SubjectStatus::Active {
             status = s;
@@ -124,7 +122,7 @@ pub(crate) fn current_standing(c: &Connection, links: &[Link]) -> Result<(Subjec
 }
 
 impl ReserveJob {
-    pub(crate) fn run(&self, c: &Connection) -> Result<Reserved> {
+    pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
         let (status, stale) = current_standing(c, &self.links)?;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
@@ -158,13 +156,17 @@ impl ReserveJob {
     }
 
     /// The stored first answer to this Idempotency-Key, if there is one.
-    fn replay(&self, c: &Connection) -> Result<Option<Reserved>> {
+    /// On PostgreSQL, calls with the same key take turns from here to commit, so the second
+    /// finds the first's row instead of both inserting one.
+    fn replay(&self, c: &dyn Tx) -> Result<Option<Reserved>> {
         let Some(key) = &self.idem else { return Ok(None) };
-        let row: Option<(String, i64, String)> = c
-            .prepare_cached("SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?")?
-            .query_row(params![self.subject.profile.as_str(), key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((digest, status, response)) = row else { return Ok(None) };
+        lock_key(c, &["action idempotency", self.subject.profile.as_str(), key])?;
+        let row = c.row(
+            "SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?",
+            &[&self.subject.profile.as_str(), key],
+        )?;
+        let Some(r) = row else { return Ok(None) };
+        let (digest, status, response): (String, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
         if digest != self.request_digest {
             return Err(Error::Conflict {
                 code: "idempotency_key_reused",
@@ -194,11 +196,11 @@ impl ReserveJob {
         }
     }
 
-    fn store(&self, c: &Connection, d: Option<Disposition>, body: &str) -> Result<()> {
+    fn store(&self, c: &dyn Tx, d: Option<Disposition>, body: &str) -> Result<()> {
         store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, d, body)
     }
 
-    fn refuse(&self, c: &Connection, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+    fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
         let s = &self.subject;
         let repeat = count_repeat(c, &s.profile, &self.tool.name, &self.args_digest)?;
         let env =
@@ -224,32 +226,32 @@ impl ReserveJob {
         Ok(Reserved::Final(resp))
     }
 
-    fn park(&self, c: &Connection, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+    fn park(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
         let s = &self.subject;
         let hold = ledger::reserve(c, &self.new_hold(decision))?;
         let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
         let now = Utc::now();
         let expires = now + self.ttl;
         let kit = self.kit();
-        c.prepare_cached(
+        c.exec(
             "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-        )?
-        .execute(params![
-            approval,
-            s.tenant.as_str(),
-            s.profile.as_str(),
-            hold,
-            self.tool.name,
-            self.args.to_string(),
-            self.args_digest,
-            decision.cost.units(),
-            kit.name,
-            i64::from(kit.version.0),
-            refusal.detail(),
-            db::ts(now),
-            db::ts(expires)
-        ])?;
+            &[
+                &approval,
+                &s.tenant.as_str(),
+                &s.profile.as_str(),
+                &hold,
+                &self.tool.name,
+                &self.args.to_string(),
+                &self.args_digest,
+                &decision.cost.units(),
+                &kit.name,
+                &i64::from(kit.version.0),
+                &refusal.detail(),
+                &db::ts(now),
+                &db::ts(expires),
+            ],
+        )?;
         crate::approvals::trail(c, &approval, self.actor(), "requested", Some(refusal.detail()), None)?;
         let handle = ApprovalHandle {
             approval_id: approval.clone(),
@@ -273,7 +275,7 @@ impl ReserveJob {
         Ok(Reserved::Final(resp))
     }
 
-    fn execute(&self, c: &Connection, decision: &Decision) -> Result<Reserved> {
+    fn execute(&self, c: &dyn Tx, decision: &Decision) -> Result<Reserved> {
         let call = Call {
             action: self.tool.name.clone(),
             primitive: self.tool.primitive,
@@ -328,7 +330,7 @@ impl ReserveJob {
 /// retryable with the same key).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn settle(
-    c: &Connection,
+    c: &dyn Tx,
     s: &Subject,
     name: &str,
     hold: &str,
@@ -367,15 +369,15 @@ pub(crate) fn settle(
 
 /// Forgets the in-progress Idempotency-Key claim of a hold that ended without an answer, so a
 /// resend runs.
-pub(crate) fn forget_claim(c: &Connection, hold: &str) -> Result<()> {
-    c.prepare_cached("DELETE FROM idempotency WHERE status = 0 AND response = ?")?.execute([hold])?;
+pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
+    c.exec("DELETE FROM idempotency WHERE status = 0 AND response = ?", &[&hold])?;
     Ok(())
 }
 
 /// Records a carried-out call whose hold has posted, and builds the agent's answer.
 #[allow(clippy::too_many_arguments)]
 fn executed(
-    c: &Connection,
+    c: &dyn Tx,
     s: &Subject,
     name: &str,
     hold: &str,
@@ -402,14 +404,16 @@ fn executed(
 }
 
 /// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
-fn finish_idempotency(c: &Connection, hold: &str, d: Disposition, body: &Value) -> Result<()> {
-    c.prepare_cached("UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?")?
-        .execute(params![d.as_i64(), body.to_string(), hold])?;
+fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Value) -> Result<()> {
+    c.exec(
+        "UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?",
+        &[&d.as_i64(), &body.to_string(), &hold],
+    )?;
     Ok(())
 }
 
 fn store_idempotency(
-    c: &Connection,
+    c: &dyn Tx,
     profile: &ProfileId,
     key: Option<&str>,
     digest: &str,
@@ -417,41 +421,37 @@ fn store_idempotency(
     body: &str,
 ) -> Result<()> {
     let Some(key) = key else { return Ok(()) };
-    c.prepare_cached(
+    c.exec(
         "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![profile.as_str(), key, digest, d.map_or(0, Disposition::as_i64), body, db::ts(Utc::now())])?;
+        &[&profile.as_str(), &key, &digest, &d.map_or(0, Disposition::as_i64), &body, &db::ts(Utc::now())],
+    )?;
     Ok(())
 }
 
 /// Counts an identical refusal and returns how many there have been.
-pub(crate) fn count_repeat(
-    c: &Connection,
-    profile: &ProfileId,
-    action: &str,
-    args_digest: &str,
-) -> Result<u32> {
+pub(crate) fn count_repeat(c: &dyn Tx, profile: &ProfileId, action: &str, args_digest: &str) -> Result<u32> {
     let n: i64 = c
-        .prepare_cached(
-            "INSERT INTO refusal_repeats (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
-             ON CONFLICT(profile_id, action, args_digest) DO UPDATE SET count = count + 1, last_at = excluded.last_at RETURNING count",
+        .row(
+            "INSERT INTO refusal_repeats AS r (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
+             ON CONFLICT (profile_id, action, args_digest) DO UPDATE SET count = r.count + 1, last_at = excluded.last_at RETURNING count",
+            &[&profile.as_str(), &action, &args_digest, &db::ts(Utc::now())],
         )?
-        .query_row(params![profile.as_str(), action, args_digest, db::ts(Utc::now())], |r| r.get(0))?;
+        .ok_or_else(|| Error::internal("write_failed", "the repeat count was not written; try again"))?
+        .get(0)?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// Stops a profile's hosted runtime, recording why. Idempotent.
 pub(crate) fn stop_runtime(
-    c: &Connection,
+    c: &dyn Tx,
     tenant: &TenantId,
     profile: &ProfileId,
     reason: &str,
 ) -> Result<Vec<Entry>> {
-    let changed = c
-        .prepare_cached(
-            "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
-        )?
-        .execute(params![reason, profile.as_str(), tenant.as_str()])?;
+    let changed = c.exec(
+        "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
+        &[&reason, &profile.as_str(), &tenant.as_str()],
+    )?;
     if changed == 0 {
         return Ok(Vec::new());
     }
@@ -462,4 +462,124 @@ pub(crate) fn stop_runtime(
             .verdict("runtime_stopped")
             .detail(json!({ "reason": reason })),
     )?])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use policy::{Catalog, KitVersion};
+
+    use super::*;
+    use crate::connectors::Sandbox;
+    use crate::ids::KeyId;
+    use crate::leases::Leases;
+    use crate::pipeline::{check_args, digest};
+    use crate::profiles::{Profile, RuntimeState, insert_profile};
+    use crate::tenants::{Tenant, insert_tenant};
+    use crate::testing::{TestDb, held_open};
+
+    /// A tenant with one agent whose kit enables cards under a $100 hard cap.
+    async fn agent(db: &TestDb) -> Link {
+        let t = Tenant {
+            id: TenantId::generate(),
+            name: "Acme".into(),
+            credit: Money::ZERO,
+            created_at: Utc::now(),
+        };
+        let p = Profile {
+            id: ProfileId::generate(),
+            tenant_id: t.id.clone(),
+            name: "buyer".into(),
+            owner: None,
+            parent: None,
+            kit_name: "Default".into(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        };
+        let (tenant, profile) = (t.clone(), p.clone());
+        db.run(move |tx| {
+            insert_tenant(tx, &tenant, &Kit::default_kit(), &KeyId::generate(), &crate::secrets::mint_key())?;
+            insert_profile(tx, &profile)
+        })
+        .await
+        .unwrap();
+        let mut kit = Kit::from_json(
+            r#"{"name":"Default","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#,
+        )
+        .unwrap();
+        kit.version = KitVersion(Kit::default_kit().version.0);
+        Link { tenant: t.id, profile: p.id, status: SubjectStatus::Active, kit }
+    }
+
+    fn charge(link: &Link, dollars: &str) -> ReserveJob {
+        let args = json!({ "amount": dollars, "merchant": "acme" });
+        ReserveJob {
+            subject: Subject {
+                tenant: link.tenant.clone(),
+                profile: link.profile.clone(),
+                key: KeyId::generate(),
+                via: Default::default(),
+            },
+            tool: Catalog::builtin().get("cards.charge").cloned().unwrap(),
+            args_digest: digest(&args),
+            request_digest: digest(&json!(["cards.charge", args])),
+            checked: check_args("cards.charge", &args).unwrap(),
+            args,
+            links: Arc::new(vec![link.clone()]),
+            idem: None,
+            ttl: Duration::seconds(600),
+            connector: Arc::new(Sandbox::default()),
+            answer: Arc::default(),
+            lease: Leases::new(15).lease(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_charges_decided_in_the_job_never_overspend_a_hard_cap_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let link = agent(&db).await;
+            let calls = (0..48).map(|_| {
+                let (db, job) = (db.clone(), charge(&link, "7.00"));
+                tokio::spawn(async move { db.run(held_open(move |tx| job.run(tx))).await })
+            });
+            let (mut ran, mut refused) = (0, 0);
+            for c in calls.collect::<Vec<_>>() {
+                let Reserved::Final(resp) = c.await.unwrap().unwrap() else {
+                    panic!("the sandbox answers in the job")
+                };
+                match resp.disposition {
+                    Disposition::Executed => ran += 1,
+                    Disposition::Refused => {
+                        assert_eq!(
+                            resp.body["error"]["details"]["reason"],
+                            "hard_cap_exceeded",
+                            "{}: {}",
+                            db.name(),
+                            resp.body
+                        );
+                        refused += 1;
+                    }
+                    d => panic!("{}: unexpected {d:?}", db.name()),
+                }
+            }
+            assert_eq!((ran, refused), (14, 34), "{}: $98 of $100 ran, the rest was refused", db.name());
+            let p = link.profile.clone();
+            let spent = db.run(move |tx| ledger::totals(tx, std::slice::from_ref(&p))).await.unwrap()[0];
+            assert_eq!(spent.posted, Money::dollars(98), "{}", db.name());
+            let p = link.profile.clone();
+            let state = db
+                .run(move |tx| {
+                    let r =
+                        tx.row("SELECT runtime_state FROM agent_profiles WHERE id = ?", &[&p.as_str()])?;
+                    r.expect("the profile").get::<String>(0)
+                })
+                .await
+                .unwrap();
+            assert_eq!(state, "stopped", "{}: a hard-cap refusal stops the runtime", db.name());
+        }
+    }
 }

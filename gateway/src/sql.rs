@@ -216,6 +216,24 @@ pub fn for_update(tx: &dyn Tx) -> &'static str {
     }
 }
 
+/// Makes jobs on PostgreSQL that name the same `parts` take turns, from here until commit (a
+/// transaction-scoped advisory lock on a 64-bit digest of them): for a decision that depends
+/// on a row that may not exist yet. Nothing on SQLite, whose single writer runs one job at a
+/// time.
+pub fn lock_key(tx: &dyn Tx, parts: &[&str]) -> Result<()> {
+    if tx.engine() == Engine::Postgres {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for p in parts {
+            h.update(p.as_bytes());
+            h.update([0x1f]);
+        }
+        let key = i64::from_be_bytes(h.finalize()[..8].try_into().expect("8 bytes"));
+        tx.exec("SELECT pg_advisory_xact_lock(?)", &[&key])?;
+    }
+    Ok(())
+}
+
 /// `sql` with `?` and `?N` placeholders numbered the PostgreSQL way (`$N`); question marks
 /// inside string literals stay.
 pub(crate) fn numbered(sql: &str) -> String {
