@@ -8,9 +8,9 @@
 
 use std::time::Duration as StdDuration;
 
+use crate::sql::{Row, Tx, for_update, skip_locked};
 use chrono::{DateTime, Utc};
 use policy::Money;
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -237,7 +237,7 @@ fn required_reason(reason: &str, what: &str) -> Result<String> {
 
 /// Ends a pending approval as denied or expired and voids or expires its hold.
 fn close(
-    c: &Connection,
+    c: &dyn Tx,
     a: &Approval,
     status: ApprovalStatus,
     actor: &str,
@@ -245,11 +245,10 @@ fn close(
     reason: &str,
 ) -> Result<Vec<Entry>> {
     let credential = by.map(|h| h.credential.as_str());
-    let changed = c
-        .prepare_cached(
-            "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-        )?
-        .execute(params![status.as_str(), actor, db::ts(Utc::now()), reason, a.id])?;
+    let changed = c.exec(
+        "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
+        &[&status.as_str(), &actor, &db::ts(Utc::now()), &reason, &a.id],
+    )?;
     if changed == 0 {
         return Err(Error::Conflict {
             code: "approval_already_decided",
@@ -261,8 +260,7 @@ fn close(
     if let Some(h) = &a.hold_id {
         ledger::end(c, h, hold_end, Money::ZERO, None)?;
     }
-    c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
-        .execute([&a.id])?;
+    unpark_proposal(c, &a.id)?;
     let mut entry = NewEntry::new(&a.tenant_id, actor, Kind::Approval);
     entry.transport = by.map(|h| h.via);
     Ok(vec![activity::append(
@@ -277,10 +275,16 @@ fn close(
     )?])
 }
 
-fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRow> {
-    let t = |i: usize| -> rusqlite::Result<DateTime<Utc>> { Ok(db::parse_ts(&r.get::<_, String>(i)?)) };
-    let ot = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> {
-        Ok(r.get::<_, Option<String>>(i)?.map(|s| db::parse_ts(&s)))
+/// Puts a proposal parked on approval `id` back in the queue.
+fn unpark_proposal(c: &dyn Tx, id: &str) -> Result<()> {
+    c.exec("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'", &[&id])?;
+    Ok(())
+}
+
+fn row_from(r: &Row) -> Result<ApprovalRow> {
+    let t = |i: usize| -> Result<DateTime<Utc>> { Ok(db::parse_ts(&r.get::<String>(i)?)) };
+    let ot = |i: usize| -> Result<Option<DateTime<Utc>>> {
+        Ok(r.get::<Option<String>>(i)?.map(|s| db::parse_ts(&s)))
     };
     Ok(ApprovalRow {
         id: r.get(0)?,
@@ -304,12 +308,11 @@ fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApprovalRow> {
     })
 }
 
-fn load(c: &Connection, tenant: &TenantId, id: &str) -> Result<Approval> {
-    c.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?"))?
-        .query_row(params![tenant.as_str(), id], row_from)
-        .optional()?
-        .map(from_row)
-        .ok_or(Error::NotFound { what: "approval" })
+/// An approval, locked until commit on PostgreSQL, so two decisions on it take turns.
+fn load(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Approval> {
+    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?{}", for_update(c));
+    let row = c.row(&sql, &[&tenant.as_str(), &id])?.ok_or(Error::NotFound { what: "approval" })?;
+    Ok(from_row(row_from(&row)?))
 }
 
 impl Gateway {
@@ -410,8 +413,7 @@ impl Gateway {
         let actor = by.username.clone();
         self.writer
             .run(move |c| {
-                c.prepare_cached("UPDATE approvals SET result = ? WHERE id = ?")?
-                    .execute(params![body.to_string(), id_])?;
+                c.exec("UPDATE approvals SET result = ? WHERE id = ?", &[&body.to_string(), &id_])?;
                 let step = if d == Disposition::Executed { "executed" } else { "failed" };
                 trail(c, &id_, &actor, step, None, None)
             })
@@ -468,8 +470,7 @@ impl Gateway {
                 let mut report = SweepReport::default();
                 let mut entries = expire_due(c, now, &mut report)?;
                 entries.extend(end_orphans(c, now, &mut report)?);
-                c.prepare_cached("DELETE FROM console_sessions WHERE expires_at <= ?")?
-                    .execute([db::ts(now)])?;
+                c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&db::ts(now)])?;
                 crate::logins::forget_ended(c, now)?;
                 crate::handovers::forget_unclaimed(c, now)?;
                 Ok((report, entries))
@@ -529,7 +530,7 @@ impl Drop for SweeperHandle {
 /// Neither the requesting agent nor the human who owns its profile (or an ancestor's) may
 /// decide; for an agent's parked accept of a proposal, nor the owner of the profile that
 /// proposed it.
-fn check_decider(c: &Connection, a: &Approval, by: &Human) -> Result<()> {
+fn check_decider(c: &dyn Tx, a: &Approval, by: &Human) -> Result<()> {
     crate::profiles::ensure_not_owner(c, &a.profile_id, by)?;
     if let Some((proposal, _)) = crate::brain::proposal_in(a)
         && let Some(proposer) = crate::brain::proposer(c, &proposal)?
@@ -550,7 +551,7 @@ enum Approved {
 /// Decides an approval in one job: the decider may decide, it is still pending, and the call
 /// is allowed under the kits, statuses and totals in force now (its own hold given back).
 fn approve_job(
-    c: &Connection,
+    c: &dyn Tx,
     catalog: &policy::Catalog,
     tenant: &TenantId,
     id: &str,
@@ -597,10 +598,10 @@ fn approve_job(
         refuse_approved(c, &a, by, &env, kit.version.0)?;
         return Ok(Approved::Refused(ActionResponse::refused(&env)));
     }
-    c.prepare_cached(
+    c.exec(
         "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-    )?
-    .execute(params![by.username, db::ts(Utc::now()), note, a.id])?;
+        &[&by.username, &db::ts(Utc::now()), &note, &a.id],
+    )?;
     if let Some(h) = &a.hold_id {
         crate::leases::take(c, h, lease)?;
     }
@@ -620,11 +621,12 @@ fn approve_job(
 }
 
 /// The platform-credit part of a pending hold; a hold that has ended is a conflict.
-fn held_credit(c: &Connection, hold: &str) -> Result<Money> {
-    let units: Option<i64> = c
-        .prepare_cached("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'")?
-        .query_row([hold], |r| r.get(0))
-        .optional()?;
+fn held_credit(c: &dyn Tx, hold: &str) -> Result<Money> {
+    let units: Option<i64> =
+        match c.row("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'", &[&hold])? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        };
     units.and_then(Money::from_units).ok_or_else(|| Error::Conflict {
         code: "hold_already_ended",
         message: "this approval's hold has already ended; the agent must ask again".into(),
@@ -634,23 +636,22 @@ fn held_credit(c: &Connection, hold: &str) -> Result<Money> {
 /// Ends an approval refused at decision time: denied with the refusal as its reason and
 /// result, its hold voided, the trail and the log saying why.
 fn refuse_approved(
-    c: &Connection,
+    c: &dyn Tx,
     a: &Approval,
     by: &Human,
     env: &policy::Envelope,
     kit_version: u32,
 ) -> Result<Vec<Entry>> {
     let reason = format!("refused when approved: {}", env.message);
-    c.prepare_cached(
+    c.exec(
         "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = ?, result = ? WHERE id = ? AND status = 'pending'",
-    )?
-    .execute(params![by.username, db::ts(Utc::now()), reason, serde_json::to_string(env).expect("envelopes serialize"), a.id])?;
+        &[&by.username, &db::ts(Utc::now()), &reason, &serde_json::to_string(env).expect("envelopes serialize"), &a.id],
+    )?;
     trail(c, &a.id, &by.username, "refused", Some(&env.message), Some(&by.credential))?;
     if let Some(h) = &a.hold_id {
         ledger::end(c, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
     }
-    c.prepare_cached("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'")?
-        .execute([&a.id])?;
+    unpark_proposal(c, &a.id)?;
     Ok(vec![activity::append(
         c,
         NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
@@ -665,13 +666,12 @@ fn refuse_approved(
 }
 
 /// Expires the approvals whose time is up, into denials that void their holds.
-fn expire_due(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
-    let due = c
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500"
-        ))?
-        .query_map([db::ts(now)], row_from)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+fn expire_due(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500{}",
+        skip_locked(c, "approvals")
+    );
+    let due = c.rows(&sql, &[&db::ts(now)])?.iter().map(row_from).collect::<Result<Vec<_>>>()?;
     let mut entries = Vec::new();
     for a in due.into_iter().map(from_row) {
         entries.extend(close(
@@ -694,16 +694,19 @@ type Orphan = (String, String, String, String, i64, Option<String>);
 /// Ends the pending holds no pending approval keeps whose lease lapsed by `now` (a hold
 /// from before leases, with none, counts as lapsed). An approved call that never completed
 /// says so in its result and trail.
-fn end_orphans(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+fn end_orphans(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let sql = format!(
+        "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
+         LEFT JOIN approvals a ON a.hold_id = h.id \
+         WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
+           AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500{}",
+        skip_locked(c, "h")
+    );
     let orphans = c
-        .prepare_cached(
-            "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
-             LEFT JOIN approvals a ON a.hold_id = h.id \
-             WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
-               AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500",
-        )?
-        .query_map([db::ts(now)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?
-        .collect::<rusqlite::Result<Vec<Orphan>>>()?;
+        .rows(&sql, &[&db::ts(now)])?
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .collect::<Result<Vec<Orphan>>>()?;
     let mut entries = Vec::new();
     for (hold, tenant, profile, action, amount, approval) in orphans {
         ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
@@ -711,8 +714,10 @@ fn end_orphans(c: &Connection, now: DateTime<Utc>, report: &mut SweepReport) -> 
         if let Some(a) = &approval {
             let note = "the approved call never completed; its hold expired and nothing was charged";
             let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
-            c.prepare_cached("UPDATE approvals SET result = ? WHERE id = ? AND result IS NULL")?
-                .execute(params![result.to_string(), a])?;
+            c.exec(
+                "UPDATE approvals SET result = ? WHERE id = ? AND result IS NULL",
+                &[&result.to_string(), a],
+            )?;
             trail(c, a, "system", "failed", Some(note), None)?;
         }
         entries.push(activity::append(

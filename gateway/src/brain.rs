@@ -5,9 +5,9 @@
 //! a human reviewer's accept canonizes the claim into the tenant's beliefs exactly once; an
 //! agent's accept never canonizes, it parks for a human and returns an approval id.
 
+use crate::sql::{Tx, for_update, json_text};
 use chrono::{DateTime, Duration, Utc};
 use policy::{ActionRequest, ApprovalHandle, DecisionInput, EngineVerdict, Envelope, Money};
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -165,28 +165,39 @@ fn because(b: &str) -> Result<String> {
 }
 
 fn trail(
-    c: &Connection,
+    c: &dyn Tx,
     proposal: &str,
     actor: &str,
     step: &str,
     because: Option<&str>,
     credential: Option<&str>,
 ) -> Result<()> {
-    c.prepare_cached(
+    c.exec(
         "INSERT INTO proposal_trail (proposal_id, at, actor, step, because, credential) VALUES (?, ?, ?, ?, ?, ?)",
-    )?
-    .execute(params![proposal, db::ts(Utc::now()), actor, step, because, credential])?;
+        &[&proposal, &db::ts(Utc::now()), &actor, &step, &because, &credential],
+    )?;
     Ok(())
 }
 
 /// The profile whose writeback carried `proposal`.
-pub(crate) fn proposer(c: &Connection, proposal: &str) -> Result<Option<ProfileId>> {
-    Ok(c.prepare_cached(
+pub(crate) fn proposer(c: &dyn Tx, proposal: &str) -> Result<Option<ProfileId>> {
+    let row = c.row(
         "SELECT w.profile_id FROM proposals p JOIN writebacks w ON w.id = p.writeback_id WHERE p.id = ?",
-    )?
-    .query_row([proposal], |r| r.get::<_, String>(0))
-    .optional()?
-    .map(ProfileId::from_db))
+        &[&proposal],
+    )?;
+    row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()
+}
+
+/// Denies the agent's accept of `proposal` still waiting on a human: the proposal was decided
+/// another way.
+fn deny_parked_accept(c: &dyn Tx, proposal: &str, actor: &str, reason: &str) -> Result<()> {
+    let sql = format!(
+        "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = ? \
+         WHERE action = ? AND status = 'pending' AND {} = ?",
+        json_text(c, "args", "proposal_id")
+    );
+    c.exec(&sql, &[&actor, &db::ts(Utc::now()), &reason, &DECIDE_TOOL, &proposal])?;
+    Ok(())
 }
 
 type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
@@ -253,11 +264,17 @@ impl Gateway {
             .run(move |c| {
                 {
                     let now = Utc::now();
-                    c.prepare_cached("INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)")?.execute(params![id, s.tenant.as_str(), s.profile.as_str(), run_id, source, envelope.to_string(), db::ts(now)])?;
+                    c.exec(
+                        "INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &db::ts(now)],
+                    )?;
                     let mut ids = Vec::new();
                     for claim in &input.claims {
                         let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
-                        c.prepare_cached("INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)")?.execute(params![pid, s.tenant.as_str(), id, run_id, claim.object_type, claim.content.to_string(), db::ts(now)])?;
+                        c.exec(
+                            "INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &db::ts(now)],
+                        )?;
                         trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
                         ids.push(pid);
                     }
@@ -495,14 +512,13 @@ impl Gateway {
                     .writer
                     .run(move |c| {
                         {
-                            let changed = c.prepare_cached("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')")?.execute(params![pid])?;
+                            let changed = c.exec("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')", &[&pid])?;
                             if changed == 0 {
                                 return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
                             }
                             trail(c, &pid, &a, "rejected", Some(&b), cred.as_deref())?;
                             // A parked accept waiting on a human is moot now.
-                            c.prepare_cached("UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'proposal rejected' \
-                                         WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?")?.execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
+                            deny_parked_accept(c, &pid, &a, "proposal rejected")?;
                             Ok(vec![
                                 activity::append(
                                     c,
@@ -555,24 +571,24 @@ impl Gateway {
                     let now = Utc::now();
                     let expires = now + ttl;
                     let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
-                    c.prepare_cached(
+                    c.exec(
                         "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
                          VALUES (?, ?, ?, NULL, ?, ?, ?, 0, ?, ?, 'agent_accept_requires_human', 'pending', ?, ?)",
-                    )?
-                    .execute(params![
-                        approval,
-                        s2.tenant.as_str(),
-                        s2.profile.as_str(),
-                        DECIDE_TOOL,
-                        args.to_string(),
-                        pipeline::digest(&args),
-                        kit.name,
-                        i64::from(kit.version.0),
-                        db::ts(now),
-                        db::ts(expires)
-                    ])?;
+                        &[
+                            &approval,
+                            &s2.tenant.as_str(),
+                            &s2.profile.as_str(),
+                            &DECIDE_TOOL,
+                            &args.to_string(),
+                            &pipeline::digest(&args),
+                            &kit.name,
+                            &i64::from(kit.version.0),
+                            &db::ts(now),
+                            &db::ts(expires),
+                        ],
+                    )?;
                     approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b), None)?;
-                    c.prepare_cached("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'")?.execute(params![approval, pid])?;
+                    c.exec("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'", &[&approval, &pid])?;
                     trail(c, &pid, s2.profile.as_str(), "parked", Some(&b), None)?;
                     let env = Envelope::park_for(
                         DECIDE_TOOL,
@@ -617,25 +633,26 @@ impl Gateway {
             .writer
             .run(move |c| {
                 {
-                    let row: Option<(String, String)> = c
-                        .prepare_cached(
-                            "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked')",
-                        )?
-                        .query_row(params![pid, t.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()?;
+                    // Locked on PostgreSQL, so a reject at the same moment waits and then finds it decided.
+                    let sql = format!(
+                        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked'){}",
+                        for_update(c)
+                    );
+                    let row = match c.row(&sql, &[&pid, &t.as_str()])? {
+                        Some(r) => Some((r.get::<String>(0)?, r.get::<String>(1)?)),
+                        None => None,
+                    };
                     let Some((object_type, content)) = row else {
                         return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was already decided".into() });
                     };
                     let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
-                    c.prepare_cached("INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)")?.execute(params![belief, t.as_str(), pid, object_type, content, db::ts(Utc::now())])?;
-                    c.prepare_cached("UPDATE proposals SET status = 'accepted' WHERE id = ?")?.execute(params![pid])?;
+                    c.exec(
+                        "INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        &[&belief, &t.as_str(), &pid, &object_type, &content, &db::ts(Utc::now())],
+                    )?;
+                    c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
                 // An agent's accept still waiting on a human is settled by this decision.
-                c.prepare_cached(
-                    "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, \
-                     decision_reason = 'the proposal was decided directly by a reviewer' \
-                     WHERE action = ? AND status = 'pending' AND json_extract(args, '$.proposal_id') = ?",
-                )?
-                .execute(params![a, db::ts(Utc::now()), DECIDE_TOOL, pid])?;
+                deny_parked_accept(c, &pid, &a, "the proposal was decided directly by a reviewer")?;
                     trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
                     let e = activity::append(
                         c,

@@ -18,7 +18,6 @@
 //! long-lived streams can ask [`Gateway::still_valid`] and close.
 
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 
 use crate::Gateway;
 use crate::db;
@@ -187,8 +186,11 @@ impl Gateway {
         tokio::spawn(async move {
             let _ = writer
                 .run(move |c| {
-                    c.prepare_cached(&format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"))?
-                        .execute(params![db::ts(now), id])?;
+                    crate::sql::Tx::exec(
+                        c,
+                        &format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"),
+                        &[&db::ts(now), &id],
+                    )?;
                     Ok(())
                 })
                 .await;

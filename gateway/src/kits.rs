@@ -9,12 +9,12 @@ use policy::{Kit, KitDiff, KitVersion};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use rusqlite::params;
 
 use crate::activity::{self, Kind, NewEntry};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
+use crate::sql::Tx;
 
 /// One stored version of a kit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,27 +100,27 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
-                c.prepare_cached(
+                c.exec(
                     "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![
-                    t.as_str(),
-                    r.kit.name,
-                    i64::from(r.kit.version.0),
-                    r.kit.to_json(),
-                    r.author,
-                    serde_json::to_string(&r.diff).expect("diff serializes"),
-                    db::ts(r.created_at)
-                ])
+                    &[
+                        &t.as_str(),
+                        &r.kit.name,
+                        &i64::from(r.kit.version.0),
+                        &r.kit.to_json(),
+                        &r.author,
+                        &serde_json::to_string(&r.diff).expect("diff serializes"),
+                        &db::ts(r.created_at),
+                    ],
+                )
                 .map_err(|e| {
-                    if crate::error::is_unique_violation(&e) {
+                    if e.is_unique_violation() {
                         // Two saves raced for the same version: the loser conflicts.
                         Error::Conflict {
                             code: "kit_version_conflict",
                             message: "someone saved this kit at the same moment; reload and save again".into(),
                         }
                     } else {
-                        Error::Sql(e)
+                        e
                     }
                 })?;
                 activity::append(
@@ -156,16 +156,14 @@ impl Gateway {
 }
 
 /// The newest version of the kit `name`, read on the writer's connection.
-pub(crate) fn current_kit_in(c: &rusqlite::Connection, tenant: &TenantId, name: &str) -> Result<Kit> {
+pub(crate) fn current_kit_in(c: &dyn Tx, tenant: &TenantId, name: &str) -> Result<Kit> {
     let body: String = c
-        .prepare_cached(
+        .row(
             "SELECT body FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
+            &[&tenant.as_str(), &name],
         )?
-        .query_row(params![tenant.as_str(), name], |r| r.get(0))
-        .map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Error::NotFound { what: "kit" },
-            e => Error::Sql(e),
-        })?;
+        .ok_or(Error::NotFound { what: "kit" })?
+        .get(0)?;
     Kit::from_json(&body)
         .map_err(|e| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}")))
 }

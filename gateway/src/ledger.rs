@@ -84,6 +84,21 @@ pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
     Ok(out)
 }
 
+/// Locks the accounts of `chain` (leaf to root) until commit on PostgreSQL, before a job
+/// reads what it decides on; nothing on SQLite. Whoever locks several accounts takes the
+/// deeper ones first, so lockers never wait on each other in a circle.
+pub(crate) fn lock_accounts(tx: &dyn Tx, chain: &[ProfileId]) -> Result<()> {
+    if tx.engine() == crate::sql::Engine::Postgres {
+        for p in chain {
+            tx.exec(
+                "SELECT profile_id FROM budget_accounts WHERE profile_id = ? FOR UPDATE",
+                &[&p.as_str()],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// The company's platform credit left: balance minus pending credit holds. Read after the
 /// accounts and locked until commit on PostgreSQL, as every ending takes them too.
 pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {

@@ -23,7 +23,6 @@ use chrono::Duration;
 use policy::{
     ActionRequest, CheckedArgs, DecisionInput, Envelope, Kit, Money, SubjectStatus, ToolSpec, derive_child,
 };
-use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -221,11 +220,16 @@ fn chain(tenant: &TenantId, rows: Vec<ChainRow>, kits: Vec<Kit>) -> Result<Vec<L
 
 /// The chain with current kits, read on the writer's connection (for a decision made inside
 /// a job, such as an approval).
-pub(crate) fn load_links(c: &Connection, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
+pub(crate) fn load_links(
+    c: &dyn crate::sql::Tx,
+    tenant: &TenantId,
+    profile: &ProfileId,
+) -> Result<Vec<Link>> {
     let rows = c
-        .prepare_cached(CHAIN_SQL)?
-        .query_map([profile.as_str(), tenant.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<rusqlite::Result<Vec<ChainRow>>>()?;
+        .rows(CHAIN_SQL, &[&profile.as_str(), &tenant.as_str()])?
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .collect::<Result<Vec<ChainRow>>>()?;
     let kits = rows.iter().map(|r| crate::kits::current_kit_in(c, tenant, &r.1)).collect::<Result<_>>()?;
     chain(tenant, rows, kits)
 }

@@ -5,7 +5,7 @@
 //! Each job gets its own READ COMMITTED transaction on a pooled connection, on a blocking
 //! thread (jobs are synchronous, like the writer's). When PostgreSQL answers a serialization
 //! failure (40001) or a deadlock (40P01), the transaction is rolled back and the job runs
-//! again, up to [`MAX_ATTEMPTS`]; jobs already must be pure functions of the database state,
+//! again after a random pause, up to [`MAX_ATTEMPTS`]; jobs already must be pure functions of the database state,
 //! because the SQLite writer may run one twice too.
 //!
 //! Guarantees: a job's writes commit together or not at all, and its caller hears back only
@@ -74,10 +74,21 @@ fn run_blocking<T>(pool: &PgPool, rt: &Handle, f: &dyn Fn(&dyn Tx) -> Result<T>)
             }
         };
         match result {
-            Err(e) if is_conflict(&e) && attempt < MAX_ATTEMPTS => attempt += 1,
+            Err(e) if is_conflict(&e) && attempt < MAX_ATTEMPTS => {
+                std::thread::sleep(backoff(attempt));
+                attempt += 1;
+            }
             r => return r,
         }
     }
+}
+
+/// A random pause before attempt `attempt + 1`, up to 2^attempt ms (at most 64 ms), so jobs
+/// that conflicted do not meet again in step.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let ceiling = 1u64 << attempt.min(6);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % 1000) as u64;
+    std::time::Duration::from_micros(ceiling * jitter)
 }
 
 /// Whether PostgreSQL refused the transaction for a conflict that running it again resolves.
@@ -165,4 +176,49 @@ fn value(r: &PgRow, i: usize) -> Result<Value<'static>> {
         "BYTEA" => Value::Blob(r.try_get::<Vec<u8>, _>(i)?.into()),
         _ => Value::Text(r.try_get::<String, _>(i)?.into()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::testing::Cluster;
+
+    const SERIALIZATION_FAILURE: &str =
+        "DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure'; END $$";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_runs_again_after_a_serialization_failure_and_gives_up_after_max_attempts() {
+        let cluster = Cluster::get();
+        let db = Postgres::open(&cluster.fresh_database().await, 2).await.unwrap();
+        let runs = Arc::new(AtomicU32::new(0));
+        let r = runs.clone();
+        let third = db
+            .run(move |tx| {
+                tx.exec(
+                    "INSERT INTO login_attempts (username, attempts, window_start) VALUES ('ana', 1, 'now')",
+                    &[],
+                )?;
+                if r.fetch_add(1, Ordering::SeqCst) < 2 {
+                    tx.exec(SERIALIZATION_FAILURE, &[])?;
+                }
+                Ok("done")
+            })
+            .await;
+        assert_eq!((third.unwrap(), runs.load(Ordering::SeqCst)), ("done", 3));
+        let kept = db.run(|tx| Ok(tx.rows("SELECT username FROM login_attempts", &[])?.len())).await.unwrap();
+        assert_eq!(kept, 1, "the failed runs were rolled back, the third committed");
+        let r = runs.clone();
+        let failed = db
+            .run(move |tx| {
+                r.fetch_add(1, Ordering::SeqCst);
+                tx.exec(SERIALIZATION_FAILURE, &[])
+            })
+            .await;
+        assert!(is_conflict(&failed.unwrap_err()));
+        assert_eq!(runs.load(Ordering::SeqCst), 3 + MAX_ATTEMPTS);
+        db.close().await;
+    }
 }

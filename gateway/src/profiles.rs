@@ -12,7 +12,7 @@ use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
-use crate::sql::Tx;
+use crate::sql::{Tx, lock_key};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -135,20 +135,18 @@ impl Gateway {
 
 /// Refuses with `requester_cannot_decide` when `by` owns `profile` or any profile above it:
 /// nobody decides what their own agent asked for.
-pub(crate) fn ensure_not_owner(
-    c: &rusqlite::Connection,
-    profile: &ProfileId,
-    by: &crate::approvals::Human,
-) -> Result<()> {
+pub(crate) fn ensure_not_owner(c: &dyn Tx, profile: &ProfileId, by: &crate::approvals::Human) -> Result<()> {
     let owners = c
-        .prepare_cached(
+        .rows(
             "WITH RECURSIVE chain(id, parent, owner) AS ( \
                SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
                UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
              SELECT owner FROM chain",
+            &[&profile.as_str()],
         )?
-        .query_map([profile.as_str()], |r| r.get::<_, Option<String>>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .iter()
+        .map(|r| r.get::<Option<String>>(0))
+        .collect::<Result<Vec<_>>>()?;
     if owners.iter().flatten().any(|o| o == by.user.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",
@@ -161,10 +159,12 @@ pub(crate) fn ensure_not_owner(
     Ok(())
 }
 
-/// Refuses with `parent_not_active` unless `parent` and every profile above it are active.
 /// A new profile and its budget account. Its ancestry is checked in the same job, so a
-/// revoke queued just before cannot be missed.
+/// revoke queued just before cannot be missed; on PostgreSQL the tenant's tree changes take
+/// turns ([`crate::revoke`] takes the same lock), so a revoke cannot miss a sub-agent created
+/// while it runs.
 pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
+    lock_key(tx, &["profile tree", p.tenant_id.as_str()])?;
     if let Some(parent) = &p.parent {
         ensure_active_ancestry(tx, parent)?;
     }
@@ -200,6 +200,7 @@ pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
     Ok(())
 }
 
+/// Refuses with `parent_not_active` unless `parent` and every profile above it are active.
 fn ensure_active_ancestry(tx: &dyn Tx, parent: &ProfileId) -> Result<()> {
     let inactive = tx.row(
         "WITH RECURSIVE chain(id, parent, name, status) AS ( \

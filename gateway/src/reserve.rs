@@ -123,6 +123,10 @@ pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectSta
 
 impl ReserveJob {
     pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
+        // On PostgreSQL the accounts are locked before the standing is read: a revoke holding
+        // them makes this call wait and then see the revoke ([`crate::revoke`]).
+        let chain: Vec<ProfileId> = self.links.iter().map(|l| l.profile.clone()).collect();
+        ledger::lock_accounts(c, &chain)?;
         let (status, stale) = current_standing(c, &self.links)?;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?

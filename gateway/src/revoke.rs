@@ -5,8 +5,8 @@
 //! holds voided. From then on every call with their keys is refused `agent_profile_revoked`,
 //! reads included, because the pipeline checks status on every call.
 
+use crate::sql::{Tx, lock_key};
 use chrono::Utc;
-use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -30,39 +30,35 @@ pub struct RevokeReport {
 /// A pending approval and the hold it keeps.
 type PendingApproval = (String, Option<String>);
 
-fn subtree(c: &Connection, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
-    let ids = c
-        .prepare_cached(
-            "WITH RECURSIVE sub(id, depth) AS ( \
-               SELECT id, 0 FROM agent_profiles WHERE id = ? AND tenant_id = ? \
-               UNION ALL SELECT p.id, s.depth + 1 FROM agent_profiles p JOIN sub s ON p.parent_id = s.id) \
-             SELECT id FROM sub ORDER BY depth, id",
-        )?
-        .query_map(params![root.as_str(), tenant.as_str()], |r| r.get::<_, String>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(ids.into_iter().map(ProfileId::from_db).collect())
+fn subtree(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
+    c.rows(
+        "WITH RECURSIVE sub(id, depth) AS ( \
+           SELECT id, 0 FROM agent_profiles WHERE id = ? AND tenant_id = ? \
+           UNION ALL SELECT p.id, s.depth + 1 FROM agent_profiles p JOIN sub s ON p.parent_id = s.id) \
+         SELECT id FROM sub ORDER BY depth, id",
+        &[&root.as_str(), &tenant.as_str()],
+    )?
+    .iter()
+    .map(|r| r.get::<String>(0).map(ProfileId::from_db))
+    .collect()
 }
 
-fn pending_approvals(c: &Connection, profiles: &[ProfileId]) -> Result<Vec<PendingApproval>> {
-    let mut stmt = c.prepare_cached(
-        "SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at",
-    )?;
+fn pending_approvals(c: &dyn Tx, profiles: &[ProfileId]) -> Result<Vec<PendingApproval>> {
     let mut out = Vec::new();
     for p in profiles {
-        let rows = stmt
-            .query_map([p.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        out.extend(rows);
+        let rows = c.rows(
+            "SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at",
+            &[&p.as_str()],
+        )?;
+        for r in rows {
+            out.push((r.get(0)?, r.get(1)?));
+        }
     }
     Ok(out)
 }
 
 /// What revoking `root` touches, read inside a writer job so it matches what a revoke does.
-fn plan(
-    c: &Connection,
-    tenant: &TenantId,
-    root: &ProfileId,
-) -> Result<(Vec<ProfileId>, Vec<PendingApproval>)> {
+fn plan(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<(Vec<ProfileId>, Vec<PendingApproval>)> {
     let profiles = subtree(c, tenant, root)?;
     let approvals = pending_approvals(c, &profiles)?;
     Ok((profiles, approvals))
@@ -94,52 +90,71 @@ impl Gateway {
     ) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
-        let (report, _) = self
-            .writer
-            .run(move |c| {
-                let (profiles, approvals) = plan(c, &t, &p)?;
-                if let Some(confirmed) = confirmed_profiles
-                    && confirmed != profiles.len()
-                {
-                    return Err(Error::Conflict {
-                        code: "cascade_changed",
-                        message: format!(
-                            "revoking now reaches {} profiles, not the {confirmed} you confirmed; check the new preview and confirm again",
-                            profiles.len()
-                        ),
-                    });
-                }
-                for id in &profiles {
-                    c.prepare_cached(
-                        "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
-                    )?
-                    .execute([id.as_str()])?;
-                }
-                let mut holds_voided = 0;
-                for (approval, hold) in &approvals {
-                    c.prepare_cached(
-                        "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'agent profile revoked' \
-                         WHERE id = ? AND status = 'pending'",
-                    )?
-                    .execute(params![actor, db::ts(Utc::now()), approval])?;
-                    crate::approvals::trail(c, approval, &actor, "denied", Some("agent profile revoked"), None)?;
-                    if let Some(h) = hold {
-                        ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO, None)?;
-                        holds_voided += 1;
-                    }
-                }
-                let report = RevokeReport { profiles, approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(), holds_voided };
-                let entry = activity::append(
-                    c,
-                    NewEntry::new(&t, &actor, Kind::Revoke).via_actor().profile(&p).verdict("revoked").detail(
-                        json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided }),
-                    ),
-                )?;
-                Ok((report, vec![entry]))
-            })
-            .await?;
+        let report = self.writer.run(move |c| revoke(c, &t, &p, &actor, confirmed_profiles)).await?;
         self.invalidate_links();
         self.credentials_changed();
         Ok(report)
     }
+}
+
+/// Revokes `root`'s subtree. On PostgreSQL it first locks the subtree's accounts (deepest
+/// first, the order reservations take them), which a call deciding for one of these profiles
+/// locks before it reads their status: such a call either commits (its park or hold) before
+/// this reads the approvals and holds, or waits and then sees the revoke. The tenant's tree
+/// changes take turns ([`crate::profiles::insert_profile`]), so no sub-agent is created
+/// beneath the subtree meanwhile.
+fn revoke(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    root: &ProfileId,
+    actor: &str,
+    confirmed_profiles: Option<usize>,
+) -> Result<RevokeReport> {
+    lock_key(c, &["profile tree", tenant.as_str()])?;
+    let profiles = subtree(c, tenant, root)?;
+    if let Some(confirmed) = confirmed_profiles
+        && confirmed != profiles.len()
+    {
+        return Err(Error::Conflict {
+            code: "cascade_changed",
+            message: format!(
+                "revoking now reaches {} profiles, not the {confirmed} you confirmed; check the new preview and confirm again",
+                profiles.len()
+            ),
+        });
+    }
+    let deepest_first: Vec<ProfileId> = profiles.iter().rev().cloned().collect();
+    ledger::lock_accounts(c, &deepest_first)?;
+    for id in &profiles {
+        c.exec(
+            "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
+            &[&id.as_str()],
+        )?;
+    }
+    let approvals = pending_approvals(c, &profiles)?;
+    let mut holds_voided = 0;
+    for (approval, hold) in &approvals {
+        c.exec(
+            "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'agent profile revoked' \
+             WHERE id = ? AND status = 'pending'",
+            &[&actor, &db::ts(Utc::now()), approval],
+        )?;
+        crate::approvals::trail(c, approval, actor, "denied", Some("agent profile revoked"), None)?;
+        if let Some(h) = hold {
+            ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO, None)?;
+            holds_voided += 1;
+        }
+    }
+    let report = RevokeReport {
+        profiles,
+        approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(),
+        holds_voided,
+    };
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Revoke).via_actor().profile(root).verdict("revoked").detail(
+            json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided }),
+        ),
+    )?;
+    Ok(report)
 }

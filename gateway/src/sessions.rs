@@ -4,8 +4,8 @@
 //! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the
 //! activity log.
 
+use crate::sql::Tx;
 use chrono::{Duration, Utc};
-use rusqlite::params;
 use serde_json::json;
 
 use crate::Gateway;
@@ -29,10 +29,10 @@ impl Gateway {
             .writer
             .run(move |c| {
                 let now = Utc::now();
-                c.prepare_cached(
+                c.exec(
                     "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-                )?
-                .execute(params![hash, u.as_str(), t.as_str(), db::ts(now), db::ts(now + Duration::hours(SESSION_HOURS))])?;
+                    &[&hash, &u.as_str(), &t.as_str(), &db::ts(now), &db::ts(now + Duration::hours(SESSION_HOURS))],
+                )?;
                 activity::append(
                     c,
                     NewEntry::new(&t, name.as_str(), Kind::Console).via(crate::activity::Transport::Console).verdict("signed_in").detail(json!({ "user": name })),
@@ -64,14 +64,13 @@ impl Gateway {
         let hash = secrets::hash_token(token);
         self.writer
             .run(move |c| {
-                let row: Option<(String, String)> = c
-                    .prepare_cached(
-                        "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
-                         (SELECT username FROM console_users WHERE id = user_id)",
-                    )?
-                    .query_row([&hash], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .ok();
-                let Some((tenant, name)) = row else { return Ok(Vec::new()) };
+                let row = c.row(
+                    "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
+                     (SELECT username FROM console_users WHERE id = user_id)",
+                    &[&hash],
+                )?;
+                let Some(r) = row else { return Ok(Vec::new()) };
+                let (tenant, name): (String, String) = (r.get(0)?, r.get(1)?);
                 Ok(vec![activity::append(
                     c,
                     NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)

@@ -216,6 +216,25 @@ pub fn for_update(tx: &dyn Tx) -> &'static str {
     }
 }
 
+/// What ends a sweep's `SELECT` on PostgreSQL: lock the rows it takes (of `table` only,
+/// when it joins others) and skip those another transaction holds, so two instances sweeping
+/// at once each take different rows, and a row being settled right now is left to that
+/// settle. Nothing on SQLite, where the sweep runs on the single writer.
+pub fn skip_locked(tx: &dyn Tx, table: &str) -> String {
+    match tx.engine() {
+        Engine::Sqlite => String::new(),
+        Engine::Postgres => format!(" FOR UPDATE OF {table} SKIP LOCKED"),
+    }
+}
+
+/// The text at `key` of the JSON object in text column `column`, as an SQL expression.
+pub fn json_text(tx: &dyn Tx, column: &str, key: &str) -> String {
+    match tx.engine() {
+        Engine::Sqlite => format!("json_extract({column}, '$.{key}')"),
+        Engine::Postgres => format!("(CAST({column} AS jsonb) ->> '{key}')"),
+    }
+}
+
 /// Makes jobs on PostgreSQL that name the same `parts` take turns, from here until commit (a
 /// transaction-scoped advisory lock on a 64-bit digest of them): for a decision that depends
 /// on a row that may not exist yet. Nothing on SQLite, whose single writer runs one job at a

@@ -7,8 +7,8 @@
 //! its open streams close. Every decision made with a token names it in the trail. Creating
 //! and revoking are recorded in the activity log.
 
+use crate::sql::{Tx, lock_key};
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -95,28 +95,31 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
+                // One user's token changes take turns on PostgreSQL, so two at once cannot both
+                // pass the limit.
+                lock_key(c, &["user tokens", u.id.as_str()])?;
                 let live: i64 = c
-                    .prepare_cached("SELECT COUNT(*) FROM user_tokens WHERE user_id = ? AND revoked_at IS NULL")?
-                    .query_row([u.id.as_str()], |r| r.get(0))?;
+                    .row("SELECT COUNT(*) FROM user_tokens WHERE user_id = ? AND revoked_at IS NULL", &[&u.id.as_str()])?
+                    .map_or(Ok(0), |r| r.get(0))?;
                 if live >= MAX_TOKENS_PER_USER {
                     return Err(Error::Conflict {
                         code: "too_many_tokens",
                         message: format!("a user holds at most {MAX_TOKENS_PER_USER} live tokens; revoke one you no longer use"),
                     });
                 }
-                c.prepare_cached(
+                c.exec(
                     "INSERT INTO user_tokens (id, tenant_id, user_id, label, prefix, secret_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![
-                    i.id.as_str(),
-                    u.tenant_id.as_str(),
-                    u.id.as_str(),
-                    i.label,
-                    i.prefix,
-                    hash,
-                    roles_to_db(&i.roles),
-                    db::ts(i.created_at)
-                ])?;
+                    &[
+                        &i.id.as_str(),
+                        &u.tenant_id.as_str(),
+                        &u.id.as_str(),
+                        &i.label,
+                        &i.prefix,
+                        &hash,
+                        &roles_to_db(&i.roles),
+                        &db::ts(i.created_at),
+                    ],
+                )?;
                 activity::append(
                     c,
                     NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
@@ -147,11 +150,10 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
-                let changed = c
-                    .prepare_cached(
-                        "UPDATE user_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND tenant_id = ? AND revoked_at IS NULL",
-                    )?
-                    .execute(params![db::ts(Utc::now()), t.as_str(), u.id.as_str(), u.tenant_id.as_str()])?;
+                let changed = c.exec(
+                    "UPDATE user_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND tenant_id = ? AND revoked_at IS NULL",
+                    &[&db::ts(Utc::now()), &t.as_str(), &u.id.as_str(), &u.tenant_id.as_str()],
+                )?;
                 if changed == 0 {
                     return Err(Error::NotFound { what: "live token" });
                 }

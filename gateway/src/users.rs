@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use rusqlite::params;
+use crate::sql::{Tx, lock_key};
 
 use crate::db;
 use crate::error::{Error, Result};
@@ -136,18 +136,18 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
-                c.prepare_cached(
+                c.exec(
                     "INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                )?
-                .execute(params![u.id.as_str(), u.tenant_id.as_str(), u.username, hash, roles_to_db(&u.roles), db::ts(u.created_at)])
+                    &[&u.id.as_str(), &u.tenant_id.as_str(), &u.username, &hash, &roles_to_db(&u.roles), &db::ts(u.created_at)],
+                )
                 .map_err(|e| {
-                    if crate::error::is_unique_violation(&e) {
+                    if e.is_unique_violation() {
                         Error::Conflict {
                             code: "username_taken",
                             message: format!("the username `{}` is taken; choose another", u.username),
                         }
                     } else {
-                        Error::Sql(e)
+                        e
                     }
                 })?;
                 let Some(by) = &by else { return Ok(Vec::new()) };
@@ -184,23 +184,26 @@ impl Gateway {
         self
             .writer
             .run(move |c| {
-                let (name, old): (String, String) = c
-                    .prepare_cached("SELECT username, roles FROM console_users WHERE id = ? AND tenant_id = ?")?
-                    .query_row(params![u.as_str(), t.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .map_err(|_| Error::NotFound { what: "console user" })?;
+                // The tenant's role changes take turns on PostgreSQL, so two demotions at once
+                // cannot each leave the other as the last admin.
+                lock_key(c, &["user roles", t.as_str()])?;
+                let r = c
+                    .row("SELECT username, roles FROM console_users WHERE id = ? AND tenant_id = ?", &[&u.as_str(), &t.as_str()])?
+                    .ok_or(Error::NotFound { what: "console user" })?;
+                let (name, old): (String, String) = (r.get(0)?, r.get(1)?);
                 let admins: i64 = c
-                    .prepare_cached(
+                    .row(
                         "SELECT COUNT(*) FROM console_users WHERE tenant_id = ? AND id != ? AND (',' || roles || ',') LIKE '%,admin,%'",
+                        &[&t.as_str(), &u.as_str()],
                     )?
-                    .query_row(params![t.as_str(), u.as_str()], |r| r.get(0))?;
+                    .map_or(Ok(0), |r| r.get(0))?;
                 if admins == 0 && !roles.contains(&Role::Admin) {
                     return Err(Error::Conflict {
                         code: "last_admin",
                         message: format!("{name} is the tenant's last admin; make someone else an admin first"),
                     });
                 }
-                c.prepare_cached("UPDATE console_users SET roles = ? WHERE id = ?")?
-                    .execute(params![roles_to_db(&roles), u.as_str()])?;
+                c.exec("UPDATE console_users SET roles = ? WHERE id = ?", &[&roles_to_db(&roles), &u.as_str()])?;
                 Ok(vec![crate::activity::append(
                     c,
                     crate::activity::NewEntry::new(&t, by.as_str(), crate::activity::Kind::Console)
