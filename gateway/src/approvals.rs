@@ -463,20 +463,7 @@ impl Gateway {
     /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
     /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
     pub async fn sweep(&self) -> Result<SweepReport> {
-        let (report, _) = self
-            .writer
-            .run(move |c| {
-                let now = Utc::now();
-                let mut report = SweepReport::default();
-                let mut entries = expire_due(c, now, &mut report)?;
-                entries.extend(end_orphans(c, now, &mut report)?);
-                c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&db::ts(now)])?;
-                crate::logins::forget_ended(c, now)?;
-                crate::handovers::forget_unclaimed(c, now)?;
-                Ok((report, entries))
-            })
-            .await?;
-        Ok(report)
+        self.writer.run(move |c| sweep_once(c, Utc::now())).await
     }
 
     /// Renews this instance's leases on the holds it is carrying out now.
@@ -663,6 +650,19 @@ fn refuse_approved(
             .kit_version(kit_version)
             .detail(json!({ "approval_id": a.id, "reason": env.error.details.reason, "hold_id": a.hold_id, "hold": "voided", "credential": by.credential })),
     )?])
+}
+
+/// One sweep at `now`: expired approvals, orphaned holds, ended sessions, sign-in windows
+/// and unclaimed secrets. On PostgreSQL rows another transaction holds are skipped, so sweeps
+/// on several instances at once each end different holds.
+pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
+    let mut report = SweepReport::default();
+    expire_due(c, now, &mut report)?;
+    end_orphans(c, now, &mut report)?;
+    c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&db::ts(now)])?;
+    crate::logins::forget_ended(c, now)?;
+    crate::handovers::forget_unclaimed(c, now)?;
+    Ok(report)
 }
 
 /// Expires the approvals whose time is up, into denials that void their holds.

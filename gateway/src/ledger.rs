@@ -641,4 +641,41 @@ mod tests {
             assert_eq!(unbalanced, 0, "{}: the entries sum to every account's totals", db.name());
         }
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_sweeps_at_once_end_each_lapsed_hold_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (tenant, chains) = tree(&db).await;
+            for i in 0..20 {
+                let h = NewHold {
+                    tenant: tenant.clone(),
+                    chain: chains[i % 2].clone(),
+                    action: "cards.charge".into(),
+                    amount: Money::from_units(COST).unwrap(),
+                    credit: Money::ZERO,
+                    kit_version: 1,
+                };
+                db.run(move |tx| reserve(tx, &h)).await.unwrap();
+            }
+            // No lease was taken, so every hold has lapsed a minute from now.
+            let later = Utc::now() + chrono::Duration::seconds(60);
+            let sweeps: Vec<_> = (0..2)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.run(held_open(move |tx| crate::approvals::sweep_once(tx, later))).await
+                    })
+                })
+                .collect();
+            let mut ended = 0;
+            for s in sweeps {
+                ended += s.await.unwrap().expect("a sweep never trips over another").holds_expired;
+            }
+            assert_eq!(ended, 20, "{}: every lapsed hold ended, each by one sweep", db.name());
+            let root = chains[0][1].clone();
+            let totals = db.run(move |tx| totals(tx, std::slice::from_ref(&root))).await.unwrap()[0];
+            assert_eq!((totals.posted, totals.pending), (Money::ZERO, Money::ZERO), "{}", db.name());
+        }
+    }
 }

@@ -485,6 +485,12 @@ mod tests {
 
     /// A tenant with one agent whose kit enables cards under a $100 hard cap.
     async fn agent(db: &TestDb) -> Link {
+        agent_with(db, r#"{"name":"Default","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#)
+            .await
+    }
+
+    /// A tenant with one agent under the kit `kit_json` (named Default).
+    async fn agent_with(db: &TestDb, kit_json: &str) -> Link {
         let t = Tenant {
             id: TenantId::generate(),
             name: "Acme".into(),
@@ -510,10 +516,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let mut kit = Kit::from_json(
-            r#"{"name":"Default","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#,
-        )
-        .unwrap();
+        let mut kit = Kit::from_json(kit_json).unwrap();
         kit.version = KitVersion(Kit::default_kit().version.0);
         Link { tenant: t.id, profile: p.id, status: SubjectStatus::Active, kit }
     }
@@ -584,6 +587,61 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(state, "stopped", "{}: a hard-cap refusal stops the runtime", db.name());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_revoke_amid_racing_calls_leaves_none_of_them_pending_on_both_engines() {
+        let kit = r#"{"name":"Default","primitives":["cards"],"limits":{"approve":{"above":"5"}}}"#;
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let link = agent_with(&db, kit).await;
+            let calls: Vec<_> = (0..24)
+                .map(|_| {
+                    let (db, job) = (db.clone(), charge(&link, "7.00"));
+                    tokio::spawn(async move { db.run(held_open(move |tx| job.run(tx))).await })
+                })
+                .collect();
+            tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+            let (t, p) = (link.tenant.clone(), link.profile.clone());
+            let report = db.run(move |tx| crate::revoke::revoke(tx, &t, &p, "owner", None)).await.unwrap();
+            let mut parked = 0;
+            for c in calls {
+                let Reserved::Final(resp) = c.await.unwrap().unwrap() else {
+                    panic!("parks and refusals are final")
+                };
+                match resp.disposition {
+                    Disposition::Parked => parked += 1,
+                    Disposition::Refused => {
+                        assert_eq!(
+                            resp.body["reason"],
+                            "agent_profile_revoked",
+                            "{}: {}",
+                            db.name(),
+                            resp.body
+                        )
+                    }
+                    d => panic!("{}: unexpected {d:?}", db.name()),
+                }
+            }
+            assert!(parked > 0, "{}: some calls parked before the revoke", db.name());
+            assert_eq!(
+                report.approvals_denied.len(),
+                parked,
+                "{}: the revoke denied every parked call",
+                db.name()
+            );
+            let p = link.profile.clone();
+            let pending = db
+                .run(move |tx| {
+                    let q = "SELECT (SELECT COUNT(*) FROM approvals WHERE profile_id = ?1 AND status = 'pending'), \
+                                    (SELECT COUNT(*) FROM holds WHERE profile_id = ?1 AND status = 'pending')";
+                    let r = tx.row(q, &[&p.as_str()])?.expect("one row");
+                    Ok((r.get::<i64>(0)?, r.get::<i64>(1)?))
+                })
+                .await
+                .unwrap();
+            assert_eq!(pending, (0, 0), "{}: no approval or hold outlives the revoke", db.name());
         }
     }
 }

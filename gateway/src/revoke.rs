@@ -103,7 +103,7 @@ impl Gateway {
 /// this reads the approvals and holds, or waits and then sees the revoke. The tenant's tree
 /// changes take turns ([`crate::profiles::insert_profile`]), so no sub-agent is created
 /// beneath the subtree meanwhile.
-fn revoke(
+pub(crate) fn revoke(
     c: &dyn Tx,
     tenant: &TenantId,
     root: &ProfileId,

@@ -80,11 +80,11 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other() {
     // B refuses it too once its cached copy has aged out; a generous bound, not a timing test.
     let revoked = Instant::now();
     loop {
-        let (s, _) = post(&c, read(&b.base), secret, json!({"url": "https://example.test/b"})).await;
+        let (s, body) = post(&c, read(&b.base), secret, json!({"url": "https://example.test/b"})).await;
         if s == 401 {
             break;
         }
-        assert_eq!(s, 200);
+        assert_eq!(s, 200, "B answered {body}");
         assert!(revoked.elapsed() < Duration::from_secs(30), "B still accepts a key A revoked");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
