@@ -18,7 +18,7 @@ use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, for_update};
+use crate::sql::{Tx, pick};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,13 +69,18 @@ pub struct Totals {
 /// PostgreSQL. A chain runs from the acting profile up to its root, so two chains share a
 /// suffix and take its locks in the same order: reservations never deadlock on each other.
 pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
-    let sql = format!(
-        "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?{}",
-        for_update(tx)
+    const SQL: &str = "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?";
+    let sql = pick(
+        tx,
+        SQL,
+        concat!(
+            "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
+            " FOR UPDATE"
+        ),
     );
     let mut out = Vec::with_capacity(chain.len());
     for p in chain {
-        let (posted, pending) = match tx.row(&sql, &[&p.as_str()])? {
+        let (posted, pending) = match tx.row(sql, &[&p.as_str()])? {
             Some(r) => (r.get(0)?, r.get(1)?),
             None => (0, 0),
         };
@@ -102,9 +107,12 @@ pub(crate) fn lock_accounts(tx: &dyn Tx, chain: &[ProfileId]) -> Result<()> {
 /// The company's platform credit left: balance minus pending credit holds. Read after the
 /// accounts and locked until commit on PostgreSQL, as every ending takes them too.
 pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {
-    let sql =
-        format!("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?{}", for_update(tx));
-    let r = tx.row(&sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
+    let sql = pick(
+        tx,
+        "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?",
+        "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ? FOR UPDATE",
+    );
+    let r = tx.row(sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
     Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
 }
 
@@ -247,11 +255,16 @@ pub(crate) fn end(
     decided_under: Option<u32>,
 ) -> Result<Money> {
     // Locked on PostgreSQL: a second ending waits here, then finds the hold ended.
-    let sql = format!(
-        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'{}",
-        for_update(c)
+    const SQL: &str = "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'";
+    let sql = pick(
+        c,
+        SQL,
+        concat!(
+            "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
+            " FOR UPDATE"
+        ),
     );
-    let row = c.row(&sql, &[&hold])?;
+    let row = c.row(sql, &[&hold])?;
     let Some(r) = row else {
         return Err(Error::Conflict {
             code: "hold_already_ended",

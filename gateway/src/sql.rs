@@ -207,6 +207,15 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
+/// `sql`, or `locked` (the same statement ending in `FOR UPDATE`) on PostgreSQL: for a hot
+/// statement, without building its text on every call.
+pub fn pick<'s>(tx: &dyn Tx, sql: &'s str, locked: &'s str) -> &'s str {
+    match tx.engine() {
+        Engine::Sqlite => sql,
+        Engine::Postgres => locked,
+    }
+}
+
 /// What ends a `SELECT` that locks the rows it reads until commit: `FOR UPDATE` on
 /// PostgreSQL; nothing on SQLite, whose single writer already runs one job at a time.
 pub fn for_update(tx: &dyn Tx) -> &'static str {
@@ -302,8 +311,8 @@ mod sqlite {
         }
     }
 
-    fn binds<'a>(args: &'a [&'a dyn ToValue]) -> rusqlite::ParamsFromIter<Vec<Bind<'a>>> {
-        rusqlite::params_from_iter(args.iter().map(|a| Bind(a.to_value())).collect::<Vec<_>>())
+    fn binds<'a>(args: &'a [&'a dyn ToValue]) -> rusqlite::ParamsFromIter<impl Iterator<Item = Bind<'a>>> {
+        rusqlite::params_from_iter(args.iter().map(|a| Bind(a.to_value())))
     }
 
     fn value(v: ValueRef<'_>) -> Value<'static> {
@@ -330,6 +339,14 @@ mod sqlite {
                 out.push(Row((0..n).map(|i| r.get_ref(i).map(value)).collect::<rusqlite::Result<_>>()?));
             }
             Ok(out)
+        }
+
+        fn row(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Option<Row>> {
+            let mut st = self.prepare_cached(sql)?;
+            let n = st.column_count();
+            let mut rows = st.query(binds(args))?;
+            let Some(r) = rows.next()? else { return Ok(None) };
+            Ok(Some(Row((0..n).map(|i| r.get_ref(i).map(value)).collect::<rusqlite::Result<_>>()?)))
         }
 
         fn engine(&self) -> Engine {
