@@ -100,7 +100,7 @@ impl Error {
 }
 
 /// Whether a writer statement failed on a UNIQUE or PRIMARY KEY constraint.
-pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
+fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
 }

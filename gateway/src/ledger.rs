@@ -18,7 +18,7 @@ use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, pick};
+use crate::sql::{Tx, locked};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,15 +69,7 @@ pub struct Totals {
 /// PostgreSQL. A chain runs from the acting profile up to its root, so two chains share a
 /// suffix and take its locks in the same order: reservations never deadlock on each other.
 pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
-    const SQL: &str = "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?";
-    let sql = pick(
-        tx,
-        SQL,
-        concat!(
-            "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
-            " FOR UPDATE"
-        ),
-    );
+    let sql = locked!(tx, "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?");
     let mut out = Vec::with_capacity(chain.len());
     for p in chain {
         let (posted, pending) = match tx.row(sql, &[&p.as_str()])? {
@@ -107,11 +99,7 @@ pub(crate) fn lock_accounts(tx: &dyn Tx, chain: &[ProfileId]) -> Result<()> {
 /// The company's platform credit left: balance minus pending credit holds. Read after the
 /// accounts and locked until commit on PostgreSQL, as every ending takes them too.
 pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {
-    let sql = pick(
-        tx,
-        "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?",
-        "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ? FOR UPDATE",
-    );
+    let sql = locked!(tx, "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?");
     let r = tx.row(sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
     Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
 }
@@ -255,14 +243,9 @@ pub(crate) fn end(
     decided_under: Option<u32>,
 ) -> Result<Money> {
     // Locked on PostgreSQL: a second ending waits here, then finds the hold ended.
-    const SQL: &str = "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'";
-    let sql = pick(
+    let sql = locked!(
         c,
-        SQL,
-        concat!(
-            "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'",
-            " FOR UPDATE"
-        ),
+        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'"
     );
     let row = c.row(sql, &[&hold])?;
     let Some(r) = row else {
@@ -586,6 +569,18 @@ mod tests {
         (t.id, chains)
     }
 
+    /// A hold of [`COST`] on `chain`, with no platform credit.
+    fn charge(tenant: &TenantId, chain: &[ProfileId]) -> NewHold {
+        NewHold {
+            tenant: tenant.clone(),
+            chain: chain.to_vec(),
+            action: "cards.charge".into(),
+            amount: Money::from_units(COST).unwrap(),
+            credit: Money::ZERO,
+            kit_version: 1,
+        }
+    }
+
     /// Reserves when the root's posted, pending and this cost stay within [`CAP`]: a decision
     /// on totals read in the same job, as the pipeline makes it.
     fn reserve_within_cap(tx: &dyn Tx, h: &NewHold) -> Result<Option<String>> {
@@ -602,14 +597,7 @@ mod tests {
             let db = Arc::new(db);
             let (tenant, chains) = tree(&db).await;
             let reserves = (0..32).map(|i| {
-                let h = NewHold {
-                    tenant: tenant.clone(),
-                    chain: chains[i % 2].clone(),
-                    action: "cards.charge".into(),
-                    amount: Money::from_units(COST).unwrap(),
-                    credit: Money::ZERO,
-                    kit_version: 1,
-                };
+                let h = charge(&tenant, &chains[i % 2]);
                 let db = db.clone();
                 tokio::spawn(async move { db.run(held_open(move |tx| reserve_within_cap(tx, &h))).await })
             });
@@ -661,14 +649,7 @@ mod tests {
             let db = Arc::new(db);
             let (tenant, chains) = tree(&db).await;
             for i in 0..20 {
-                let h = NewHold {
-                    tenant: tenant.clone(),
-                    chain: chains[i % 2].clone(),
-                    action: "cards.charge".into(),
-                    amount: Money::from_units(COST).unwrap(),
-                    credit: Money::ZERO,
-                    kit_version: 1,
-                };
+                let h = charge(&tenant, &chains[i % 2]);
                 db.run(move |tx| reserve(tx, &h)).await.unwrap();
             }
             // No lease was taken, so every hold has lapsed a minute from now.

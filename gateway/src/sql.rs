@@ -207,14 +207,22 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
-/// `sql`, or `locked` (the same statement ending in `FOR UPDATE`) on PostgreSQL: for a hot
-/// statement, without building its text on every call.
+/// `sql`, or `locked` on PostgreSQL; [`locked!`] writes both from one text.
 pub fn pick<'s>(tx: &dyn Tx, sql: &'s str, locked: &'s str) -> &'s str {
     match tx.engine() {
         Engine::Sqlite => sql,
         Engine::Postgres => locked,
     }
 }
+
+/// A `SELECT` that locks its rows until commit on PostgreSQL (`… FOR UPDATE`), for a hot
+/// statement: both texts are literals, so nothing is built per call.
+macro_rules! locked {
+    ($tx:expr, $sql:literal) => {
+        $crate::sql::pick($tx, $sql, concat!($sql, " FOR UPDATE"))
+    };
+}
+pub(crate) use locked;
 
 /// What ends a `SELECT` that locks the rows it reads until commit: `FOR UPDATE` on
 /// PostgreSQL; nothing on SQLite, whose single writer already runs one job at a time.
