@@ -439,6 +439,17 @@ type EntryRow = (
 );
 const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
 
+/// `SELECT` of every entry column from the log, with `rest` after its `WHERE`.
+pub(crate) fn select_columns(rest: &str) -> String {
+    format!("SELECT {COLUMNS} FROM activity WHERE {rest}")
+}
+
+/// Rows of [`select_columns`] as entries.
+pub(crate) fn entries(rows: &[crate::sql::Row]) -> Result<Vec<Entry>> {
+    use crate::sql::FromRow;
+    rows.iter().map(|r| EntryRow::from_row(r).map(entry_from_row)).collect()
+}
+
 fn entry_from_row(r: EntryRow) -> Entry {
     Entry {
         seq: r.0,
@@ -475,21 +486,17 @@ impl Gateway {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let order = if q.after.is_some() { "ASC" } else { "DESC" };
         let sql = if q.profile.is_some() {
-            crate::deferred::activity_of_profile(COLUMNS, order)
+            crate::deferred::activity_for(self.store.kind(), COLUMNS, order)
         } else {
             format!(
                 "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
                  AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
             )
         };
-        let rows = sqlx::query_as::<_, EntryRow>(&sql)
-            .bind(tenant.as_str())
-            .bind(q.profile.as_ref().map(ProfileId::as_str))
-            .bind(q.after.unwrap_or(0))
-            .bind(q.before.unwrap_or(i64::MAX))
-            .bind(limit)
-            .fetch_all(self.store.pool())
-            .await?;
+        let profile = q.profile.as_ref().map(ProfileId::as_str);
+        let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
+        let rows: Vec<EntryRow> =
+            self.store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?;
         Ok(rows.into_iter().map(entry_from_row).collect())
     }
 
@@ -502,13 +509,9 @@ impl Gateway {
             "SELECT {COLUMNS} FROM activity WHERE (?1 IS NULL OR tenant_id = ?1) \
              AND seq > ?2 AND seq < ?3 ORDER BY seq {order} LIMIT ?4"
         );
-        let rows = sqlx::query_as::<_, EntryRow>(&sql)
-            .bind(tenant.map(TenantId::as_str))
-            .bind(q.after.unwrap_or(0))
-            .bind(q.before.unwrap_or(i64::MAX))
-            .bind(limit)
-            .fetch_all(self.store.pool())
-            .await?;
+        let tenant = tenant.map(TenantId::as_str);
+        let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
+        let rows: Vec<EntryRow> = self.store.all(&sql, &[&tenant, &after, &before, &limit]).await?;
         Ok(rows.into_iter().map(entry_from_row).collect())
     }
 
@@ -525,10 +528,8 @@ impl Gateway {
     pub async fn verify_log_since_last(&self, tenant: &TenantId) -> Result<ChainReport> {
         let mark = self.chain_marks.lock().expect("chain marks lock").get(tenant).cloned();
         let Some(mark) = mark else { return self.verify_log(tenant).await };
-        let row = sqlx::query_as::<_, EntryRow>(&format!("SELECT {COLUMNS} FROM activity WHERE seq = ?"))
-            .bind(mark.seq)
-            .fetch_optional(self.store.pool())
-            .await?;
+        let sql = format!("SELECT {COLUMNS} FROM activity WHERE seq = ?");
+        let row: Option<EntryRow> = self.store.opt(&sql, &[&mark.seq]).await?;
         let unchanged = row
             .map(entry_from_row)
             .is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash);
@@ -549,13 +550,10 @@ impl Gateway {
     async fn verify_after(&self, tenant: &TenantId, mut seq: i64, mut prev: String) -> Result<Walk> {
         let mut walk = Walk { checked: 0, broken: None, last: None };
         loop {
-            let rows = sqlx::query_as::<_, EntryRow>(&format!(
+            let sql = format!(
                 "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT {VERIFY_PAGE}"
-            ))
-            .bind(tenant.as_str())
-            .bind(seq)
-            .fetch_all(self.store.pool())
-            .await?;
+            );
+            let rows: Vec<EntryRow> = self.store.all(&sql, &[&tenant.as_str(), &seq]).await?;
             let full = rows.len() as i64 == VERIFY_PAGE;
             for r in rows {
                 let e = entry_from_row(r);

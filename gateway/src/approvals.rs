@@ -129,7 +129,6 @@ pub struct SweepReport {
     pub holds_expired: usize,
 }
 
-#[derive(sqlx::FromRow)]
 struct ApprovalRow {
     id: String,
     tenant_id: String,
@@ -281,58 +280,51 @@ fn unpark_proposal(c: &dyn Tx, id: &str) -> Result<()> {
     Ok(())
 }
 
-fn row_from(r: &Row) -> Result<ApprovalRow> {
-    let t = |i: usize| -> Result<DateTime<Utc>> { Ok(db::parse_ts(&r.get::<String>(i)?)) };
-    let ot = |i: usize| -> Result<Option<DateTime<Utc>>> {
-        Ok(r.get::<Option<String>>(i)?.map(|s| db::parse_ts(&s)))
-    };
-    Ok(ApprovalRow {
-        id: r.get(0)?,
-        tenant_id: r.get(1)?,
-        profile_id: r.get(2)?,
-        hold_id: r.get(3)?,
-        action: r.get(4)?,
-        args: r.get(5)?,
-        args_digest: r.get(6)?,
-        amount_units: r.get(7)?,
-        kit_name: r.get(8)?,
-        kit_version: r.get(9)?,
-        reason: r.get(10)?,
-        status: r.get(11)?,
-        requested_at: t(12)?,
-        expires_at: t(13)?,
-        decided_by: r.get(14)?,
-        decided_at: ot(15)?,
-        decision_reason: r.get(16)?,
-        result: r.get(17)?,
-    })
+impl crate::sql::FromRow for ApprovalRow {
+    fn from_row(r: &Row) -> Result<ApprovalRow> {
+        Ok(ApprovalRow {
+            id: r.get(0)?,
+            tenant_id: r.get(1)?,
+            profile_id: r.get(2)?,
+            hold_id: r.get(3)?,
+            action: r.get(4)?,
+            args: r.get(5)?,
+            args_digest: r.get(6)?,
+            amount_units: r.get(7)?,
+            kit_name: r.get(8)?,
+            kit_version: r.get(9)?,
+            reason: r.get(10)?,
+            status: r.get(11)?,
+            requested_at: r.get(12)?,
+            expires_at: r.get(13)?,
+            decided_by: r.get(14)?,
+            decided_at: r.get(15)?,
+            decision_reason: r.get(16)?,
+            result: r.get(17)?,
+        })
+    }
 }
 
 /// An approval, locked until commit on PostgreSQL, so two decisions on it take turns.
 fn load(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Approval> {
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?{}", for_update(c));
     let row = c.row(&sql, &[&tenant.as_str(), &id])?.ok_or(Error::NotFound { what: "approval" })?;
-    Ok(from_row(row_from(&row)?))
+    Ok(from_row(crate::sql::FromRow::from_row(&row)?))
 }
 
 impl Gateway {
     /// One approval with its trail.
     pub async fn approval(&self, tenant: &TenantId, id: &str) -> Result<Approval> {
-        let mut a = sqlx::query_as::<_, ApprovalRow>(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?"
-        ))
-        .bind(tenant.as_str())
-        .bind(id)
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(from_row)
-        .ok_or(Error::NotFound { what: "approval" })?;
-        let steps: Vec<TrailRow> = sqlx::query_as(
-            "SELECT at, actor, step, note, credential FROM approval_trail WHERE approval_id = ? ORDER BY seq",
-        )
-        .bind(id)
-        .fetch_all(self.store.pool())
-        .await?;
+        let sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?");
+        let row: Option<ApprovalRow> = self.store.opt(&sql, &[&tenant.as_str(), &id]).await?;
+        let mut a = row.map(from_row).ok_or(Error::NotFound { what: "approval" })?;
+        let steps: Vec<TrailRow> = self
+            .store
+            .all(
+                "SELECT at, actor, step, note, credential FROM approval_trail WHERE approval_id = ? ORDER BY seq",
+                &[&id],
+            )
+            .await?;
         a.trail = steps.into_iter().map(trail_step).collect();
         Ok(a)
     }
@@ -354,17 +346,17 @@ impl Gateway {
         tenant: &TenantId,
         user: &crate::UserId,
     ) -> Result<(u64, Option<DateTime<Utc>>)> {
-        let (n, soonest): (i64, Option<DateTime<Utc>>) = sqlx::query_as(
-            "WITH RECURSIVE mine(id) AS ( \
-               SELECT id FROM agent_profiles WHERE tenant_id = ?1 AND owner_user_id = ?2 \
-               UNION SELECT p.id FROM agent_profiles p JOIN mine m ON p.parent_id = m.id) \
-             SELECT COUNT(*), MIN(expires_at) FROM approvals \
-             WHERE tenant_id = ?1 AND status = 'pending' AND profile_id NOT IN (SELECT id FROM mine)",
-        )
-        .bind(tenant.as_str())
-        .bind(user.as_str())
-        .fetch_one(self.store.pool())
-        .await?;
+        let (n, soonest): (i64, Option<DateTime<Utc>>) = self
+            .store
+            .one(
+                "WITH RECURSIVE mine(id) AS ( \
+                   SELECT id FROM agent_profiles WHERE tenant_id = ?1 AND owner_user_id = ?2 \
+                   UNION SELECT p.id FROM agent_profiles p JOIN mine m ON p.parent_id = m.id) \
+                 SELECT COUNT(*), MIN(expires_at) FROM approvals \
+                 WHERE tenant_id = ?1 AND status = 'pending' AND profile_id NOT IN (SELECT id FROM mine)",
+                &[&tenant.as_str(), &user.as_str()],
+            )
+            .await?;
         Ok((n as u64, soonest))
     }
 
@@ -372,14 +364,16 @@ impl Gateway {
         // Each filter is in the SQL only when given, so the planner picks the index that
         // serves exactly that page (a pinned plan test in this module's tests).
         let sql = approvals_sql(q.status.is_some(), q.profile.is_some());
-        let mut query = sqlx::query_as::<_, ApprovalRow>(&sql).bind(tenant.as_str());
-        if let Some(s) = q.status {
-            query = query.bind(s.as_str());
+        let (status, limit) = (q.status.map(|s| s.as_str()), q.limit.unwrap_or(100).clamp(1, 500));
+        let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant];
+        if let Some(s) = &status {
+            args.push(s);
         }
         if let Some(p) = &q.profile {
-            query = query.bind(p.as_str());
+            args.push(p);
         }
-        let rows = query.bind(q.limit.unwrap_or(100).clamp(1, 500)).fetch_all(self.store.pool()).await?;
+        args.push(&limit);
+        let rows: Vec<ApprovalRow> = self.store.all(&sql, &args).await?;
         Ok(rows.into_iter().map(from_row).collect())
     }
 
@@ -398,10 +392,8 @@ impl Gateway {
         let note = optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
         let lease = self.leases.lease();
-        let decided = self
-            .writer
-            .run(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease))
-            .await?;
+        let decided =
+            self.write(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease)).await?;
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
                 return Ok(resp);
@@ -411,13 +403,12 @@ impl Gateway {
         let resp = self.run_approved(&a, by, kit_version).await?;
         let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
         let actor = by.username.clone();
-        self.writer
-            .run(move |c| {
-                c.exec("UPDATE approvals SET result = ? WHERE id = ?", &[&body.to_string(), &id_])?;
-                let step = if d == Disposition::Executed { "executed" } else { "failed" };
-                trail(c, &id_, &actor, step, None, None)
-            })
-            .await?;
+        self.write(move |c| {
+            c.exec("UPDATE approvals SET result = ? WHERE id = ?", &[&body.to_string(), &id_])?;
+            let step = if d == Disposition::Executed { "executed" } else { "failed" };
+            trail(c, &id_, &actor, step, None, None)
+        })
+        .await?;
         Ok(resp)
     }
 
@@ -448,13 +439,12 @@ impl Gateway {
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
         let reason = required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
-        self.writer
-            .run(move |c| {
-                let a = load(c, &t, &id_)?;
-                check_decider(c, &a, &by_)?;
-                close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
-            })
-            .await?;
+        self.write(move |c| {
+            let a = load(c, &t, &id_)?;
+            check_decider(c, &a, &by_)?;
+            close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
+        })
+        .await?;
         self.approval(tenant, id).await
     }
 
@@ -463,7 +453,7 @@ impl Gateway {
     /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
     /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
     pub async fn sweep(&self) -> Result<SweepReport> {
-        self.writer.run(move |c| sweep_once(c, Utc::now())).await
+        self.write(move |c| sweep_once(c, Utc::now())).await
     }
 
     /// Renews this instance's leases on the holds it is carrying out now.
@@ -473,7 +463,7 @@ impl Gateway {
             return Ok(0);
         }
         let lease = self.leases.lease();
-        self.writer.run(move |c| crate::leases::renew(c, &holds, &lease)).await
+        self.write(move |c| crate::leases::renew(c, &holds, &lease)).await
     }
 
     /// Every [`SWEEP_INTERVAL_MS`] until the handle is dropped: renews this instance's
@@ -657,23 +647,35 @@ fn refuse_approved(
 /// on several instances at once each end different holds.
 pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
     let mut report = SweepReport::default();
-    expire_due(c, now, &mut report)?;
-    end_orphans(c, now, &mut report)?;
+    // Both sets first (each row locked, skipping those another instance's sweep or a
+    // settle holds), then every account and tenant they touch, in order, then the work.
+    let due = due_approvals(c, now)?;
+    let orphans = orphans(c, now)?;
+    let holds: Vec<&str> =
+        due.iter().filter_map(|a| a.hold_id.as_deref()).chain(orphans.iter().map(|o| o.0.as_str())).collect();
+    ledger::lock_for_ending(c, &holds)?;
+    expire(c, due, &mut report)?;
+    end_orphans(c, orphans, &mut report)?;
     c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&db::ts(now)])?;
     crate::logins::forget_ended(c, now)?;
     crate::handovers::forget_unclaimed(c, now)?;
     Ok(report)
 }
 
-/// Expires the approvals whose time is up, into denials that void their holds.
-fn expire_due(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+/// The approvals whose time is up, locked on PostgreSQL (skipping those locked elsewhere).
+fn due_approvals(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500{}",
         skip_locked(c, "approvals")
     );
-    let due = c.rows(&sql, &[&db::ts(now)])?.iter().map(row_from).collect::<Result<Vec<_>>>()?;
+    let rows = c.rows(&sql, &[&db::ts(now)])?;
+    rows.iter().map(|r| crate::sql::FromRow::from_row(r).map(from_row)).collect()
+}
+
+/// Expires `due` into denials that void their holds.
+fn expire(c: &dyn Tx, due: Vec<Approval>, report: &mut SweepReport) -> Result<Vec<Entry>> {
     let mut entries = Vec::new();
-    for a in due.into_iter().map(from_row) {
+    for a in due {
         entries.extend(close(
             c,
             &a,
@@ -691,10 +693,10 @@ fn expire_due(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Resul
 /// approval that released it, if one did.
 type Orphan = (String, String, String, String, i64, Option<String>);
 
-/// Ends the pending holds no pending approval keeps whose lease lapsed by `now` (a hold
-/// from before leases, with none, counts as lapsed). An approved call that never completed
-/// says so in its result and trail.
-fn end_orphans(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+/// The pending holds no pending approval keeps whose lease lapsed by `now` (a hold from
+/// before leases, with none, counts as lapsed), locked on PostgreSQL (skipping those locked
+/// elsewhere, such as one being settled right now).
+fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
     let sql = format!(
         "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
          LEFT JOIN approvals a ON a.hold_id = h.id \
@@ -702,11 +704,11 @@ fn end_orphans(c: &dyn Tx, now: DateTime<Utc>, report: &mut SweepReport) -> Resu
            AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500{}",
         skip_locked(c, "h")
     );
-    let orphans = c
-        .rows(&sql, &[&db::ts(now)])?
-        .iter()
-        .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-        .collect::<Result<Vec<Orphan>>>()?;
+    c.rows(&sql, &[&db::ts(now)])?.iter().map(crate::sql::FromRow::from_row).collect()
+}
+
+/// Ends `orphans`. An approved call that never completed says so in its result and trail.
+fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Result<Vec<Entry>> {
     let mut entries = Vec::new();
     for (hold, tenant, profile, action, amount, approval) in orphans {
         ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;

@@ -260,8 +260,7 @@ impl Gateway {
         let envelope = serde_json::to_value(&input).expect("input serializes");
         let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
         let (wid, _) = self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 {
                     let now = Utc::now();
                     c.exec(
@@ -322,8 +321,7 @@ impl Gateway {
         let (s, name, digest, kit) =
             (subject.clone(), spec.name.clone(), pipeline::digest(args), links[0].kit.clone());
         let (env, _) = self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 {
                     let repeat = crate::reserve::count_repeat(c, &s.profile, &name, &digest)?;
                     let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
@@ -349,49 +347,42 @@ impl Gateway {
     }
 
     pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
-        let rows = sqlx::query_as::<_, ProposalRow>(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR object_type = ?3) \
              AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
-        ))
-        .bind(tenant.as_str())
-        .bind(q.status.map(ProposalStatus::as_str))
-        .bind(&q.object_type)
-        .bind(&q.run_id)
-        .bind(q.limit.unwrap_or(100).clamp(1, 500))
-        .fetch_all(self.store.pool())
-        .await?;
+        );
+        let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
+        let rows: Vec<ProposalRow> =
+            self.store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await?;
         Ok(rows.into_iter().map(from_row).collect())
     }
 
     /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
     pub async fn proposals_waiting(&self, tenant: &TenantId) -> Result<(u64, u64)> {
-        let (pending, parked): (i64, i64) = sqlx::query_as(
-            "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'parked'), 0) FROM proposals \
-             WHERE tenant_id = ? AND status IN ('pending', 'parked')",
-        )
-        .bind(tenant.as_str())
-        .fetch_one(self.store.pool())
-        .await?;
+        let (pending, parked): (i64, i64) = self
+            .store
+            .one(
+                "SELECT CAST(COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN status = 'parked' THEN 1 ELSE 0 END), 0) AS BIGINT) FROM proposals \
+                 WHERE tenant_id = ? AND status IN ('pending', 'parked')",
+                &[tenant],
+            )
+            .await?;
         Ok((pending as u64, parked as u64))
     }
 
     /// One proposal with its decision trail.
     pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
-        let mut p = sqlx::query_as::<_, ProposalRow>(&format!(
-            "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?"
-        ))
-        .bind(tenant.as_str())
-        .bind(id)
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(from_row)
-        .ok_or(Error::NotFound { what: "proposal" })?;
-        let steps: Vec<approvals::TrailRow> = sqlx::query_as(
-            "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
-        )
-        .bind(id)
-        .fetch_all(self.store.pool())
-        .await?;
+        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
+        let row: Option<ProposalRow> = self.store.opt(&sql, &[tenant, &id]).await?;
+        let mut p = row.map(from_row).ok_or(Error::NotFound { what: "proposal" })?;
+        let steps: Vec<approvals::TrailRow> = self
+            .store
+            .all(
+                "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
+                &[&id],
+            )
+            .await?;
         p.trail = steps
             .into_iter()
             .map(|(at, actor, step, note, credential)| approvals::TrailStep {
@@ -406,13 +397,14 @@ impl Gateway {
     }
 
     pub async fn writebacks(&self, tenant: &TenantId, limit: Option<i64>) -> Result<Vec<Writeback>> {
-        let rows: Vec<(String, String, String, String, String, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?",
-        )
-        .bind(tenant.as_str())
-        .bind(limit.unwrap_or(100).clamp(1, 500))
-        .fetch_all(self.store.pool())
-        .await?;
+        let limit = limit.unwrap_or(100).clamp(1, 500);
+        let rows: Vec<(String, String, String, String, String, DateTime<Utc>)> = self
+            .store
+            .all(
+                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?",
+                &[tenant, &limit],
+            )
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(id, profile, run_id, source, envelope, received_at)| Writeback {
@@ -429,20 +421,16 @@ impl Gateway {
 
     /// One writeback envelope and every proposal it carried.
     pub async fn writeback(&self, tenant: &TenantId, id: &str) -> Result<Writeback> {
-        let (id, profile, run_id, source, envelope, received_at): (String, String, String, String, String, DateTime<Utc>) = sqlx::query_as(
-            "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? AND id = ?",
-        )
-        .bind(tenant.as_str())
-        .bind(id)
-        .fetch_optional(self.store.pool())
-        .await?
-        .ok_or(Error::NotFound { what: "writeback" })?;
-        let proposals = sqlx::query_as::<_, ProposalRow>(&format!(
-            "SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id"
-        ))
-        .bind(&id)
-        .fetch_all(self.store.pool())
-        .await?;
+        let (id, profile, run_id, source, envelope, received_at): (String, String, String, String, String, DateTime<Utc>) = self
+            .store
+            .opt(
+                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? AND id = ?",
+                &[tenant, &id],
+            )
+            .await?
+            .ok_or(Error::NotFound { what: "writeback" })?;
+        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id");
+        let proposals: Vec<ProposalRow> = self.store.all(&sql, &[&id]).await?;
         Ok(Writeback {
             id,
             profile_id: ProfileId::from_db(profile),
@@ -468,7 +456,7 @@ impl Gateway {
         let p = self.proposal(tenant, id).await?;
         let pid = p.id.clone();
         let proposer =
-            self.writer.run(move |c| proposer(c, &pid)).await?.ok_or(Error::NotFound { what: "proposal" })?;
+            self.write(move |c| proposer(c, &pid)).await?.ok_or(Error::NotFound { what: "proposal" })?;
         match by {
             Decider::Agent(s) => {
                 if &s.tenant != tenant {
@@ -483,7 +471,7 @@ impl Gateway {
             }
             Decider::Human(h) => {
                 let h = h.clone();
-                self.writer.run(move |c| crate::profiles::ensure_not_owner(c, &proposer, &h)).await?;
+                self.write(move |c| crate::profiles::ensure_not_owner(c, &proposer, &h)).await?;
             }
         }
         let credential = match by {
@@ -509,8 +497,7 @@ impl Gateway {
                 let (t, pid, a, b, cred) =
                     (tenant.clone(), p.id.clone(), actor.clone(), because.clone(), credential.clone());
                 self
-                    .writer
-                    .run(move |c| {
+                    .write(move |c| {
                         {
                             let changed = c.exec("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')", &[&pid])?;
                             if changed == 0 {
@@ -564,8 +551,7 @@ impl Gateway {
         let ttl = Duration::seconds(self.config.approval_ttl_secs);
         let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
         let (env, _) = self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 {
                     let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
                     let now = Utc::now();
@@ -630,8 +616,7 @@ impl Gateway {
         let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
         let cred = credential.map(str::to_string);
         let (belief, _) = self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 {
                     // Locked on PostgreSQL, so a reject at the same moment waits and then finds it decided.
                     let sql = format!(
@@ -676,21 +661,25 @@ impl Gateway {
             let message = format!("`q` is at most {MAX_BELIEF_SEARCH} characters");
             return Err(Error::Invalid { code: "search_too_long", message });
         }
-        let rows: Vec<BeliefRow> = sqlx::query_as(
-            "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
-             w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
-             JOIN writebacks w ON w.id = p.writeback_id \
-             LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
-             WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
-             AND (?3 IS NULL OR instr(lower(b.content), lower(?3)) > 0) \
-             ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
-        )
-        .bind(tenant.as_str())
-        .bind(&q.object_type)
-        .bind(q.search.as_deref().filter(|s| !s.trim().is_empty()).map(str::trim))
-        .bind(q.limit.unwrap_or(100).clamp(1, 500))
-        .fetch_all(self.store.pool())
-        .await?;
+        // A LIKE pattern both engines read alike: the text's own `%`, `_` and `\` escaped.
+        let pattern = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|s| {
+            let escaped = s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+            format!("%{escaped}%")
+        });
+        let limit = q.limit.unwrap_or(100).clamp(1, 500);
+        let rows: Vec<BeliefRow> = self
+            .store
+            .all(
+                "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
+                 w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+                 JOIN writebacks w ON w.id = p.writeback_id \
+                 LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
+                 WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
+                 AND (?3 IS NULL OR lower(b.content) LIKE lower(?3) ESCAPE '\\') \
+                 ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
+                &[tenant, &q.object_type, &pattern, &limit],
+            )
+            .await?;
         Ok(rows.into_iter().map(Belief::from_row).collect())
     }
 }

@@ -153,14 +153,12 @@ impl Gateway {
     async fn read_key(&self, prefix: &str, hash: &str) -> Result<Option<CachedKey>> {
         for table in [KeyTable::Agent, KeyTable::Company] {
             let owner = if table == KeyTable::Agent { "profile_id" } else { "NULL" };
-            let row: Option<KeyRow> = sqlx::query_as(&format!(
+            let sql = format!(
                 "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at FROM {} \
                  WHERE prefix = ? AND revoked_at IS NULL",
                 table.name()
-            ))
-            .bind(prefix)
-            .fetch_optional(self.store.pool())
-            .await?;
+            );
+            let row: Option<KeyRow> = self.store.opt(&sql, &[&prefix]).await?;
             let Some((id, tenant, profile, stored, last_used_at, expires_at)) = row else { continue };
             if !secrets::digest_eq(hash, &stored) {
                 return Ok(None);
@@ -182,12 +180,11 @@ impl Gateway {
 
     /// Records that a credential was used; best effort and off the caller's path.
     fn touch(&self, table: &'static str, id: String, now: DateTime<Utc>) {
-        let writer = self.writer.clone();
+        let gw = self.clone();
         tokio::spawn(async move {
-            let _ = writer
-                .run(move |c| {
-                    crate::sql::Tx::exec(
-                        c,
+            let _ = gw
+                .write(move |c| {
+                    c.exec(
                         &format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"),
                         &[&db::ts(now), &id],
                     )?;
@@ -200,12 +197,13 @@ impl Gateway {
     /// A personal API token's user, with the roles the token may use.
     async fn person(&self, token: &str) -> Result<Option<Person>> {
         let Some(prefix) = secrets::split_user_token(token) else { return Ok(None) };
-        let row: Option<TokenRow> = sqlx::query_as(
-            "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens WHERE prefix = ? AND revoked_at IS NULL",
-        )
-        .bind(prefix)
-        .fetch_optional(self.store.pool())
-        .await?;
+        let row: Option<TokenRow> = self
+            .store
+            .opt(
+                "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens WHERE prefix = ? AND revoked_at IS NULL",
+                &[&prefix],
+            )
+            .await?;
         let Some((id, tenant, user, stored, roles, last_used)) = row else { return Ok(None) };
         if !secrets::digest_eq(&secrets::hash_token(token), &stored) {
             return Ok(None);
@@ -237,13 +235,9 @@ impl Gateway {
     /// Whether the credential row `id` in `table` is unrevoked and unexpired, read from the
     /// database.
     async fn live(&self, table: &'static str, id: String) -> Result<bool> {
-        let row: Option<Option<DateTime<Utc>>> = sqlx::query_scalar(&format!(
-            "SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL"
-        ))
-        .bind(id)
-        .fetch_optional(self.store.pool())
-        .await?;
-        Ok(row.is_some_and(|e| e.is_none_or(|e| e > Utc::now())))
+        let sql = format!("SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL");
+        let row: Option<(Option<DateTime<Utc>>,)> = self.store.opt(&sql, &[&id]).await?;
+        Ok(row.is_some_and(|(e,)| e.is_none_or(|e| e > Utc::now())))
     }
 
     /// Whether the agent's key itself still authenticates, whatever its profile's status.

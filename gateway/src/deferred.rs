@@ -22,6 +22,8 @@
 
 use rusqlite::Connection;
 
+use crate::sql::Engine;
+
 /// How often the indexer copies what was appended since the last time.
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -137,7 +139,7 @@ pub(crate) struct Indexer {
 
 impl Indexer {
     pub(crate) fn start(store: &crate::store::Store) -> crate::error::Result<Indexer> {
-        let conn = store.open_indexer_connection()?;
+        let conn = store.sqlite_side("the indexer")?.open_indexer_connection()?;
         check_marks(&conn)?;
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
         std::thread::Builder::new()
@@ -180,7 +182,9 @@ impl crate::Gateway {
                 5,
             )
         };
-        self.indexer.tx.send(done).map_err(|_| stopped())?;
+        // PostgreSQL indexes in place: nothing to wait for.
+        let Some(indexer) = &self.indexer else { return Ok(()) };
+        indexer.tx.send(done).map_err(|_| stopped())?;
         tokio::task::spawn_blocking(move || wait.recv()).await.map_err(|_| stopped())?.map_err(|_| stopped())
     }
 }
@@ -253,6 +257,56 @@ SELECT substr(e.created_at, 1, 10), SUM(e.posted_delta) FROM ledger_entries e
   WHERE e.seq > (SELECT seq FROM idx.index_marks WHERE name = 'ledger')
     AND +e.tenant_id = ?1 AND e.account_id = ?2 AND substr(e.created_at, 1, 10) >= ?3
   GROUP BY 1";
+
+/// [`activity_of_profile`] on `engine`.
+pub(crate) fn activity_for(engine: Engine, columns: &str, order: &str) -> String {
+    match engine {
+        Engine::Sqlite => activity_of_profile(columns, order),
+        Engine::Postgres => postgres::activity_of_profile(columns, order),
+    }
+}
+
+/// [`ledger_of_account`] on `engine`.
+pub(crate) fn ledger_for(engine: Engine, columns: &str) -> String {
+    match engine {
+        Engine::Sqlite => ledger_of_account(columns),
+        Engine::Postgres => postgres::ledger_of_account(columns),
+    }
+}
+
+/// [`SPEND_BY_DAY`] on `engine`.
+pub(crate) fn spend_by_day(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => SPEND_BY_DAY,
+        Engine::Postgres => postgres::SPEND_BY_DAY,
+    }
+}
+
+/// The same three reads on PostgreSQL, which keeps its per-profile indexes in place
+/// (`activity_by_profile`, `ledger_by_account` in `migrations/postgres`): same binds, same
+/// rows.
+pub(crate) mod postgres {
+    /// [`super::activity_of_profile`].
+    pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
+        format!(
+            "SELECT {columns} FROM activity WHERE tenant_id = ?1 AND profile_id = ?2 \
+             AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
+        )
+    }
+
+    /// [`super::ledger_of_account`].
+    pub(crate) fn ledger_of_account(columns: &str) -> String {
+        format!(
+            "SELECT {columns} FROM ledger_entries WHERE tenant_id = ?1 AND account_id = ?2 AND seq > ?3 \
+             AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5) ORDER BY seq LIMIT ?6"
+        )
+    }
+
+    /// [`super::SPEND_BY_DAY`].
+    pub(crate) const SPEND_BY_DAY: &str = "
+SELECT substr(created_at, 1, 10), CAST(SUM(posted_delta) AS BIGINT) FROM ledger_entries
+  WHERE tenant_id = ?1 AND account_id = ?2 AND substr(created_at, 1, 10) >= ?3 GROUP BY 1";
+}
 
 #[cfg(test)]
 mod tests {

@@ -155,7 +155,9 @@ impl Bus {
         }
     }
 
-    fn send(&self, entry: Entry, elsewhere: bool) {
+    /// Sends one committed entry to the subscribers; `elsewhere` when another instance
+    /// committed it.
+    pub(crate) fn send(&self, entry: Entry, elsewhere: bool) {
         if elsewhere && CHANGES_ACCESS.contains(&entry.kind.as_str()) {
             self.access_changes.send_modify(|n| *n += 1);
         }
@@ -224,7 +226,7 @@ pub(crate) fn start_follower(store: &Store, bus: Bus) -> Result<Option<Follower>
     if !store.is_shared_across_processes() {
         return Ok(None);
     }
-    let conn = store.open_follower_connection()?;
+    let conn = store.sqlite_side("the follower")?.open_follower_connection()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
     std::thread::Builder::new()

@@ -40,14 +40,14 @@ impl Gateway {
             })?,
         );
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        self.writer.run(move |c| keep_sealed(c, &session, &item, &sealed, Utc::now())).await
+        self.write(move |c| keep_sealed(c, &session, &item, &sealed, Utc::now())).await
     }
 
     /// Takes the secret this session was handed for `item_id`, once: `None` when there is
     /// none (taken already, expired, or another session's).
     pub async fn take_secret(&self, session_token: &str, item_id: &str) -> Result<Option<String>> {
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        let row = self.writer.run(move |c| take_sealed(c, &session, &item)).await?;
+        let row = self.write(move |c| take_sealed(c, &session, &item)).await?;
         let Some((sealed, at)) = row else { return Ok(None) };
         if db::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now() || sealed.len() < NONCE_LEN
         {

@@ -49,24 +49,24 @@ impl Gateway {
     /// Claims `key` for a request with `digest`, sent with credential `scope`.
     pub async fn claim_request(&self, scope: &str, key: &str, digest: &str) -> Result<Claim> {
         let (scope, key, digest) = (scope.to_string(), key.to_string(), digest.to_string());
-        self.writer.run(move |c| claim(c, &scope, &key, &digest, Utc::now())).await
+        self.write(move |c| claim(c, &scope, &key, &digest, Utc::now())).await
     }
 
     /// Stores the response to a claimed request, to replay to resends.
     pub async fn finish_request(&self, scope: &str, key: &str, response: Stored) -> Result<()> {
         let (scope, key) = (scope.to_string(), key.to_string());
-        self.writer.run(move |c| finish(c, &scope, &key, &response)).await
+        self.write(move |c| finish(c, &scope, &key, &response)).await
     }
 
     /// Drops a claim whose request failed in a way worth retrying (a 5xx), so a resend runs.
     pub async fn release_request(&self, scope: &str, key: &str) -> Result<()> {
         let (scope, key) = (scope.to_string(), key.to_string());
-        self.writer.run(move |c| release(c, &scope, &key)).await
+        self.write(move |c| release(c, &scope, &key)).await
     }
 
     /// Forgets stored responses older than [`RETAIN_HOURS`]. The sweeper calls it.
     pub async fn forget_old_requests(&self) -> Result<usize> {
-        self.writer.run(|c| forget_old(c, Utc::now())).await
+        self.write(|c| forget_old(c, Utc::now())).await
     }
 }
 

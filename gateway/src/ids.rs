@@ -39,6 +39,20 @@ macro_rules! id_type {
             }
         }
 
+        impl crate::sql::ToValue for $name {
+            fn to_value(&self) -> crate::sql::Value<'_> {
+                crate::sql::Value::Text(std::borrow::Cow::Borrowed(&self.0))
+            }
+        }
+        impl crate::sql::Typed for $name {
+            const KIND: crate::sql::Kind = crate::sql::Kind::Text;
+        }
+        impl crate::sql::FromValue for $name {
+            fn from_value(v: &crate::sql::Value<'_>) -> std::result::Result<Self, &'static str> {
+                <String as crate::sql::FromValue>::from_value(v).map($name)
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(&self.0)

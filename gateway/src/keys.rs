@@ -119,14 +119,14 @@ impl Gateway {
 
     pub async fn keys(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<KeyInfo>> {
         self.profile(tenant, profile).await?;
-        let rows = sqlx::query_as::<_, KeyRow>(
-            "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
-             WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id",
-        )
-        .bind(tenant.as_str())
-        .bind(profile.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        let rows: Vec<KeyRow> = self
+            .store
+            .all(
+                "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
+                 WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id",
+                &[tenant, profile],
+            )
+            .await?;
         Ok(rows.into_iter().map(key_from_row).collect())
     }
 
@@ -168,8 +168,7 @@ impl Gateway {
         let (t, i, actor, hash) = (tenant.clone(), info.clone(), actor.to_string(), minted.hash.clone());
         let rotating = old.is_some();
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 c.exec(
                     "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                     &[&i.id.as_str(), &t.as_str(), &i.profile_id.as_str(), &i.prefix, &hash, &db::ts(i.created_at)],
@@ -200,35 +199,32 @@ impl Gateway {
     ) -> Result<KeyInfo> {
         self.key(tenant, profile, key).await?;
         let (t, k, p, actor) = (tenant.clone(), key.clone(), profile.clone(), actor.to_string());
-        self.writer
-            .run(move |c| {
-                revoke_now(c, KeyTable::Agent, &t, &k)?;
-                activity::append(
-                    c,
-                    NewEntry::new(&t, actor.as_str(), Kind::Key)
-                        .via_actor()
-                        .profile(&p)
-                        .verdict("revoked")
-                        .detail(serde_json::json!({"key_id": k})),
-                )
-            })
-            .await?;
+        self.write(move |c| {
+            revoke_now(c, KeyTable::Agent, &t, &k)?;
+            activity::append(
+                c,
+                NewEntry::new(&t, actor.as_str(), Kind::Key)
+                    .via_actor()
+                    .profile(&p)
+                    .verdict("revoked")
+                    .detail(serde_json::json!({"key_id": k})),
+            )
+        })
+        .await?;
         self.invalidate_keys();
         self.key(tenant, profile, key).await
     }
 
     async fn key(&self, tenant: &TenantId, profile: &ProfileId, key: &KeyId) -> Result<KeyInfo> {
-        sqlx::query_as::<_, KeyRow>(
-            "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
-             WHERE tenant_id = ? AND profile_id = ? AND id = ?",
-        )
-        .bind(tenant.as_str())
-        .bind(profile.as_str())
-        .bind(key.as_str())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(key_from_row)
-        .ok_or(Error::NotFound { what: "key" })
+        let row: Option<KeyRow> = self
+            .store
+            .opt(
+                "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
+                 WHERE tenant_id = ? AND profile_id = ? AND id = ?",
+                &[tenant, profile, key],
+            )
+            .await?;
+        row.map(key_from_row).ok_or(Error::NotFound { what: "key" })
     }
 }
 

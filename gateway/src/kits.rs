@@ -31,37 +31,38 @@ type KitRow = (String, String, String, DateTime<Utc>);
 impl Gateway {
     /// The newest version of the kit `name`.
     pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
-        let row = sqlx::query_as::<_, KitRow>(
-            "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
-        )
-        .bind(tenant.as_str())
-        .bind(name)
-        .fetch_optional(self.store.pool())
-        .await?;
+        let row: Option<KitRow> = self
+            .store
+            .opt(
+                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
+                &[tenant, &name],
+            )
+            .await?;
         row.map(kit_from_row).transpose()?.ok_or(Error::NotFound { what: "kit" })
     }
 
     /// Every version of the kit `name`, newest first.
     pub async fn kit_versions(&self, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
-        let rows = sqlx::query_as::<_, KitRow>(
-            "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC",
-        )
-        .bind(tenant.as_str())
-        .bind(name)
-        .fetch_all(self.store.pool())
-        .await?;
+        let rows: Vec<KitRow> = self
+            .store
+            .all(
+                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC",
+                &[tenant, &name],
+            )
+            .await?;
         rows.into_iter().map(kit_from_row).collect()
     }
 
     /// The newest version of every kit of the tenant, by name.
     pub async fn kits(&self, tenant: &TenantId) -> Result<Vec<KitRecord>> {
-        let rows = sqlx::query_as::<_, KitRow>(
-            "SELECT body, author, diff, created_at FROM kits k WHERE tenant_id = ?1 \
-             AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name",
-        )
-        .bind(tenant.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        let rows: Vec<KitRow> = self
+            .store
+            .all(
+                "SELECT body, author, diff, created_at FROM kits k WHERE tenant_id = ?1 \
+                 AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name",
+                &[tenant],
+            )
+            .await?;
         rows.into_iter().map(kit_from_row).collect()
     }
 
@@ -98,8 +99,7 @@ impl Gateway {
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
         let (t, r) = (tenant.clone(), record.clone());
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 c.exec(
                     "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     &[

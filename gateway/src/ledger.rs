@@ -96,6 +96,35 @@ pub(crate) fn lock_accounts(tx: &dyn Tx, chain: &[ProfileId]) -> Result<()> {
     Ok(())
 }
 
+/// Locks, on PostgreSQL, every account that ending all of `holds` touches and then their
+/// tenants' credit rows, in the one order every locker of several follows: deeper accounts
+/// first, by id within a depth, tenants last, by id. A job that ends many holds (the sweep)
+/// would otherwise take a second hold's accounts after the first one's tenant row, while a
+/// reservation takes accounts and then that row: a circle. One hold's ending takes its
+/// chain leaf to root and then its tenant, which is already in order. Nothing on SQLite.
+pub(crate) fn lock_for_ending(tx: &dyn Tx, holds: &[&str]) -> Result<()> {
+    if tx.engine() != crate::sql::Engine::Postgres || holds.len() < 2 {
+        return Ok(());
+    }
+    let (mut accounts, mut tenants) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for hold in holds {
+        let Some(r) = tx.row("SELECT tenant_id, chain FROM holds WHERE id = ?", &[hold])? else { continue };
+        let (tenant, chain): (String, String) = (r.get(0)?, r.get(1)?);
+        let links: Vec<&str> = chain.split(',').collect();
+        for (i, account) in links.iter().enumerate() {
+            accounts.insert((std::cmp::Reverse(links.len() - i), account.to_string()));
+        }
+        tenants.insert(tenant);
+    }
+    for (_, account) in &accounts {
+        tx.exec("SELECT profile_id FROM budget_accounts WHERE profile_id = ? FOR UPDATE", &[account])?;
+    }
+    for tenant in &tenants {
+        tx.exec("SELECT id FROM tenants WHERE id = ? FOR UPDATE", &[tenant])?;
+    }
+    Ok(())
+}
+
 /// The company's platform credit left: balance minus pending credit holds. Read after the
 /// accounts and locked until commit on PostgreSQL, as every ending takes them too.
 pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {
@@ -313,12 +342,10 @@ impl Gateway {
         let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
         let mut totals = Vec::with_capacity(chain.len());
         for id in &chain {
-            let (posted, pending): (i64, i64) = sqlx::query_as(
-                "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
-            )
-            .bind(id.as_str())
-            .fetch_one(self.store.pool())
-            .await?;
+            let (posted, pending): (i64, i64) = self
+                .store
+                .one("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?", &[id])
+                .await?;
             totals.push(Totals { posted: money(posted), pending: money(pending) });
         }
         let kits: Vec<Kit> = links.into_iter().map(|l| l.kit).collect();
@@ -346,11 +373,10 @@ impl Gateway {
         since: chrono::NaiveDate,
     ) -> Result<Vec<(chrono::NaiveDate, Money)>> {
         self.profile(tenant, profile).await?;
-        let rows: Vec<(String, i64)> = sqlx::query_as(crate::deferred::SPEND_BY_DAY)
-            .bind(tenant.as_str())
-            .bind(profile.as_str())
-            .bind(since.format("%Y-%m-%d").to_string())
-            .fetch_all(self.store.pool())
+        let since = since.format("%Y-%m-%d").to_string();
+        let rows: Vec<(String, i64)> = self
+            .store
+            .all(crate::deferred::spend_by_day(self.store.kind()), &[tenant, profile, &since])
             .await?;
         let mut days = std::collections::BTreeMap::new();
         for (day, units) in rows {
@@ -366,18 +392,19 @@ impl Gateway {
     /// totals, pending totals equal the open holds beneath it, posted + pending stays within
     /// each hard cap, and no hold has more than one ending entry per account.
     pub async fn check_ledger(&self, tenant: &TenantId) -> Result<InvariantReport> {
-        let pool = self.store.pool();
         let mut v = Vec::new();
-        let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT a.profile_id, a.posted_units, a.pending_units, COALESCE(s.posted, 0), COALESCE(s.pending, 0) \
-             FROM budget_accounts a LEFT JOIN ( \
-               SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
-               FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
-             ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
-        )
-        .bind(tenant.as_str())
-        .fetch_all(pool)
-        .await?;
+        let rows: Vec<(String, i64, i64, i64, i64)> = self
+            .store
+            .all(
+                "SELECT a.profile_id, a.posted_units, a.pending_units, \
+                 CAST(COALESCE(s.posted, 0) AS BIGINT), CAST(COALESCE(s.pending, 0) AS BIGINT) \
+                 FROM budget_accounts a LEFT JOIN ( \
+                   SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
+                   FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
+                 ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
+                &[tenant],
+            )
+            .await?;
         for (account, posted, pending, sum_posted, sum_pending) in &rows {
             if posted != sum_posted || pending != sum_pending {
                 v.push(format!(
@@ -395,23 +422,25 @@ impl Gateway {
                 ));
             }
         }
-        let twice: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT hold_id, account_id, COUNT(*) FROM ledger_entries WHERE tenant_id = ? AND kind != 'hold' \
-             GROUP BY hold_id, account_id HAVING COUNT(*) > 1",
-        )
-        .bind(tenant.as_str())
-        .fetch_all(pool)
-        .await?;
+        let twice: Vec<(String, String, i64)> = self
+            .store
+            .all(
+                "SELECT hold_id, account_id, COUNT(*) FROM ledger_entries WHERE tenant_id = ? AND kind != 'hold' \
+                 GROUP BY hold_id, account_id HAVING COUNT(*) > 1",
+                &[tenant],
+            )
+            .await?;
         for (hold, account, n) in twice {
             v.push(format!("hold {hold} ended {n} times on {account}"));
         }
-        let (credit_pending, open_credit): (i64, i64) = sqlx::query_as(
-            "SELECT credit_pending_units, COALESCE((SELECT SUM(credit_units) FROM holds WHERE tenant_id = t.id AND status = 'pending'), 0) \
-             FROM tenants t WHERE id = ?",
-        )
-        .bind(tenant.as_str())
-        .fetch_one(pool)
-        .await?;
+        let (credit_pending, open_credit): (i64, i64) = self
+            .store
+            .one(
+                "SELECT credit_pending_units, CAST(COALESCE((SELECT SUM(credit_units) FROM holds \
+                 WHERE tenant_id = t.id AND status = 'pending'), 0) AS BIGINT) FROM tenants t WHERE id = ?",
+                &[tenant],
+            )
+            .await?;
         if credit_pending != open_credit {
             v.push(format!("credit pending {credit_pending} but open holds reserve {open_credit}"));
         }
@@ -488,18 +517,13 @@ impl Gateway {
         max: i64,
     ) -> Result<Vec<LedgerEntry>> {
         self.profile(tenant, profile).await?;
-        let sql = crate::deferred::ledger_of_account(
+        let sql = crate::deferred::ledger_for(
+            self.store.kind(),
             "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
         );
-        let rows: Vec<EntryRow> = sqlx::query_as(&sql)
-            .bind(tenant.as_str())
-            .bind(profile.as_str())
-            .bind(q.after.unwrap_or(0))
-            .bind(q.from.map(db::ts))
-            .bind(q.to.map(db::ts))
-            .bind(q.limit.unwrap_or(max).clamp(1, max))
-            .fetch_all(self.store.pool())
-            .await?;
+        let (after, limit) = (q.after.unwrap_or(0), q.limit.unwrap_or(max).clamp(1, max));
+        let rows: Vec<EntryRow> =
+            self.store.all(&sql, &[tenant, profile, &after, &q.from, &q.to, &limit]).await?;
         Ok(rows
             .into_iter()
             .map(|(seq, hold_id, action, kit_version, kind, pending, posted, created_at)| LedgerEntry {

@@ -35,9 +35,11 @@ pub mod kits;
 pub mod leases;
 pub mod ledger;
 pub mod logins;
+mod notify;
 pub mod pipeline;
 pub mod postgres;
 pub mod profiles;
+mod reads;
 pub mod reserve;
 pub mod revoke;
 pub mod secrets;
@@ -108,8 +110,9 @@ impl std::ops::Deref for Gateway {
 #[doc(hidden)]
 pub struct Services {
     store: Store,
-    writer: Writer,
-    indexer: deferred::Indexer,
+    writes: Writes,
+    /// SQLite's per-profile index builder ([`deferred`]); PostgreSQL indexes in place.
+    indexer: Option<deferred::Indexer>,
     /// Publishes what other instances commit ([`events`]); `None` for an in-memory database.
     _follower: Option<events::Follower>,
     bus: Bus,
@@ -142,6 +145,16 @@ pub struct Services {
     password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
 }
 
+/// Where jobs run.
+enum Writes {
+    Sqlite(Writer),
+    /// Each job in its own transaction; `instance` names this process in its notifications.
+    Postgres {
+        pg: postgres::Postgres,
+        instance: Arc<str>,
+    },
+}
+
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
@@ -160,13 +173,22 @@ impl Gateway {
     pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
         let store = Store::open(url).await?;
         let bus = Bus::default();
-        let writer = Writer::start(&store, config.max_batch, bus.clone())?;
-        let indexer = deferred::Indexer::start(&store)?;
-        let follower = events::start_follower(&store, bus.clone())?;
+        let (writes, indexer, follower) = match store.postgres() {
+            Some(pg) => {
+                let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
+                notify::start(pg.pool().clone(), bus.clone(), instance.to_string());
+                (Writes::Postgres { pg: pg.clone(), instance }, None, None)
+            }
+            None => (
+                Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
+                Some(deferred::Indexer::start(&store)?),
+                events::start_follower(&store, bus.clone())?,
+            ),
+        };
         let sandbox = Arc::new(Sandbox::default());
         let gateway = Gateway(Arc::new(Services {
             store,
-            writer,
+            writes,
             indexer,
             _follower: follower,
             bus,
@@ -208,9 +230,37 @@ impl Gateway {
         &self.sandbox
     }
 
-    /// The writer's (commits, jobs) counters: jobs per commit is the group-commit batch size.
+    /// The SQLite writer's (commits, jobs) counters: jobs per commit is the group-commit
+    /// batch size. PostgreSQL commits each job on its own: (0, 0).
     pub fn writer_stats(&self) -> (u64, u64) {
-        self.writer.stats()
+        match &self.writes {
+            Writes::Sqlite(w) => w.stats(),
+            Writes::Postgres { .. } => (0, 0),
+        }
+    }
+
+    /// Runs the job `f` atomically on the store's engine: on SQLite's single writer with
+    /// group commit, on PostgreSQL in its own transaction (again after a conflict). Either
+    /// way `f` may run more than once, and its caller hears back only after COMMIT, when
+    /// what it appended to the log is on the bus.
+    pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
+    {
+        match &self.writes {
+            Writes::Sqlite(w) => w.run(move |c| f(c)).await,
+            Writes::Postgres { pg, instance } => {
+                let instance = instance.clone();
+                pg.run(move |tx| {
+                    activity::appended::start();
+                    let v = f(tx)?;
+                    notify::announce(tx, &instance, &activity::appended::take())?;
+                    Ok(v)
+                })
+                .await
+            }
+        }
     }
 
     pub fn config(&self) -> &GatewayConfig {

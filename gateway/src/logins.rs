@@ -24,13 +24,13 @@ impl Gateway {
     /// are used up: the seconds to wait.
     pub async fn count_login_attempt(&self, username: &str) -> Result<std::result::Result<(), u64>> {
         let username = username.to_string();
-        self.writer.run(move |c| count_attempt(c, &username, Utc::now())).await
+        self.write(move |c| count_attempt(c, &username, Utc::now())).await
     }
 
     /// Clears `username`'s attempts after a successful sign-in.
     pub async fn login_succeeded(&self, username: &str) -> Result<()> {
         let username = username.to_string();
-        self.writer.run(move |c| clear_attempts(c, &username)).await
+        self.write(move |c| clear_attempts(c, &username)).await
     }
 }
 

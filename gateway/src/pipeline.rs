@@ -254,11 +254,7 @@ impl Gateway {
 
     /// The profile and its ancestors with their statuses and effective (narrowed) kits.
     pub(crate) async fn links(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
-        let rows: Vec<ChainRow> = sqlx::query_as(CHAIN_SQL)
-            .bind(profile.as_str())
-            .bind(tenant.as_str())
-            .fetch_all(self.store.pool())
-            .await?;
+        let rows: Vec<ChainRow> = self.store.all(CHAIN_SQL, &[profile, tenant]).await?;
         let mut kits = Vec::with_capacity(rows.len());
         for (_, kit_name, _) in &rows {
             kits.push(self.cached_kit(tenant, kit_name).await?);
@@ -327,7 +323,7 @@ impl Gateway {
         });
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
-            match self.writer.run(move |c| j.run(c)).await? {
+            match self.write(move |c| j.run(c)).await? {
                 Reserved::Final(resp) => {
                     return Ok(resp);
                 }
@@ -370,8 +366,7 @@ impl Gateway {
         let outcome = self.connectors.get(tool.primitive).execute(&call).await;
         let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());
         let (resp, _) = self
-            .writer
-            .run(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, kit_version, &actor))
+            .write(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, kit_version, &actor))
             .await?;
         Ok(resp)
     }
@@ -389,19 +384,19 @@ impl Gateway {
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         let mut totals = Vec::with_capacity(links.len());
         for l in links.iter() {
-            let (posted, pending): (i64, i64) = sqlx::query_as(
-                "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
-            )
-            .bind(l.profile.as_str())
-            .fetch_one(self.store.pool())
-            .await?;
+            let (posted, pending): (i64, i64) = self
+                .store
+                .one(
+                    "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
+                    &[&l.profile],
+                )
+                .await?;
             totals.push(ledger::Totals { posted: ledger::money(posted), pending: ledger::money(pending) });
         }
-        let (credit, credit_pending): (i64, i64) =
-            sqlx::query_as("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
-                .bind(subject.tenant.as_str())
-                .fetch_one(self.store.pool())
-                .await?;
+        let (credit, credit_pending): (i64, i64) = self
+            .store
+            .one("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?", &[&subject.tenant])
+            .await?;
         let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         let budgets = ledger::views(&totals, &kits);
         Ok(policy::explain(&DecisionInput {

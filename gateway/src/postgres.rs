@@ -55,9 +55,31 @@ impl Postgres {
         })?
     }
 
+    /// Runs a read outside any job, on a pooled connection ([`crate::reads`]).
+    pub(crate) async fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+        rows_on(&self.pool, sql, args).await
+    }
+
+    /// Runs one statement outside any job ([`crate::store::Store::exec`]).
+    pub(crate) async fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+        let sql = numbered(sql);
+        Ok(query(&sql, args).execute(&self.pool).await?.rows_affected())
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// A read on `pool`, outside any job.
+pub(crate) async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+    let sql = numbered(sql);
+    let rows = query(&sql, args).fetch_all(pool).await?;
+    rows.iter().map(row).collect()
 }
 
 fn run_blocking<T>(pool: &PgPool, rt: &Handle, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {

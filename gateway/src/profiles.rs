@@ -101,29 +101,19 @@ impl Gateway {
             created_at: Utc::now(),
         };
         let p = profile.clone();
-        self.writer.run(move |c| insert_profile(c, &p)).await?;
+        self.write(move |c| insert_profile(c, &p)).await?;
         Ok(profile)
     }
 
     pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
-        sqlx::query_as::<_, ProfileRow>(&format!(
-            "SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?"
-        ))
-        .bind(tenant.as_str())
-        .bind(id.as_str())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(profile_from_row)
-        .ok_or(Error::NotFound { what: "agent profile" })
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
+        let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(profile_from_row).ok_or(Error::NotFound { what: "agent profile" })
     }
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
-        let rows = sqlx::query_as::<_, ProfileRow>(&format!(
-            "SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id"
-        ))
-        .bind(tenant.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
+        let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
         Ok(rows.into_iter().map(profile_from_row).collect())
     }
 

@@ -35,7 +35,7 @@ fn subtree(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<Vec<Profil
         "WITH RECURSIVE sub(id, depth) AS ( \
            SELECT id, 0 FROM agent_profiles WHERE id = ? AND tenant_id = ? \
            UNION ALL SELECT p.id, s.depth + 1 FROM agent_profiles p JOIN sub s ON p.parent_id = s.id) \
-         SELECT id FROM sub ORDER BY depth, id",
+         SELECT id FROM sub ORDER BY depth, id DESC",
         &[&root.as_str(), &tenant.as_str()],
     )?
     .iter()
@@ -69,7 +69,7 @@ impl Gateway {
     pub async fn revoke_preview(&self, tenant: &TenantId, profile: &ProfileId) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
         let (t, p) = (tenant.clone(), profile.clone());
-        let (profiles, approvals) = self.writer.run(move |c| plan(c, &t, &p)).await?;
+        let (profiles, approvals) = self.write(move |c| plan(c, &t, &p)).await?;
         Ok(RevokeReport {
             holds_voided: approvals.iter().filter(|(_, h)| h.is_some()).count(),
             approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(),
@@ -90,7 +90,7 @@ impl Gateway {
     ) -> Result<RevokeReport> {
         self.profile(tenant, profile).await?;
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
-        let report = self.writer.run(move |c| revoke(c, &t, &p, &actor, confirmed_profiles)).await?;
+        let report = self.write(move |c| revoke(c, &t, &p, &actor, confirmed_profiles)).await?;
         self.invalidate_links();
         self.credentials_changed();
         Ok(report)
@@ -123,6 +123,8 @@ pub(crate) fn revoke(
             ),
         });
     }
+    // Deepest first, then by id within a depth: the one order every locker of several
+    // accounts follows ([`ledger::lock_for_ending`]).
     let deepest_first: Vec<ProfileId> = profiles.iter().rev().cloned().collect();
     ledger::lock_accounts(c, &deepest_first)?;
     for id in &profiles {

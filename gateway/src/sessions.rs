@@ -4,7 +4,6 @@
 //! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the
 //! activity log.
 
-use crate::sql::Tx;
 use chrono::{Duration, Utc};
 use serde_json::json;
 
@@ -26,8 +25,7 @@ impl Gateway {
         let hash = secrets::hash_token(&token);
         let (u, t, name) = (user.id.clone(), user.tenant_id.clone(), user.username.clone());
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 let now = Utc::now();
                 c.exec(
                     "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
@@ -44,13 +42,14 @@ impl Gateway {
 
     /// The user a session token belongs to, if it is live.
     pub async fn session_user(&self, token: &str) -> Result<Option<ConsoleUser>> {
-        let row: Option<(String, String)> = sqlx::query_as(
-            "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?",
-        )
-        .bind(secrets::hash_token(token))
-        .bind(db::ts(Utc::now()))
-        .fetch_optional(self.store.pool())
-        .await?;
+        let (hash, now) = (secrets::hash_token(token), db::ts(Utc::now()));
+        let row: Option<(String, String)> = self
+            .store
+            .opt(
+                "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?",
+                &[&hash, &now],
+            )
+            .await?;
         let Some((user, tenant)) = row else { return Ok(None) };
         match self.user(&TenantId::from_db(tenant), &UserId::from_db(user)).await {
             Ok(u) => Ok(Some(u)),
@@ -62,24 +61,23 @@ impl Gateway {
     /// Ends a session (sign-out). Ending an unknown or ended one is not an error.
     pub async fn end_session(&self, token: &str) -> Result<()> {
         let hash = secrets::hash_token(token);
-        self.writer
-            .run(move |c| {
-                let row = c.row(
-                    "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
+        self.write(move |c| {
+            let row = c.row(
+                "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
                      (SELECT username FROM console_users WHERE id = user_id)",
-                    &[&hash],
-                )?;
-                let Some(r) = row else { return Ok(Vec::new()) };
-                let (tenant, name): (String, String) = (r.get(0)?, r.get(1)?);
-                Ok(vec![activity::append(
-                    c,
-                    NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
-                        .via(crate::activity::Transport::Console)
-                        .verdict("signed_out")
-                        .detail(json!({ "user": name })),
-                )?])
-            })
-            .await?;
+                &[&hash],
+            )?;
+            let Some(r) = row else { return Ok(Vec::new()) };
+            let (tenant, name): (String, String) = (r.get(0)?, r.get(1)?);
+            Ok(vec![activity::append(
+                c,
+                NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
+                    .via(crate::activity::Transport::Console)
+                    .verdict("signed_out")
+                    .detail(json!({ "user": name })),
+            )?])
+        })
+        .await?;
         self.credentials_changed();
         Ok(())
     }

@@ -78,8 +78,9 @@ fn decode_error(i: usize, why: &str) -> Error {
     Error::internal("storage_decode", format!("column {i} did not read back: {why}"))
 }
 
-/// Something that can be a statement's argument.
-pub trait ToValue {
+/// Something that can be a statement's argument. `Sync`, so a read's borrowed arguments can
+/// wait across an `.await` in a `Send` future.
+pub trait ToValue: Sync {
     fn to_value(&self) -> Value<'_>;
 }
 
@@ -205,6 +206,60 @@ impl<T: FromValue> FromValue for Option<T> {
             v => T::from_value(v).map(Some),
         }
     }
+}
+
+/// Timestamps are stored as the text [`crate::db::ts`] writes, on both engines.
+impl ToValue for chrono::DateTime<chrono::Utc> {
+    fn to_value(&self) -> Value<'_> {
+        Value::Text(Cow::Owned(crate::db::ts(*self)))
+    }
+}
+impl Typed for chrono::DateTime<chrono::Utc> {
+    const KIND: Kind = Kind::Text;
+}
+impl FromValue for chrono::DateTime<chrono::Utc> {
+    fn from_value(v: &Value<'_>) -> std::result::Result<Self, &'static str> {
+        match v {
+            Value::Text(s) => chrono::DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| "expected an RFC 3339 timestamp"),
+            _ => Err("expected a timestamp"),
+        }
+    }
+}
+
+/// A whole row read as one Rust value: a tuple of [`FromValue`]s by position, or a record
+/// type that implements it.
+pub trait FromRow: Sized {
+    fn from_row(row: &Row) -> Result<Self>;
+}
+
+macro_rules! tuple_rows {
+    ($(($($t:ident $i:tt),+))*) => {$(
+        impl<$($t: FromValue),+> FromRow for ($($t,)+) {
+            fn from_row(row: &Row) -> Result<Self> {
+                Ok(($(row.get::<$t>($i)?,)+))
+            }
+        }
+    )*};
+}
+tuple_rows! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, F 5)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14)
+    (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15)
 }
 
 /// `sql`, or `locked` on PostgreSQL; [`locked!`] writes both from one text.

@@ -15,9 +15,14 @@ use sqlx::sqlite::{
 };
 
 use crate::error::{Error, Result};
+use crate::postgres::Postgres;
 
 /// The schemes [`Store::open`] accepts, for error messages.
-pub const ACCEPTED_SCHEMES: &str = "sqlite://PATH, sqlite::memory:";
+pub const ACCEPTED_SCHEMES: &str =
+    "sqlite://PATH, sqlite::memory:, postgres://USER:PASSWORD@HOST:PORT/DATABASE";
+
+/// Pooled connections per instance on PostgreSQL: each job holds one for its transaction.
+const POSTGRES_CONNECTIONS: u32 = 16;
 
 /// Upper bound on pooled connections: SQLite has one writer, and this machine two cores.
 const MAX_CONNECTIONS: u32 = 8;
@@ -26,7 +31,23 @@ const BUSY_TIMEOUT_MS: u64 = 5_000;
 
 /// A handle to the tenant database. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Store {
+pub struct Store(Backend);
+
+/// The engine behind a [`Store`], for the code that runs each engine's side of the boundary.
+pub(crate) enum Engine<'a> {
+    Sqlite(&'a SqlitePool),
+    Postgres(&'a Postgres),
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
+}
+
+/// The embedded engine: one file (or a shared in-memory database) in WAL mode.
+#[derive(Clone, Debug)]
+pub(crate) struct Sqlite {
     pool: SqlitePool,
     /// What the writer's own connection opens: the same file, or the same shared in-memory
     /// database.
@@ -39,6 +60,9 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) and migrates the database at `url`.
     pub async fn open(url: &str) -> Result<Store> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Store(Backend::Postgres(Postgres::open(url, POSTGRES_CONNECTIONS).await?)));
+        }
         let Some(rest) = url.strip_prefix("sqlite:") else {
             return Err(Error::UnsupportedDatabase { given: redact(url), accepted: ACCEPTED_SCHEMES });
         };
@@ -87,9 +111,78 @@ impl Store {
             .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
         sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
         drop(index_conn);
-        Ok(Store { pool, writer_target, index_target })
+        Ok(Store(Backend::Sqlite(Sqlite { pool, writer_target, index_target })))
     }
 
+    pub(crate) fn engine(&self) -> Engine<'_> {
+        match &self.0 {
+            Backend::Sqlite(s) => Engine::Sqlite(&s.pool),
+            Backend::Postgres(p) => Engine::Postgres(p),
+        }
+    }
+
+    /// The PostgreSQL engine, when that is what this store is.
+    pub(crate) fn postgres(&self) -> Option<&Postgres> {
+        match &self.0 {
+            Backend::Postgres(p) => Some(p),
+            Backend::Sqlite(_) => None,
+        }
+    }
+
+    /// Which engine this is, for the few statements written per engine.
+    pub fn kind(&self) -> crate::sql::Engine {
+        match &self.0 {
+            Backend::Sqlite(_) => crate::sql::Engine::Sqlite,
+            Backend::Postgres(_) => crate::sql::Engine::Postgres,
+        }
+    }
+
+    /// The SQLite side, for the writer, the indexer and the follower; `None` on PostgreSQL.
+    pub(crate) fn sqlite(&self) -> Option<&Sqlite> {
+        match &self.0 {
+            Backend::Sqlite(s) => Some(s),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// The SQLite side, for what only SQLite has: the single writer, the indexer and the
+    /// follower.
+    pub(crate) fn sqlite_side(&self, part: &str) -> Result<&Sqlite> {
+        self.sqlite().ok_or_else(|| {
+            Error::internal(
+                "engine_mismatch",
+                format!("{part} runs on SQLite only; this store is PostgreSQL"),
+            )
+        })
+    }
+
+    /// Whether other processes can open this database (a file or a server, not
+    /// `sqlite::memory:`).
+    pub fn is_shared_across_processes(&self) -> bool {
+        self.sqlite().is_none_or(|s| !s.writer_target.starts_with("file:"))
+    }
+
+    /// The SQLite pool, for tests and query-plan checks that are SQLite's own. Panics on
+    /// PostgreSQL: engine-neutral code reads through [`Store::all`] and its siblings.
+    #[doc(hidden)]
+    pub fn pool(&self) -> &SqlitePool {
+        &self.sqlite().expect("Store::pool is SQLite's; read through Store::all").pool
+    }
+
+    /// A round trip to the database, for health checks.
+    pub async fn ping(&self) -> Result<()> {
+        self.rows("SELECT 1", &[]).await.map(|_| ())
+    }
+
+    pub async fn close(&self) {
+        match &self.0 {
+            Backend::Sqlite(s) => s.pool.close().await,
+            Backend::Postgres(p) => p.close().await,
+        }
+    }
+}
+
+impl Sqlite {
     /// Opens the writer's own connection to the same database.
     pub(crate) fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
         let c = open_rusqlite(&self.writer_target)?;
@@ -116,25 +209,6 @@ impl Store {
         )?;
         c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
         Ok(c)
-    }
-
-    /// Whether other processes can open this database (a file, not `sqlite::memory:`).
-    pub fn is_shared_across_processes(&self) -> bool {
-        !self.writer_target.starts_with("file:")
-    }
-
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
-    /// A round trip to the database, for health checks.
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
-    }
-
-    pub async fn close(&self) {
-        self.pool.close().await;
     }
 }
 

@@ -63,28 +63,24 @@ impl Gateway {
         let key_id = KeyId::generate();
         let kit = Kit::default_kit();
         let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
-        self.writer.run(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
+        self.write(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
         tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
         Ok((tenant, IssuedKey { id: key_id, token: key.token }))
     }
 
     pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
-        sqlx::query_as::<_, (String, String, i64, DateTime<Utc>)>(
-            "SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?",
-        )
-        .bind(id.as_str())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(tenant_from_row)
-        .ok_or(Error::NotFound { what: "tenant" })
+        let row: Option<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .opt("SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?", &[id])
+            .await?;
+        row.map(tenant_from_row).ok_or(Error::NotFound { what: "tenant" })
     }
 
     pub async fn tenants(&self) -> Result<Vec<Tenant>> {
-        let rows = sqlx::query_as::<_, (String, String, i64, DateTime<Utc>)>(
-            "SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id",
-        )
-        .fetch_all(self.store.pool())
-        .await?;
+        let rows: Vec<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .all("SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id", &[])
+            .await?;
         Ok(rows.into_iter().map(tenant_from_row).collect())
     }
 }
@@ -116,25 +112,17 @@ fn company_key_from_row(
 /// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
 impl Gateway {
     pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
-        let rows = sqlx::query_as::<_, CompanyKeyRow>(&format!(
+        let sql = format!(
             "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
-        ))
-        .bind(tenant.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        );
+        let rows: Vec<CompanyKeyRow> = self.store.all(&sql, &[tenant]).await?;
         Ok(rows.into_iter().map(company_key_from_row).collect())
     }
 
     async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
-        sqlx::query_as::<_, CompanyKeyRow>(&format!(
-            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?"
-        ))
-        .bind(tenant.as_str())
-        .bind(id.as_str())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(company_key_from_row)
-        .ok_or(Error::NotFound { what: "company key" })
+        let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
+        let row: Option<CompanyKeyRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(company_key_from_row).ok_or(Error::NotFound { what: "company key" })
     }
 
     /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
@@ -156,7 +144,7 @@ impl Gateway {
         let id = KeyId::generate();
         let (t, kid, k, actor, rotating) =
             (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
-        self.writer.run(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
+        self.write(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
         if rotating {
             self.invalidate_keys();
         }
@@ -172,7 +160,7 @@ impl Gateway {
     ) -> Result<CompanyKeyInfo> {
         self.company_key(tenant, id).await?;
         let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
-        self.writer.run(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
+        self.write(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
         self.invalidate_keys();
         self.company_key(tenant, id).await
     }

@@ -43,6 +43,27 @@ impl Cluster {
     }
 }
 
+/// The engine the service tests run on: PostgreSQL when `NAIVE_TEST_ENGINE=postgres` (the
+/// second pass of `make test`), else SQLite.
+pub fn engine_under_test() -> crate::sql::Engine {
+    match std::env::var("NAIVE_TEST_ENGINE").as_deref() {
+        Ok("postgres") => crate::sql::Engine::Postgres,
+        _ => crate::sql::Engine::Sqlite,
+    }
+}
+
+/// A fresh database on [`engine_under_test`]: a file in `dir`, or a new database on the
+/// cluster, which the caller keeps until it is done.
+pub async fn fresh_url(dir: &std::path::Path) -> (String, Option<Cluster>) {
+    match engine_under_test() {
+        crate::sql::Engine::Sqlite => (format!("sqlite://{}/t.db", dir.display()), None),
+        crate::sql::Engine::Postgres => {
+            let cluster = Cluster::get();
+            (cluster.fresh_database().await, Some(cluster))
+        }
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         if let Some(dir) = &self.started {

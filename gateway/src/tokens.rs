@@ -7,7 +7,7 @@
 //! its open streams close. Every decision made with a token names it in the trail. Creating
 //! and revoking are recorded in the activity log.
 
-use crate::sql::{Tx, lock_key};
+use crate::sql::lock_key;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -93,8 +93,7 @@ impl Gateway {
         };
         let (u, i, hash) = (user.clone(), info.clone(), minted.hash.clone());
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 // One user's token changes take turns on PostgreSQL, so two at once cannot both
                 // pass the limit.
                 lock_key(c, &["user tokens", u.id.as_str()])?;
@@ -134,13 +133,10 @@ impl Gateway {
 
     /// The user's tokens, newest first, revoked ones included.
     pub async fn user_tokens(&self, user: &ConsoleUser) -> Result<Vec<TokenInfo>> {
-        let rows = sqlx::query_as::<_, TokenRow>(&format!(
+        let sql = format!(
             "SELECT {COLUMNS} FROM user_tokens WHERE tenant_id = ? AND user_id = ? ORDER BY created_at DESC, id"
-        ))
-        .bind(user.tenant_id.as_str())
-        .bind(user.id.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        );
+        let rows: Vec<TokenRow> = self.store.all(&sql, &[&user.tenant_id, &user.id]).await?;
         Ok(rows.into_iter().map(from_row).collect())
     }
 
@@ -148,8 +144,7 @@ impl Gateway {
     pub async fn revoke_user_token(&self, user: &ConsoleUser, id: &TokenId) -> Result<()> {
         let (u, t) = (user.clone(), id.clone());
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 let changed = c.exec(
                     "UPDATE user_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND tenant_id = ? AND revoked_at IS NULL",
                     &[&db::ts(Utc::now()), &t.as_str(), &u.id.as_str(), &u.tenant_id.as_str()],

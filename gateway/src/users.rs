@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
-use crate::sql::{Tx, lock_key};
+use crate::sql::lock_key;
 
 use crate::db;
 use crate::error::{Error, Result};
@@ -134,8 +134,7 @@ impl Gateway {
         let u = user.clone();
         let by = by.map(str::to_string);
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 c.exec(
                     "INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                     &[&u.id.as_str(), &u.tenant_id.as_str(), &u.username, &hash, &roles_to_db(&u.roles), &db::ts(u.created_at)],
@@ -182,8 +181,7 @@ impl Gateway {
         roles.dedup();
         let (t, u, by) = (tenant.clone(), id.clone(), by.to_string());
         self
-            .writer
-            .run(move |c| {
+            .write(move |c| {
                 // The tenant's role changes take turns on PostgreSQL, so two demotions at once
                 // cannot each leave the other as the last admin.
                 lock_key(c, &["user roles", t.as_str()])?;
@@ -218,49 +216,49 @@ impl Gateway {
     }
 
     pub async fn users(&self, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {
-        let rows = sqlx::query_as::<_, UserRow>(
-            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? ORDER BY username",
-        )
-        .bind(tenant.as_str())
-        .fetch_all(self.store.pool())
-        .await?;
+        let rows: Vec<UserRow> = self
+            .store
+            .all(
+                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? ORDER BY username",
+                &[tenant],
+            )
+            .await?;
         Ok(rows.into_iter().map(user_from_row).collect())
     }
 
     pub async fn user(&self, tenant: &TenantId, id: &UserId) -> Result<ConsoleUser> {
-        sqlx::query_as::<_, UserRow>(
-            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND id = ?",
-        )
-        .bind(tenant.as_str())
-        .bind(id.as_str())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(user_from_row)
-        .ok_or(Error::NotFound { what: "console user" })
+        let row: Option<UserRow> = self
+            .store
+            .opt(
+                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND id = ?",
+                &[tenant, id],
+            )
+            .await?;
+        row.map(user_from_row).ok_or(Error::NotFound { what: "console user" })
     }
 
     /// The tenant's console user with this username.
     pub async fn user_named(&self, tenant: &TenantId, username: &str) -> Result<ConsoleUser> {
-        sqlx::query_as::<_, UserRow>(
-            "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND username = ?",
-        )
-        .bind(tenant.as_str())
-        .bind(username.trim())
-        .fetch_optional(self.store.pool())
-        .await?
-        .map(user_from_row)
-        .ok_or(Error::NotFound { what: "console user" })
+        let row: Option<UserRow> = self
+            .store
+            .opt(
+                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND username = ?",
+                &[tenant, &username.trim()],
+            )
+            .await?;
+        row.map(user_from_row).ok_or(Error::NotFound { what: "console user" })
     }
 
     /// The user with this username and password, or `None`. Takes the same time for an
     /// unknown user as for a wrong password, so it does not reveal which usernames exist.
     pub async fn verify_login(&self, username: &str, password: &str) -> Result<Option<ConsoleUser>> {
-        let row = sqlx::query_as::<_, (String, String, String, String, DateTime<Utc>, String)>(
-            "SELECT id, tenant_id, username, roles, created_at, password_hash FROM console_users WHERE username = ?",
-        )
-        .bind(username.trim())
-        .fetch_optional(self.store.pool())
-        .await?;
+        let row: Option<(String, String, String, String, DateTime<Utc>, String)> = self
+            .store
+            .opt(
+                "SELECT id, tenant_id, username, roles, created_at, password_hash FROM console_users WHERE username = ?",
+                &[&username.trim()],
+            )
+            .await?;
         let stored = row.as_ref().map(|r| r.5.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
         let ok = self.check_password(password, stored).await?;
         Ok(match row {

@@ -101,12 +101,12 @@ impl Writer {
     /// Starts the writer thread on its own connection to `store`'s database; what each of
     /// its transactions appends to the activity log goes out on `bus` once it commits.
     pub fn start(store: &Store, max_batch: usize, bus: Bus) -> Result<Writer> {
-        let conn = store.open_writer_connection()?;
+        let conn = store.sqlite_side("the single writer")?.open_writer_connection()?;
         // What the log holds now is history; the bus carries what commits from here on.
         bus.start_after(crate::activity::last_seq(&conn)?);
         // Checkpoints run on their own thread and connection, off the writer's path.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
-        let checkpointer = store.open_writer_connection()?;
+        let checkpointer = store.sqlite_side("the single writer")?.open_writer_connection()?;
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let stats = Arc::new(Stats::default());
         let s = stats.clone();

@@ -129,15 +129,10 @@ async fn mixed_load_never_breaks_the_ledger() {
         "the mix exercised every path: {totals:?}"
     );
     let statuses: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM approvals GROUP BY status")
-            .fetch_all(w.gw.store().pool())
-            .await
-            .unwrap();
+        w.gw.store().all("SELECT status, COUNT(*) FROM approvals GROUP BY status", &[]).await.unwrap();
     println!("approvals by status: {statuses:?}");
-    let pending_holds: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM holds WHERE status = 'pending'")
-        .fetch_one(w.gw.store().pool())
-        .await
-        .unwrap();
+    let (pending_holds,): (i64,) =
+        w.gw.store().one("SELECT COUNT(*) FROM holds WHERE status = 'pending'", &[]).await.unwrap();
     assert_eq!(pending_holds, 0, "every hold ended");
     let pool = w.gw.budget(&w.tenant, &agents[2].profile).await.unwrap();
     assert!(

@@ -39,21 +39,21 @@ async fn invariants_hold_after_a_kill_mid_load() {
 
     let gw = Gateway::open(&url).await.unwrap();
     let tenant = gw.tenants().await.unwrap().remove(0).id;
-    let pending_before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM holds WHERE status = 'pending'")
-        .fetch_one(gw.store().pool())
-        .await
-        .unwrap();
+    let (pending_before,): (i64,) =
+        gw.store().one("SELECT COUNT(*) FROM holds WHERE status = 'pending'", &[]).await.unwrap();
     // The soak leased its holds in flight for a second: once that lapses, a sweep (as any
     // instance runs every second) ends every hold whose action never ran.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let orphans = loop {
         gw.sweep().await.unwrap();
-        let orphans: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM holds h WHERE status = 'pending' AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.hold_id = h.id AND a.status = 'pending')",
-        )
-        .fetch_one(gw.store().pool())
-        .await
-        .unwrap();
+        let (orphans,): (i64,) = gw
+            .store()
+            .one(
+                "SELECT COUNT(*) FROM holds h WHERE status = 'pending' AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.hold_id = h.id AND a.status = 'pending')",
+                &[],
+            )
+            .await
+            .unwrap();
         if orphans == 0 || std::time::Instant::now() > deadline {
             break orphans;
         }

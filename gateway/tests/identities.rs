@@ -3,10 +3,12 @@
 use gateway::{Error, Gateway, ProfileId, Role};
 use policy::{Kit, KitVersion, Money};
 
-async fn gw() -> (Gateway, tempfile::TempDir) {
+/// A gateway on a fresh database of the engine under test, and what keeps that alive.
+async fn gw() -> (Gateway, (tempfile::TempDir, Option<gateway::testing::Cluster>)) {
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open(&format!("sqlite://{}/t.db", dir.path().display())).await.unwrap();
-    (gw, dir)
+    let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let gw = Gateway::open(&url).await.unwrap();
+    (gw, (dir, cluster))
 }
 
 #[tokio::test]
@@ -73,10 +75,8 @@ async fn users_validate_and_log_in_with_argon2id() {
     assert_eq!(bob.roles, [Role::Approver, Role::Finance]);
     assert!(gw.verify_login("bob", "password2").await.unwrap().is_none());
     assert!(gw.verify_login("nobody", "password1").await.unwrap().is_none());
-    let stored: String = sqlx::query_scalar("SELECT password_hash FROM console_users WHERE username = 'bob'")
-        .fetch_one(gw.store().pool())
-        .await
-        .unwrap();
+    let (stored,): (String,) =
+        gw.store().one("SELECT password_hash FROM console_users WHERE username = 'bob'", &[]).await.unwrap();
     assert!(stored.starts_with("$argon2id$"));
 }
 
@@ -87,10 +87,7 @@ async fn company_keys_store_only_a_hash() {
     assert_eq!(gw.authenticate_company_key(&key.token).await.unwrap(), Some(t.id.clone()));
     assert_eq!(gw.authenticate_company_key(&format!("{}x", key.token)).await.unwrap(), None);
     assert_eq!(gw.authenticate_company_key("garbage").await.unwrap(), None);
-    let stored: String = sqlx::query_scalar("SELECT secret_hash FROM company_keys")
-        .fetch_one(gw.store().pool())
-        .await
-        .unwrap();
+    let (stored,): (String,) = gw.store().one("SELECT secret_hash FROM company_keys", &[]).await.unwrap();
     assert!(!stored.contains(&key.token[12..]));
     let err = gw.create_tenant("U", Money::ZERO, Some("nv_bad")).await.unwrap_err();
     assert_eq!(err.code(), "invalid_key_format");

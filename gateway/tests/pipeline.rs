@@ -8,7 +8,7 @@ use gateway::pipeline::Disposition;
 use gateway::{Error, GatewayConfig, RuntimeState};
 use policy::{Money, SubjectStatus};
 use serde_json::json;
-use support::{World, world, world_with};
+use support::{World, sqlite_world, world, world_with};
 
 const CARDS: &str = r#"{"name":"Cards","primitives":["cards","web","email","brain"],
   "limits":{"budget":{"hard_cap":"100"},"approve":{"above":"25"}}}"#;
@@ -219,9 +219,8 @@ async fn expiry_turns_into_a_deny_and_voids_the_hold_with_no_traffic() {
         assert!(std::time::Instant::now() < deadline, "the sweeper did not expire the approval");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let holds: Vec<String> =
-        sqlx::query_scalar("SELECT status FROM holds").fetch_all(w.gw.store().pool()).await.unwrap();
-    assert_eq!(holds, ["expired"]);
+    let holds: Vec<(String,)> = w.gw.store().all("SELECT status FROM holds", &[]).await.unwrap();
+    assert_eq!(holds, [("expired".to_string(),)]);
     assert_eq!(
         w.gw.approve(&w.tenant, &id, &w.approver, None).await.unwrap_err().code(),
         "approval_already_decided"
@@ -318,16 +317,12 @@ async fn the_audit_chain_detects_an_edited_row() {
     }
     let ok = w.gw.verify_log(&w.tenant).await.unwrap();
     assert!(ok.ok && ok.entries >= 4, "{ok:?}");
-    let victim: i64 =
-        sqlx::query_scalar("SELECT seq FROM activity WHERE kind = 'action' ORDER BY seq LIMIT 1 OFFSET 1")
-            .fetch_one(w.gw.store().pool())
+    let (victim,): (i64,) =
+        w.gw.store()
+            .one("SELECT seq FROM activity WHERE kind = 'action' ORDER BY seq LIMIT 1 OFFSET 1", &[])
             .await
             .unwrap();
-    sqlx::query("UPDATE activity SET amount_units = 1 WHERE seq = ?")
-        .bind(victim)
-        .execute(w.gw.store().pool())
-        .await
-        .unwrap();
+    w.gw.store().exec("UPDATE activity SET amount_units = 1 WHERE seq = ?", &[&victim]).await.unwrap();
     let broken = w.gw.verify_log(&w.tenant).await.unwrap();
     assert!(!broken.ok);
     assert_eq!(broken.first_broken, Some(victim));
@@ -346,14 +341,9 @@ async fn an_entrys_transport_is_recorded_and_covered_by_the_chain() {
     let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
     let actions: Vec<_> = log.iter().filter(|e| e.kind == "action").map(|e| e.transport.as_deref()).collect();
     assert_eq!(actions, [Some("mcp"), Some("http")]);
-    let pool = w.gw.store().pool();
     let mcp_seq = log.iter().find(|e| e.transport.as_deref() == Some("mcp")).unwrap().seq;
     assert!(w.gw.verify_log(&w.tenant).await.unwrap().ok);
-    sqlx::query("UPDATE activity SET transport = 'http' WHERE seq = ?")
-        .bind(mcp_seq)
-        .execute(pool)
-        .await
-        .unwrap();
+    w.gw.store().exec("UPDATE activity SET transport = 'http' WHERE seq = ?", &[&mcp_seq]).await.unwrap();
     let broken = w.gw.verify_log(&w.tenant).await.unwrap();
     assert_eq!((broken.ok, broken.first_broken), (false, Some(mcp_seq)));
 }
@@ -519,14 +509,13 @@ async fn per_profile_pages_are_whole_across_the_index_mark() {
             w.gw.index_recent().await.unwrap();
         }
     }
-    let pool = w.gw.store().pool();
     for p in [&a.profile, &b.profile] {
-        let want: Vec<i64> =
-            sqlx::query_scalar("SELECT seq FROM activity WHERE profile_id = ? ORDER BY seq DESC")
-                .bind(p.as_str())
-                .fetch_all(pool)
+        let want: Vec<(i64,)> =
+            w.gw.store()
+                .all("SELECT seq FROM activity WHERE profile_id = ? ORDER BY seq DESC", &[p])
                 .await
                 .unwrap();
+        let want: Vec<i64> = want.into_iter().map(|(s,)| s).collect();
         assert!(want.len() >= 15, "{} entries", want.len());
         let mut got = Vec::new();
         let mut before = None;
@@ -544,12 +533,12 @@ async fn per_profile_pages_are_whole_across_the_index_mark() {
         let asc: Vec<i64> = w.gw.log(&w.tenant, &q).await.unwrap().iter().map(|e| e.seq).collect();
         assert_eq!(asc, vec![want[8], want[7], want[6]], "oldest-first after a cursor");
 
-        let want: Vec<i64> =
-            sqlx::query_scalar("SELECT seq FROM ledger_entries WHERE account_id = ? ORDER BY seq")
-                .bind(p.as_str())
-                .fetch_all(pool)
+        let want: Vec<(i64,)> =
+            w.gw.store()
+                .all("SELECT seq FROM ledger_entries WHERE account_id = ? ORDER BY seq", &[p])
                 .await
                 .unwrap();
+        let want: Vec<i64> = want.into_iter().map(|(s,)| s).collect();
         assert_eq!(want.len(), 15, "one post entry per action settled as it was decided");
         let mut got = Vec::new();
         let mut after = None;
@@ -593,13 +582,13 @@ async fn a_request_key_is_claimed_once_replayed_and_released_on_failure() {
 /// rebuilt when the gateway opens, so the spend chart never silently misses history.
 #[tokio::test]
 async fn an_index_without_daily_sums_is_rebuilt_when_the_gateway_opens() {
-    let w = world().await;
+    let w = sqlite_world().await;
     let a = w.agent("reader", "Default", None).await;
     for i in 0..3 {
         w.call(&a, "web.read", json!({"url": format!("u{i}")})).await;
     }
     w.gw.index_recent().await.unwrap();
-    sqlx::query("DELETE FROM idx.spend_by_day").execute(w.gw.store().pool()).await.unwrap();
+    w.gw.store().exec("DELETE FROM idx.spend_by_day", &[]).await.unwrap();
     let since = chrono::Utc::now().date_naive() - chrono::Days::new(1);
     let posted = w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.posted;
     let stale = w.gw.daily_spend(&w.tenant, &a.profile, since).await.unwrap();
@@ -623,7 +612,6 @@ async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mar
     use gateway::ledger::LedgerQuery;
     let w = world().await;
     let a = w.agent("days", "Default", None).await;
-    let pool = w.gw.store().pool();
     let today = Utc::now().date_naive();
     let midnight =
         |days_ago: u64| Utc.from_utc_datetime(&(today - Days::new(days_ago)).and_hms_opt(0, 0, 0).unwrap());
@@ -635,18 +623,15 @@ async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mar
             w.call(&a, "web.read", json!({"url": format!("d{round}-{i}")})).await;
         }
         let at = (midnight(days_ago) + chrono::Duration::hours(12)).to_rfc3339();
-        last = sqlx::query_scalar::<_, i64>(
-            "UPDATE ledger_entries SET created_at = ? WHERE account_id = ? AND seq > ? RETURNING seq",
-        )
-        .bind(&at)
-        .bind(a.profile.as_str())
-        .bind(last)
-        .fetch_all(pool)
-        .await
-        .unwrap()
-        .into_iter()
-        .max()
-        .unwrap_or(last);
+        let moved: Vec<(i64,)> =
+            w.gw.store()
+                .all(
+                    "UPDATE ledger_entries SET created_at = ? WHERE account_id = ? AND seq > ? RETURNING seq",
+                    &[&at, &a.profile, &last],
+                )
+                .await
+                .unwrap();
+        last = moved.into_iter().map(|(s,)| s).max().unwrap_or(last);
         if round < 3 {
             w.gw.index_recent().await.unwrap();
         }
@@ -663,18 +648,17 @@ async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mar
     ];
     for (from, to) in periods {
         let (from, to) = (from.map(midnight), to.map(midnight));
-        let want: Vec<i64> = sqlx::query_scalar(
-            "SELECT seq FROM ledger_entries WHERE account_id = ? AND (? IS NULL OR created_at >= ?) \
-             AND (? IS NULL OR created_at < ?) ORDER BY seq",
-        )
-        .bind(a.profile.as_str())
-        .bind(from.map(|t| t.to_rfc3339()))
-        .bind(from.map(|t| t.to_rfc3339()))
-        .bind(to.map(|t| t.to_rfc3339()))
-        .bind(to.map(|t| t.to_rfc3339()))
-        .fetch_all(pool)
-        .await
-        .unwrap();
+        let (from_s, to_s) = (from.map(|t| t.to_rfc3339()), to.map(|t| t.to_rfc3339()));
+        let want: Vec<(i64,)> =
+            w.gw.store()
+                .all(
+                    "SELECT seq FROM ledger_entries WHERE account_id = ? AND (? IS NULL OR created_at >= ?) \
+                 AND (? IS NULL OR created_at < ?) ORDER BY seq",
+                    &[&a.profile, &from_s, &from_s, &to_s, &to_s],
+                )
+                .await
+                .unwrap();
+        let want: Vec<i64> = want.into_iter().map(|(s,)| s).collect();
         let mut got = Vec::new();
         let mut after = None;
         loop {
@@ -699,13 +683,13 @@ async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mar
 #[tokio::test]
 async fn an_index_without_ledger_days_is_rebuilt_when_the_gateway_opens() {
     use gateway::ledger::LedgerQuery;
-    let w = world().await;
+    let w = sqlite_world().await;
     let a = w.agent("older-index", "Default", None).await;
     for i in 0..3 {
         w.call(&a, "web.read", json!({"url": format!("u{i}")})).await;
     }
     w.gw.index_recent().await.unwrap();
-    sqlx::query("DELETE FROM idx.ledger_days").execute(w.gw.store().pool()).await.unwrap();
+    w.gw.store().exec("DELETE FROM idx.ledger_days", &[]).await.unwrap();
     let q = LedgerQuery { from: Some(chrono::Utc::now() - chrono::Duration::days(1)), ..Default::default() };
     assert!(
         w.gw.ledger_entries(&w.tenant, &a.profile, &q, 100).await.unwrap().is_empty(),

@@ -1,4 +1,5 @@
-//! A fresh gateway on a temporary SQLite file, with one tenant, kits and profiles to act as.
+//! A fresh gateway on the engine under test (a temporary SQLite file, or a fresh PostgreSQL
+//! database with `NAIVE_TEST_ENGINE=postgres`), with one tenant, kits and profiles to act as.
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
 use gateway::approvals::Human;
@@ -14,11 +15,29 @@ pub struct World {
     pub owner: Human,
     pub approver: Human,
     pub _dir: tempfile::TempDir,
+    pub _cluster: Option<gateway::testing::Cluster>,
 }
 
 pub async fn world_with(config: GatewayConfig) -> World {
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::open_with(&format!("sqlite://{}/t.db", dir.path().display()), config).await.unwrap();
+    let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
+    world_on(&url, config, dir, cluster).await
+}
+
+/// A world on SQLite whatever the engine under test: for what only SQLite has (its indexer).
+pub async fn sqlite_world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/t.db", dir.path().display());
+    world_on(&url, GatewayConfig::default(), dir, None).await
+}
+
+async fn world_on(
+    url: &str,
+    config: GatewayConfig,
+    dir: tempfile::TempDir,
+    cluster: Option<gateway::testing::Cluster>,
+) -> World {
+    let gw = Gateway::open_with(url, config).await.unwrap();
     let (t, _) = gw.create_tenant("Acme", Money::dollars(100), None).await.unwrap();
     let owner =
         gw.create_user(&t.id, "owner", "owner-password", &[Role::Admin, Role::Approver]).await.unwrap();
@@ -29,6 +48,7 @@ pub async fn world_with(config: GatewayConfig) -> World {
         owner: Human::in_console(&owner),
         approver: Human::in_console(&approver),
         _dir: dir,
+        _cluster: cluster,
     }
 }
 
@@ -96,9 +116,7 @@ impl World {
     }
 
     pub async fn count(&self, table: &str) -> i64 {
-        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-            .fetch_one(self.gw.store().pool())
-            .await
-            .unwrap()
+        let (n,): (i64,) = self.gw.store().one(&format!("SELECT COUNT(*) FROM {table}"), &[]).await.unwrap();
+        n
     }
 }
