@@ -69,8 +69,14 @@ e2e: build-site
 bench:
 	cargo bench -p policy --bench decide
 
+# SQLite (group commit and one transaction per job), then PostgreSQL on a throwaway cluster
+# sharing these two cores (one and two instances; one tenant, then 16), then pgbench on it.
 bench-gateway:
-	cargo run --release -p gateway --bin gateway-load -- bench --callers 64 --actions 60000
+	cargo build --release -p gateway --bin gateway-load
+	eval "$$(scripts/pg.sh start)" && trap 'scripts/pg.sh stop' EXIT \
+	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite,postgres \
+	  && target/release/gateway-load bench --callers 64 --tenants 16 --actions 60000 --engines postgres \
+	  && bench/pgbench.sh
 
 # Over HTTP: the release server under wrk (saturation) and oha (a fixed 10,000 actions/s).
 bench-http:

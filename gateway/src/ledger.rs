@@ -126,9 +126,15 @@ pub(crate) fn lock_for_ending(tx: &dyn Tx, holds: &[&str]) -> Result<()> {
 }
 
 /// The company's platform credit left: balance minus pending credit holds. Read after the
-/// accounts and locked until commit on PostgreSQL, as every ending takes them too.
-pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId) -> Result<Money> {
-    let sql = locked!(tx, "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?");
+/// accounts and, when `lock` (the caller may take credit), locked until commit on PostgreSQL,
+/// as every ending that gives credit back takes it too.
+pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId, lock: bool) -> Result<Money> {
+    let plain = "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?";
+    let sql = if lock {
+        locked!(tx, "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
+    } else {
+        plain
+    };
     let r = tx.row(sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
     Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
 }
@@ -162,10 +168,14 @@ pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
             &now,
         )?;
     }
-    c.exec(
-        "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
-        &[&h.credit.units(), &h.tenant.as_str()],
-    )?;
+    // A call that takes no credit leaves the tenant's row alone: on PostgreSQL every write
+    // to it would make the tenant's calls queue on that one row until commit.
+    if h.credit.units() != 0 {
+        c.exec(
+            "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
+            &[&h.credit.units(), &h.tenant.as_str()],
+        )?;
+    }
     Ok(id)
 }
 
@@ -193,10 +203,12 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
         )?;
     }
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
-    c.exec(
-        "UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?",
-        &[&credit_posted, &h.tenant.as_str()],
-    )?;
+    if credit_posted != 0 {
+        c.exec(
+            "UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?",
+            &[&credit_posted, &h.tenant.as_str()],
+        )?;
+    }
     Ok((id, money(posted_units)))
 }
 
@@ -310,10 +322,12 @@ pub(crate) fn end(
         )?;
     }
     let credit_posted = credit_share(credit, posted_units, amount);
-    c.exec(
-        "UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?",
-        &[&credit, &credit_posted, &tenant.as_str()],
-    )?;
+    if credit != 0 || credit_posted != 0 {
+        c.exec(
+            "UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?",
+            &[&credit, &credit_posted, &tenant.as_str()],
+        )?;
+    }
     Ok(money(posted_units))
 }
 

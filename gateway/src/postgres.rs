@@ -2,8 +2,11 @@
 //! its [`Tx`], and [`Postgres::run`], which runs a job the way the SQLite writer does, so a
 //! job written once against [`Tx`] runs on either engine.
 //!
-//! Each job gets its own READ COMMITTED transaction on a pooled connection, on a blocking
-//! thread (jobs are synchronous, like the writer's). When PostgreSQL answers a serialization
+//! Each job gets its own READ COMMITTED transaction on one of [`RUNNERS`] job threads, each
+//! with its own connection and its own single-threaded runtime (jobs are synchronous, like
+//! the writer's): a statement's round trip then wakes only the thread that waits for it,
+//! where a job on a shared blocking pool woke a runtime worker and then the job's thread for
+//! every statement. Reads outside jobs use an async pool. When PostgreSQL answers a serialization
 //! failure (40001) or a deadlock (40P01), the transaction is rolled back and the job runs
 //! again after a random pause, up to [`MAX_ATTEMPTS`]; jobs already must be pure functions of the database state,
 //! because the SQLite writer may run one twice too.
@@ -16,7 +19,7 @@ use std::cell::RefCell;
 
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Column as _, Connection as _, Row as _, TypeInfo as _, ValueRef as _};
-use tokio::runtime::Handle;
+use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
 use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
@@ -29,6 +32,61 @@ pub const MAX_ATTEMPTS: u32 = 8;
 #[derive(Clone, Debug)]
 pub struct Postgres {
     pool: PgPool,
+    runners: std::sync::mpsc::Sender<Job>,
+}
+
+/// Job threads per instance, each holding one connection while the instance is busy.
+pub const RUNNERS: usize = 16;
+
+/// A job for a runner thread: it runs on the runner's connection and runtime.
+type Job = Box<dyn FnOnce(&mut Runner) + Send>;
+
+/// One job thread's connection, opened when its first job arrives and again after it broke.
+struct Runner {
+    rt: Runtime,
+    url: String,
+    conn: Option<PgConnection>,
+}
+
+impl Runner {
+    fn conn(&mut self) -> Result<&mut PgConnection> {
+        if self.conn.is_none() {
+            let c = self.rt.block_on(PgConnection::connect(&self.url))?;
+            self.conn = Some(c);
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+}
+
+/// Starts the runner threads; they stop when the last [`Postgres`] handle drops.
+fn start_runners(url: &str) -> Result<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    for i in 0..RUNNERS {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            Error::internal("runner_start_failed", format!("cannot start a PostgreSQL job thread: {e}"))
+        })?;
+        let (rx, mut runner) = (rx.clone(), Runner { rt, url: url.to_string(), conn: None });
+        std::thread::Builder::new()
+            .name(format!("naive-pg-{i}"))
+            .spawn(move || {
+                loop {
+                    let job = rx.lock().expect("runner queue lock").recv();
+                    let Ok(job) = job else { return };
+                    // A job that panics loses its answer (its caller hears the job stopped)
+                    // and its connection, not the thread.
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut runner)));
+                    if ran.is_err() {
+                        tracing::error!("a PostgreSQL job panicked; its transaction was dropped");
+                        runner.conn = None;
+                    }
+                }
+            })
+            .map_err(|e| {
+                Error::internal("runner_start_failed", format!("cannot start a PostgreSQL job thread: {e}"))
+            })?;
+    }
+    Ok(tx)
 }
 
 impl Postgres {
@@ -40,7 +98,7 @@ impl Postgres {
             .await
             .map_err(|source| Error::DatabaseOpen { url: redact(url), source })?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Postgres { pool })
+        Ok(Postgres { pool, runners: start_runners(url)? })
     }
 
     /// Runs `f` in one transaction, again after a serialization failure or deadlock.
@@ -49,10 +107,16 @@ impl Postgres {
         T: Send + 'static,
         F: Fn(&dyn Tx) -> Result<T> + Send + 'static,
     {
-        let (pool, rt) = (self.pool.clone(), Handle::current());
-        tokio::task::spawn_blocking(move || run_blocking(&pool, &rt, &f)).await.map_err(|e| {
-            Error::internal("write_failed", format!("the job stopped before it finished ({e}); try again"))
-        })?
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |runner: &mut Runner| {
+            let result = run_on(runner, &f);
+            let _ = tx.send(result);
+        });
+        self.runners.send(job).map_err(|_| {
+            Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
+        })?;
+        rx.await
+            .map_err(|_| Error::internal("write_failed", "the job stopped before it finished; try again"))?
     }
 
     /// Runs a read outside any job, on a pooled connection ([`crate::reads`]).
@@ -82,8 +146,23 @@ pub(crate) async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> 
     rows.iter().map(row).collect()
 }
 
-fn run_blocking<T>(pool: &PgPool, rt: &Handle, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
-    let mut conn = rt.block_on(pool.acquire())?;
+/// Runs `f` on the runner's connection; a connection that failed outside the database (a
+/// dropped socket) is forgotten, and the next job opens a new one.
+fn run_on<T>(runner: &mut Runner, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
+    // The runner's own runtime drives each statement's I/O on this thread: a current-thread
+    // runtime's I/O runs only inside its `Runtime::block_on`.
+    runner.conn()?;
+    let Runner { rt, conn, .. } = runner;
+    let result = run_blocking(conn.as_mut().expect("connected above"), rt, f);
+    if let Err(Error::Storage(e)) = &result
+        && !matches!(e, sqlx::Error::Database(_))
+    {
+        runner.conn = None;
+    }
+    result
+}
+
+fn run_blocking<T>(conn: &mut PgConnection, rt: &Runtime, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
     let mut attempt = 1;
     loop {
         let mut tx = rt.block_on(conn.begin())?;
@@ -122,7 +201,7 @@ fn is_conflict(e: &Error) -> bool {
 /// An open PostgreSQL transaction, driven from a blocking thread.
 struct PgTx<'c> {
     conn: RefCell<&'c mut PgConnection>,
-    rt: &'c Handle,
+    rt: &'c Runtime,
 }
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;

@@ -90,8 +90,20 @@ pub(crate) fn budget_views(
     own: Option<(Money, Money)>,
 ) -> Result<(Vec<policy::BudgetView>, Money)> {
     let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
-    let mut totals = ledger::totals(c, &chain)?;
-    let mut credit = ledger::credit_available(c, tenant)?;
+    let totals = ledger::totals(c, &chain)?;
+    views_of(c, tenant, links, totals, own, true)
+}
+
+/// [`budget_views`] from totals already read (and locked) in this transaction.
+fn views_of(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    links: &[Link],
+    mut totals: Vec<ledger::Totals>,
+    own: Option<(Money, Money)>,
+    takes_credit: bool,
+) -> Result<(Vec<policy::BudgetView>, Money)> {
+    let mut credit = ledger::credit_available(c, tenant, takes_credit)?;
     if let Some((amount, credit_part)) = own {
         for t in &mut totals {
             t.pending = t.pending.saturating_sub(amount);
@@ -123,10 +135,11 @@ pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectSta
 
 impl ReserveJob {
     pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
-        // On PostgreSQL the accounts are locked before the standing is read: a revoke holding
-        // them makes this call wait and then see the revoke ([`crate::revoke`]).
+        // On PostgreSQL the accounts are locked (by reading their totals) before the standing
+        // is read: a revoke holding them makes this call wait and then see the revoke
+        // ([`crate::revoke`]).
         let chain: Vec<ProfileId> = self.links.iter().map(|l| l.profile.clone()).collect();
-        ledger::lock_accounts(c, &chain)?;
+        let totals = ledger::totals(c, &chain)?;
         let (status, stale) = current_standing(c, &self.links)?;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
@@ -136,7 +149,9 @@ impl ReserveJob {
         if stale {
             return Ok(Reserved::Stale);
         }
-        let (budgets, credit) = budget_views(c, &self.subject.tenant, &self.links, None)?;
+        // A tool without a price takes no credit, so it need not queue on the tenant's row.
+        let takes_credit = self.tool.price.units() != 0;
+        let (budgets, credit) = views_of(c, &self.subject.tenant, &self.links, totals, None, takes_credit)?;
         let decision = evaluate(&DecisionInput {
             subject: status,
             kit: &self.links[0].kit,

@@ -1,10 +1,11 @@
-//! Load for the gateway's service layer, in-process on SQLite with WAL.
+//! Load for the gateway's service layer, in-process, on SQLite (WAL) or PostgreSQL.
 //!
-//! `gateway-load bench [--callers 64] [--actions 20000] [--max-batch 256]` runs small actions
-//! that all pass (authenticate, decide, hold, execute in the sandbox, settle, record, emit) from
-//! `callers` concurrent tasks and prints actions per second and latency percentiles, first with
-//! group commit and then with one transaction per job, so the gain is visible. Each caller
-//! makes a few untimed actions first, so the figures are the steady state.
+//! `gateway-load bench [--callers 64] [--tenants 1] [--actions 20000] [--max-batch 256] [--engines sqlite,postgres]`
+//! runs small actions that all pass (authenticate, decide, hold, execute in the sandbox,
+//! settle, record, emit) from `callers` concurrent tasks and prints actions per second and
+//! latency percentiles: on SQLite with group commit and with one transaction per job, so the
+//! gain is visible, and on PostgreSQL with one instance and with two on one database. Each
+//! caller makes a few untimed actions first, so the figures are the steady state.
 //!
 //! `gateway-load seed-console --db PATH [--approvals 100000] [--ledger 1000000]` makes a
 //! demo database with that many approvals (1 in 100 still waiting) and ledger entries (a hold
@@ -42,7 +43,7 @@ async fn setup(gw: &Gateway, agents: usize, kit: &str) -> Vec<String> {
     let owner = gw
         .create_user(
             &t.id,
-            &format!("owner-{}", t.id.as_str()[4..12].to_lowercase()),
+            &format!("owner-{}", t.id.as_str()[4..].to_lowercase()),
             "load-password",
             &[Role::Admin],
         )
@@ -65,22 +66,65 @@ async fn setup(gw: &Gateway, agents: usize, kit: &str) -> Vec<String> {
 /// Untimed actions each caller makes first.
 const WARM_UP_PER_CALLER: usize = 50;
 
-async fn bench(callers: usize, actions: u64, max_batch: usize) -> (f64, Duration, Duration) {
+/// Where a run's actions go.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// One gateway on a fresh SQLite file, its writer batching up to this many jobs.
+    Sqlite { max_batch: usize },
+    /// This many gateways (instances, each with its own pool, caches and listener) on one
+    /// fresh PostgreSQL database, the callers spread over them.
+    Postgres { instances: usize },
+}
+
+async fn open(
+    target: Target,
+    dir: &std::path::Path,
+    cluster: Option<&gateway::testing::Cluster>,
+) -> Vec<Gateway> {
+    match target {
+        Target::Sqlite { max_batch } => vec![
+            Gateway::open_with(
+                &format!("sqlite://{}/bench.db", dir.display()),
+                GatewayConfig { max_batch, ..Default::default() },
+            )
+            .await
+            .expect("open"),
+        ],
+        Target::Postgres { instances } => {
+            let url = cluster.expect("a PostgreSQL cluster").fresh_database().await;
+            let mut gws = Vec::new();
+            for _ in 0..instances {
+                gws.push(Gateway::open(&url).await.expect("open"));
+            }
+            gws
+        }
+    }
+}
+
+async fn bench(
+    callers: usize,
+    tenants: usize,
+    actions: u64,
+    target: Target,
+    cluster: Option<&gateway::testing::Cluster>,
+) -> (f64, Duration, Duration) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let gw = Gateway::open_with(
-        &format!("sqlite://{}/bench.db", dir.path().display()),
-        GatewayConfig { max_batch, ..Default::default() },
-    )
-    .await
-    .expect("open");
-    let tokens = Arc::new(setup(&gw, callers, r#"{"name":"Open","primitives":["web"]}"#).await);
+    let gws = open(target, dir.path(), cluster).await;
+    let gw = gws[0].clone();
+    let mut tokens = Vec::with_capacity(callers);
+    for t in 0..tenants {
+        let agents = callers / tenants + usize::from(t < callers % tenants);
+        tokens.extend(setup(&gw, agents, r#"{"name":"Open","primitives":["web"]}"#).await);
+    }
+    let tokens = Arc::new(tokens);
     let next = Arc::new(AtomicU64::new(0));
     // Every caller warms up (keys and kits cached, the page cache and WAL filled) before the
     // clock starts, as criterion does; the measured phase is the steady state.
     let ready = Arc::new(tokio::sync::Barrier::new(callers + 1));
     let tasks: Vec<_> = (0..callers)
         .map(|c| {
-            let (gw, tokens, next, ready) = (gw.clone(), tokens.clone(), next.clone(), ready.clone());
+            let gw = gws[c % gws.len()].clone();
+            let (tokens, next, ready) = (tokens.clone(), next.clone(), ready.clone());
             tokio::spawn(async move {
                 for i in 0..WARM_UP_PER_CALLER {
                     let call = ActionCall {
@@ -120,20 +164,27 @@ async fn bench(callers: usize, actions: u64, max_batch: usize) -> (f64, Duration
     let secs = started.elapsed().as_secs_f64();
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
-    let (commits, jobs) = gw.writer_stats();
+    if let Target::Sqlite { .. } = target {
+        let (commits, jobs) = gw.writer_stats();
+        println!(
+            "  {jobs} writer jobs in {commits} commits ({:.1} per commit)",
+            jobs as f64 / commits.max(1) as f64
+        );
+        let wal = std::fs::metadata(dir.path().join("bench.db-wal")).map(|m| m.len()).unwrap_or(0);
+        println!("  WAL file after the run: {:.1} MB", wal as f64 / 1e6);
+    }
+    for t in gw.tenants().await.expect("tenants") {
+        let report = gw.check_ledger(&t.id).await.expect("check");
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+    }
     println!(
-        "  {jobs} writer jobs in {commits} commits ({:.1} per commit)",
-        jobs as f64 / commits.max(1) as f64
-    );
-    let wal = std::fs::metadata(dir.path().join("bench.db-wal")).map(|m| m.len()).unwrap_or(0);
-    println!("  WAL file after the run: {:.1} MB", wal as f64 / 1e6);
-    let report = gw.check_ledger(&gw.tenants().await.expect("tenants")[0].id).await.expect("check");
-    assert!(report.violations.is_empty(), "{:?}", report.violations);
-    println!(
-        "  p99.9 {:.2} ms, max {:.2} ms (the tail: the writer's checkpoint pause once a second)",
+        "  p99.9 {:.2} ms, max {:.2} ms",
         pct(0.999).as_secs_f64() * 1e3,
         lat[lat.len() - 1].as_secs_f64() * 1e3
     );
+    for g in &gws {
+        g.store().close().await;
+    }
     (lat.len() as f64 / secs, pct(0.50), pct(0.99))
 }
 
@@ -313,18 +364,27 @@ async fn main() {
             let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
             let actions: u64 = arg("--actions", "20000").parse().expect("--actions is a number");
             let batch: usize = arg("--max-batch", "256").parse().expect("--max-batch is a number");
+            let engines = arg("--engines", "sqlite");
+            let tenants: usize = arg("--tenants", "1").parse().expect("--tenants is a number");
             println!(
-                "governed actions through the service layer: {callers} callers, {actions} actions, SQLite WAL"
+                "governed actions through the service layer: {callers} callers in {tenants} tenant(s), {actions} actions"
             );
-            let modes = [("group commit", batch), ("one transaction per job", 1)];
-            let only = arg("--mode", "both");
-            for (label, b) in modes
-                .into_iter()
-                .filter(|(l, _)| only == "both" || (only == "group") == l.starts_with("group"))
-            {
-                let (rate, p50, p99) = bench(callers, actions, b).await;
+            let mut runs = Vec::new();
+            if engines.contains("sqlite") {
+                runs.push(("SQLite, group commit", Target::Sqlite { max_batch: batch }));
+                runs.push(("SQLite, one txn per job", Target::Sqlite { max_batch: 1 }));
+            }
+            if engines.contains("postgres") {
+                runs.push(("PostgreSQL, one instance", Target::Postgres { instances: 1 }));
+                runs.push(("PostgreSQL, two instances", Target::Postgres { instances: 2 }));
+            }
+            // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
+            // this machine's cores beside the gateway.
+            let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);
+            for (label, target) in runs {
+                let (rate, p50, p99) = bench(callers, tenants, actions, target, cluster.as_ref()).await;
                 println!(
-                    "{label:<26} {rate:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
+                    "{label:<28} {rate:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
                     p50.as_secs_f64() * 1e3,
                     p99.as_secs_f64() * 1e3
                 );
@@ -338,7 +398,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }
