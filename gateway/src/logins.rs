@@ -36,6 +36,9 @@ impl Gateway {
 
 /// Counts an attempt at `now`, unless the window's are used up: then the seconds to wait.
 fn count_attempt(tx: &dyn Tx, username: &str, now: DateTime<Utc>) -> Result<std::result::Result<(), u64>> {
+    // On PostgreSQL a username's attempts take turns from here to commit: two read at once,
+    // both saw the same count and wrote the same next one, so parallel guesses outran the limit.
+    crate::sql::lock_key(tx, &["login attempts", username])?;
     let row = tx.row("SELECT attempts, window_start FROM login_attempts WHERE username = ?", &[&username])?;
     let window = Duration::seconds(LOGIN_WINDOW_SECS);
     let (attempts, start) = match row {
@@ -72,6 +75,34 @@ pub(crate) fn forget_ended(tx: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
 mod tests {
     use super::*;
     use crate::testing::TestDb;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn parallel_attempts_are_each_counted_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = std::sync::Arc::new(db);
+            let now = Utc::now();
+            let tries: Vec<_> = (0..12)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.run(crate::testing::held_open(move |tx| count_attempt(tx, "eve", now)))
+                            .await
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut allowed = 0;
+            for t in tries {
+                allowed += usize::from(t.await.unwrap().is_ok());
+            }
+            assert_eq!(
+                allowed,
+                MAX_FAILED_LOGINS as usize,
+                "{}: only the window's attempts are checked",
+                db.name()
+            );
+        }
+    }
 
     #[tokio::test]
     async fn the_limit_counts_the_same_on_both_engines() {
