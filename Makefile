@@ -35,15 +35,16 @@ lint:
 # one test process can stall a render (seen about once in a dozen runs, never with one app per
 # process), so they run one at a time. They take a few seconds either way.
 # One throwaway PostgreSQL cluster (scripts/pg.sh) serves every test that needs one, and is
-# stopped however they end. The gateway's service tests and the two-instance server tests run
-# twice: on SQLite, then on PostgreSQL (NAIVE_TEST_ENGINE=postgres, a fresh database each).
+# stopped however they end. The gateway's service tests and the server's HTTP tests run twice:
+# on SQLite, then on PostgreSQL (NAIVE_TEST_ENGINE=postgres, a fresh database each); the few
+# that exercise SQLite's own parts (its indexer, the crash soak's file) stay on SQLite.
 unit:
 	eval "$$(scripts/pg.sh start)" && trap 'scripts/pg.sh stop' EXIT \
 	  && cargo test -p policy -p gateway \
 	  && NAIVE_TEST_ENGINE=postgres cargo test -p gateway --tests \
 	  && cargo test -p app --features ssr --lib \
 	  && cargo test -p server -- --test-threads=1 \
-	  && NAIVE_TEST_ENGINE=postgres cargo test -p server --test instances -- --test-threads=1
+	  && NAIVE_TEST_ENGINE=postgres cargo test -p server -- --test-threads=1
 	cargo test -p policy --bench decide
 
 wasm:

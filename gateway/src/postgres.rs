@@ -168,7 +168,7 @@ fn run_blocking<T>(conn: &mut PgConnection, rt: &Runtime, f: &dyn Fn(&dyn Tx) ->
         let mut tx = rt.block_on(conn.begin())?;
         let result = f(&PgTx { conn: RefCell::new(&mut *tx), rt });
         let result = match result {
-            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(Error::from),
+            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(commit_error),
             Err(e) => {
                 rt.block_on(tx.rollback())?;
                 Err(e)
@@ -182,6 +182,16 @@ fn run_blocking<T>(conn: &mut PgConnection, rt: &Runtime, f: &dyn Fn(&dyn Tx) ->
             r => return r,
         }
     }
+}
+
+/// A COMMIT PostgreSQL refused: a conflict stays a storage error (the job runs again);
+/// anything else is the same `commit_failed` the SQLite writer answers.
+fn commit_error(e: sqlx::Error) -> Error {
+    let e = Error::from(e);
+    if is_conflict(&e) {
+        return e;
+    }
+    Error::internal("commit_failed", format!("the write did not commit ({e}); try again"))
 }
 
 /// A random pause before attempt `attempt + 1`, up to 2^attempt ms (at most 64 ms), so jobs

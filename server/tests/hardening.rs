@@ -208,10 +208,9 @@ async fn a_revoked_ancestry_refuses_new_sub_agents_and_every_call() {
 
     // A database that holds an active profile under a revoked parent (written before this
     // check existed): the child's calls are refused because of its ancestry.
-    let db = app.database().await;
-    sqlx::query("UPDATE agent_profiles SET status = 'active' WHERE id = ?")
-        .bind(&child)
-        .execute(&db)
+    app.gateway
+        .store()
+        .exec("UPDATE agent_profiles SET status = 'active' WHERE id = ?", &[&child])
         .await
         .unwrap();
     let (s, b) =
@@ -466,23 +465,48 @@ async fn a_revoke_wins_over_a_key_lookup_in_flight() {
 }
 
 /// Makes every commit that includes a write matching `when` (SQL on the row `NEW`) of `table`
-/// fail: a deferred foreign key that can never hold is checked at COMMIT.
+/// fail: on SQLite a deferred foreign key that can never hold, on PostgreSQL a deferred
+/// constraint trigger that raises, both checked at COMMIT.
 async fn fail_commits(app: &TestApp, table: &str, when: &str) {
-    let db = app.database().await;
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS fault_sink (t TEXT REFERENCES tenants(id) DEFERRABLE INITIALLY DEFERRED)",
-    )
-    .execute(&db)
-    .await
-    .unwrap();
-    let sql = format!(
-        "CREATE TRIGGER fault AFTER INSERT ON {table} WHEN {when} BEGIN INSERT INTO fault_sink VALUES ('no-such-tenant'); END"
-    );
-    sqlx::query(&sql).execute(&db).await.unwrap();
+    let store = app.gateway.store();
+    match store.kind() {
+        gateway::sql::Engine::Sqlite => {
+            store
+                .exec(
+                    "CREATE TABLE IF NOT EXISTS fault_sink (t TEXT REFERENCES tenants(id) DEFERRABLE INITIALLY DEFERRED)",
+                    &[],
+                )
+                .await
+                .unwrap();
+            let sql = format!(
+                "CREATE TRIGGER fault AFTER INSERT ON {table} WHEN {when} BEGIN INSERT INTO fault_sink VALUES ('no-such-tenant'); END"
+            );
+            store.exec(&sql, &[]).await.unwrap();
+        }
+        gateway::sql::Engine::Postgres => {
+            store
+                .exec(
+                    "CREATE OR REPLACE FUNCTION fault() RETURNS trigger LANGUAGE plpgsql AS \
+                     $$ BEGIN RAISE EXCEPTION 'injected commit failure'; END $$",
+                    &[],
+                )
+                .await
+                .unwrap();
+            let sql = format!(
+                "CREATE CONSTRAINT TRIGGER fault AFTER INSERT ON {table} DEFERRABLE INITIALLY DEFERRED \
+                 FOR EACH ROW WHEN ({when}) EXECUTE FUNCTION fault()"
+            );
+            store.exec(&sql, &[]).await.unwrap();
+        }
+    }
 }
 
-async fn heal(app: &TestApp) {
-    sqlx::query("DROP TRIGGER fault").execute(&app.database().await).await.unwrap();
+async fn heal(app: &TestApp, table: &str) {
+    let sql = match app.gateway.store().kind() {
+        gateway::sql::Engine::Sqlite => "DROP TRIGGER fault".to_string(),
+        gateway::sql::Engine::Postgres => format!("DROP TRIGGER fault ON {table}"),
+    };
+    app.gateway.store().exec(&sql, &[]).await.unwrap();
 }
 
 /// #10: our failures are 5xx and never replayed; claims come after authentication.
@@ -495,7 +519,7 @@ async fn internal_failures_are_5xx_and_never_replayed() {
     let (s, _, b) =
         app.send("POST", "/v1/agent-profiles", Some(COMPANY_KEY), Some(create.clone()), &idem).await;
     assert_eq!((s, b["code"].clone()), (500, json!("commit_failed")), "{b}");
-    heal(&app).await;
+    heal(&app, "agent_profiles").await;
     let (s, h, b) = app.send("POST", "/v1/agent-profiles", Some(COMPANY_KEY), Some(create), &idem).await;
     assert_eq!(s, 201, "the retry ran instead of replaying the failure: {b}");
     assert!(h.get("idempotent-replayed").is_none());
@@ -506,13 +530,16 @@ async fn internal_failures_are_5xx_and_never_replayed() {
     let path = format!("/v1/users/{p}/web/read");
     let (s, _, b) = app.send("POST", &path, Some(&key), Some(json!({"url": "https://x.test"})), &idem).await;
     assert_eq!((s, b["code"].clone()), (500, json!("commit_failed")), "{b}");
-    heal(&app).await;
+    heal(&app, "activity").await;
     let (s, h, _) = app.send("POST", &path, Some(&key), Some(json!({"url": "https://x.test"})), &idem).await;
     assert_eq!((s, h.get("idempotent-replayed").is_none()), (200, true));
 
     // Bad credentials write nothing.
-    let db = app.database().await;
-    let claims = || sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM request_idempotency").fetch_one(&db);
+    let store = app.gateway.store().clone();
+    let claims = || {
+        let store = store.clone();
+        async move { store.one::<(i64,)>("SELECT COUNT(*) FROM request_idempotency", &[]).await.map(|(n,)| n) }
+    };
     let before = claims().await.unwrap();
     let (s, _, _) = app
         .send(
@@ -643,21 +670,19 @@ fn rss_bytes() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resuming_from_the_first_event_does_not_load_the_whole_log() {
     let app = spawn_app().await;
-    let db = app.database().await;
-    let tenant: String = sqlx::query_scalar("SELECT id FROM tenants").fetch_one(&db).await.unwrap();
+    let store = app.gateway.store();
+    let (tenant,): (String,) = store.one("SELECT id FROM tenants", &[]).await.unwrap();
     // 40,000 entries of 2 KB each: about 80 MB if a stream held them all.
-    let mut tx = db.begin().await.unwrap();
     let detail = json!({ "note": "x".repeat(2_000) }).to_string();
-    for i in 0..40_000 {
-        sqlx::query("INSERT INTO activity (tenant_id, at, actor, kind, detail, prev_hash, hash) VALUES (?, '2026-01-01T00:00:00Z', 'seed', 'action', ?, '', ?)")
-            .bind(&tenant)
-            .bind(&detail)
-            .bind(format!("h{i}"))
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-    }
-    tx.commit().await.unwrap();
+    store
+        .exec(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000) \
+             INSERT INTO activity (tenant_id, at, actor, kind, detail, prev_hash, hash) \
+             SELECT ?, '2026-01-01T00:00:00Z', 'seed', 'action', ?, '', 'h' || i FROM n",
+            &[&tenant, &detail],
+        )
+        .await
+        .unwrap();
     let before = rss_bytes();
     let mut res = reqwest::Client::new()
         .get(format!("{}/v1/events", app.base))
@@ -709,8 +734,9 @@ async fn the_activity_page_verifies_each_entry_once() {
     let (n, ok) = checked(&third);
     assert!((1..10).contains(&n) && ok, "{n}");
     // Tampering with what was already verified is still found.
-    sqlx::query("UPDATE activity SET actor = 'mallory' WHERE seq = (SELECT MAX(seq) FROM activity)")
-        .execute(&app.database().await)
+    app.gateway
+        .store()
+        .exec("UPDATE activity SET actor = 'mallory' WHERE seq = (SELECT MAX(seq) FROM activity)", &[])
         .await
         .unwrap();
     let (_, fourth) = app.get_signed_in("/activity", &cookie).await;
@@ -723,12 +749,12 @@ async fn the_activity_page_verifies_each_entry_once() {
 async fn expired_sessions_are_deleted() {
     let app = spawn_app().await;
     app.sign_in("finance", common::ADMIN_PASSWORD).await;
-    let db = app.database().await;
-    sqlx::query("UPDATE console_sessions SET expires_at = '2000-01-01T00:00:00Z'")
-        .execute(&db)
-        .await
-        .unwrap();
-    let count = || sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM console_sessions").fetch_one(&db);
+    let store = app.gateway.store().clone();
+    store.exec("UPDATE console_sessions SET expires_at = '2000-01-01T00:00:00Z'", &[]).await.unwrap();
+    let count = || {
+        let store = store.clone();
+        async move { store.one::<(i64,)>("SELECT COUNT(*) FROM console_sessions", &[]).await.map(|(n,)| n) }
+    };
     for _ in 0..100 {
         if count().await.unwrap() == 0 {
             return app.stop().await;

@@ -156,8 +156,7 @@ async fn idempotency_key_replays_the_first_answer() {
 async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() {
     let app = spawn_app().await;
     let (tenant, p, key) = agent(&app, "http-bot", KIT).await;
-    let holds_before: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM holds").fetch_one(app.gateway.store().pool()).await.unwrap();
+    let (holds_before,): (i64,) = app.gateway.store().one("SELECT COUNT(*) FROM holds", &[]).await.unwrap();
     let (s, _, b) = post(
         &app,
         "/v1/policy/explain",
@@ -180,8 +179,7 @@ async fn explain_is_a_dry_run_and_a_revoked_profile_is_refused_on_every_route() 
     )
     .await;
     assert_eq!(b["verdict"], "park");
-    let holds_after: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM holds").fetch_one(app.gateway.store().pool()).await.unwrap();
+    let (holds_after,): (i64,) = app.gateway.store().one("SELECT COUNT(*) FROM holds", &[]).await.unwrap();
     assert_eq!(holds_before, holds_after, "explain reserves nothing");
 
     app.gateway.revoke_profile(&tenant, &p, "test", None).await.unwrap();
@@ -844,10 +842,9 @@ async fn every_mutating_route_honours_an_idempotency_key() {
     let (_, keys) =
         company(&app, reqwest::Method::GET, &format!("/v1/agent-profiles/{pid}/keys"), None).await;
     assert_eq!(keys["items"].as_array().unwrap().len(), 1, "one key issued");
-    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT body FROM request_idempotency")
-        .fetch_all(app.gateway.store().pool())
-        .await
-        .unwrap();
+    let stored: Vec<(Vec<u8>,)> =
+        app.gateway.store().all("SELECT body FROM request_idempotency", &[]).await.unwrap();
+    let stored: Vec<Vec<u8>> = stored.into_iter().map(|(b,)| b).collect();
     let secret = key["secret"].as_str().unwrap();
     assert!(
         stored.iter().all(|b| !String::from_utf8_lossy(b).contains(&secret[12..])),

@@ -1,4 +1,4 @@
-//! Starts the real application on port 0 with a fresh SQLite file, as `main` does.
+//! Starts the real application on port 0 with a fresh database, as `main` does.
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
 pub mod process;
@@ -24,6 +24,7 @@ pub struct TestApp {
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     _dir: Option<tempfile::TempDir>,
+    _cluster: Option<gateway::testing::Cluster>,
 }
 
 pub fn config(db_url: &str) -> Config {
@@ -46,11 +47,14 @@ pub fn config(db_url: &str) -> Config {
     }
 }
 
+/// The application on a fresh database of the engine under test (a SQLite file, or a new
+/// PostgreSQL database with `NAIVE_TEST_ENGINE=postgres`).
 pub async fn spawn_app() -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/naive.db", dir.path().display());
+    let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
     let mut app = spawn_with(config(&url)).await;
     app._dir = Some(dir);
+    app._cluster = cluster;
     app
 }
 
@@ -71,6 +75,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
         stop: Some(tx),
         task: Some(task),
         _dir: None,
+        _cluster: None,
     }
 }
 
