@@ -82,12 +82,15 @@ struct Listener {
     marks: HashMap<TenantId, i64>,
     /// The newest sequence number published, for the re-read after a reconnect.
     newest: i64,
+    /// The log's newest entry when the listener first connected: what a re-read finds at or
+    /// below it, of a tenant this instance has not heard of since, is history.
+    floor: i64,
 }
 
 /// Starts the listener task of the instance `instance`; it stops when the pool closes.
 pub(crate) fn start(pool: PgPool, bus: Bus, instance: String) {
     tokio::spawn(async move {
-        let mut l = Listener { pool, bus, instance, marks: HashMap::new(), newest: -1 };
+        let mut l = Listener { pool, bus, instance, marks: HashMap::new(), newest: -1, floor: 0 };
         l.run().await;
     });
 }
@@ -166,6 +169,7 @@ impl Listener {
             )
             .await?;
             self.newest = rows.first().map(|r| r.get::<i64>(0)).transpose()?.unwrap_or(0);
+            self.floor = self.newest;
             return Ok(());
         }
         let mut after = (self.newest - SLACK).max(0);
@@ -175,10 +179,92 @@ impl Listener {
             let page = activity::entries(&rows)?;
             let Some(last) = page.last().map(|e| e.seq) else { return Ok(()) };
             for e in page {
-                let elsewhere = true;
-                self.publish(e, elsewhere);
+                let history = e.seq <= self.floor && !self.marks.contains_key(&e.tenant_id);
+                if !history {
+                    // Whoever committed it, it may have changed access: caches drop.
+                    self.publish(e, true);
+                }
             }
             after = last;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use policy::Money;
+    use serde_json::json;
+
+    use crate::Gateway;
+    use crate::events::BusItem;
+    use crate::pipeline::ActionCall;
+    use crate::testing::Cluster;
+
+    /// A tenant with one agent on the default kit; its key token.
+    async fn tenant_with_agent(gw: &Gateway, name: &str) -> (crate::TenantId, String) {
+        let (t, _) = gw.create_tenant(name, Money::dollars(10), None).await.unwrap();
+        let p = gw.create_profile(&t.id, "bot", None, None, "Default").await.unwrap();
+        (t.id.clone(), gw.issue_key(&t.id, &p.id, "test").await.unwrap().1.token)
+    }
+
+    async fn read(gw: &Gateway, token: &str, n: usize) {
+        let call = ActionCall {
+            token: token.to_string(),
+            action: "web.read".into(),
+            args: json!({ "url": format!("https://example.test/{n}") }),
+            idempotency_key: None,
+        };
+        gw.perform(call).await.unwrap();
+    }
+
+    /// Kills every listening connection; the listeners reconnect and re-read the tail.
+    async fn cut_listeners(gw: &Gateway) {
+        let sql = "SELECT CAST(COUNT(pg_terminate_backend(pid)) AS BIGINT) FROM pg_stat_activity \
+                   WHERE datname = current_database() AND query LIKE 'LISTEN%'";
+        let (n,): (i64,) = gw.store().one(sql, &[]).await.unwrap();
+        assert!(n >= 1, "a listener was connected");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_listener_that_lost_its_connection_delivers_each_commit_once_and_no_history() {
+        let cluster = Cluster::get();
+        let url = cluster.fresh_database().await;
+        let a = Gateway::open(&url).await.unwrap();
+        let (old, old_token) = tenant_with_agent(&a, "Old").await;
+        read(&a, &old_token, 0).await;
+        // B starts after Old's entries: they are history to it.
+        let b = Gateway::open(&url).await.unwrap();
+        let (live, token) = tenant_with_agent(&a, "Live").await;
+        let (mut on_b, mut old_on_b) = (b.bus().subscribe(live.clone()), b.bus().subscribe(old));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let start = a.log(&live, &Default::default()).await.unwrap()[0].seq;
+        for round in 0..3 {
+            cut_listeners(&a).await;
+            let calls: Vec<_> = (0..20)
+                .map(|i| {
+                    let (a, token) = (a.clone(), token.clone());
+                    tokio::spawn(async move { read(&a, &token, round * 100 + i).await })
+                })
+                .collect();
+            for c in calls {
+                c.await.unwrap();
+            }
+        }
+        let q = crate::activity::LogQuery { after: Some(start), limit: Some(500), ..Default::default() };
+        let logged: Vec<i64> = a.log(&live, &q).await.unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(logged.len(), 60, "every call is in the log");
+        let mut seen = Vec::new();
+        while seen.len() < logged.len() {
+            match tokio::time::timeout(Duration::from_secs(10), on_b.next()).await {
+                Ok(Some(BusItem::Event(p))) if p.entry.seq > start => seen.push(p.entry.seq),
+                Ok(Some(BusItem::Event(_))) => {}
+                other => panic!("after {} of {} entries B's bus gave {other:?}", seen.len(), logged.len()),
+            }
+        }
+        assert_eq!(seen, logged, "B delivered every commit once, in order, across three reconnects");
+        let history = tokio::time::timeout(Duration::from_millis(300), old_on_b.next()).await;
+        assert!(history.is_err(), "a re-read published history as live: {history:?}");
     }
 }
