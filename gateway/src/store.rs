@@ -1,10 +1,11 @@
 //! The storage boundary: opening, migrating and handing out the database.
 //!
 //! The backend is chosen by the URL's scheme, as atuin does. SQLite (one file, WAL mode,
-//! created and migrated on first start) is the embedded default. PostgreSQL's engine is
-//! [`crate::postgres`]; domain code moves behind the statement interface [`crate::sql::Tx`]
-//! so each rule is written once for both. Nothing above this module sees a SQLite-specific
-//! type in its signatures except through [`Store`].
+//! created and migrated on first start) is the embedded default; `postgres://…` selects
+//! PostgreSQL ([`crate::postgres`]), for several instances on one database. Domain code
+//! writes each rule once: jobs against the statement interface [`crate::sql::Tx`], reads
+//! through [`Store::all`] and its siblings ([`crate::reads`]). Only tests and SQLite's own
+//! parts (its writer, indexer and follower) see an engine-specific type.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -214,8 +215,8 @@ impl Sqlite {
 
 /// Applies `migrations/postgres` to the PostgreSQL database at `url`: the schema the gateway
 /// runs on there, table for table and column for column what `migrations/sqlite` builds.
-/// [`Store::open`] does not accept `postgres://` yet: the domain modules are moving behind
-/// [`crate::sql::Tx`] one by one, and the URL selects PostgreSQL once all of them have.
+/// [`Store::open`] does the same when it opens a `postgres://` URL; this is for checking the
+/// schema on its own.
 pub async fn migrate_postgres(url: &str) -> Result<()> {
     crate::postgres::Postgres::open(url, 2).await?.close().await;
     Ok(())
