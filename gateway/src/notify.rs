@@ -18,6 +18,7 @@
 //! publishes what each tenant's mark has not passed. Entries from another instance that
 //! change who may do what tick the caches' invalidation, as on SQLite.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -38,14 +39,14 @@ const MAX_PAYLOAD: usize = 7_900;
 /// a transaction holds a number it took from when it inserts until it commits.
 const SLACK: i64 = 10_000;
 
-/// One commit's notification.
+/// One commit's notification: borrowed from the job when sent, owned when received.
 #[derive(Serialize, Deserialize)]
-struct Note {
+struct Note<'a> {
     /// The instance whose job committed.
-    from: String,
+    from: Cow<'a, str>,
     /// The entries, when they fit.
     #[serde(default)]
-    entries: Vec<Entry>,
+    entries: Cow<'a, [Entry]>,
     /// Otherwise the tenant and sequence numbers to read back.
     #[serde(default)]
     tenant: Option<TenantId>,
@@ -58,13 +59,13 @@ pub(crate) fn announce(tx: &dyn Tx, from: &str, entries: &[Entry]) -> Result<()>
     if entries.is_empty() {
         return Ok(());
     }
-    let note = Note { from: from.to_string(), entries: entries.to_vec(), tenant: None, seqs: Vec::new() };
+    let note = Note { from: from.into(), entries: entries.into(), tenant: None, seqs: Vec::new() };
     let mut payload = serde_json::to_string(&note).expect("entries serialize");
     if payload.len() > MAX_PAYLOAD {
         let seqs = entries.iter().map(|e| e.seq).collect();
         let note = Note {
-            from: from.to_string(),
-            entries: Vec::new(),
+            from: from.into(),
+            entries: Cow::Borrowed(&[]),
             tenant: Some(entries[0].tenant_id.clone()),
             seqs,
         };
@@ -126,11 +127,11 @@ impl Listener {
         Ok(())
     }
 
-    async fn deliver(&mut self, note: Note) -> Result<()> {
+    async fn deliver(&mut self, note: Note<'_>) -> Result<()> {
         let elsewhere = note.from != self.instance;
         let entries = match note.tenant {
             Some(tenant) => self.read(&tenant, &note.seqs).await?,
-            None => note.entries,
+            None => note.entries.into_owned(),
         };
         for e in entries {
             self.publish(e, elsewhere);

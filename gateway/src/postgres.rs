@@ -216,21 +216,8 @@ struct PgTx<'c> {
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
-fn bind<'q>(q: PgQuery<'q>, v: Value<'_>) -> PgQuery<'q> {
-    match v {
-        Value::Null(Kind::Int) => q.bind(None::<i64>),
-        Value::Null(Kind::Real) => q.bind(None::<f64>),
-        Value::Null(Kind::Text) => q.bind(None::<String>),
-        Value::Null(Kind::Blob) => q.bind(None::<Vec<u8>>),
-        Value::Int(n) => q.bind(n),
-        Value::Real(x) => q.bind(x),
-        Value::Text(s) => q.bind(s.into_owned()),
-        Value::Blob(b) => q.bind(b.into_owned()),
-    }
-}
-
 fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
-    args.iter().fold(sqlx::query(sql), |q, a| bind(q, a.to_value()))
+    args.iter().fold(sqlx::query(sql), |q, a| crate::sql::bind_value!(q, a.to_value()))
 }
 
 impl Tx for PgTx<'_> {

@@ -65,16 +65,7 @@ impl Store {
 type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
 
 fn sqlite_query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> SqliteQuery<'q> {
-    args.iter().fold(sqlx::query(sql), |q, a| match a.to_value() {
-        Value::Null(Kind::Int) => q.bind(None::<i64>),
-        Value::Null(Kind::Real) => q.bind(None::<f64>),
-        Value::Null(Kind::Text) => q.bind(None::<String>),
-        Value::Null(Kind::Blob) => q.bind(None::<Vec<u8>>),
-        Value::Int(n) => q.bind(n),
-        Value::Real(x) => q.bind(x),
-        Value::Text(s) => q.bind(s.into_owned()),
-        Value::Blob(b) => q.bind(b.into_owned()),
-    })
+    args.iter().fold(sqlx::query(sql), |q, a| crate::sql::bind_value!(q, a.to_value()))
 }
 
 async fn sqlite_rows(pool: &SqlitePool, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {

@@ -262,6 +262,24 @@ tuple_rows! {
     (A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15)
 }
 
+/// Binds one portable value to an sqlx query of either engine (both accept the same Rust
+/// types, so one arm per [`Value`] serves SQLite's reads and PostgreSQL's statements).
+macro_rules! bind_value {
+    ($q:expr, $v:expr) => {
+        match $v {
+            $crate::sql::Value::Null($crate::sql::Kind::Int) => $q.bind(None::<i64>),
+            $crate::sql::Value::Null($crate::sql::Kind::Real) => $q.bind(None::<f64>),
+            $crate::sql::Value::Null($crate::sql::Kind::Text) => $q.bind(None::<String>),
+            $crate::sql::Value::Null($crate::sql::Kind::Blob) => $q.bind(None::<Vec<u8>>),
+            $crate::sql::Value::Int(n) => $q.bind(n),
+            $crate::sql::Value::Real(x) => $q.bind(x),
+            $crate::sql::Value::Text(s) => $q.bind(s.into_owned()),
+            $crate::sql::Value::Blob(b) => $q.bind(b.into_owned()),
+        }
+    };
+}
+pub(crate) use bind_value;
+
 /// `sql`, or `locked` on PostgreSQL; [`locked!`] writes both from one text.
 pub fn pick<'s>(tx: &dyn Tx, sql: &'s str, locked: &'s str) -> &'s str {
     match tx.engine() {
