@@ -129,6 +129,19 @@ pub struct SweepReport {
     pub holds_expired: usize,
 }
 
+impl SweepReport {
+    /// Whether a batch was full, so more may be due.
+    fn full(&self) -> bool {
+        self.approvals_expired >= SWEEP_BATCH || self.holds_expired >= SWEEP_BATCH
+    }
+}
+
+/// The most approvals, and the most orphaned holds, one sweep job ends: a job stays short
+/// however large the backlog, and [`Gateway::sweep`] runs jobs until one is not full.
+pub const SWEEP_BATCH: usize = 500;
+/// The most jobs one [`Gateway::sweep`] runs; what is left waits for the next tick.
+const MAX_SWEEP_JOBS: usize = 40;
+
 struct ApprovalRow {
     id: String,
     tenant_id: String,
@@ -452,8 +465,19 @@ impl Gateway {
     /// console sessions, ended sign-in windows and unclaimed new secrets, in one job. A hold is orphaned when no pending approval keeps it and
     /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
     /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
+    /// A backlog larger than one job's batch is drained in several jobs, up to
+    /// [`MAX_SWEEP_JOBS`] of them.
     pub async fn sweep(&self) -> Result<SweepReport> {
-        self.write(move |c| sweep_once(c, Utc::now())).await
+        let mut total = SweepReport::default();
+        for _ in 0..MAX_SWEEP_JOBS {
+            let r = self.write(move |c| sweep_once(c, Utc::now())).await?;
+            total.approvals_expired += r.approvals_expired;
+            total.holds_expired += r.holds_expired;
+            if !r.full() {
+                break;
+            }
+        }
+        Ok(total)
     }
 
     /// Renews this instance's leases on the holds it is carrying out now.
@@ -466,41 +490,65 @@ impl Gateway {
         self.write(move |c| crate::leases::renew(c, &holds, &lease)).await
     }
 
-    /// Every [`SWEEP_INTERVAL_MS`] until the handle is dropped: renews this instance's
-    /// leases, then runs [`Gateway::sweep`].
+    /// Every [`SWEEP_INTERVAL_MS`] until the handle is stopped or dropped: renews this
+    /// instance's leases, then runs [`Gateway::sweep`].
     pub fn start_sweeper(&self) -> SweeperHandle {
         let gw = self.clone();
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(StdDuration::from_millis(SWEEP_INTERVAL_MS));
             for n in 0u64.. {
-                tick.tick().await;
-                if let Err(e) = gw.renew_leases().await {
-                    tracing::warn!(error = %e, "renewing leases failed; retrying next tick");
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stopped.changed() => break,
                 }
-                if let Err(e) = gw.sweep().await {
-                    tracing::warn!(error = %e, "sweep failed; retrying next tick");
-                }
-                // Stored Idempotency-Key responses age out far more slowly than approvals.
-                if n % 600 == 0
-                    && let Err(e) = gw.forget_old_requests().await
-                {
-                    tracing::warn!(error = %e, "forgetting old idempotency keys failed; retrying later");
-                }
+                gw.sweep_tick(n).await;
             }
         });
-        SweeperHandle { task }
+        SweeperHandle { task: Some(task), stop }
+    }
+
+    /// One tick of the sweeper; a failure is logged and the next tick tries again.
+    async fn sweep_tick(&self, n: u64) {
+        if let Err(e) = self.renew_leases().await {
+            tracing::warn!(error = %e, "renewing leases failed; retrying next tick");
+        }
+        if let Err(e) = self.sweep().await {
+            tracing::warn!(error = %e, "sweep failed; retrying next tick");
+        }
+        // Stored Idempotency-Key responses age out far more slowly than approvals.
+        if n % 600 == 0
+            && let Err(e) = self.forget_old_requests().await
+        {
+            tracing::warn!(error = %e, "forgetting old idempotency keys failed; retrying later");
+        }
     }
 }
 
-/// Stops the sweeper when dropped. Each sweep is one atomic job, so stopping between or
-/// during sweeps leaves nothing half done.
+/// The running sweeper. [`SweeperHandle::stop`] lets a sweep in progress finish and waits for
+/// it; dropping the handle aborts the task instead. Each sweep is one atomic job, so neither
+/// leaves anything half done, but an aborted task does not wait: on PostgreSQL its last job
+/// may still be running (holding its rows) on a runner thread when the drop returns.
 pub struct SweeperHandle {
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl SweeperHandle {
+    /// Stops ticking, and returns once the sweep in progress, if any, has committed.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
 }
 
 impl Drop for SweeperHandle {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -665,7 +713,7 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
 /// The approvals whose time is up, locked on PostgreSQL (skipping those locked elsewhere).
 fn due_approvals(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT 500{}",
+        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT {SWEEP_BATCH}{}",
         skip_locked(c, "approvals")
     );
     let rows = c.rows(&sql, &[&db::ts(now)])?;
@@ -701,7 +749,7 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
         "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
          LEFT JOIN approvals a ON a.hold_id = h.id \
          WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
-           AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT 500{}",
+           AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT {SWEEP_BATCH}{}",
         skip_locked(c, "h")
     );
     c.rows(&sql, &[&db::ts(now)])?.iter().map(crate::sql::FromRow::from_row).collect()

@@ -33,7 +33,7 @@ async fn mixed_load_never_breaks_the_ledger() {
         parent,
         w.agent("solo", "Small", None).await,
     ]);
-    let _sweeper = w.gw.start_sweeper();
+    let sweeper = w.gw.start_sweeper();
     let stop = Arc::new(AtomicBool::new(false));
     let checks = Arc::new(AtomicUsize::new(0));
 
@@ -110,7 +110,10 @@ async fn mixed_load_never_breaks_the_ledger() {
     for a in approvers {
         a.await.unwrap();
     }
-    // Let every remaining approval expire, then check once more with nothing in flight.
+    // Let every remaining approval expire, then check once more with nothing in flight: the
+    // background sweeper is stopped and its last sweep has committed, so the final sweep
+    // (which skips rows another transaction holds, on PostgreSQL) sees every due row.
+    sweeper.stop().await;
     tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
     w.gw.sweep().await.unwrap();
     w.assert_ledger_ok().await;

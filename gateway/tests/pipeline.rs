@@ -228,6 +228,26 @@ async fn expiry_turns_into_a_deny_and_voids_the_hold_with_no_traffic() {
     w.assert_ledger_ok().await;
 }
 
+/// A backlog larger than one sweep job's batch (a sweeper that could not run for a while, or
+/// a start after downtime) is drained by one `sweep`, not one batch a tick.
+#[tokio::test]
+async fn one_sweep_drains_a_backlog_larger_than_a_batch() {
+    let w = world_with(GatewayConfig { approval_ttl_secs: 0, ..Default::default() }).await;
+    w.kit(r#"{"name":"Park","primitives":["web"],"limits":{"approve":{"always":["web.read"]}}}"#).await;
+    let a = w.agent("reader", "Park", None).await;
+    let n = gateway::approvals::SWEEP_BATCH + 37;
+    let calls = (0..n).map(|i| w.call(&a, "web.read", json!({ "url": format!("https://x.test/{i}") })));
+    for r in futures_util::future::join_all(calls).await {
+        assert_eq!(r.disposition, Disposition::Parked);
+    }
+    let report = w.gw.sweep().await.unwrap();
+    assert_eq!(report.approvals_expired, n, "every due approval expired in one sweep");
+    let (pending,): (i64,) =
+        w.gw.store().one("SELECT COUNT(*) FROM holds WHERE status = 'pending'", &[]).await.unwrap();
+    assert_eq!(pending, 0);
+    w.assert_ledger_ok().await;
+}
+
 #[tokio::test]
 async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
     let w = world().await;

@@ -80,7 +80,7 @@ pub struct Application {
     router: Router,
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
-    _sweeper: gateway::approvals::SweeperHandle,
+    sweeper: gateway::approvals::SweeperHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
     /// The in-process demo agent, if started; it finishes (revoking its keys) before the
     /// database closes.
@@ -155,8 +155,8 @@ impl Application {
         if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
             tracing::info!(?recovered, "expired what lapsed before this start");
         }
-        let _sweeper = gateway.start_sweeper();
-        Ok(Application { listener, router, gateway, _sweeper, stop_tx, demo_agent, demo })
+        let sweeper = gateway.start_sweeper();
+        Ok(Application { listener, router, gateway, sweeper, stop_tx, demo_agent, demo })
     }
 
     /// The application's gateway, for operator commands and test setup.
@@ -190,6 +190,8 @@ impl Application {
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
         }
+        // A sweep in progress commits before the pool closes under it.
+        self.sweeper.stop().await;
         self.gateway.store().close().await;
         Ok(())
     }
