@@ -47,6 +47,10 @@ pub enum Kind {
     Profile,
     /// A console sign-in or sign-out.
     Console,
+    /// A tenant's connector settings changed.
+    Connector,
+    /// A secret was stored in or deleted from a tenant's vault (never its value).
+    Vault,
 }
 
 impl Kind {
@@ -64,6 +68,8 @@ impl Kind {
             Kind::Proposal => "proposal",
             Kind::Profile => "profile",
             Kind::Console => "console",
+            Kind::Connector => "connector",
+            Kind::Vault => "vault",
         }
     }
 }

@@ -444,8 +444,18 @@ impl Gateway {
             .hold_id
             .clone()
             .ok_or_else(|| Error::internal("approval_without_hold", "a parked call has no hold"))?;
-        self.execute_and_settle(&subject, &tool, a.args.clone(), hold, a.amount, kit_version, &by.username)
-            .await
+        let connector = self.connector_for(&subject.tenant, &tool).await?;
+        let carry = crate::pipeline::Carry {
+            subject,
+            tool,
+            args: a.args.clone(),
+            action_id: hold.clone(),
+            hold,
+            cost: a.amount,
+            kit_version,
+            actor: by.username.clone(),
+        };
+        self.carry_out(carry, connector).await
     }
 
     /// Denies with a required reason; voids the hold.
@@ -517,7 +527,7 @@ impl Gateway {
             tracing::warn!(error = %e, "sweep failed; retrying next tick");
         }
         // Stored Idempotency-Key responses age out far more slowly than approvals.
-        if n % 600 == 0
+        if n.is_multiple_of(600)
             && let Err(e) = self.forget_old_requests().await
         {
             tracing::warn!(error = %e, "forgetting old idempotency keys failed; retrying later");

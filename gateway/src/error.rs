@@ -37,6 +37,11 @@ pub enum Error {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("storage error: {0}")]
     Storage(#[from] sqlx::Error),
+    /// The vault's master key is not the one the database was sealed with.
+    #[error(
+        "the master key ({given}) is not the one this database's vault was sealed with ({expected}); start with that key (NAIVE_MASTER_KEY or the key file)"
+    )]
+    MasterKeyMismatch { given: String, expected: String },
     /// An error from the writer's own connection.
     #[error("storage error: {0}")]
     Sql(#[from] rusqlite::Error),
@@ -58,6 +63,7 @@ impl Error {
                 "database_unavailable"
             }
             Error::Storage(_) | Error::Sql(_) => "storage_error",
+            Error::MasterKeyMismatch { .. } => "master_key_mismatch",
         }
     }
 
@@ -95,6 +101,7 @@ impl Error {
                 | Error::Migrate(_)
                 | Error::Storage(_)
                 | Error::Sql(_)
+                | Error::MasterKeyMismatch { .. }
         )
     }
 }

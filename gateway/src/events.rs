@@ -54,8 +54,9 @@ pub struct Bus {
     access_changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
-/// The kinds of entry after which cached keys, kits and ancestries may be stale.
-pub const CHANGES_ACCESS: [&str; 5] = ["console", "key", "kit_edit", "profile", "revoke"];
+/// The kinds of entry after which cached keys, kits, ancestries and connectors may be stale.
+pub const CHANGES_ACCESS: [&str; 7] =
+    ["connector", "console", "key", "kit_edit", "profile", "revoke", "vault"];
 
 /// A committed entry as subscribers get it: the entry, and its JSON made once when first
 /// asked for.

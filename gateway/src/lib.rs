@@ -8,8 +8,8 @@
 //!   group commit that every state change goes through; [`postgres`]: the PostgreSQL engine.
 //! - [`tenants`], [`users`], [`profiles`], [`kits`], [`keys`]: identities and policy documents.
 //! - [`pipeline`]: the governed action pipeline, [`reserve`] its writer side; [`ledger`]:
-//!   holds and balances;
-//!   [`connectors`]: what carries actions out.
+//!   holds and balances; [`connectors`]: what carries actions out (the sandbox, or a
+//!   tenant's HTTP upstream); [`vault`]: the provider credentials they use, encrypted.
 //! - [`approvals`], [`revoke`], [`brain`]: the human decisions.
 //! - [`activity`], [`events`]: the tamper-evident log and the live bus.
 //! - [`credentials`]: every credential resolved in one place; [`tokens`]: console users'
@@ -51,6 +51,7 @@ pub mod tenants;
 pub mod testing;
 pub mod tokens;
 pub mod users;
+pub mod vault;
 pub mod writer;
 
 use std::sync::Arc;
@@ -66,7 +67,7 @@ pub use tenants::{IssuedKey, Tenant};
 pub use users::{ConsoleUser, Role};
 
 use cache::GenCache;
-use connectors::{Connectors, Sandbox};
+use connectors::{Sandbox, TenantConnectors};
 use events::Bus;
 use policy::{Catalog, Kit};
 use writer::Writer;
@@ -81,6 +82,9 @@ pub struct GatewayConfig {
     /// How long a hold in flight stays leased to this instance without a renewal
     /// ([`leases`]).
     pub hold_lease_secs: i64,
+    /// The vault's master key. Without one the vault is locked: secrets cannot be stored or
+    /// opened, so HTTP connectors that need one answer `unavailable`.
+    pub master_key: Option<vault::MasterKey>,
 }
 
 impl Default for GatewayConfig {
@@ -89,6 +93,7 @@ impl Default for GatewayConfig {
             approval_ttl_secs: 15 * 60,
             max_batch: writer::DEFAULT_MAX_BATCH,
             hold_lease_secs: leases::DEFAULT_LEASE_SECS,
+            master_key: None,
         }
     }
 }
@@ -117,8 +122,12 @@ pub struct Services {
     _follower: Option<events::Follower>,
     bus: Bus,
     catalog: Arc<Catalog>,
-    connectors: Connectors,
     sandbox: Arc<Sandbox>,
+    /// Each tenant's connectors, built from its settings with their credentials opened.
+    connector_cache: Arc<GenCache<TenantId, Arc<TenantConnectors>>>,
+    /// One connection pool for every HTTP upstream.
+    http_client: reqwest::Client,
+    vault: vault::Vault,
     config: GatewayConfig,
     /// The holds this instance carries out, and its leases on them.
     leases: Arc<leases::Leases>,
@@ -193,8 +202,10 @@ impl Gateway {
             _follower: follower,
             bus,
             catalog: Arc::new(Catalog::builtin()),
-            connectors: Connectors::sandbox(sandbox.clone()),
             sandbox,
+            connector_cache: Arc::default(),
+            http_client: connectors::http::client(),
+            vault: vault::Vault::new(config.master_key.clone()),
             leases: Arc::new(leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),
@@ -209,6 +220,9 @@ impl Gateway {
             password_check_peak: Arc::default(),
         }));
         gateway.forget_what_changed_elsewhere();
+        if let Some(master) = gateway.config.master_key.clone() {
+            gateway.write(move |c| vault::check_master(c, &master)).await?;
+        }
         Ok(gateway)
     }
 
@@ -285,7 +299,7 @@ impl Gateway {
         self.visibility_epoch.subscribe()
     }
 
-    /// Drops the cached keys, kits and ancestries whenever another instance commits a change
+    /// Drops the cached keys, kits, ancestries and connectors whenever another instance commits a change
     /// to them (a key, kit, profile, revoke or token entry the follower brought in), so it governs
     /// this instance's next decision; until the task runs, the caches' bounded age applies.
     fn forget_what_changed_elsewhere(&self) {
@@ -298,6 +312,7 @@ impl Gateway {
                 gw.kit_cache.invalidate();
                 gw.invalidate_links();
                 gw.invalidate_keys();
+                gw.connectors_changed();
             }
         });
     }

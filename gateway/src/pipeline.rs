@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Gateway;
-use crate::connectors::Call;
+use crate::connectors::{Call, Connector};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::keys::Subject;
@@ -98,6 +98,30 @@ pub use policy::args::MAX_ARGS_BYTES;
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 /// How many times a call is decided again after finding a kit it used stale.
 const STALE_RETRIES: usize = 3;
+
+/// A reserved call on its way to its connector.
+pub(crate) struct Carry {
+    pub subject: Subject,
+    pub tool: ToolSpec,
+    pub args: Value,
+    pub hold: String,
+    pub cost: Money,
+    pub kit_version: u32,
+    /// Who the record names as acting: the profile, or the human who approved the call.
+    pub actor: String,
+    /// What the upstream sees as the action's id ([`action_id`]).
+    pub action_id: String,
+}
+
+/// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one
+/// profile, so a retry after a timeout reaches the upstream as the action it may already
+/// have carried out; without a key, the hold's id.
+pub(crate) fn action_id(profile: &ProfileId, idem: Option<&str>, hold: &str) -> String {
+    match idem {
+        Some(k) => format!("act_{}", &digest(&json!([profile.as_str(), k]))[..32]),
+        None => hold.to_string(),
+    }
+}
 
 /// Checks `args` against `action`'s declaration: what the engine reads, or the refusal.
 pub(crate) fn check_args(action: &str, args: &Value) -> Result<CheckedArgs> {
@@ -307,11 +331,12 @@ impl Gateway {
                 format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"),
             ));
         }
+        let connector = self.connector_for(&subject.tenant, &tool).await?;
         let mut job = Arc::new(reserve::ReserveJob {
             subject: subject.clone(),
             request_digest: digest(&json!([action, args])),
             args_digest: digest(&args),
-            connector: self.connectors.get(tool.primitive).clone(),
+            connector: connector.clone(),
             tool,
             args,
             checked,
@@ -328,10 +353,18 @@ impl Gateway {
                     return Ok(resp);
                 }
                 Reserved::Hold { hold, cost, kit_version } => {
-                    let (tool, args, actor) = (&job.tool, job.args.clone(), subject.profile.as_str());
-                    return self
-                        .execute_and_settle(subject, tool, args, hold, cost, kit_version, actor)
-                        .await;
+                    let action_id = action_id(&subject.profile, job.idem.as_deref(), &hold);
+                    let carry = Carry {
+                        subject: subject.clone(),
+                        tool: job.tool.clone(),
+                        args: job.args.clone(),
+                        hold,
+                        cost,
+                        kit_version,
+                        actor: subject.profile.to_string(),
+                        action_id,
+                    };
+                    return self.carry_out(carry, connector).await;
                 }
                 // Another process saved a kit this call used: decide again on current kits.
                 Reserved::Stale => {
@@ -349,24 +382,28 @@ impl Gateway {
         ))
     }
 
-    /// Carries out a reserved call and settles its hold: post on success, void on failure.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn execute_and_settle(
+    /// Carries out a reserved call on `connector` and settles its hold: post on success, void
+    /// on failure. The hold is leased to this instance until it has settled.
+    pub(crate) async fn carry_out(
         &self,
-        subject: &Subject,
-        tool: &ToolSpec,
-        args: Value,
-        hold: String,
-        cost: Money,
-        kit_version: u32,
-        actor: &str,
+        carry: Carry,
+        connector: Arc<dyn Connector>,
     ) -> Result<ActionResponse> {
-        let _carrying = self.leases.carry(&hold);
-        let call = Call { action: tool.name.clone(), primitive: tool.primitive, args, reserved: cost };
-        let outcome = self.connectors.get(tool.primitive).execute(&call).await;
-        let (s, name, actor) = (subject.clone(), tool.name.clone(), actor.to_string());
+        let _carrying = self.leases.carry(&carry.hold);
+        let call = Call {
+            action: carry.tool.name.clone(),
+            primitive: carry.tool.primitive,
+            args: carry.args,
+            reserved: carry.cost,
+            price: carry.tool.price.min(carry.cost),
+            action_id: carry.action_id,
+        };
+        let outcome = connector.execute(&call).await;
+        let (s, name, hold, cost, v, actor) =
+            (carry.subject, call.action, carry.hold, carry.cost, carry.kit_version, carry.actor);
+        let kind = connector.kind();
         let (resp, _) = self
-            .write(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, kit_version, &actor))
+            .write(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, v, &actor, kind))
             .await?;
         Ok(resp)
     }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::activity::{self, Entry, Kind, NewEntry};
-use crate::connectors::{Call, Connector, Done, Failure};
+use crate::connectors::{Call, Connector, ConnectorKind, Done, Failure};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -59,6 +59,8 @@ pub struct Executed {
     /// What posted: the actual cost, at most what was held.
     pub cost: Money,
     pub hold_id: String,
+    /// What carried it out: `sandbox` (nothing real happened) or `http` (the tenant's upstream).
+    pub connector: ConnectorKind,
 }
 
 /// One reservation, prepared outside the writer. Cheap to clone (the ancestry is shared).
@@ -300,8 +302,12 @@ impl ReserveJob {
             primitive: self.tool.primitive,
             args: self.args.clone(),
             reserved: decision.cost,
+            price: self.tool.price,
+            // Carried out in-process, if at all: no upstream sees an id.
+            action_id: String::new(),
         };
         let version = self.kit().version.0;
+        let kind = self.connector.kind();
         match self.answer.get_or_init(|| self.connector.execute_now(&call)).clone() {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
@@ -315,6 +321,7 @@ impl ReserveJob {
                     posted,
                     version,
                     self.actor(),
+                    kind,
                 )?;
                 self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
                 Ok(Reserved::Final(resp))
@@ -331,6 +338,7 @@ impl ReserveJob {
                     decision.cost,
                     version,
                     self.actor(),
+                    kind,
                 )?;
                 Ok(Reserved::Final(resp))
             }
@@ -357,11 +365,12 @@ pub(crate) fn settle(
     cost: Money,
     kit_version: u32,
     actor: &str,
+    kind: ConnectorKind,
 ) -> Result<(ActionResponse, Vec<Entry>)> {
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
-            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor)?;
+            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor, kind)?;
             finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
             Ok((resp, vec![e]))
         }
@@ -377,7 +386,9 @@ pub(crate) fn settle(
                     .verdict("unavailable")
                     .amount(cost)
                     .kit_version(kit_version)
-                    .detail(json!({ "hold_id": hold, "hold": "voided", "reason": f.detail })),
+                    .detail(
+                        json!({ "hold_id": hold, "hold": "voided", "reason": f.detail, "connector": kind }),
+                    ),
             )?;
             forget_claim(c, hold)?;
             let body = serde_json::to_value(&env).expect("envelopes serialize");
@@ -404,9 +415,16 @@ fn executed(
     posted: Money,
     kit_version: u32,
     actor: &str,
+    connector: ConnectorKind,
 ) -> Result<(ActionResponse, Entry)> {
-    let answer =
-        Executed { ok: true, action: name.to_string(), result, cost: posted, hold_id: hold.to_string() };
+    let answer = Executed {
+        ok: true,
+        action: name.to_string(),
+        result,
+        cost: posted,
+        hold_id: hold.to_string(),
+        connector,
+    };
     let e = activity::append(
         c,
         NewEntry::new(&s.tenant, actor, Kind::Action)
@@ -416,7 +434,7 @@ fn executed(
             .verdict("allow")
             .amount(posted)
             .kit_version(kit_version)
-            .detail(json!({ "hold_id": hold, "hold": "posted" })),
+            .detail(json!({ "hold_id": hold, "hold": "posted", "connector": connector })),
     )?;
     let body = serde_json::to_value(&answer).expect("answers serialize");
     Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))

@@ -32,6 +32,38 @@ pub enum Command {
     /// Manage tenants in the database at DATABASE_URL.
     #[command(subcommand)]
     Tenant(TenantCommand),
+    /// Manage the vault of the database at DATABASE_URL.
+    #[command(subcommand)]
+    Vault(VaultCommand),
+    /// Run the reference upstream for HTTP connectors: a small card processor
+    /// (`POST /cards/charge`, bearer) and mail relay (`POST /mail/send`, signed body) that
+    /// record what they do in their own SQLite file.
+    Upstream {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// The SQLite file of what it did.
+        #[arg(long, default_value = "data/upstream.db")]
+        records: String,
+        /// The credential the gateway must present (bearer) or sign with (HMAC).
+        #[arg(long, env = "NAIVE_UPSTREAM_SECRET", hide_env_values = true)]
+        secret: String,
+        /// Answer every call this many milliseconds late, like a real provider.
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VaultCommand {
+    /// Re-wrap every tenant's data key under a new master key in one transaction, then put
+    /// the new key in the key file (or print it once, when the key came from
+    /// NAIVE_MASTER_KEY). Restart every instance with the new key afterwards.
+    RotateMaster {
+        /// The new key, 64 hex characters; generated when unset.
+        #[arg(long, env = "NAIVE_NEW_MASTER_KEY", hide_env_values = true)]
+        new_key: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -116,6 +148,17 @@ pub struct Config {
     /// None by default: a request with any `Origin` is refused; agents send none.
     #[arg(long, env = "NAIVE_MCP_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]
     pub mcp_allowed_origins: Vec<String>,
+
+    /// The vault's master key, 64 hex characters (`openssl rand -hex 32`). Unset, the key
+    /// file holds it (created on the first start).
+    #[arg(long, env = "NAIVE_MASTER_KEY", hide_env_values = true, global = true)]
+    pub master_key: Option<String>,
+
+    /// The file that holds the vault's master key when NAIVE_MASTER_KEY is unset; created
+    /// with mode 0600 on the first start. Default: beside a SQLite database
+    /// (`data/naive.db.master-key`), else `naive.master-key` in the working directory.
+    #[arg(long, env = "NAIVE_MASTER_KEY_FILE", global = true)]
+    pub master_key_file: Option<std::path::PathBuf>,
 
     /// Where the built site (pkg/ with wasm, js and css) lives.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site", global = true)]

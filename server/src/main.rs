@@ -9,7 +9,7 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
-use server::config::{Cli, Command, TenantCommand};
+use server::config::{Cli, Command, TenantCommand, VaultCommand};
 use server::startup::Application;
 use tracing_subscriber::EnvFilter;
 
@@ -29,6 +29,27 @@ async fn main() -> ExitCode {
         }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
         Command::Check => check(&cli.config).await,
+        Command::Upstream { listen, records, secret, latency_ms } => {
+            match server::upstream::serve(listen, &records, &secret, latency_ms).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Vault(VaultCommand::RotateMaster { new_key }) => {
+            match server::master_key::rotate(&cli.config, new_key.as_deref()).await {
+                Ok(said) => {
+                    println!("{said}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 

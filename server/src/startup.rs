@@ -106,7 +106,7 @@ impl Application {
             hold_lease_secs: config.hold_lease_secs.max(1),
             ..Default::default()
         };
-        let gateway = Gateway::open_with(&config.database_url, gateway_config).await?;
+        let gateway = crate::master_key::open_gateway(config, gateway_config).await?;
         let demo = if config.no_demo {
             None
         } else {

@@ -5,12 +5,14 @@ pub mod actions;
 pub mod approvals;
 pub mod brain;
 pub mod company_keys;
+pub mod connectors;
 pub mod console;
 pub mod events;
 pub mod health;
 pub mod kits;
 pub mod ledger;
 pub mod profiles;
+pub mod vault;
 
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
@@ -58,6 +60,11 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/company-keys", idem(state, get(company_keys::list).post(company_keys::create)))
         .route("/v1/company-keys/{id}/rotate", idem(state, post(company_keys::rotate)))
         .route("/v1/company-keys/{id}", idem(state, axum::routing::delete(company_keys::revoke)))
+        .route("/v1/vault/secrets", idem(state, get(vault::list)))
+        .route("/v1/vault/secrets/{name}", idem(state, get(vault::get).put(vault::put).delete(vault::delete)))
+        .route("/v1/connectors", idem(state, get(connectors::list)))
+        .route("/v1/connectors/{target}", idem(state, axum::routing::put(connectors::put)))
+        .route("/v1/connectors/{target}/test", idem(state, post(connectors::test)))
         .route("/v1/approvals", idem(state, get(approvals::list)))
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))

@@ -12,6 +12,8 @@ pub const ADMIN_PASSWORD: &str = "test-admin-password";
 pub const COMPANY_KEY: &str = "nv_testco01_abcdefghijklmnopqrstuv";
 /// The deployment's operator key in tests.
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
+/// The vault's master key in tests: every instance on one database must share it.
+pub const MASTER_KEY: &str = "7e57000000000000000000000000000000000000000000000000000000000001";
 
 pub struct TestApp {
     pub base: String,
@@ -43,6 +45,8 @@ pub fn config(db_url: &str) -> Config {
         sandbox_latency_ms: 0,
         mcp_allowed_hosts: Vec::new(),
         mcp_allowed_origins: Vec::new(),
+        master_key: Some(MASTER_KEY.into()),
+        master_key_file: None,
         site_root: "target/site".into(),
     }
 }

@@ -18,26 +18,39 @@ pub struct Server {
 pub const LEASE_SECS: u64 = 2;
 
 pub fn start(db: &str, sandbox_latency_ms: u64) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["--database-url", db, "--bind", "127.0.0.1:0"])
+    let mut c = command(db, sandbox_latency_ms);
+    c.env("NAIVE_MASTER_KEY", super::MASTER_KEY);
+    spawn(c)
+}
+
+/// The server on `db` with its master key in the key file beside the database (created on
+/// the first start), or `NAIVE_MASTER_KEY` = `master_key` when given.
+pub fn start_keyed(db: &str, master_key: Option<&str>) -> Server {
+    let mut c = command(db, 0);
+    if let Some(k) = master_key {
+        c.env("NAIVE_MASTER_KEY", k);
+    }
+    spawn(c)
+}
+
+/// The server command with the tests' settings, without a master key.
+pub fn command(db: &str, sandbox_latency_ms: u64) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_server"));
+    c.args(["--database-url", db, "--bind", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .env("NAIVE_ADMIN_PASSWORD", ADMIN_PASSWORD)
         .env("NAIVE_COMPANY_KEY", COMPANY_KEY)
         .env("NAIVE_SANDBOX_LATENCY_MS", sandbox_latency_ms.to_string())
         .env("NAIVE_HOLD_LEASE_SECS", LEASE_SECS.to_string())
-        .env_remove("NAIVE_DEMO_AGENT")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let base = loop {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_string();
-        }
-    };
+        .env_remove("NAIVE_MASTER_KEY")
+        .env_remove("NAIVE_MASTER_KEY_FILE")
+        .env_remove("NAIVE_DEMO_AGENT");
+    c
+}
+
+fn spawn(mut c: Command) -> Server {
+    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+    let base = first_url(&mut child, "the server");
     Server { child, base }
 }
 
@@ -68,4 +81,68 @@ pub async fn wait_until_listening(base: &str) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("{base} never answered");
+}
+
+/// The reference upstream (`server upstream`) as its own process on a free port, recording in
+/// a file of its own.
+pub struct Upstream {
+    pub child: Child,
+    pub base: String,
+    _dir: tempfile::TempDir,
+}
+
+/// The credential tests give the reference upstream (and store in the vault).
+pub const UPSTREAM_SECRET: &str = "sk_test_upstream_credential_0123456789";
+
+pub fn start_upstream() -> Upstream {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("upstream.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["upstream", "--listen", "127.0.0.1:0", "--records", records.to_str().unwrap()])
+        .env("NAIVE_UPSTREAM_SECRET", UPSTREAM_SECRET)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = first_url(&mut child, "the upstream");
+    Upstream { child, base, _dir: dir }
+}
+
+/// The `http://…` address a child prints when it listens.
+fn first_url(child: &mut Child, what: &str) -> String {
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "{what} exited before listening");
+        if let Some(at) = line.find("http://") {
+            return line[at..].split_whitespace().next().unwrap().to_string();
+        }
+    }
+}
+
+impl Upstream {
+    /// What the upstream says it did, oldest first.
+    pub async fn records(&self) -> Vec<serde_json::Value> {
+        let res = reqwest::Client::new()
+            .get(format!("{}/records", self.base))
+            .bearer_auth(UPSTREAM_SECRET)
+            .send()
+            .await
+            .unwrap();
+        let body: serde_json::Value = res.json().await.unwrap();
+        body["items"].as_array().unwrap().clone()
+    }
+
+    /// SIGKILL: the upstream becomes unreachable.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }

@@ -1,0 +1,141 @@
+//! Connectors: what actually carries out an allowed action.
+//!
+//! Each tenant picks, per primitive and optionally per action, where its calls run
+//! ([`config`]): the built-in [`Sandbox`] (the default, and labelled `sandbox` in every answer
+//! and activity entry it produces) or an HTTP upstream ([`http`]) holding the real provider
+//! account, reached with a credential from the tenant's vault that the agent never sees.
+//!
+//! Guarantees:
+//! - A connector failure never reaches the agent as an error of ours: it is the `unavailable`
+//!   verdict, the hold is voided, and the failure's stable code is recorded.
+//! - A call's connector is the most specific one configured (the action's, then its
+//!   primitive's, then the sandbox), read at most [`crate::cache::MAX_AGE`] ago: a change
+//!   governs the next call on this instance at once and on others within that bound.
+//! - An upstream is called outside any transaction, with the hold leased to this instance.
+
+pub mod config;
+pub mod http;
+mod sandbox;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use policy::{Money, Primitive, ToolSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use config::{AuthSpec, ConnectorRecord, ConnectorSpec, HttpSpec, Target};
+pub use sandbox::Sandbox;
+
+/// One action to carry out.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub action: String,
+    pub primitive: Primitive,
+    pub args: Value,
+    /// What the gateway reserved: the real amount plus the platform's price.
+    pub reserved: Money,
+    /// The platform's price of the action, part of `reserved`.
+    pub price: Money,
+    /// The gateway's id for this action, which an upstream can use as its idempotency key.
+    pub action_id: String,
+}
+
+impl Call {
+    /// The most an upstream may report as the action's actual cost: what was reserved
+    /// beyond the platform's price.
+    pub fn real_reserved(&self) -> Money {
+        self.reserved.saturating_sub(self.price)
+    }
+}
+
+/// A connector's success: the result for the agent and the actual cost to post (the real
+/// cost plus the platform's price, at most what was reserved).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Done {
+    pub result: Value,
+    pub cost: Money,
+}
+
+/// A connector's failure: always retryable from the agent's point of view.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct Failure {
+    /// A stable code such as `connector_timeout`.
+    pub detail: String,
+    pub retry_after_secs: u32,
+}
+
+impl Failure {
+    pub fn new(detail: impl Into<String>, retry_after_secs: u32) -> Failure {
+        Failure { detail: detail.into(), retry_after_secs }
+    }
+}
+
+/// Which kind of connector carried a call out, as answers and the log label it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectorKind {
+    /// The built-in sandbox: nothing real happened.
+    Sandbox,
+    /// A tenant's HTTP upstream.
+    Http,
+}
+
+impl ConnectorKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConnectorKind::Sandbox => "sandbox",
+            ConnectorKind::Http => "http",
+        }
+    }
+}
+
+pub trait Connector: Send + Sync + 'static {
+    fn execute<'a>(&'a self, call: &'a Call) -> BoxFuture<'a, Result<Done, Failure>>;
+
+    /// Carries the call out at once, without waiting on anything, if this connector can
+    /// (an in-process computation). The gateway then settles in the same transaction that
+    /// reserved the hold. `None` means the call needs [`Connector::execute`].
+    fn execute_now(&self, _call: &Call) -> Option<Result<Done, Failure>> {
+        None
+    }
+
+    fn kind(&self) -> ConnectorKind;
+}
+
+/// A configured connector that cannot run (its credential does not open): every call is
+/// `unavailable` with `code`, never an error of ours.
+struct Broken {
+    code: &'static str,
+}
+
+impl Connector for Broken {
+    fn execute<'a>(&'a self, _call: &'a Call) -> BoxFuture<'a, Result<Done, Failure>> {
+        Box::pin(async move { Err(Failure::new(self.code, 60)) })
+    }
+
+    fn kind(&self) -> ConnectorKind {
+        ConnectorKind::Http
+    }
+}
+
+/// One tenant's connectors by target (`cards`, `cards.charge`); what is not here runs on the
+/// sandbox.
+#[derive(Default)]
+pub(crate) struct TenantConnectors {
+    by_target: HashMap<String, Arc<dyn Connector>>,
+}
+
+impl TenantConnectors {
+    /// The most specific connector for `tool`: its action's, its primitive's, or `sandbox`.
+    pub(crate) fn pick(&self, tool: &ToolSpec, sandbox: &Arc<Sandbox>) -> Arc<dyn Connector> {
+        self.by_target
+            .get(tool.name.as_str())
+            .or_else(|| self.by_target.get(tool.primitive.as_str()))
+            .cloned()
+            .unwrap_or_else(|| sandbox.clone() as Arc<dyn Connector>)
+    }
+}
