@@ -40,8 +40,8 @@ use crate::sql::Tx;
 /// Bytes in a master or data key.
 pub const KEY_LEN: usize = 32;
 const NONCE_LEN: usize = 24;
-/// The longest secret value accepted, in bytes: provider credentials are short.
-pub const MAX_SECRET_BYTES: usize = 4096;
+/// The longest secret value accepted, in characters: provider credentials are short.
+pub const MAX_SECRET_CHARS: usize = 4096;
 /// The longest secret name.
 pub const MAX_NAME_LEN: usize = 64;
 /// `last_used_at` is written at most this often per secret, off the call's path.
@@ -235,10 +235,10 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 fn check_value(value: &str) -> Result<()> {
-    if value.is_empty() || value.len() > MAX_SECRET_BYTES {
+    if value.is_empty() || value.chars().count() > MAX_SECRET_CHARS {
         return Err(Error::invalid(
             "invalid_secret_value",
-            format!("a secret's value is 1 to {MAX_SECRET_BYTES} bytes of text"),
+            format!("a secret's value is 1 to {MAX_SECRET_CHARS} characters of text"),
         ));
     }
     Ok(())

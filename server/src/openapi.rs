@@ -342,12 +342,83 @@ pub fn document() -> serde_json::Value {
             })
         })
         .collect();
+    connector_schemas(&mut doc);
     doc["paths"]["/v1/policy/explain"]["post"]["requestBody"] = json!({
         "description": "A catalog action and its arguments, as the action would be called.",
         "required": true,
         "content": { "application/json": { "schema": { "oneOf": variants } } },
     });
     doc
+}
+
+/// The connector and vault parts of the document, stated exactly where the derived schemas
+/// cannot be: a target is one of the primitives and catalog actions, a secret's name has one
+/// pattern, and each connector and credential kind takes its own fields and no others.
+fn connector_schemas(doc: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    let catalog = policy::Catalog::builtin();
+    let mut targets: Vec<String> = policy::Primitive::ALL.iter().map(|p| p.as_str().to_string()).collect();
+    targets.extend(catalog.iter().map(|t| t.name.clone()));
+    let secret_name = json!({ "type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$" });
+    for (path, item) in doc["paths"].as_object_mut().expect("the document has paths") {
+        let schema = if path.starts_with("/v1/connectors/") {
+            json!({ "type": "string", "enum": targets })
+        } else if path.starts_with("/v1/vault/secrets/") {
+            secret_name.clone()
+        } else {
+            continue;
+        };
+        for op in item.as_object_mut().into_iter().flat_map(|o| o.values_mut()) {
+            let params = op.get_mut("parameters").and_then(Value::as_array_mut);
+            for p in params.into_iter().flatten().filter(|p| p["in"] == "path") {
+                p["schema"] = schema.clone();
+            }
+        }
+    }
+    let kind = |k: &str| json!({ "type": "string", "enum": [k] });
+    let auth = |k: &str, extra: &[(&str, Value)]| {
+        let mut props = serde_json::Map::from_iter([("kind".to_string(), kind(k))]);
+        let mut required = vec![json!("kind")];
+        for (name, schema) in extra {
+            props.insert(name.to_string(), schema.clone());
+            required.push(json!(name));
+        }
+        json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
+    };
+    let header = json!({ "type": "string", "pattern": "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" });
+    let schemas = &mut doc["components"]["schemas"];
+    schemas["AuthSpec"] = json!({
+        "description": "How the upstream's credential travels; `secret` names a secret in the tenant's vault.",
+        "oneOf": [
+            auth("none", &[]),
+            auth("bearer", &[("secret", secret_name.clone())]),
+            auth("basic", &[("secret", secret_name.clone())]),
+            auth("header", &[("header", header), ("secret", secret_name.clone())]),
+            auth("hmac", &[("secret", secret_name)]),
+        ],
+    });
+    schemas["ConnectorSpec"] = json!({
+        "description": "Where calls run: the built-in sandbox, or an HTTP upstream.",
+        "oneOf": [
+            { "type": "object", "properties": { "kind": kind("sandbox") }, "required": ["kind"], "additionalProperties": false },
+            {
+                "type": "object",
+                "properties": {
+                    "kind": kind("http"),
+                    "url": { "type": "string", "minLength": 1, "maxLength": gateway::connectors::config::MAX_URL_LEN,
+                             "description": "http:// or https://, with no credentials in it." },
+                    "timeout_ms": { "type": "integer", "minimum": gateway::connectors::config::MIN_TIMEOUT_MS,
+                                    "maximum": gateway::connectors::config::MAX_TIMEOUT_MS },
+                    "auth": { "$ref": "#/components/schemas/AuthSpec" },
+                },
+                "required": ["kind", "url"],
+                "additionalProperties": false,
+            },
+        ],
+    });
+    if let Some(o) = schemas.as_object_mut() {
+        o.remove("HttpSpec");
+    }
 }
 
 /// The `Idempotency-Key` header every mutating route accepts, as `idempotency::idempotency_key`

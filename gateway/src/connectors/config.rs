@@ -45,10 +45,10 @@ const RESERVED_HEADERS: [&str; 8] = [
 /// Where calls run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConnectorSpec {
     /// The built-in sandbox: deterministic answers, nothing real happens.
-    Sandbox,
+    Sandbox {},
     /// An HTTP upstream (see the connector protocol).
     Http(HttpSpec),
 }
@@ -209,7 +209,7 @@ fn save_in(
 ) -> Result<()> {
     let secret = match spec {
         ConnectorSpec::Http(h) => h.auth.secret(),
-        ConnectorSpec::Sandbox => None,
+        ConnectorSpec::Sandbox {} => None,
     };
     if let Some(name) = secret
         && c.row("SELECT 1 FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[tenant, &name])?.is_none()
@@ -220,7 +220,7 @@ fn save_in(
         ));
     }
     match spec {
-        ConnectorSpec::Sandbox => {
+        ConnectorSpec::Sandbox {} => {
             c.exec("DELETE FROM connectors WHERE tenant_id = ? AND target = ?", &[tenant, &target])?;
         }
         ConnectorSpec::Http(_) => {
@@ -234,7 +234,7 @@ fn save_in(
         }
     }
     let (kind, url) = match spec {
-        ConnectorSpec::Sandbox => ("sandbox", None),
+        ConnectorSpec::Sandbox {} => ("sandbox", None),
         ConnectorSpec::Http(h) => ("http", Some(h.url.as_str())),
     };
     activity::append(
@@ -361,8 +361,9 @@ mod tests {
         let ConnectorSpec::Http(h) = &s else { panic!("{s:?}") };
         assert_eq!(h.timeout_ms, DEFAULT_TIMEOUT_MS);
         assert_eq!(h.auth.secret(), Some("proc"));
-        assert_eq!(http(json!({"kind": "sandbox"})).unwrap(), ConnectorSpec::Sandbox);
+        assert_eq!(http(json!({"kind": "sandbox"})).unwrap(), ConnectorSpec::Sandbox {});
         assert!(http(json!({"kind": "http", "url": "https://p", "bcc": 1})).is_err(), "unknown field");
+        assert!(http(json!({"kind": "sandbox", "url": "https://p"})).is_err(), "unknown field");
         assert!(http(json!({"kind": "http", "url": "https://p", "auth": {"kind": "bearer"}})).is_err());
         assert!(http(json!({"kind": "ftp"})).is_err());
         let round = serde_json::to_value(&s).unwrap();

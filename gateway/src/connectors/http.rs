@@ -42,6 +42,10 @@ const RETRY_AFTER_SECS: u32 = 5;
 const MAX_RETRY_AFTER_SECS: u32 = 300;
 /// How much of an upstream's answer a test probe shows.
 const TEST_ANSWER_CHARS: usize = 2_000;
+/// The longest a test probe waits, whatever the connector's timeout: someone is watching.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a connection to an upstream may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A credential opened from the vault, and how it travels.
 #[derive(Clone)]
@@ -94,6 +98,7 @@ pub struct Probe {
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .tcp_nodelay(true)
+        .connect_timeout(CONNECT_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .pool_idle_timeout(Duration::from_secs(30))
         .build()
@@ -137,7 +142,7 @@ impl Http {
         let id = format!("test_{}", uuid::Uuid::new_v4().simple());
         let body = serde_json::to_vec(&json!({ "test": true, "action_id": id })).expect("JSON serializes");
         let started = Instant::now();
-        let sent = self.request("test", &id, body).send().await;
+        let sent = self.request("test", &id, body).timeout(self.timeout.min(PROBE_TIMEOUT)).send().await;
         let latency_ms = started.elapsed().as_millis() as u64;
         match sent {
             Err(e) => Probe { ok: false, status: None, latency_ms, answer: transport_failure(&e).detail },

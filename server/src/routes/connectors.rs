@@ -22,14 +22,14 @@ pub struct ConnectorList {
     pub items: Vec<gateway::connectors::ConnectorRecord>,
 }
 
-#[utoipa::path(get, path = "/v1/connectors", tag = "connectors",
+#[utoipa::path(get, path = "/v1/connectors", tag = "connectors", operation_id = "list_connectors",
     responses((status = 200, description = "The configured connectors; the rest run on the sandbox.", body = ConnectorList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
     Ok(Json(ConnectorList { items: state.gateway.connectors(&tenant).await? }).into_response())
 }
 
-#[utoipa::path(put, path = "/v1/connectors/{target}", tag = "connectors",
+#[utoipa::path(put, path = "/v1/connectors/{target}", tag = "connectors", operation_id = "put_connector",
     params(("target" = String, Path, description = "A primitive (`cards`) or an action (`cards.charge`); the action's connector wins.")),
     request_body = gateway::connectors::ConnectorSpec,
     responses((status = 200, description = "Saved; the next call of the target runs on it. The whole list.", body = ConnectorList)))]
@@ -45,7 +45,7 @@ pub async fn put(
     Ok(Json(ConnectorList { items: state.gateway.connectors(&tenant).await? }).into_response())
 }
 
-#[utoipa::path(post, path = "/v1/connectors/{target}/test", tag = "connectors",
+#[utoipa::path(post, path = "/v1/connectors/{target}/test", tag = "connectors", operation_id = "test_connector",
     params(("target" = String, Path, description = "A primitive or an action.")),
     responses((status = 200, description = "What the upstream answered a test probe (the sandbox always answers).", body = gateway::connectors::http::Probe)))]
 pub async fn test(

@@ -25,19 +25,19 @@ pub struct SecretList {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutSecret {
-    /// The credential, 1 to 4096 bytes of text; for Basic authentication `user:password`.
+    /// The credential, 1 to 4096 characters of text; for Basic authentication `user:password`.
     #[schema(min_length = 1, max_length = 4096)]
     value: String,
 }
 
-#[utoipa::path(get, path = "/v1/vault/secrets", tag = "vault",
+#[utoipa::path(get, path = "/v1/vault/secrets", tag = "vault", operation_id = "list_secrets",
     responses((status = 200, description = "The tenant's secrets, never their values.", body = SecretList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
     Ok(Json(SecretList { items: state.gateway.secrets(&tenant).await? }).into_response())
 }
 
-#[utoipa::path(get, path = "/v1/vault/secrets/{name}", tag = "vault",
+#[utoipa::path(get, path = "/v1/vault/secrets/{name}", tag = "vault", operation_id = "get_secret",
     params(("name" = String, Path, description = "The secret's name, such as `card-processor`.")),
     responses((status = 200, description = "What may be known of the secret: never its value.", body = gateway::vault::SecretInfo)))]
 pub async fn get(
@@ -49,7 +49,7 @@ pub async fn get(
     Ok(Json(state.gateway.secret(&tenant, &name).await?).into_response())
 }
 
-#[utoipa::path(put, path = "/v1/vault/secrets/{name}", tag = "vault",
+#[utoipa::path(put, path = "/v1/vault/secrets/{name}", tag = "vault", operation_id = "put_secret",
     params(("name" = String, Path, description = "1 to 64 of a-z, 0-9, '.', '_' and '-'.")),
     request_body = PutSecret,
     responses((status = 201, description = "Stored; the value is never shown again.", body = gateway::vault::SecretInfo),
@@ -68,7 +68,7 @@ pub async fn put(
     Ok((status, Json(info)).into_response())
 }
 
-#[utoipa::path(delete, path = "/v1/vault/secrets/{name}", tag = "vault",
+#[utoipa::path(delete, path = "/v1/vault/secrets/{name}", tag = "vault", operation_id = "delete_secret",
     params(("name" = String, Path, description = "The secret's name.")),
     responses((status = 204, description = "Deleted.")))]
 pub async fn delete(
