@@ -10,7 +10,7 @@ export CHROMIUM_PATH ?= /usr/bin/chromium
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
-	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} cargo leptos serve
+	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} cargo leptos serve
 
 test: setup-test fmt lint unit wasm api mcp e2e
 	@echo "make test: all checks passed"

@@ -22,6 +22,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       LEPTOS_SITE_ROOT: path.join(root, "target", "site"),
       NAIVE_ADMIN_PASSWORD: ADMIN_PASSWORD,
       NAIVE_COMPANY_KEY: COMPANY_KEY,
+      // The demo tenant's cards and email run on the reference upstream, as in `make run`.
+      NAIVE_DEMO_UPSTREAM: "1",
       RUST_LOG: process.env.RUST_LOG ?? "warn",
     },
     stdio: ["ignore", "pipe", "inherit"],

@@ -24,6 +24,7 @@ use crate::pages::{
     account::AccountPage,
     activity::ActivityPage,
     beliefs::BeliefsPage,
+    connectors::ConnectorsPage,
     inbox::InboxPage,
     kits::{KitEditPage, KitsPage},
     login::LoginPage,
@@ -95,6 +96,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles/:id") view=ProfileDetailPage ssr=SsrMode::Async />
+                    <Route path=path!("/connectors") view=ConnectorsPage ssr=SsrMode::Async />
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />

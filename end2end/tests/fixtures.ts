@@ -12,6 +12,7 @@ export const PAGES = [
   { path: "/activity", name: "activity", heading: "Activity" },
   { path: "/profiles", name: "profiles", heading: "Profiles" },
   { path: "/kits/Procurement", name: "kit-editor", heading: "Edit kit" },
+  { path: "/connectors", name: "connectors", heading: "Connectors" },
   { path: "/users", name: "users", heading: "Console users" },
 ] as const;
 

@@ -12,6 +12,7 @@ const CONTENT: Record<string, string> = {
   activity: "chain verified",
   profiles: "receipts-clerk",
   "kit-editor": "Version history",
+  connectors: "demo-upstream",
   users: "approver",
 };
 

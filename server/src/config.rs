@@ -51,6 +51,10 @@ pub enum Command {
         /// Answer every call this many milliseconds late, like a real provider.
         #[arg(long, default_value_t = 0)]
         latency_ms: u64,
+        /// Exit when standard input closes: a parent that pipes it in takes this process
+        /// with it however it ends, even by SIGKILL.
+        #[arg(long)]
+        exit_with_stdin: bool,
     },
 }
 
@@ -112,6 +116,11 @@ pub struct Config {
     /// Also run the demo agent inside the server, driving the demo tenant's agents over /v1.
     #[arg(long, env = "NAIVE_DEMO_AGENT", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub demo_agent: bool,
+
+    /// Start the reference upstream (`server upstream`) beside the server and run the demo
+    /// tenant's `cards` and `email` on it over HTTP, with a credential from its vault.
+    #[arg(long, env = "NAIVE_DEMO_UPSTREAM", global = true, value_parser = clap::builder::BoolishValueParser::new())]
+    pub demo_upstream: bool,
 
     /// How many calls a minute the demo agent makes.
     #[arg(long, env = "NAIVE_DEMO_AGENT_PER_MINUTE", default_value_t = 20, global = true)]

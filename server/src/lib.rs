@@ -7,6 +7,7 @@ pub mod auth;
 pub mod config;
 pub mod console_auth;
 pub mod demo_agent;
+pub mod demo_upstream;
 pub mod idempotency;
 pub mod master_key;
 pub mod mcp;

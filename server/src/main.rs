@@ -29,7 +29,10 @@ async fn main() -> ExitCode {
         }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
         Command::Check => check(&cli.config).await,
-        Command::Upstream { listen, records, secret, latency_ms } => {
+        Command::Upstream { listen, records, secret, latency_ms, exit_with_stdin } => {
+            if exit_with_stdin {
+                server::upstream::exit_when_stdin_closes();
+            }
             match server::upstream::serve(listen, &records, &secret, latency_ms).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -87,6 +87,8 @@ pub struct Application {
     demo_agent: Option<tokio::task::JoinHandle<()>>,
     /// Set when this start seeded the demo tenant.
     pub demo: Option<DemoCredentials>,
+    /// The demo's reference upstream, a child process stopped with the application.
+    demo_upstream: Option<crate::demo_upstream::DemoUpstream>,
 }
 
 impl Application {
@@ -118,6 +120,12 @@ impl Application {
         };
         // After the demo's seed calls, which need not wait.
         gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
+        let demo_upstream = if config.demo_upstream {
+            let records = crate::demo_upstream::records_path(&config.database_url);
+            crate::demo_upstream::start(&gateway, records).await?
+        } else {
+            None
+        };
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|source| StartError::Bind { addr: config.bind, source })?;
@@ -156,7 +164,7 @@ impl Application {
             tracing::info!(?recovered, "expired what lapsed before this start");
         }
         let sweeper = gateway.start_sweeper();
-        Ok(Application { listener, router, gateway, sweeper, stop_tx, demo_agent, demo })
+        Ok(Application { listener, router, gateway, sweeper, stop_tx, demo_agent, demo, demo_upstream })
     }
 
     /// The application's gateway, for operator commands and test setup.
@@ -192,6 +200,7 @@ impl Application {
         }
         // A sweep in progress commits before the pool closes under it.
         self.sweeper.stop().await;
+        drop(self.demo_upstream);
         self.gateway.store().close().await;
         Ok(())
     }

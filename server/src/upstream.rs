@@ -54,6 +54,15 @@ impl Service {
     }
 }
 
+/// Ends the process when standard input reaches its end (the parent holding it went away).
+pub fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        std::process::exit(0);
+    });
+}
+
 /// Opens (creating) the records file and binds `listen`; serves until the process ends.
 pub async fn serve(listen: SocketAddr, db: &str, secret: &str, latency_ms: u64) -> Result<(), String> {
     let conn = rusqlite::Connection::open(db).map_err(|e| format!("cannot open {db}: {e}"))?;

@@ -431,3 +431,45 @@ async fn the_master_key_is_made_once_rotated_without_breaking_connectors_and_nev
         "{err}"
     );
 }
+
+/// `make run`'s wiring: the server starts the reference upstream as its own process and runs
+/// the demo tenant's cards and email on it, with a credential only the vault holds.
+#[tokio::test]
+async fn the_demo_runs_its_cards_and_email_on_the_reference_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/demo.db", dir.path().display());
+    let mut c = common::process::command(&db, 0);
+    c.env("NAIVE_MASTER_KEY", common::MASTER_KEY).env("NAIVE_DEMO_UPSTREAM", "1");
+    let server = common::process::spawn(c);
+    let b = server.base.clone();
+    let (s, list) = call_at(&b, "GET", "/v1/connectors", COMPANY_KEY, None).await;
+    assert_eq!(s, 200);
+    let targets: Vec<(&str, &str)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["target"].as_str().unwrap(), r["connector"]["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(targets, [("cards", "http"), ("email", "http")], "{list}");
+    let (s, probe) = call_at(&b, "POST", "/v1/connectors/cards/test", COMPANY_KEY, None).await;
+    assert_eq!((s, probe["ok"].as_bool()), (200, Some(true)), "{probe}");
+    let kit =
+        json!({"name": KIT, "primitives": ["cards", "email"], "limits": {"budget": {"hard_cap": "100"}}});
+    assert_eq!(call_at(&b, "PUT", &format!("/v1/kits/{KIT}"), COMPANY_KEY, Some(kit)).await.0, 201);
+    let (_, p) =
+        call_at(&b, "POST", "/v1/agent-profiles", COMPANY_KEY, Some(json!({"name": "d", "kit": KIT}))).await;
+    let profile = p["id"].as_str().unwrap().to_string();
+    let (_, k) = call_at(&b, "POST", &format!("/v1/agent-profiles/{profile}/keys"), COMPANY_KEY, None).await;
+    let key = k["secret"].as_str().unwrap().to_string();
+    let (s, r) = call_at(
+        &b,
+        "POST",
+        &format!("/v1/users/{profile}/email/send"),
+        &key,
+        Some(json!({"to": "ops@x.test", "subject": "from the demo"})),
+    )
+    .await;
+    assert_eq!((s, r["connector"].as_str()), (200, Some("http")), "{r}");
+    assert!(r["result"]["message_id"].as_str().unwrap().starts_with("msg_"), "{r}");
+    drop(server);
+}

@@ -28,6 +28,8 @@ pub struct ActivityRow {
     pub kit_version: Option<u32>,
     /// `http`, `mcp` or `console`; none for the gateway's own work.
     pub transport: Option<String>,
+    /// What carried out an action: `sandbox` (nothing real happened) or `http`.
+    pub connector: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -102,6 +104,7 @@ pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) 
         actor,
         seq: e.seq,
         at: e.at.to_rfc3339(),
+        connector: e.detail.get("connector").and_then(|c| c.as_str()).map(str::to_string),
         kind: e.kind,
         action: e.action,
         verdict: e.verdict,

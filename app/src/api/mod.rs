@@ -4,6 +4,7 @@
 pub mod account;
 pub mod activity;
 pub mod beliefs;
+pub mod connectors;
 pub mod forms;
 pub mod inbox;
 pub mod kits;

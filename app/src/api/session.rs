@@ -56,6 +56,7 @@ pub const VIEWS: &[View] = &[
     View { key: "spend", href: "/spend", label: "Spend", roles: &["admin", "finance"] },
     View { key: "activity", href: "/activity", label: "Activity", roles: EVERYONE },
     View { key: "profiles", href: "/profiles", label: "Profiles", roles: &["admin", "finance"] },
+    View { key: "connectors", href: "/connectors", label: "Connectors", roles: &["admin"] },
     View { key: "users", href: "/users", label: "Users", roles: &["admin"] },
 ];
 

@@ -137,7 +137,10 @@ fn ActivityLine(r: ActivityRow) -> impl IntoView {
             <td class=TD><Time rfc3339=r.at /></td>
             <td class=TD title=r.agent_id>{r.agent.unwrap_or_else(|| "—".into())}</td>
             <td class=TD>{r.kind}</td>
-            <td class=TD><code class="text-xs">{r.action.unwrap_or_default()}</code></td>
+            <td class=TD>
+                <code class="text-xs">{r.action.unwrap_or_default()}</code>
+                {r.connector.map(|c| { let tag = c.clone(); view! { " "<span class="rounded bg-zinc-100 px-1 text-xs text-zinc-700 dark:bg-zinc-800 dark:text-zinc-200" data-connector=tag>{c}</span> } })}
+            </td>
             <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
             <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400") title=r.actor_id>{r.actor}</td>
@@ -146,7 +149,7 @@ fn ActivityLine(r: ActivityRow) -> impl IntoView {
     }
 }
 
-const KINDS: [&str; 12] = [
+const KINDS: [&str; 14] = [
     "action",
     "refusal",
     "park",
@@ -159,6 +162,8 @@ const KINDS: [&str; 12] = [
     "proposal",
     "profile",
     "console",
+    "connector",
+    "vault",
 ];
 const VERDICTS: [&str; 6] = ["allow", "deny", "park", "unavailable", "approved", "denied"];
 const TRANSPORTS: [&str; 3] = ["http", "mcp", "console"];

@@ -1,11 +1,15 @@
 //! Load for the gateway's service layer, in-process, on SQLite (WAL) or PostgreSQL.
 //!
-//! `gateway-load bench [--callers 64] [--tenants 1] [--actions 20000] [--max-batch 256] [--engines sqlite,postgres]`
+//! `gateway-load bench [--callers 64] [--tenants 1] [--actions 20000] [--max-batch 256] [--engines sqlite,postgres]
+//! [--upstream URL --upstream-secret S]`
 //! runs small actions that all pass (authenticate, decide, hold, execute in the sandbox,
 //! settle, record, emit) from `callers` concurrent tasks and prints actions per second and
 //! latency percentiles: on SQLite with group commit and with one transaction per job, so the
 //! gain is visible, and on PostgreSQL with one instance and with two on one database. Each
 //! caller makes a few untimed actions first, so the figures are the steady state.
+//! With `--upstream` (the reference upstream, `server upstream`, at that base URL) it also
+//! runs a $0.01 `cards.charge` on the sandbox and then on an HTTP connector to that upstream,
+//! with its credential in the vault: reserve, the HTTP call outside any transaction, settle.
 //!
 //! `gateway-load seed-console --db PATH [--approvals 100000] [--ledger 1000000]` makes a
 //! demo database with that many approvals (1 in 100 still waiting) and ledger entries (a hold
@@ -25,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use gateway::pipeline::{ActionCall, Disposition};
+use gateway::vault::MasterKey;
 use gateway::{Gateway, GatewayConfig, Role};
 use policy::{Kit, Money};
 use serde_json::json;
@@ -66,6 +71,51 @@ async fn setup(gw: &Gateway, agents: usize, kit: &str) -> Vec<String> {
 /// Untimed actions each caller makes first.
 const WARM_UP_PER_CALLER: usize = 50;
 
+/// What a run's actions are, and what carries them out.
+#[derive(Clone, Debug)]
+enum Work {
+    /// `web.read` on the sandbox.
+    Read,
+    /// A $0.01 `cards.charge` on the sandbox.
+    Charge,
+    /// A $0.01 `cards.charge` on an HTTP connector to the upstream at this base URL, with
+    /// this credential.
+    ChargeOverHttp { base: String, secret: String },
+}
+
+impl Work {
+    fn kit(&self) -> &'static str {
+        match self {
+            Work::Read => r#"{"name":"Open","primitives":["web"]}"#,
+            _ => r#"{"name":"Open","primitives":["cards"]}"#,
+        }
+    }
+
+    fn call(&self, token: &str, i: usize) -> ActionCall {
+        let (action, args) = match self {
+            Work::Read => ("web.read", json!({"url": format!("https://x.test/{i}")})),
+            _ => ("cards.charge", json!({"amount": "0.01", "merchant": "acme"})),
+        };
+        ActionCall { token: token.to_string(), action: action.into(), args, idempotency_key: None }
+    }
+
+    /// Points each tenant's `cards` at the upstream, with its credential in the vault.
+    async fn connect(&self, gw: &Gateway) {
+        let Work::ChargeOverHttp { base, secret } = self else { return };
+        use gateway::activity::Transport;
+        use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+        for t in gw.tenants().await.expect("tenants") {
+            gw.put_secret(&t.id, "upstream", secret, "load", Transport::Http).await.expect("secret");
+            let spec = ConnectorSpec::Http(HttpSpec {
+                url: format!("{base}/cards/charge"),
+                timeout_ms: 10_000,
+                auth: AuthSpec::Bearer { secret: "upstream".into() },
+            });
+            gw.set_connector(&t.id, "cards", spec, "load", Transport::Http).await.expect("connector");
+        }
+    }
+}
+
 /// Where a run's actions go.
 #[derive(Clone, Copy, Debug)]
 enum Target {
@@ -85,16 +135,18 @@ async fn open(
         Target::Sqlite { max_batch } => vec![
             Gateway::open_with(
                 &format!("sqlite://{}/bench.db", dir.display()),
-                GatewayConfig { max_batch, ..Default::default() },
+                GatewayConfig { max_batch, master_key: Some(MasterKey::generate()), ..Default::default() },
             )
             .await
             .expect("open"),
         ],
         Target::Postgres { instances } => {
             let url = cluster.expect("a PostgreSQL cluster").fresh_database().await;
+            let key = MasterKey::generate();
             let mut gws = Vec::new();
             for _ in 0..instances {
-                gws.push(Gateway::open(&url).await.expect("open"));
+                let config = GatewayConfig { master_key: Some(key.clone()), ..Default::default() };
+                gws.push(Gateway::open_with(&url, config).await.expect("open"));
             }
             gws
         }
@@ -105,7 +157,7 @@ async fn bench(
     callers: usize,
     tenants: usize,
     actions: u64,
-    target: Target,
+    (target, work): (Target, Work),
     cluster: Option<&gateway::testing::Cluster>,
 ) -> (f64, Duration, Duration) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -114,9 +166,10 @@ async fn bench(
     let mut tokens = Vec::with_capacity(callers);
     for t in 0..tenants {
         let agents = callers / tenants + usize::from(t < callers % tenants);
-        tokens.extend(setup(&gw, agents, r#"{"name":"Open","primitives":["web"]}"#).await);
+        tokens.extend(setup(&gw, agents, work.kit()).await);
     }
-    let tokens = Arc::new(tokens);
+    work.connect(&gw).await;
+    let (tokens, work) = (Arc::new(tokens), Arc::new(work));
     let next = Arc::new(AtomicU64::new(0));
     // Every caller warms up (keys and kits cached, the page cache and WAL filled) before the
     // clock starts, as criterion does; the measured phase is the steady state.
@@ -124,31 +177,17 @@ async fn bench(
     let tasks: Vec<_> = (0..callers)
         .map(|c| {
             let gw = gws[c % gws.len()].clone();
-            let (tokens, next, ready) = (tokens.clone(), next.clone(), ready.clone());
+            let (tokens, next, ready, work) = (tokens.clone(), next.clone(), ready.clone(), work.clone());
             tokio::spawn(async move {
                 for i in 0..WARM_UP_PER_CALLER {
-                    let call = ActionCall {
-                        token: tokens[c].clone(),
-                        action: "web.read".into(),
-                        args: json!({"url": format!("https://warm.test/{i}")}),
-                        idempotency_key: None,
-                    };
-                    gw.perform(call).await.expect("warm-up action");
+                    gw.perform(work.call(&tokens[c], i)).await.expect("warm-up action");
                 }
                 ready.wait().await;
                 let mut lat = Vec::new();
                 while next.fetch_add(1, Ordering::Relaxed) < actions {
                     let t0 = Instant::now();
-                    let r = gw
-                        .perform(ActionCall {
-                            token: tokens[c].clone(),
-                            action: "web.read".into(),
-                            args: json!({"url": "https://x.test"}),
-                            idempotency_key: None,
-                        })
-                        .await
-                        .expect("action");
-                    assert_eq!(r.disposition, Disposition::Executed);
+                    let r = gw.perform(work.call(&tokens[c], 0)).await.expect("action");
+                    assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
                     lat.push(t0.elapsed());
                 }
                 lat
@@ -370,13 +409,23 @@ async fn main() {
                 "governed actions through the service layer: {callers} callers in {tenants} tenant(s), {actions} actions"
             );
             let mut runs = Vec::new();
+            let group = Target::Sqlite { max_batch: batch };
             if engines.contains("sqlite") {
-                runs.push(("SQLite, group commit", Target::Sqlite { max_batch: batch }));
-                runs.push(("SQLite, one txn per job", Target::Sqlite { max_batch: 1 }));
+                runs.push(("SQLite, group commit", (group, Work::Read)));
+                runs.push(("SQLite, one txn per job", (Target::Sqlite { max_batch: 1 }, Work::Read)));
             }
             if engines.contains("postgres") {
-                runs.push(("PostgreSQL, one instance", Target::Postgres { instances: 1 }));
-                runs.push(("PostgreSQL, two instances", Target::Postgres { instances: 2 }));
+                runs.push(("PostgreSQL, one instance", (Target::Postgres { instances: 1 }, Work::Read)));
+                runs.push(("PostgreSQL, two instances", (Target::Postgres { instances: 2 }, Work::Read)));
+            }
+            let upstream = arg("--upstream", "");
+            if !upstream.is_empty() {
+                let secret = arg("--upstream-secret", "");
+                runs.push(("SQLite, charge, sandbox", (group, Work::Charge)));
+                runs.push((
+                    "SQLite, charge, http upstream",
+                    (group, Work::ChargeOverHttp { base: upstream, secret }),
+                ));
             }
             // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
             // this machine's cores beside the gateway.
@@ -398,7 +447,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

@@ -38,6 +38,7 @@ pub fn config(db_url: &str) -> Config {
         company_key: Some(COMPANY_KEY.into()),
         operator_key: Some(OPERATOR_KEY.into()),
         demo_agent: false,
+        demo_upstream: false,
         demo_agent_per_minute: 20,
         secure_cookies: server::config::SecureCookies::Auto,
         approval_ttl_secs: 900,

@@ -48,7 +48,7 @@ pub fn command(db: &str, sandbox_latency_ms: u64) -> Command {
     c
 }
 
-fn spawn(mut c: Command) -> Server {
+pub fn spawn(mut c: Command) -> Server {
     let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
     let base = first_url(&mut child, "the server");
     Server { child, base }

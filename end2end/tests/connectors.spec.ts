@@ -1,0 +1,81 @@
+// The Connectors page: the demo tenant's cards and email run on the reference upstream (its
+// own process, as in `make run`), a test button shows what the upstream answers, a secret's
+// value goes in once and is never shown, and a connector set here governs the next call.
+import { api, expect, expectErrorStatus, request, signInAs, test } from "./fixtures";
+import { COMPANY_KEY } from "../global-setup";
+
+test("cards and email run on the upstream, and a test shows its answer", async ({ page }) => {
+  await page.goto("/connectors");
+  await expect(page.getByRole("heading", { level: 1, name: "Connectors" })).toBeVisible();
+  const table = page.getByTestId("connectors-table");
+  await expect(table.locator('tr[data-target="cards"]')).toHaveAttribute("data-kind", "http");
+  await expect(table.locator('tr[data-target="email"]')).toHaveAttribute("data-kind", "http");
+  await expect(table.locator('tr[data-target="web"]')).toHaveAttribute("data-kind", "sandbox");
+  await expect(table.locator('tr[data-target="cards"]')).toContainText("/cards/charge");
+  await table.locator('tr[data-target="cards"]').getByTestId("test-connector").click();
+  const done = page.getByTestId("form-done");
+  await expect(done).toContainText("Test of cards: HTTP 200");
+  await expect(done).toContainText("card-processor");
+  await expect(done).toHaveAttribute("role", "status");
+  await page.screenshot({ path: "end2end/test-results/screenshots/connectors-admin.png", fullPage: true });
+});
+
+test("a secret is stored once and never shown; a connector on it governs the next call", async ({ page }) => {
+  const value = `e2e-secret-value-${Date.now()}`;
+  await page.goto("/connectors");
+  const store = page.getByTestId("store-secret");
+  await store.getByLabel("Name").fill("e2e-relay");
+  await store.getByLabel("Value").fill(value);
+  await store.getByRole("button", { name: "Store secret" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("Stored secret e2e-relay (fp_");
+  await expect(page.getByTestId("secrets-table").locator('tr[data-secret="e2e-relay"]')).toContainText("fp_");
+  expect(await page.content()).not.toContain(value);
+  const listed = await request("GET", "/v1/vault/secrets", COMPANY_KEY);
+  expect(JSON.stringify(listed.json)).not.toContain(value);
+
+  // sms.send on the mail relay with this (wrong) secret: the test shows the relay's refusal.
+  const relay = (await request("GET", "/v1/connectors", COMPANY_KEY)).json.items.find((r: { target: string }) => r.target === "email");
+  const form = page.getByTestId("set-connector");
+  await form.getByLabel("Target").selectOption("sms.send");
+  await form.getByLabel("Runs on").selectOption("http");
+  await form.getByLabel("Upstream URL").fill(relay.connector.url);
+  await form.getByLabel("Credential travels as").selectOption("hmac");
+  await form.getByLabel("Secret").selectOption("e2e-relay");
+  await form.getByRole("button", { name: "Save connector" }).click();
+  await expect(page.getByTestId("form-done")).toContainText(`sms.send now runs on ${relay.connector.url}`);
+  const row = page.getByTestId("connectors-table").locator('tr[data-target="sms.send"]');
+  await expect(row).toHaveAttribute("data-kind", "http");
+  await row.getByTestId("test-connector").click();
+  await expect(page.getByTestId("form-error")).toContainText("HTTP 401");
+
+  // The next sms from an agent is governed by it: unavailable, the relay refused the credential.
+  const kit = { name: `Sms${Date.now()}`, primitives: ["sms"] };
+  expect((await request("PUT", `/v1/kits/${kit.name}`, COMPANY_KEY, kit)).status).toBe(201);
+  const profile = await api("/v1/agent-profiles", COMPANY_KEY, { name: `e2e-${kit.name}`, kit: kit.name });
+  const key = await api(`/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {});
+  const sms = await api(`/v1/users/${profile.json.id}/sms/send`, key.json.secret, { to: "+15550100", body: "hi" });
+  expect(sms.status).toBe(503);
+  expect(sms.json.error.details.reason).toBe("connector_http_401");
+
+  // Back to the sandbox, which answers and says so; then the secret can go.
+  await form.getByLabel("Target").selectOption("sms.send");
+  await form.getByLabel("Runs on").selectOption("sandbox");
+  await form.getByRole("button", { name: "Save connector" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("sms.send now runs on the sandbox");
+  const again = await api(`/v1/users/${profile.json.id}/sms/send`, key.json.secret, { to: "+15550100", body: "hi" });
+  expect(again.status).toBe(200);
+  expect(again.json.connector).toBe("sandbox");
+  await page.getByTestId("secrets-table").locator('tr[data-secret="e2e-relay"]').getByRole("button", { name: "Delete" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("Deleted secret e2e-relay");
+});
+
+test.describe("other roles", () => {
+  test.use({ storageState: { cookies: [], origins: [] } });
+  test("an approver gets the 403 page for connectors", async ({ page }) => {
+    expectErrorStatus("/connectors");
+    await signInAs(page, "approver");
+    const res = await page.goto("/connectors");
+    expect(res!.status()).toBe(403);
+    await expect(page.getByText("it needs one of these roles: admin")).toBeVisible();
+  });
+});

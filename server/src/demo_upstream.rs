@@ -1,0 +1,107 @@
+//! The demo's upstream: with `--demo-upstream` (`make run` turns it on) the server starts the
+//! reference upstream (`server upstream`) as a child process and points the demo tenant's
+//! `cards` and `email` at it. The credential is made for this run and kept in the tenant's
+//! vault, so the demo's charges and mail cross real HTTP, the upstream checks the credential,
+//! and the agents' keys never reach it. The child stops with the server.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use gateway::Gateway;
+use gateway::activity::Transport;
+use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::startup::StartError;
+
+/// The vault secret the demo's connectors use.
+pub const SECRET_NAME: &str = "demo-upstream";
+/// Who the log names for the wiring.
+const ACTOR: &str = "demo";
+/// Like a real provider, the demo upstream takes a moment to answer.
+const LATENCY_MS: u64 = 25;
+
+/// The running child; killed when dropped, and gone by itself when this process dies.
+pub struct DemoUpstream {
+    _child: tokio::process::Child,
+    pub base: String,
+}
+
+/// Where the upstream records what it did: beside a SQLite database, else in the temp dir.
+pub fn records_path(database_url: &str) -> PathBuf {
+    let file = "demo-upstream.db";
+    match database_url.strip_prefix("sqlite://").map(|p| p.split('?').next().unwrap_or(p)) {
+        Some(path) if !path.is_empty() => {
+            PathBuf::from(path).parent().map_or_else(|| PathBuf::from(file), |d| d.join(file))
+        }
+        _ => std::env::temp_dir().join(file),
+    }
+}
+
+/// Starts the upstream and wires the demo tenant to it; `None` when there is no demo tenant.
+pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUpstream>, StartError> {
+    let fail =
+        |what: &str, e: &dyn std::fmt::Display| StartError::Config(format!("the demo upstream: {what}: {e}"));
+    let tenants = gateway.tenants().await?;
+    let Some(tenant) = tenants.into_iter().find(|t| t.name == gateway::demo::DEMO_TENANT) else {
+        tracing::warn!(
+            "--demo-upstream: there is no demo tenant in this database, so nothing is wired to it"
+        );
+        return Ok(None);
+    };
+    let secret = gateway::secrets::random_password();
+    let exe = std::env::current_exe().map_err(|e| fail("cannot find this binary", &e))?;
+    let mut child = tokio::process::Command::new(exe)
+        .args([
+            "upstream",
+            "--listen",
+            "127.0.0.1:0",
+            "--exit-with-stdin",
+            "--latency-ms",
+            &LATENCY_MS.to_string(),
+        ])
+        .arg("--records")
+        .arg(&records)
+        .env("NAIVE_UPSTREAM_SECRET", &secret)
+        // Held open by this process alone: when it ends, however, the child sees EOF and exits.
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail("cannot start", &e))?;
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .map_err(|e| fail("did not start listening", &e))?
+        .map_err(|e| fail("cannot read its output", &e))?
+        .unwrap_or_default();
+    let base = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or_else(|| fail("printed no address", &first))?
+        .to_string();
+    // Whatever else it prints goes nowhere, so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    wire(gateway, &tenant.id, &base, &secret).await?;
+    tracing::info!(%base, "the demo tenant's cards and email run on the reference upstream");
+    Ok(Some(DemoUpstream { _child: child, base }))
+}
+
+/// Stores this run's credential and points `cards` (bearer) and `email` (signed) at `base`.
+async fn wire(
+    gateway: &Gateway,
+    tenant: &gateway::TenantId,
+    base: &str,
+    secret: &str,
+) -> gateway::Result<()> {
+    gateway.put_secret(tenant, SECRET_NAME, secret, ACTOR, Transport::Console).await?;
+    for (target, path, auth) in [
+        ("cards", "/cards/charge", AuthSpec::Bearer { secret: SECRET_NAME.into() }),
+        ("email", "/mail/send", AuthSpec::Hmac { secret: SECRET_NAME.into() }),
+    ] {
+        let spec = ConnectorSpec::Http(HttpSpec { url: format!("{base}{path}"), timeout_ms: 10_000, auth });
+        gateway.set_connector(tenant, target, spec, ACTOR, Transport::Console).await?;
+    }
+    Ok(())
+}
