@@ -72,10 +72,15 @@ bench:
 
 # SQLite (group commit and one transaction per job), then PostgreSQL on a throwaway cluster
 # sharing these two cores (one and two instances; one tenant, then 16), then pgbench on it.
+# With the reference upstream (its own release process) for the HTTP-connector rows.
 bench-gateway:
 	cargo build --release -p gateway --bin gateway-load
-	eval "$$(scripts/pg.sh start)" && trap 'scripts/pg.sh stop' EXIT \
+	cargo build --release -p server --bin server
+	eval "$$(scripts/pg.sh start)" && up=$$(mktemp -d) \
+	  && (NAIVE_UPSTREAM_SECRET=bench-upstream target/release/server upstream --listen 127.0.0.1:0 --records $$up/up.db > $$up/log & sleep 1) \
+	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; rm -rf $$up' EXIT \
 	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite,postgres \
+	     --upstream "$$(grep -o 'http://[^ ]*' $$up/log)" --upstream-secret bench-upstream \
 	  && target/release/gateway-load bench --callers 64 --tenants 16 --actions 60000 --engines postgres \
 	  && bench/pgbench.sh
 
