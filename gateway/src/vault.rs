@@ -268,7 +268,10 @@ fn data_key_in(c: &dyn Tx, master: &MasterKey, tenant: &TenantId) -> Result<Data
     if let Some(r) = row {
         return unwrap_data_key(master, tenant, &r.get::<Vec<u8>>(0)?);
     }
-    check_master(c, master).map_err(|_| rotated_elsewhere())?;
+    check_master(c, master).map_err(|e| match e {
+        Error::MasterKeyMismatch { .. } => rotated_elsewhere(),
+        other => other,
+    })?;
     let mut key = [0u8; KEY_LEN];
     OsRng.fill_bytes(&mut key);
     let wrapped = seal(&master.cipher(), &key, &data_key_aad(tenant))?;

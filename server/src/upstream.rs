@@ -128,6 +128,16 @@ async fn mail(State(u): State<Upstream>, headers: HeaderMap, body: axum::body::B
     carry_out(u, Service::Mail, body).await
 }
 
+/// The first answer recorded for `action_id`.
+fn stored_answer(conn: &rusqlite::Connection, action_id: &str) -> Option<String> {
+    conn.query_row("SELECT answer FROM records WHERE action_id = ?1", [action_id], |r| r.get(0)).ok()
+}
+
+/// A JSON body already serialized.
+fn json_text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 /// Once accepted, a request is carried out to the end even if the caller stops waiting, as a
 /// real processor's charge is: the work runs in its own task, which a dropped connection
 /// does not cancel.
@@ -216,10 +226,7 @@ async fn handle(u: &Upstream, service: Service, body: &[u8]) -> Response {
 impl Upstream {
     /// The first answer to `action_id`, if there was one.
     fn replay(&self, action_id: &str) -> Option<Response> {
-        let conn = self.records.lock().expect("records lock");
-        let answer: Option<String> =
-            conn.query_row("SELECT answer FROM records WHERE action_id = ?1", [action_id], |r| r.get(0)).ok();
-        answer.map(|a| ([(header::CONTENT_TYPE, "application/json")], a).into_response())
+        stored_answer(&self.records.lock().expect("records lock"), action_id).map(json_text)
     }
 
     /// Does the thing (records it) once per `action_id`, and answers.
@@ -242,13 +249,8 @@ impl Upstream {
         );
         match inserted {
             // Another request with this id got there first: its answer stands.
-            Ok(0) => {
-                let first: String = conn
-                    .query_row("SELECT answer FROM records WHERE action_id = ?1", [action_id], |r| r.get(0))
-                    .unwrap_or(answer);
-                ([(header::CONTENT_TYPE, "application/json")], first).into_response()
-            }
-            Ok(_) => ([(header::CONTENT_TYPE, "application/json")], answer).into_response(),
+            Ok(0) => json_text(stored_answer(&conn, action_id).unwrap_or(answer)),
+            Ok(_) => json_text(answer),
             Err(_) => refuse(StatusCode::INTERNAL_SERVER_ERROR, "records_unavailable"),
         }
     }
