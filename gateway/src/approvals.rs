@@ -455,6 +455,10 @@ impl Gateway {
             kit_version,
             actor: by.username.clone(),
         };
+        if connector.kind() == crate::connectors::ConnectorKind::Http {
+            let recorded = carry.clone();
+            self.write(move |c| crate::recovery::record(c, &recorded)).await?;
+        }
         self.carry_out(carry, connector).await
     }
 
@@ -525,6 +529,9 @@ impl Gateway {
         }
         if let Err(e) = self.sweep().await {
             tracing::warn!(error = %e, "sweep failed; retrying next tick");
+        }
+        if let Err(e) = self.recover_lost_calls().await {
+            tracing::warn!(error = %e, "claiming lost calls failed; retrying next tick");
         }
         // Stored Idempotency-Key responses age out far more slowly than approvals.
         if n.is_multiple_of(600)
@@ -759,10 +766,13 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
         "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
          LEFT JOIN approvals a ON a.hold_id = h.id \
          WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
-           AND COALESCE(h.lease_until, h.created_at) <= ?1 OR a.status IN ('denied', 'expired')) LIMIT {SWEEP_BATCH}{}",
+           AND COALESCE(h.lease_until, h.created_at) <= ?1 \
+           AND NOT EXISTS (SELECT 1 FROM carries r WHERE r.hold_id = h.id AND r.attempts < ?2) \
+           OR a.status IN ('denied', 'expired')) LIMIT {SWEEP_BATCH}{}",
         skip_locked(c, "h")
     );
-    c.rows(&sql, &[&db::ts(now)])?.iter().map(crate::sql::FromRow::from_row).collect()
+    let attempts = crate::recovery::MAX_ATTEMPTS;
+    c.rows(&sql, &[&db::ts(now), &attempts])?.iter().map(crate::sql::FromRow::from_row).collect()
 }
 
 /// Ends `orphans`. An approved call that never completed says so in its result and trail.
@@ -771,6 +781,7 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
     for (hold, tenant, profile, action, amount, approval) in orphans {
         ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
         crate::reserve::forget_claim(c, &hold)?;
+        let lost = crate::recovery::lost_call(c, &hold)?;
         if let Some(a) = &approval {
             let note = "the approved call never completed; its hold expired and nothing was charged";
             let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
@@ -787,7 +798,11 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
                 .action(action)
                 .verdict("expired")
                 .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
-                .detail(json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" })),
+                .detail(match lost {
+                    Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,
+                        "reason": "the call went to the upstream but no answer came back, even to resends; nothing was charged here: look the action id up on the upstream" }),
+                    None => json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" }),
+                }),
         )?);
         report.holds_expired += 1;
     }

@@ -40,6 +40,7 @@ pub mod pipeline;
 pub mod postgres;
 pub mod profiles;
 mod reads;
+pub mod recovery;
 pub mod reserve;
 pub mod revoke;
 pub mod secrets;

@@ -100,6 +100,7 @@ pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 const STALE_RETRIES: usize = 3;
 
 /// A reserved call on its way to its connector.
+#[derive(Clone)]
 pub(crate) struct Carry {
     pub subject: Subject,
     pub tool: ToolSpec,
@@ -353,18 +354,7 @@ impl Gateway {
                     return Ok(resp);
                 }
                 Reserved::Hold { hold, cost, kit_version } => {
-                    let action_id = action_id(&subject.profile, job.idem.as_deref(), &hold);
-                    let carry = Carry {
-                        subject: subject.clone(),
-                        tool: job.tool.clone(),
-                        args: job.args.clone(),
-                        hold,
-                        cost,
-                        kit_version,
-                        actor: subject.profile.to_string(),
-                        action_id,
-                    };
-                    return self.carry_out(carry, connector).await;
+                    return self.carry_out(job.carry(&hold, cost, kit_version), connector).await;
                 }
                 // Another process saved a kit this call used: decide again on current kits.
                 Reserved::Stale => {

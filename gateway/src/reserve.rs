@@ -206,6 +206,20 @@ impl ReserveJob {
         Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
     }
 
+    /// The reserved call as it leaves for its connector, under `hold`.
+    pub(crate) fn carry(&self, hold: &str, cost: Money, kit_version: u32) -> crate::pipeline::Carry {
+        crate::pipeline::Carry {
+            subject: self.subject.clone(),
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+            hold: hold.to_string(),
+            cost,
+            kit_version,
+            actor: self.actor().to_string(),
+            action_id: crate::pipeline::action_id(&self.subject.profile, self.idem.as_deref(), hold),
+        }
+    }
+
     fn new_hold(&self, decision: &Decision) -> NewHold {
         NewHold {
             tenant: self.subject.tenant.clone(),
@@ -346,6 +360,9 @@ impl ReserveJob {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
                 leases::take(c, &hold, &self.lease)?;
                 self.store(c, None, &hold)?;
+                if kind == ConnectorKind::Http {
+                    crate::recovery::record(c, &self.carry(&hold, decision.cost, version))?;
+                }
                 Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }
         }
@@ -367,6 +384,7 @@ pub(crate) fn settle(
     actor: &str,
     kind: ConnectorKind,
 ) -> Result<(ActionResponse, Vec<Entry>)> {
+    crate::recovery::forget(c, hold)?;
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::process::{LEASE_SECS, start, wait_until_listening};
+use common::process::{LEASE_SECS, UPSTREAM_SECRET, start, start_upstream, wait_until_listening};
 use common::{ADMIN_PASSWORD, COMPANY_KEY};
 use serde_json::{Value, json};
 
@@ -317,4 +317,114 @@ async fn the_survivor_recovers_an_instance_killed_mid_load() {
     let report = gw.check_ledger(&tenant).await.unwrap();
     assert!(report.violations.is_empty(), "{:#?}", report.violations);
     assert!(gw.verify_log(&tenant).await.unwrap().ok);
+}
+
+/// Points the tenant's `cards` at the reference upstream, with its credential in the vault.
+async fn connect_cards(base: &str, upstream: &str) {
+    let c = reqwest::Client::new();
+    let (s, b) =
+        send(&c, base, "PUT", "/v1/vault/secrets/processor", COMPANY_KEY, json!({"value": UPSTREAM_SECRET}))
+            .await;
+    assert_eq!(s, 201, "{b}");
+    let spec = json!({"kind": "http", "url": format!("{upstream}/cards/charge"), "timeout_ms": 20_000,
+        "auth": {"kind": "bearer", "secret": "processor"}});
+    let (s, b) = send(&c, base, "PUT", "/v1/connectors/cards", COMPANY_KEY, spec).await;
+    assert_eq!(s, 200, "{b}");
+}
+
+/// #14: SIGKILL while 50 charges are in flight to the upstream. The upstream finishes them
+/// (it does not know the gateway died); after a restart, the recovery sweep sends each lost
+/// call again with its action id, and every hold settles on the upstream's answer: the ledger
+/// posts exactly what the upstream charged, each once, and nothing is left pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_to_an_upstream_settle_on_its_answer_after_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/crash.db", dir.path().display());
+    let upstream = start_upstream();
+    let server = start(&db, 0);
+    wait_until_listening(&server.base).await;
+    let agents = setup(&server.base).await;
+    connect_cards(&server.base, &upstream.base).await;
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let mut calls = Vec::new();
+    for i in 0..50 {
+        let (profile, key) = agents[i % agents.len()].clone();
+        let (c, base) = (c.clone(), server.base.clone());
+        // Each charge takes the processor 2.5 s; amounts differ so each posting is checkable.
+        let body = json!({"amount": format!("{}.{:02}", 1 + i % 40, i), "merchant": "test-slow-2500"});
+        calls.push(tokio::spawn(async move {
+            send(&c, &base, "POST", &format!("/v1/users/{profile}/cards/charge"), &key, body).await.0
+        }));
+    }
+    let pool = sqlx::SqlitePool::connect(&db).await.unwrap();
+    wait_for_pending(&pool, 50).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.kill();
+    for call in calls {
+        assert_eq!(call.await.unwrap(), 0, "every call was in flight when the gateway died");
+    }
+
+    let server = start(&db, 0);
+    wait_until_listening(&server.base).await;
+    assert_eq!(orphans_after_leases_lapse(&pool).await, Vec::new(), "holds that never ended");
+    let price = policy::Catalog::builtin().get("cards.charge").unwrap().price.units();
+    let records = upstream_records(&upstream, 50).await;
+    assert_eq!(records.len(), 50, "the upstream carried out every call once: {records:?}");
+    let posted: std::collections::BTreeMap<String, i64> = sqlx::query_as(
+        "SELECT id, posted_units FROM holds WHERE action = 'cards.charge' AND status = 'posted' AND id NOT IN \
+         (SELECT json_extract(detail, '$.hold_id') FROM activity WHERE json_extract(detail, '$.connector') = 'sandbox')",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect();
+    let charged: std::collections::BTreeMap<String, i64> = records
+        .iter()
+        .map(|r| {
+            let amount: policy::Money = r["amount"].as_str().unwrap().parse().unwrap();
+            (r["action_id"].as_str().unwrap().to_string(), amount.units() + price)
+        })
+        .collect();
+    assert_eq!(posted, charged, "the ledger posts what the upstream charged, and nothing else");
+    let recovered: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM activity WHERE verdict = 'recovered'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(recovered, 50, "each recovery says what happened");
+    pool.close().await;
+    server.kill();
+    let gw = gateway::Gateway::open(&db).await.unwrap();
+    let tenant = gw.tenants().await.unwrap().remove(0).id;
+    let report = gw.check_ledger(&tenant).await.unwrap();
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert!(gw.verify_log(&tenant).await.unwrap().ok);
+}
+
+/// Waits until `n` holds are pending (the calls reserved and went out to the upstream).
+async fn wait_for_pending(pool: &sqlx::SqlitePool, n: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM holds WHERE status = 'pending'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        if pending >= n {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "only {pending} calls went out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The upstream's records once it has `n` (it finishes calls whose caller died), or after 30 s.
+async fn upstream_records(upstream: &common::process::Upstream, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let records = upstream.records().await;
+        if records.len() >= n || std::time::Instant::now() > deadline {
+            return records;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
