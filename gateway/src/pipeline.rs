@@ -311,8 +311,25 @@ impl Gateway {
         self.perform_as(&subject, call.action, call.args, call.idempotency_key).await
     }
 
-    /// The pipeline after authentication.
+    /// The pipeline after authentication. A listing of connected-app tools shows only what
+    /// the caller's kit permits, with `withheld_by_policy` ([`crate::connectors::apps`]).
     pub async fn perform_as(
+        &self,
+        subject: &Subject,
+        action: String,
+        args: Value,
+        idem: Option<String>,
+    ) -> Result<ActionResponse> {
+        let listing = action == crate::connectors::apps::LISTING;
+        let mut resp = self.perform_unfiltered(subject, action, args, idem).await?;
+        if listing && resp.disposition == Disposition::Executed {
+            let links = self.cached_links(&subject.tenant, &subject.profile).await?;
+            crate::connectors::apps::filter_listing(&links[0].kit, &mut resp.body["result"]);
+        }
+        Ok(resp)
+    }
+
+    async fn perform_unfiltered(
         &self,
         subject: &Subject,
         action: String,
@@ -324,6 +341,7 @@ impl Gateway {
         }
         let tool = self.tool(&action)?;
         let checked = check_args(&action, &args)?;
+        let tool = self.connected_tool(subject, tool, &checked).await?;
         if let Some(k) = &idem
             && (k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY_LEN)
         {
@@ -408,6 +426,7 @@ impl Gateway {
     ) -> Result<policy::Explanation> {
         let tool = self.tool(action)?;
         let checked = check_args(action, args)?;
+        let tool = self.connected_tool(subject, tool, &checked).await?;
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         let mut totals = Vec::with_capacity(links.len());
         for l in links.iter() {

@@ -436,7 +436,8 @@ impl Gateway {
 fn delete_in(c: &dyn Tx, tenant: &TenantId, name: &str, actor: &str, via: Transport) -> Result<()> {
     let users: Vec<String> = c
         .rows(
-            "SELECT target FROM connectors WHERE tenant_id = ? AND secret_name = ? ORDER BY target",
+            "SELECT target FROM connectors WHERE tenant_id = ?1 AND secret_name = ?2 \
+             UNION ALL SELECT 'app ' || toolkit FROM connected_apps WHERE tenant_id = ?1 AND secret_name = ?2 ORDER BY 1",
             &[tenant, &name],
         )?
         .iter()

@@ -332,11 +332,13 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
         refuse!(Refusal::PrimitiveDisabled { primitive: tool.primitive });
     }
     // Step 4: capability — toolkits, then every can rule that speaks about the action.
-    if let Some((toolkit, tool_name)) = action.toolkit {
-        match kit.toolkits.filters.get(toolkit) {
-            None if !kit.toolkits.allow_all => refuse!(Refusal::ToolkitNotPermitted),
-            Some(f) if !f.permits(tool_name) => refuse!(Refusal::ToolDisabledByKit),
-            _ => {}
+    if let Some((toolkit, tool_name)) = action.toolkit
+        && !kit.toolkits.permits(toolkit, tool_name)
+    {
+        if kit.toolkits.filters.contains_key(toolkit) {
+            refuse!(Refusal::ToolDisabledByKit);
+        } else {
+            refuse!(Refusal::ToolkitNotPermitted);
         }
     }
     for (i, rule) in kit.can.iter().enumerate() {

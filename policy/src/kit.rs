@@ -72,6 +72,17 @@ fn yes() -> bool {
     true
 }
 
+impl Toolkits {
+    /// Whether `tool` of connected app `toolkit` is permitted: the one rule a call
+    /// ([`crate::evaluate`]) and a listing both apply.
+    pub fn permits(&self, toolkit: &str, tool: &str) -> bool {
+        match self.filters.get(toolkit) {
+            None => self.allow_all,
+            Some(f) => f.permits(tool),
+        }
+    }
+}
+
 impl Default for Toolkits {
     fn default() -> Self {
         Toolkits { allow_all: true, filters: BTreeMap::new() }

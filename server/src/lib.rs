@@ -16,3 +16,4 @@ pub mod problem;
 pub mod routes;
 pub mod startup;
 pub mod upstream;
+pub mod upstream_tracker;

@@ -191,6 +191,10 @@ pub struct SseFrame {
         routes::connectors::list,
         routes::connectors::put,
         routes::connectors::test,
+        routes::connected_apps::list,
+        routes::connected_apps::put,
+        routes::connected_apps::delete,
+        routes::connected_apps::test,
         routes::health::healthz,
         openapi_json,
     ),
@@ -363,6 +367,8 @@ fn connector_schemas(doc: &mut serde_json::Value) {
     for (path, item) in doc["paths"].as_object_mut().expect("the document has paths") {
         let schema = if path.starts_with("/v1/connectors/") {
             json!({ "type": "string", "enum": targets })
+        } else if path.starts_with("/v1/connected-apps/") {
+            json!({ "type": "string", "pattern": "^[a-z][a-z0-9_-]{0,63}$" })
         } else if path.starts_with("/v1/vault/secrets/") {
             secret_name.clone()
         } else {
@@ -393,32 +399,45 @@ fn connector_schemas(doc: &mut serde_json::Value) {
             auth("none", &[]),
             auth("bearer", &[("secret", secret_name.clone())]),
             auth("basic", &[("secret", secret_name.clone())]),
-            auth("header", &[("header", header), ("secret", secret_name.clone())]),
-            auth("hmac", &[("secret", secret_name)]),
+            auth("header", &[("header", header.clone()), ("secret", secret_name.clone())]),
+            auth("hmac", &[("secret", secret_name.clone())]),
         ],
     });
+    let http_props = |auth: Value| {
+        json!({
+            "url": { "type": "string", "minLength": 1, "maxLength": gateway::connectors::config::MAX_URL_LEN,
+                     "description": "http:// or https://, with no credentials in it." },
+            "timeout_ms": { "type": "integer", "minimum": gateway::connectors::config::MIN_TIMEOUT_MS,
+                            "maximum": gateway::connectors::config::MAX_TIMEOUT_MS },
+            "auth": auth,
+        })
+    };
+    schemas["HttpSpec"] = json!({
+        "description": "A connected app: its MCP URL, a timeout, and how its credential travels (a secret in the tenant's vault).",
+        "type": "object",
+        "properties": http_props(json!({ "oneOf": [
+            auth("none", &[]),
+            auth("bearer", &[("secret", secret_name.clone())]),
+            auth("basic", &[("secret", secret_name.clone())]),
+            auth("header", &[("header", header.clone()), ("secret", secret_name.clone())]),
+        ] })),
+        "required": ["url"],
+        "additionalProperties": false,
+    });
+    let mut http_connector = http_props(json!({ "$ref": "#/components/schemas/AuthSpec" }));
+    http_connector["kind"] = kind("http");
     schemas["ConnectorSpec"] = json!({
         "description": "Where calls run: the built-in sandbox, or an HTTP upstream.",
         "oneOf": [
             { "type": "object", "properties": { "kind": kind("sandbox") }, "required": ["kind"], "additionalProperties": false },
             {
                 "type": "object",
-                "properties": {
-                    "kind": kind("http"),
-                    "url": { "type": "string", "minLength": 1, "maxLength": gateway::connectors::config::MAX_URL_LEN,
-                             "description": "http:// or https://, with no credentials in it." },
-                    "timeout_ms": { "type": "integer", "minimum": gateway::connectors::config::MIN_TIMEOUT_MS,
-                                    "maximum": gateway::connectors::config::MAX_TIMEOUT_MS },
-                    "auth": { "$ref": "#/components/schemas/AuthSpec" },
-                },
+                "properties": http_connector,
                 "required": ["kind", "url"],
                 "additionalProperties": false,
             },
         ],
     });
-    if let Some(o) = schemas.as_object_mut() {
-        o.remove("HttpSpec");
-    }
 }
 
 /// The `Idempotency-Key` header every mutating route accepts, as `idempotency::idempotency_key`

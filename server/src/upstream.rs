@@ -15,6 +15,8 @@
 //!   `Retry-After: 7`, `test-overcharge` reports a dollar more than was reserved,
 //!   `test-negative` reports a negative cost, `test-malformed` answers text that is not JSON,
 //!   and `test-partial` charges half the amount. Anything else succeeds at the full amount.
+//! - `/mcp` is a connected app: a small issue tracker as an MCP server, behind the same bearer
+//!   credential ([`crate::upstream_tracker`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -78,11 +80,13 @@ pub async fn serve(listen: SocketAddr, db: &str, secret: &str, latency_ms: u64) 
         records: Arc::new(Mutex::new(conn)),
         latency: Duration::from_millis(latency_ms),
     };
+    let tracker = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string())?;
     let app = axum::Router::new()
         .route("/cards/charge", post(cards))
         .route("/mail/send", post(mail))
         .route("/records", get(records))
-        .with_state(state);
+        .with_state(state)
+        .nest_service("/mcp", tracker);
     let listener =
         tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;

@@ -145,7 +145,7 @@ pub struct ConnectorRecord {
 
 impl HttpSpec {
     /// Checks everything but the secret's existence (the saving job checks that).
-    fn check(&self) -> Result<reqwest::Url> {
+    pub(crate) fn check(&self) -> Result<reqwest::Url> {
         let bad_url = |why: &str| Error::invalid("invalid_connector_url", format!("the upstream URL {why}"));
         if self.url.len() > MAX_URL_LEN {
             return Err(bad_url(&format!("is longer than {MAX_URL_LEN} characters")));
@@ -197,6 +197,19 @@ fn record((target, spec, updated_by, updated_at): ConnectorRow) -> Result<Connec
     Ok(ConnectorRecord { target, connector, updated_by, updated_at })
 }
 
+/// Refuses a credential naming a secret the tenant's vault does not hold.
+pub(crate) fn require_secret(c: &dyn Tx, tenant: &TenantId, secret: Option<&str>) -> Result<()> {
+    if let Some(name) = secret
+        && c.row("SELECT 1 FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[tenant, &name])?.is_none()
+    {
+        return Err(Error::invalid(
+            "unknown_secret",
+            format!("there is no secret named `{name}` in this tenant's vault; store it first"),
+        ));
+    }
+    Ok(())
+}
+
 /// Stores (or, for the sandbox, removes) the connector for `target`, refusing an unknown
 /// secret; records the change.
 fn save_in(
@@ -211,14 +224,7 @@ fn save_in(
         ConnectorSpec::Http(h) => h.auth.secret(),
         ConnectorSpec::Sandbox {} => None,
     };
-    if let Some(name) = secret
-        && c.row("SELECT 1 FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[tenant, &name])?.is_none()
-    {
-        return Err(Error::invalid(
-            "unknown_secret",
-            format!("there is no secret named `{name}` in this tenant's vault; store it first"),
-        ));
-    }
+    require_secret(c, tenant, secret)?;
     match spec {
         ConnectorSpec::Sandbox {} => {
             c.exec("DELETE FROM connectors WHERE tenant_id = ? AND target = ?", &[tenant, &target])?;
@@ -301,13 +307,22 @@ impl Gateway {
         tenant: &TenantId,
         tool: &ToolSpec,
     ) -> Result<Arc<dyn Connector>> {
+        Ok(self.tenant_connectors(tenant).await?.pick(tool, &self.sandbox))
+    }
+
+    /// The tenant's connected apps, as its `connections` calls reach them now.
+    pub(crate) async fn apps_for(&self, tenant: &TenantId) -> Result<Arc<super::apps::Apps>> {
+        Ok(self.tenant_connectors(tenant).await?.apps.clone())
+    }
+
+    async fn tenant_connectors(&self, tenant: &TenantId) -> Result<Arc<TenantConnectors>> {
         if let Some(c) = self.connector_cache.get(tenant) {
-            return Ok(c.pick(tool, &self.sandbox));
+            return Ok(c);
         }
         let generation = self.connector_cache.generation();
         let built = Arc::new(self.build_connectors(tenant).await?);
         self.connector_cache.insert(generation, tenant.clone(), built.clone());
-        Ok(built.pick(tool, &self.sandbox))
+        Ok(built)
     }
 
     /// Every configured connector of the tenant, credentials opened. One whose credential
@@ -323,6 +338,7 @@ impl Gateway {
             };
             built.by_target.insert(r.target, c);
         }
+        self.build_apps(tenant, &mut built).await?;
         Ok(built)
     }
 

@@ -12,7 +12,11 @@
 //!   primitive's, then the sandbox), read at most [`crate::cache::MAX_AGE`] ago: a change
 //!   governs the next call on this instance at once and on others within that bound.
 //! - An upstream is called outside any transaction, with the hold leased to this instance.
+//! - The `connections` primitive always runs on the tenant's connected apps ([`apps`]),
+//!   upstream MCP servers, never on the sandbox.
 
+pub mod app_config;
+pub mod apps;
 pub mod config;
 pub mod http;
 mod sandbox;
@@ -82,6 +86,8 @@ pub enum ConnectorKind {
     Sandbox,
     /// A tenant's HTTP upstream.
     Http,
+    /// A connected app: an upstream MCP server.
+    Mcp,
 }
 
 impl ConnectorKind {
@@ -89,6 +95,7 @@ impl ConnectorKind {
         match self {
             ConnectorKind::Sandbox => "sandbox",
             ConnectorKind::Http => "http",
+            ConnectorKind::Mcp => "mcp",
         }
     }
 }
@@ -127,11 +134,17 @@ impl Connector for Broken {
 #[derive(Default)]
 pub(crate) struct TenantConnectors {
     by_target: HashMap<String, Arc<dyn Connector>>,
+    /// The connected apps, which carry out the `connections` primitive.
+    pub(crate) apps: Arc<apps::Apps>,
 }
 
 impl TenantConnectors {
-    /// The most specific connector for `tool`: its action's, its primitive's, or `sandbox`.
+    /// The most specific connector for `tool`: the connected apps for `connections`, else its
+    /// action's, its primitive's, or `sandbox`.
     pub(crate) fn pick(&self, tool: &ToolSpec, sandbox: &Arc<Sandbox>) -> Arc<dyn Connector> {
+        if tool.primitive == Primitive::Connections {
+            return self.apps.clone();
+        }
         self.by_target
             .get(tool.name.as_str())
             .or_else(|| self.by_target.get(tool.primitive.as_str()))

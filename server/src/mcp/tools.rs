@@ -51,10 +51,9 @@ const BRAIN_READS: [&str; 5] = [
     "naive_brain_writeback",
     "naive_brain_beliefs",
 ];
-/// Catalog tools another issue serves over MCP: the runtime's through the outbox, the
-/// connected apps' through the connectors.
+/// Catalog tools another issue serves over MCP: the runtime's through the outbox.
 fn served_elsewhere(spec: &ToolSpec) -> bool {
-    spec.name.starts_with("naive_teams_") || spec.name.starts_with("connections.")
+    spec.name.starts_with("naive_teams_")
 }
 
 /// The MCP name of a catalog tool.

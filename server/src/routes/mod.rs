@@ -5,6 +5,7 @@ pub mod actions;
 pub mod approvals;
 pub mod brain;
 pub mod company_keys;
+pub mod connected_apps;
 pub mod connectors;
 pub mod console;
 pub mod events;
@@ -65,6 +66,12 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/connectors", idem(state, get(connectors::list)))
         .route("/v1/connectors/{target}", idem(state, axum::routing::put(connectors::put)))
         .route("/v1/connectors/{target}/test", idem(state, post(connectors::test)))
+        .route("/v1/connected-apps", idem(state, get(connected_apps::list)))
+        .route(
+            "/v1/connected-apps/{toolkit}",
+            idem(state, axum::routing::put(connected_apps::put).delete(connected_apps::delete)),
+        )
+        .route("/v1/connected-apps/{toolkit}/test", idem(state, post(connected_apps::test)))
         .route("/v1/approvals", idem(state, get(approvals::list)))
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))
