@@ -1,5 +1,6 @@
 // The Connectors page: the demo tenant's cards and email run on the reference upstream (its
-// own process, as in `make run`), a test button shows what the upstream answers, a secret's
+// own process, as in `make run`), a test button shows what the upstream answers, its MCP
+// tracker is a connected app whose tools are listed with their effects, a secret's
 // value goes in once and is never shown, and a connector set here governs the next call.
 import { api, expect, expectErrorStatus, request, signInAs, test } from "./fixtures";
 import { COMPANY_KEY } from "../global-setup";
@@ -67,6 +68,34 @@ test("a secret is stored once and never shown; a connector on it governs the nex
   expect(again.json.connector).toBe("sandbox");
   await page.getByTestId("secrets-table").locator('tr[data-secret="e2e-relay"]').getByRole("button", { name: "Delete" }).click();
   await expect(page.getByTestId("form-done")).toContainText("Deleted secret e2e-relay");
+});
+
+test("the demo's tracker app lists its tools with their effects; an app is connected and removed here", async ({ page }) => {
+  await page.goto("/connectors");
+  const apps = page.getByTestId("apps-table");
+  const tracker = apps.locator('tr[data-toolkit="tracker"]');
+  await expect(tracker).toContainText("/mcp");
+  await tracker.getByTestId("test-app").click();
+  const done = page.getByTestId("form-done");
+  await expect(done).toContainText("Test of tracker: 3 tools");
+  await expect(done).toContainText("issues.list (read)");
+  await expect(done).toContainText("issues.create (write)");
+  await expect(done).toContainText("issues.delete (destructive)");
+
+  const url = (await request("GET", "/v1/connected-apps", COMPANY_KEY)).json.items[0].app.url;
+  const form = page.getByTestId("set-app");
+  await form.getByLabel("Toolkit").fill("e2e-notes");
+  await form.getByLabel("MCP server URL (streamable HTTP)").fill(url);
+  await form.getByLabel("Credential travels as").selectOption("none");
+  await form.getByRole("button", { name: "Connect app" }).click();
+  await expect(page.getByTestId("form-done")).toContainText(`Connected app e2e-notes now reaches ${url}`);
+  const notes = apps.locator('tr[data-toolkit="e2e-notes"]');
+  // Without the credential the tracker refuses the gateway's MCP client, and the test says so.
+  await notes.getByTestId("test-app").click();
+  await expect(page.getByTestId("form-error")).toContainText("e2e-notes did not list its tools");
+  await notes.getByRole("button", { name: "Remove" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("Removed connected app e2e-notes");
+  await expect(apps.locator('tr[data-toolkit="e2e-notes"]')).toHaveCount(0);
 });
 
 test.describe("other roles", () => {

@@ -1,6 +1,6 @@
 //! The demo's upstream: with `--demo-upstream` (`make run` turns it on) the server starts the
 //! reference upstream (`server upstream`) as a child process and points the demo tenant's
-//! `cards` and `email` at it. The credential is made for this run and kept in the tenant's
+//! `cards` and `email` at it, and connects its MCP tracker as the `tracker` toolkit. The credential is made for this run and kept in the tenant's
 //! vault, so the demo's charges and mail cross real HTTP, the upstream checks the credential,
 //! and the agents' keys never reach it. The child stops with the server.
 
@@ -17,6 +17,8 @@ use crate::startup::StartError;
 
 /// The vault secret the demo's connectors use.
 pub const SECRET_NAME: &str = "demo-upstream";
+/// The toolkit the upstream's MCP tracker is connected as.
+pub const TRACKER_TOOLKIT: &str = "tracker";
 /// Who the log names for the wiring.
 const ACTOR: &str = "demo";
 /// Like a real provider, the demo upstream takes a moment to answer.
@@ -84,11 +86,12 @@ pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUps
     // Whatever else it prints goes nowhere, so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     wire(gateway, &tenant.id, &base, &secret).await?;
-    tracing::info!(%base, "the demo tenant's cards and email run on the reference upstream");
+    tracing::info!(%base, "the demo tenant's cards, email and tracker app run on the reference upstream");
     Ok(Some(DemoUpstream { _child: child, base }))
 }
 
-/// Stores this run's credential and points `cards` (bearer) and `email` (signed) at `base`.
+/// Stores this run's credential, points `cards` (bearer) and `email` (signed) at `base`, and
+/// connects its `/mcp` as the `tracker` app.
 async fn wire(
     gateway: &Gateway,
     tenant: &gateway::TenantId,
@@ -103,5 +106,11 @@ async fn wire(
         let spec = ConnectorSpec::Http(HttpSpec { url: format!("{base}{path}"), timeout_ms: 10_000, auth });
         gateway.set_connector(tenant, target, spec, ACTOR, Transport::Console).await?;
     }
+    let tracker = HttpSpec {
+        url: format!("{base}/mcp"),
+        timeout_ms: 10_000,
+        auth: AuthSpec::Bearer { secret: SECRET_NAME.into() },
+    };
+    gateway.set_connected_app(tenant, TRACKER_TOOLKIT, tracker, ACTOR, Transport::Console).await?;
     Ok(())
 }

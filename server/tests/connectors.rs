@@ -433,7 +433,8 @@ async fn the_master_key_is_made_once_rotated_without_breaking_connectors_and_nev
 }
 
 /// `make run`'s wiring: the server starts the reference upstream as its own process and runs
-/// the demo tenant's cards and email on it, with a credential only the vault holds.
+/// the demo tenant's cards and email on it, and its tracker app, with a credential only the
+/// vault holds.
 #[tokio::test]
 async fn the_demo_runs_its_cards_and_email_on_the_reference_upstream() {
     let dir = tempfile::tempdir().unwrap();
@@ -453,6 +454,9 @@ async fn the_demo_runs_its_cards_and_email_on_the_reference_upstream() {
     assert_eq!(targets, [("cards", "http"), ("email", "http")], "{list}");
     let (s, probe) = call_at(&b, "POST", "/v1/connectors/cards/test", COMPANY_KEY, None).await;
     assert_eq!((s, probe["ok"].as_bool()), (200, Some(true)), "{probe}");
+    // Its MCP tracker is connected as the `tracker` toolkit, and lists its tools.
+    let (s, probe) = call_at(&b, "POST", "/v1/connected-apps/tracker/test", COMPANY_KEY, None).await;
+    assert_eq!((s, probe["tools"].as_array().map(Vec::len)), (200, Some(3)), "{probe}");
     let kit =
         json!({"name": KIT, "primitives": ["cards", "email"], "limits": {"budget": {"hard_cap": "100"}}});
     assert_eq!(call_at(&b, "PUT", &format!("/v1/kits/{KIT}"), COMPANY_KEY, Some(kit)).await.0, 201);

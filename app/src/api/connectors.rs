@@ -1,5 +1,5 @@
 //! Server functions behind the Connectors page (admins): where each primitive's calls run,
-//! the test probe, and the vault's secrets.
+//! the test probe, the connected apps (upstream MCP servers) and the vault's secrets.
 //!
 //! Guarantees: admins only; every change goes through the same gateway function as `/v1`
 //! and is recorded as a console action by the admin who made it; a secret's value is
@@ -48,6 +48,9 @@ pub struct ConnectorsData {
     pub secrets: Vec<SecretRow>,
     /// Every target a connector may be set for, for the form.
     pub targets: Vec<String>,
+    /// The connected apps (upstream MCP servers), one row per toolkit: `target` is the
+    /// toolkit and `kind` is `mcp`.
+    pub apps: Vec<ConnectorRow>,
 }
 
 #[cfg(feature = "ssr")]
@@ -123,7 +126,20 @@ pub async fn connectors_page() -> Result<ConnectorsData, ServerFnError> {
         .collect();
     let mut targets: Vec<String> = policy::Primitive::ALL.iter().map(|p| p.as_str().to_string()).collect();
     targets.extend(gw.catalog().iter().map(|t| t.name.clone()));
-    Ok(ConnectorsData { rows, secrets, targets })
+    let apps = gw
+        .connected_apps(&tenant.id)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|a| {
+            let spec = ConnectorSpec::Http(a.app.clone());
+            ConnectorRow {
+                kind: "mcp".into(),
+                ..row(a.toolkit, &spec, Some((a.updated_by, a.updated_at.to_rfc3339())))
+            }
+        })
+        .collect();
+    Ok(ConnectorsData { rows, secrets, targets, apps })
 }
 
 /// The connector a form describes; an empty field is one not given.
@@ -235,6 +251,71 @@ pub async fn delete_secret(name: String) -> Result<(), ServerFnError> {
             .await
             .map_err(to_fn_error)?;
         back_with_notice(&format!("Deleted secret {name}.")).await;
+        Ok(())
+    })
+    .await
+}
+
+/// Registers (or changes) a connected app. A plain form post.
+#[server(prefix = "/api", endpoint = "save_connected_app")]
+pub async fn save_connected_app(
+    toolkit: String,
+    url: String,
+    timeout_ms: String,
+    auth: String,
+    secret: String,
+    header: String,
+) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing connected apps").await?;
+        let gateway::connectors::ConnectorSpec::Http(spec) =
+            spec_from_form("http", url, timeout_ms, &auth, secret, header)?
+        else {
+            unreachable!("an http form is an http spec")
+        };
+        let toolkit = toolkit.trim().to_string();
+        let said = format!(
+            "Connected app {toolkit} now reaches {}; its tools are connections tools from the next call.",
+            spec.url
+        );
+        gw.set_connected_app(&tenant.id, &toolkit, spec, &by.username, gateway::activity::Transport::Console)
+            .await
+            .map_err(to_fn_error)?;
+        back_with_notice(&said).await;
+        Ok(())
+    })
+    .await
+}
+
+/// Lists a connected app's tools now and shows them with their effects. A plain form post.
+#[server(prefix = "/api", endpoint = "test_connected_app")]
+pub async fn test_connected_app(toolkit: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "testing connected apps").await?;
+        let p = gw.test_connected_app(&tenant.id, &toolkit).await.map_err(to_fn_error)?;
+        if !p.ok {
+            let why = p.error.unwrap_or_default();
+            return Err(ServerFnError::new(format!(
+                "connected_app_test_failed: {toolkit} did not list its tools ({why})"
+            )));
+        }
+        let tools: Vec<String> =
+            p.tools.iter().map(|t| format!("{} ({})", t.name, t.effect.as_str())).collect();
+        back_with_notice(&format!("Test of {toolkit}: {} tools: {}.", tools.len(), tools.join(", "))).await;
+        Ok(())
+    })
+    .await
+}
+
+/// Removes a connected app. A plain form post.
+#[server(prefix = "/api", endpoint = "delete_connected_app")]
+pub async fn delete_connected_app(toolkit: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing connected apps").await?;
+        gw.delete_connected_app(&tenant.id, &toolkit, &by.username, gateway::activity::Transport::Console)
+            .await
+            .map_err(to_fn_error)?;
+        back_with_notice(&format!("Removed connected app {toolkit}.")).await;
         Ok(())
     })
     .await

@@ -1,5 +1,6 @@
 //! Connectors (`/connectors`, admins only): where each primitive's calls are carried out, a
-//! test button that shows what the upstream answers, and the vault's secrets (names and
+//! test button that shows what the upstream answers, the connected apps (upstream MCP servers
+//! whose tools agents call as `connections.execute`), and the vault's secrets (names and
 //! fingerprints; a value goes in once and is never shown). Every form is a plain post, so the
 //! page works without JavaScript.
 
@@ -33,6 +34,10 @@ pub fn ConnectorsPage() -> impl IntoView {
                 show(data.await, |d: ConnectorsData| view! {
                     <ConnectorTable rows=d.rows />
                     <ConnectorForm targets=d.targets secrets=d.secrets.iter().map(|s| s.name.clone()).collect() />
+                    <h2 class="mt-8 mb-2 text-base font-semibold">"Connected apps"</h2>
+                    <p class="mb-3 text-sm text-zinc-600 dark:text-zinc-300">"Upstream MCP servers, each under a toolkit name. Agents list their tools with connections.tools (filtered by the kit's toolkit rules) and call them with connections.execute. A tool annotated read-only is a read, one annotated destructive parks where the kit says destructive tools park, and one without annotations is gated as a write."</p>
+                    <AppTable apps=d.apps />
+                    <AppForm secrets=d.secrets.iter().map(|s| s.name.clone()).collect() />
                     <h2 class="mt-8 mb-2 text-base font-semibold">"Vault"</h2>
                     <p class="mb-3 text-sm text-zinc-600 dark:text-zinc-300">"Provider credentials, encrypted at rest. A value is written once and never shown again; the fingerprint tells two values apart without revealing either."</p>
                     <SecretTable secrets=d.secrets />
@@ -144,6 +149,104 @@ fn ConnectorForm(targets: Vec<String>, secrets: Vec<String>) -> impl IntoView {
                 </label>
             </div>
             <button type="submit" class=PRIMARY>"Save connector"</button>
+        </form>
+    }
+}
+
+#[component]
+fn AppTable(apps: Vec<ConnectorRow>) -> impl IntoView {
+    if apps.is_empty() {
+        return view! { <p class="text-sm text-zinc-600 dark:text-zinc-300" data-testid="no-apps">"No connected apps yet."</p> }.into_any();
+    }
+    view! {
+        <div class=CARD tabindex="0">
+            <table class=TABLE data-testid="apps-table">
+                <thead class=THEAD>
+                    <tr>
+                        <th class=TH>"Toolkit"</th>
+                        <th class=TH>"MCP server"</th>
+                        <th class=TH>"Credential"</th>
+                        <th class=TH>"Changed"</th>
+                        <th class=TH>"Check"</th>
+                    </tr>
+                </thead>
+                <tbody>{apps.into_iter().map(|a| view! { <AppLine a /> }).collect_view()}</tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn AppLine(a: ConnectorRow) -> impl IntoView {
+    let credential = match (&a.secret, &a.header) {
+        (Some(s), Some(h)) => format!("{h} header · {s}"),
+        (Some(s), None) => format!("{} · {s}", a.auth),
+        _ => "—".to_string(),
+    };
+    let updated = a.updated.clone().map(|(by, at)| view! { {by}" · "<Time rfc3339=at /> });
+    let (test, remove, row) = (a.target.clone(), a.target.clone(), a.target.clone());
+    view! {
+        <tr class=TR data-toolkit=row>
+            <td class=TD><code class="font-medium">{a.target.clone()}</code></td>
+            <td class=TD>
+                <span class="rounded bg-violet-100 px-1.5 py-0.5 text-xs font-medium text-violet-900 dark:bg-violet-900/50 dark:text-violet-200">"mcp"</span>
+                " "<code class="break-all text-xs">{a.url.clone().unwrap_or_default()}</code>
+            </td>
+            <td class=TD>{credential}</td>
+            <td class=TD>{updated}</td>
+            <td class=TD>
+                <div class="flex flex-wrap gap-1">
+                    <form method="post" action="/api/test_connected_app">
+                        <input type="hidden" name="toolkit" value=test />
+                        <button type="submit" class=BUTTON data-testid="test-app">"List tools"</button>
+                    </form>
+                    <form method="post" action="/api/delete_connected_app">
+                        <input type="hidden" name="toolkit" value=remove />
+                        <button type="submit" class=BUTTON>"Remove"</button>
+                    </form>
+                </div>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn AppForm(secrets: Vec<String>) -> impl IntoView {
+    view! {
+        <form method="post" action="/api/save_connected_app" class=PANEL data-testid="set-app">
+            <h2 class="text-sm font-semibold">"Connect an app"</h2>
+            <div class="flex flex-wrap gap-3">
+                <label class=FIELD><span class=LABEL>"Toolkit"</span>
+                    <input name="toolkit" required pattern="[a-z][a-z0-9_\\-]{0,63}" title="lowercase letters, digits, _ and -, starting with a letter" placeholder="tracker" class=control() />
+                </label>
+                <label class=FIELD><span class=LABEL>"Timeout (ms)"</span>
+                    <input name="timeout_ms" type="number" min="100" max="300000" value="10000" class=control() />
+                </label>
+            </div>
+            <label class=FIELD><span class=LABEL>"MCP server URL (streamable HTTP)"</span>
+                <input name="url" type="url" required placeholder="https://tracker.example.com/mcp" class=control() />
+            </label>
+            <div class="flex flex-wrap gap-3">
+                <label class=FIELD><span class=LABEL>"Credential travels as"</span>
+                    <select name="auth" class=control()>
+                        <option value="bearer">"Authorization: Bearer"</option>
+                        <option value="basic">"Authorization: Basic (user:password)"</option>
+                        <option value="header">"a named header"</option>
+                        <option value="none">"none"</option>
+                    </select>
+                </label>
+                <label class=FIELD><span class=LABEL>"Secret"</span>
+                    <select name="secret" class=control()>
+                        <option value="">"(none)"</option>
+                        {secrets.into_iter().map(|s| { let v = s.clone(); view! { <option value=v>{s}</option> } }).collect_view()}
+                    </select>
+                </label>
+                <label class=FIELD><span class=LABEL>"Header name (for a named header)"</span>
+                    <input name="header" placeholder="X-Api-Key" class=control() />
+                </label>
+            </div>
+            <button type="submit" class=PRIMARY>"Connect app"</button>
         </form>
     }
 }
