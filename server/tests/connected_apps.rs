@@ -124,10 +124,10 @@ async fn a_connected_apps_tools_are_listed_by_the_kit_and_gated_by_their_annotat
     assert_eq!(s, 403, "{refused}");
     assert_eq!(refused["recovery"][0]["kind"], "request_toolkit", "{refused}");
     assert_eq!(refused["recovery"][0]["toolkit"], "wiki");
-    // A tool the app does not have is bad input, not an outage.
+    // A tool the app does not have is a 404, not an outage.
     let (s, bad) =
         act(&app, &profile, &key, "execute", json!({"toolkit": "tracker", "tool": "issues.burn"})).await;
-    assert_eq!((s, bad["code"].as_str()), (400, Some("unknown_connected_tool")), "{bad}");
+    assert_eq!((s, bad["code"].as_str()), (404, Some("not_found")), "{bad}");
 
     // The tracker's credential reached the tracker (it answered) and never the agent.
     for path in [format!("/v1/users/{profile}/logs"), format!("/v1/users/{profile}/ledger")] {
@@ -193,7 +193,7 @@ async fn registration_is_checked_and_an_app_that_does_not_answer_degrades() {
     assert_eq!(s, 200, "{listed}");
     assert_eq!(listed["result"]["unavailable"][0]["toolkit"], "tracker", "{listed}");
     let (s, b) = act(&app, &profile, &key, "execute", json!({"toolkit": "nothing", "tool": "x"})).await;
-    assert_eq!((s, b["code"].as_str()), (400, Some("unknown_toolkit")), "{b}");
+    assert_eq!((s, b["code"].as_str()), (404, Some("not_found")), "{b}");
     let (s, b) = company(&app, "DELETE", "/v1/connected-apps/tracker", None).await;
     assert_eq!((s, b["items"].as_array().map(Vec::len)), (200, Some(0)), "{b}");
     let (s, _) = company(&app, "DELETE", "/v1/connected-apps/tracker", None).await;

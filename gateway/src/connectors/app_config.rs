@@ -193,7 +193,7 @@ impl Gateway {
 
     /// `tool` as the pipeline decides it: for a call of a connected app's tool the kit
     /// permits, `connections.execute` with that tool's effect (from its annotations). A toolkit
-    /// no app is registered under, or a tool its app does not have, is refused here.
+    /// no app is registered under, or a tool its app does not have, is a 404 here.
     pub(crate) async fn connected_tool(
         &self,
         subject: &crate::keys::Subject,
@@ -219,18 +219,11 @@ impl Gateway {
         })?;
         match effect {
             Some(effect) => Ok(policy::ToolSpec { effect, ..tool }),
-            None if apps.by_toolkit.contains_key(toolkit.as_str()) => Err(Error::invalid(
-                "unknown_connected_tool",
-                format!(
-                    "the connected app `{toolkit}` has no tool `{name}`; naive_connections_tools lists its tools"
-                ),
-            )),
-            None => Err(Error::invalid(
-                "unknown_toolkit",
-                format!(
-                    "no connected app is registered as `{toolkit}`; naive_connections_tools lists the toolkits there are"
-                ),
-            )),
+            // A 404 like any resource the tenant does not have; naive_connections_tools lists them.
+            None if apps.by_toolkit.contains_key(toolkit.as_str()) => {
+                Err(Error::NotFound { what: "connected app tool" })
+            }
+            None => Err(Error::NotFound { what: "connected app" }),
         }
     }
 
