@@ -114,6 +114,20 @@ pub(crate) struct Carry {
     pub action_id: String,
 }
 
+impl Carry {
+    /// The call its connector is sent (again, after a crash: the same action id).
+    pub(crate) fn call(&self) -> Call {
+        Call {
+            action: self.tool.name.clone(),
+            primitive: self.tool.primitive,
+            args: self.args.clone(),
+            reserved: self.cost,
+            price: self.tool.price.min(self.cost),
+            action_id: self.action_id.clone(),
+        }
+    }
+}
+
 /// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one
 /// profile, so a retry after a timeout reaches the upstream as the action it may already
 /// have carried out; without a key, the hold's id.
@@ -398,14 +412,7 @@ impl Gateway {
         connector: Arc<dyn Connector>,
     ) -> Result<ActionResponse> {
         let _carrying = self.leases.carry(&carry.hold);
-        let call = Call {
-            action: carry.tool.name.clone(),
-            primitive: carry.tool.primitive,
-            args: carry.args,
-            reserved: carry.cost,
-            price: carry.tool.price.min(carry.cost),
-            action_id: carry.action_id,
-        };
+        let call = carry.call();
         let outcome = connector.execute(&call).await;
         let (s, name, hold, cost, v, actor) =
             (carry.subject, call.action, carry.hold, carry.cost, carry.kit_version, carry.actor);

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry};
-use crate::connectors::{Call, ConnectorKind};
+use crate::connectors::ConnectorKind;
 use crate::db;
 use crate::error::Result;
 use crate::ids::{KeyId, ProfileId, TenantId};
@@ -165,15 +165,7 @@ impl Gateway {
     async fn resend(&self, carry: Carry) -> Result<()> {
         let _carrying = self.leases.carry(&carry.hold);
         let connector = self.connector_for(&carry.subject.tenant, &carry.tool).await?;
-        let call = Call {
-            action: carry.tool.name.clone(),
-            primitive: carry.tool.primitive,
-            args: carry.args.clone(),
-            reserved: carry.cost,
-            price: carry.tool.price.min(carry.cost),
-            action_id: carry.action_id.clone(),
-        };
-        let outcome = connector.execute(&call).await;
+        let outcome = connector.execute(&carry.call()).await;
         if let Err(f) = &outcome
             && unanswered(&f.detail)
         {

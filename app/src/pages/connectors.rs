@@ -23,6 +23,15 @@ fn control() -> String {
     format!("{INPUT} max-w-full")
 }
 
+/// How a row's credential travels, and which secret it is: never its value.
+fn credential(r: &ConnectorRow) -> String {
+    match (&r.secret, &r.header) {
+        (Some(s), Some(h)) => format!("{h} header · {s}"),
+        (Some(s), None) => format!("{} · {s}", r.auth),
+        _ => "—".to_string(),
+    }
+}
+
 #[component]
 pub fn ConnectorsPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| connectors_page());
@@ -82,11 +91,7 @@ fn ConnectorLine(r: ConnectorRow) -> impl IntoView {
         }
         .into_any(),
     };
-    let credential = match (&r.secret, &r.header) {
-        (Some(s), Some(h)) => format!("{h} header · {s}"),
-        (Some(s), None) => format!("{} · {s}", r.auth),
-        _ => "—".to_string(),
-    };
+    let credential = credential(&r);
     let updated = r.updated.clone().map(|(by, at)| view! { {by}" · "<Time rfc3339=at /> });
     let (target, shown, row_target) = (r.target.clone(), r.target.clone(), r.target.clone());
     view! {
@@ -179,11 +184,7 @@ fn AppTable(apps: Vec<ConnectorRow>) -> impl IntoView {
 
 #[component]
 fn AppLine(a: ConnectorRow) -> impl IntoView {
-    let credential = match (&a.secret, &a.header) {
-        (Some(s), Some(h)) => format!("{h} header · {s}"),
-        (Some(s), None) => format!("{} · {s}", a.auth),
-        _ => "—".to_string(),
-    };
+    let credential = credential(&a);
     let updated = a.updated.clone().map(|(by, at)| view! { {by}" · "<Time rfc3339=at /> });
     let (test, remove, row) = (a.target.clone(), a.target.clone(), a.target.clone());
     view! {
