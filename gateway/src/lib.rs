@@ -43,6 +43,7 @@ mod reads;
 pub mod recovery;
 pub mod reserve;
 pub mod revoke;
+pub mod runtime;
 pub mod secrets;
 pub mod sessions;
 pub mod sql;
@@ -86,6 +87,8 @@ pub struct GatewayConfig {
     /// The vault's master key. Without one the vault is locked: secrets cannot be stored or
     /// opened, so HTTP connectors that need one answer `unavailable`.
     pub master_key: Option<vault::MasterKey>,
+    /// How the outbox retries deliveries.
+    pub outbox: runtime::OutboxConfig,
 }
 
 impl Default for GatewayConfig {
@@ -95,6 +98,7 @@ impl Default for GatewayConfig {
             max_batch: writer::DEFAULT_MAX_BATCH,
             hold_lease_secs: leases::DEFAULT_LEASE_SECS,
             master_key: None,
+            outbox: runtime::OutboxConfig::default(),
         }
     }
 }
@@ -153,6 +157,8 @@ pub struct Services {
     /// Verifications running now, and the most that ever ran at once.
     password_checks_running: Arc<std::sync::atomic::AtomicUsize>,
     password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
+    /// Wakes the outbox's delivery worker ([`runtime::delivery`]).
+    outbox_wake: Arc<tokio::sync::Notify>,
 }
 
 /// Where jobs run.
@@ -219,6 +225,7 @@ impl Gateway {
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
             password_checks_running: Arc::default(),
             password_check_peak: Arc::default(),
+            outbox_wake: Arc::default(),
         }));
         gateway.forget_what_changed_elsewhere();
         if let Some(master) = gateway.config.master_key.clone() {

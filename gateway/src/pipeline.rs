@@ -124,8 +124,32 @@ impl Carry {
             reserved: self.cost,
             price: self.tool.price.min(self.cost),
             action_id: self.action_id.clone(),
+            actor: self.actor.clone(),
         }
     }
+}
+
+/// Settles an approved runtime write in one job: its command is queued where its hold posts.
+fn settle_in_job(
+    c: &dyn crate::sql::Tx,
+    carry: &Carry,
+    connector: &Arc<dyn Connector>,
+) -> Result<ActionResponse> {
+    let outcome = connector
+        .execute_in(c, &carry.call())?
+        .ok_or_else(|| Error::internal("runtime_write_not_queued", "a runtime write has no command"))?;
+    let (resp, _) = reserve::settle(
+        c,
+        &carry.subject,
+        &carry.tool.name,
+        &carry.hold,
+        outcome,
+        carry.cost,
+        carry.kit_version,
+        &carry.actor,
+        connector.kind(),
+    )?;
+    Ok(resp)
 }
 
 /// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one
@@ -383,6 +407,11 @@ impl Gateway {
             let j = job.clone();
             match self.write(move |c| j.run(c)).await? {
                 Reserved::Final(resp) => {
+                    if job.tool.primitive == policy::Primitive::Tasks
+                        && job.tool.effect != policy::Effect::Read
+                    {
+                        self.wake_delivery();
+                    }
                     return Ok(resp);
                 }
                 Reserved::Hold { hold, cost, kit_version } => {
@@ -413,10 +442,16 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let _carrying = self.leases.carry(&carry.hold);
         let call = carry.call();
+        let kind = connector.kind();
+        if kind == crate::connectors::ConnectorKind::Runtime && carry.tool.effect != policy::Effect::Read {
+            // A runtime write queues its command in the job that settles the hold.
+            let resp = self.write(move |c| settle_in_job(c, &carry, &connector)).await?;
+            self.wake_delivery();
+            return Ok(resp);
+        }
         let outcome = connector.execute(&call).await;
         let (s, name, hold, cost, v, actor) =
             (carry.subject, call.action, carry.hold, carry.cost, carry.kit_version, carry.actor);
-        let kind = connector.kind();
         let (resp, _) = self
             .write(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, v, &actor, kind))
             .await?;

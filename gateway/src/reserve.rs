@@ -319,10 +319,15 @@ impl ReserveJob {
             price: self.tool.price,
             // Carried out in-process, if at all: no upstream sees an id.
             action_id: String::new(),
+            actor: self.actor().to_string(),
         };
         let version = self.kit().version.0;
         let kind = self.connector.kind();
-        match self.answer.get_or_init(|| self.connector.execute_now(&call)).clone() {
+        let answer = match self.connector.execute_in(c, &call)? {
+            Some(outcome) => Some(outcome),
+            None => self.answer.get_or_init(|| self.connector.execute_now(&call)).clone(),
+        };
+        match answer {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
                 let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;

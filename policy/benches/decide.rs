@@ -32,7 +32,7 @@ const TOOLS: &[&str] = &[
     "domains.purchase",
     "images.generate",
     "compute.run",
-    "tasks.comment",
+    "teams.comment",
 ];
 
 fn bench_kit() -> Kit {

@@ -433,16 +433,15 @@ pub static DECLARATIONS: &[ArgsDecl] = &[
         with_role(arg("tool", NAME, true, "The tool within the toolkit."), ArgRole::Tool),
         arg("arguments", ArgKind::Object, false, "The tool's own arguments.")),
     decl!("connections.tools": arg("toolkit", NAME, false, "Only this toolkit's tools.")),
-    decl!("tasks.comment": arg("task_id", ID, true, "The task."), arg("body", BODY, true, "The comment.")),
-    decl!("tasks.unblock": arg("task_id", ID, true, "The task."), arg("because", BODY, true, "Why it may go on.")),
     decl!("tasks.delete": arg("task_id", ID, true, "The task to delete.")),
-    decl!("naive_teams_status":),
-    decl!("naive_teams_board":
+    decl!("teams.status":),
+    decl!("teams.board":
         arg("status", ArgKind::Line { max: 40 }, false, "Only tasks with this status."),
         arg("role", ArgKind::Line { max: 80 }, false, "Only tasks for this role.")),
-    decl!("naive_teams_run": arg("run_id", ID, true, "The run.")),
-    decl!("naive_teams_comment": arg("task_id", ID, true, "The task."), arg("body", BODY, true, "The comment.")),
-    decl!("naive_teams_unblock": arg("task_id", ID, true, "The task."), arg("because", BODY, true, "Why it may go on.")),
+    decl!("teams.run": arg("run_id", ID, true, "The run.")),
+    decl!("teams.comment": arg("task_id", ID, true, "The task."), arg("body", BODY, true, "The comment.")),
+    decl!("teams.unblock": arg("task_id", ID, true, "The task."), arg("because", BODY, true, "Why it may go on.")),
+    decl!("teams.command": arg("command_id", ID, true, "The command id a comment or unblock answered with.")),
     decl!("brain.query": arg("q", ArgKind::Line { max: 2_000 }, true, "What to ask the company's brain.")),
     decl!("brain.writeback":
         arg("run_id", ID, true, "The agent run the claims come from."),
@@ -525,7 +524,7 @@ mod tests {
         assert_eq!(e.code, "unknown_argument");
         assert!(e.message.contains("`bcc`") && e.message.contains("`to`"), "{e}");
         assert_eq!(check("web.read", json!([1])).unwrap_err().code, "invalid_args");
-        assert_eq!(check("naive_teams_status", json!({"x": 1})).unwrap_err().code, "unknown_argument");
+        assert_eq!(check("teams.status", json!({"x": 1})).unwrap_err().code, "unknown_argument");
     }
 
     #[test]
@@ -560,7 +559,7 @@ mod tests {
         assert_eq!(s["additionalProperties"], json!(false));
         assert_eq!(s["properties"]["amount"]["type"], "string");
         assert!(s["properties"]["memo"]["description"].as_str().is_some());
-        assert_eq!(declaration("naive_teams_status").unwrap().json_schema()["properties"], json!({}));
+        assert_eq!(declaration("teams.status").unwrap().json_schema()["properties"], json!({}));
     }
 
     #[test]

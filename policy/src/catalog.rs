@@ -155,14 +155,13 @@ const BUILTIN_TOOLS: &[(&str, &str, &str, i64)] = &[
     ("browser.session", "browser", "write", 50),
     ("connections.execute", "connections", "write", 0),
     ("connections.tools", "connections", "read", 0),
-    ("tasks.comment", "tasks", "write", 0),
-    ("tasks.unblock", "tasks", "write", 0),
     ("tasks.delete", "tasks", "destructive", 0),
-    ("naive_teams_status", "tasks", "read", 0),
-    ("naive_teams_board", "tasks", "read", 0),
-    ("naive_teams_run", "tasks", "read", 0),
-    ("naive_teams_comment", "tasks", "write", 0),
-    ("naive_teams_unblock", "tasks", "write", 0),
+    ("teams.status", "tasks", "read", 0),
+    ("teams.board", "tasks", "read", 0),
+    ("teams.run", "tasks", "read", 0),
+    ("teams.comment", "tasks", "write", 0),
+    ("teams.unblock", "tasks", "write", 0),
+    ("teams.command", "tasks", "read", 0),
     ("brain.query", "brain", "read", DEFAULT_BRAIN_QUERY_PRICE_UNITS),
     ("brain.writeback", "brain", "write", 0),
     ("naive_brain_proposals", "brain", "read", 0),
@@ -203,6 +202,6 @@ mod tests {
         assert_eq!(c.get("web.read").unwrap().price.units(), 25);
         assert_eq!(c.get("email.send").unwrap().price.units(), 8);
         assert_eq!(c.get("brain.query").unwrap().price.units(), 40);
-        assert_eq!(c.get("naive_teams_board").unwrap().primitive, Primitive::Tasks);
+        assert_eq!(c.get("teams.board").unwrap().primitive, Primitive::Tasks);
     }
 }

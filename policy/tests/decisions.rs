@@ -54,14 +54,14 @@ fn source_example_envelope_field_for_field() {
     let mut k = Kit::default_kit();
     k.primitives.remove(Primitive::Tasks);
     let w = World::new(k);
-    let action = w.req("naive_teams_board", "0");
+    let action = w.req("teams.board", "0");
     let d = evaluate(&w.input(action));
     assert_eq!(d.verdict, EngineVerdict::Deny);
     let env = Envelope::deny(&w.kit, &action, d.refusal.unwrap(), 1, vec![]);
     let got = serde_json::to_value(&env).unwrap();
     let hint = got["error"]["hint"].clone();
     let want = serde_json::json!({
-        "ok": false, "verdict": "deny", "reason": "capability_denied", "action": "naive_teams_board",
+        "ok": false, "verdict": "deny", "reason": "capability_denied", "action": "teams.board",
         "layer": "company", "retryable": false, "repeat": 1,
         "message": "Not allowed by AccountKit \"Default\": primitive_disabled_by_kit",
         "error": { "code": "forbidden", "hint": hint, "details": { "reason": "primitive_disabled_by_kit" } },
@@ -195,15 +195,15 @@ fn third_refusal_escalates() {
     let mut k = Kit::default_kit();
     k.primitives.remove(Primitive::Tasks);
     let w = World::new(k);
-    let action = w.req("naive_teams_board", "0");
+    let action = w.req("teams.board", "0");
     let r = evaluate(&w.input(action)).refusal.unwrap();
     for repeat in 1..=2 {
-        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["naive_teams_status".into()]);
+        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["teams.status".into()]);
         assert!(matches!(env.recovery[..], [RecoveryStep::RequestCapability { .. }]));
         assert_eq!(env.alternatives.len(), 1);
     }
     for repeat in [3, 4] {
-        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["naive_teams_status".into()]);
+        let env = Envelope::deny(&w.kit, &action, r, repeat, vec!["teams.status".into()]);
         assert_eq!(env.repeat, repeat);
         assert!(matches!(env.recovery[..], [RecoveryStep::EscalateToHuman { .. }]), "{:?}", env.recovery);
         assert!(env.alternatives.is_empty());

@@ -56,6 +56,29 @@ pub enum Command {
         #[arg(long)]
         exit_with_stdin: bool,
     },
+    /// Run the reference team runtime: a board of tasks, runs and comments in its own SQLite
+    /// file, speaking the control wire (signed requests, commands applied once by id).
+    TeamRuntime {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// The SQLite file of the board.
+        #[arg(long, default_value = "data/team-runtime.db")]
+        board: String,
+        /// The shared secret every request is signed with (at least 16 characters).
+        #[arg(long, env = "NAIVE_RUNTIME_SECRET", hide_env_values = true)]
+        secret: String,
+        /// Tasks to create (T-1…T-n, every third blocked) when the board is empty.
+        #[arg(long, default_value_t = 6)]
+        seed_tasks: usize,
+        /// Answer each batch of commands this many milliseconds after applying it, like a
+        /// runtime on the far side of a network (tests kill the gateway in that window).
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
+        /// Exit when standard input closes (see `upstream`).
+        #[arg(long)]
+        exit_with_stdin: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,6 +144,19 @@ pub struct Config {
     /// tenant's `cards` and `email` on it over HTTP, with a credential from its vault.
     #[arg(long, env = "NAIVE_DEMO_UPSTREAM", global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub demo_upstream: bool,
+
+    /// How many times the outbox tries a delivery that gets no answer before it is a dead
+    /// letter (shown on the console's Runtime page, where an admin can retry it).
+    #[arg(long, env = "NAIVE_OUTBOX_MAX_ATTEMPTS", default_value_t = 10, global = true)]
+    pub outbox_max_attempts: u32,
+
+    /// The outbox's first retry delay in milliseconds; each next one doubles (with jitter).
+    #[arg(long, env = "NAIVE_OUTBOX_BACKOFF_BASE_MS", default_value_t = 500, global = true)]
+    pub outbox_backoff_base_ms: u64,
+
+    /// The longest delay between two delivery attempts, in milliseconds.
+    #[arg(long, env = "NAIVE_OUTBOX_BACKOFF_MAX_MS", default_value_t = 60_000, global = true)]
+    pub outbox_backoff_max_ms: u64,
 
     /// How many calls a minute the demo agent makes.
     #[arg(long, env = "NAIVE_DEMO_AGENT_PER_MINUTE", default_value_t = 20, global = true)]

@@ -1,6 +1,8 @@
 //! The demo's upstream: with `--demo-upstream` (`make run` turns it on) the server starts the
 //! reference upstream (`server upstream`) as a child process and points the demo tenant's
-//! `cards` and `email` at it, and connects its MCP tracker as the `tracker` toolkit. The credential is made for this run and kept in the tenant's
+//! `cards` and `email` at it, and connects its MCP tracker as the `tracker` toolkit. It also
+//! starts the reference team runtime (`server team-runtime`) and registers it as the demo
+//! tenant's runtime. The credential is made for this run and kept in the tenant's
 //! vault, so the demo's charges and mail cross real HTTP, the upstream checks the credential,
 //! and the agents' keys never reach it. The child stops with the server.
 
@@ -27,6 +29,7 @@ const LATENCY_MS: u64 = 25;
 /// The running child; killed when dropped, and gone by itself when this process dies.
 pub struct DemoUpstream {
     _child: tokio::process::Child,
+    _runtime: tokio::process::Child,
     pub base: String,
 }
 
@@ -41,10 +44,9 @@ pub fn records_path(database_url: &str) -> PathBuf {
     }
 }
 
-/// Starts the upstream and wires the demo tenant to it; `None` when there is no demo tenant.
+/// Starts the upstream and the team runtime and wires the demo tenant to them; `None` when
+/// there is no demo tenant.
 pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUpstream>, StartError> {
-    let fail =
-        |what: &str, e: &dyn std::fmt::Display| StartError::Config(format!("the demo upstream: {what}: {e}"));
     let tenants = gateway.tenants().await?;
     let Some(tenant) = tenants.into_iter().find(|t| t.name == gateway::demo::DEMO_TENANT) else {
         tracing::warn!(
@@ -53,19 +55,41 @@ pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUps
         return Ok(None);
     };
     let secret = gateway::secrets::random_password();
+    let latency = LATENCY_MS.to_string();
+    let (child, base) = spawn(
+        "upstream",
+        &["--latency-ms", &latency, "--records", &records.to_string_lossy()],
+        ("NAIVE_UPSTREAM_SECRET", &secret),
+    )
+    .await?;
+    wire(gateway, &tenant.id, &base, &secret).await?;
+    let board = records.with_file_name(RUNTIME_BOARD);
+    let (runtime, runtime_base) =
+        spawn("team-runtime", &["--board", &board.to_string_lossy()], ("NAIVE_RUNTIME_SECRET", &secret))
+            .await?;
+    gateway.register_runtime(&tenant.id, &runtime_base, Some(&secret), ACTOR, Transport::Console).await?;
+    tracing::info!(%base, %runtime_base, "the demo tenant's cards, email and tracker app run on the reference upstream, its tasks on the reference team runtime");
+    Ok(Some(DemoUpstream { _child: child, _runtime: runtime, base }))
+}
+
+/// The demo runtime's board file, beside the upstream's records.
+const RUNTIME_BOARD: &str = "demo-team-runtime.db";
+
+/// Starts `server <command> --listen 127.0.0.1:0 --exit-with-stdin <args>` with its secret
+/// in the environment; the child and the address it printed.
+async fn spawn(
+    command: &str,
+    args: &[&str],
+    (secret_var, secret): (&str, &str),
+) -> Result<(tokio::process::Child, String), StartError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        StartError::Config(format!("the demo {command}: {what}: {e}"))
+    };
     let exe = std::env::current_exe().map_err(|e| fail("cannot find this binary", &e))?;
     let mut child = tokio::process::Command::new(exe)
-        .args([
-            "upstream",
-            "--listen",
-            "127.0.0.1:0",
-            "--exit-with-stdin",
-            "--latency-ms",
-            &LATENCY_MS.to_string(),
-        ])
-        .arg("--records")
-        .arg(&records)
-        .env("NAIVE_UPSTREAM_SECRET", &secret)
+        .args([command, "--listen", "127.0.0.1:0", "--exit-with-stdin"])
+        .args(args)
+        .env(secret_var, secret)
         // Held open by this process alone: when it ends, however, the child sees EOF and exits.
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -85,9 +109,7 @@ pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUps
         .to_string();
     // Whatever else it prints goes nowhere, so it never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    wire(gateway, &tenant.id, &base, &secret).await?;
-    tracing::info!(%base, "the demo tenant's cards, email and tracker app run on the reference upstream");
-    Ok(Some(DemoUpstream { _child: child, base }))
+    Ok((child, base))
 }
 
 /// Stores this run's credential, points `cards` (bearer) and `email` (signed) at `base`, and

@@ -15,5 +15,6 @@ pub mod openapi;
 pub mod problem;
 pub mod routes;
 pub mod startup;
+pub mod team_runtime;
 pub mod upstream;
 pub mod upstream_tracker;

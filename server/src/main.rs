@@ -41,6 +41,18 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::TeamRuntime { listen, board, secret, seed_tasks, latency_ms, exit_with_stdin } => {
+            if exit_with_stdin {
+                server::upstream::exit_when_stdin_closes();
+            }
+            match server::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Vault(VaultCommand::RotateMaster { new_key }) => {
             match server::master_key::rotate(&cli.config, new_key.as_deref()).await {
                 Ok(said) => {

@@ -81,6 +81,8 @@ pub struct Application {
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
     sweeper: gateway::approvals::SweeperHandle,
+    /// Delivers the outbox; stops when the application does.
+    delivery: gateway::runtime::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
     /// The in-process demo agent, if started; it finishes (revoking its keys) before the
     /// database closes.
@@ -106,6 +108,11 @@ impl Application {
         let gateway_config = gateway::GatewayConfig {
             approval_ttl_secs: config.approval_ttl_secs.max(1),
             hold_lease_secs: config.hold_lease_secs.max(1),
+            outbox: gateway::runtime::OutboxConfig {
+                max_attempts: config.outbox_max_attempts.max(1),
+                backoff_base_ms: config.outbox_backoff_base_ms.max(1),
+                backoff_max_ms: config.outbox_backoff_max_ms.max(1),
+            },
             ..Default::default()
         };
         let gateway = crate::master_key::open_gateway(config, gateway_config).await?;
@@ -164,7 +171,18 @@ impl Application {
             tracing::info!(?recovered, "expired what lapsed before this start");
         }
         let sweeper = gateway.start_sweeper();
-        Ok(Application { listener, router, gateway, sweeper, stop_tx, demo_agent, demo, demo_upstream })
+        let delivery = gateway.start_delivery();
+        Ok(Application {
+            listener,
+            router,
+            gateway,
+            sweeper,
+            delivery,
+            stop_tx,
+            demo_agent,
+            demo,
+            demo_upstream,
+        })
     }
 
     /// The application's gateway, for operator commands and test setup.
@@ -200,6 +218,7 @@ impl Application {
         }
         // A sweep in progress commits before the pool closes under it.
         self.sweeper.stop().await;
+        self.delivery.stop().await;
         drop(self.demo_upstream);
         self.gateway.store().close().await;
         Ok(())

@@ -315,7 +315,7 @@ impl Gateway {
         Ok(self.tenant_connectors(tenant).await?.apps.clone())
     }
 
-    async fn tenant_connectors(&self, tenant: &TenantId) -> Result<Arc<TenantConnectors>> {
+    pub(crate) async fn tenant_connectors(&self, tenant: &TenantId) -> Result<Arc<TenantConnectors>> {
         if let Some(c) = self.connector_cache.get(tenant) {
             return Ok(c);
         }
@@ -328,7 +328,11 @@ impl Gateway {
     /// Every configured connector of the tenant, credentials opened. One whose credential
     /// does not open (a locked vault) is built broken: its calls are `unavailable`.
     async fn build_connectors(&self, tenant: &TenantId) -> Result<TenantConnectors> {
-        let mut built = TenantConnectors::default();
+        let mut built = TenantConnectors {
+            by_target: Default::default(),
+            apps: Default::default(),
+            runtime: Arc::new(self.build_runtime(tenant).await?),
+        };
         for r in self.connectors(tenant).await? {
             let ConnectorSpec::Http(h) = &r.connector else { continue };
             let c: Arc<dyn Connector> = match self.http_connector(tenant, h).await {

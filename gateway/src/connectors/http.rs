@@ -187,7 +187,7 @@ fn transport_failure(e: &reqwest::Error) -> Failure {
 }
 
 /// The body, refusing one over [`MAX_RESPONSE_BYTES`] without reading it all.
-async fn read_limited(mut res: reqwest::Response) -> Result<Vec<u8>, Failure> {
+pub(crate) async fn read_limited(mut res: reqwest::Response) -> Result<Vec<u8>, Failure> {
     if res.content_length().is_some_and(|n| n > MAX_RESPONSE_BYTES as u64) {
         return Err(Failure::new("connector_response_too_large", RETRY_AFTER_SECS));
     }
@@ -277,6 +277,7 @@ mod tests {
             reserved: reserved.parse().unwrap(),
             price: price.parse().unwrap(),
             action_id: "act_1".into(),
+            actor: "agt_1".into(),
         }
     }
 

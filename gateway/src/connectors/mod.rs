@@ -44,6 +44,8 @@ pub struct Call {
     pub price: Money,
     /// The gateway's id for this action, which an upstream can use as its idempotency key.
     pub action_id: String,
+    /// Who the record names as acting: the profile, or the human who approved the call.
+    pub actor: String,
 }
 
 impl Call {
@@ -88,6 +90,8 @@ pub enum ConnectorKind {
     Http,
     /// A connected app: an upstream MCP server.
     Mcp,
+    /// The tenant's team runtime, over the control wire.
+    Runtime,
 }
 
 impl ConnectorKind {
@@ -96,6 +100,7 @@ impl ConnectorKind {
             ConnectorKind::Sandbox => "sandbox",
             ConnectorKind::Http => "http",
             ConnectorKind::Mcp => "mcp",
+            ConnectorKind::Runtime => "runtime",
         }
     }
 }
@@ -108,6 +113,18 @@ pub trait Connector: Send + Sync + 'static {
     /// reserved the hold. `None` means the call needs [`Connector::execute`].
     fn execute_now(&self, _call: &Call) -> Option<Result<Done, Failure>> {
         None
+    }
+
+    /// Carries the call out inside the transaction that settles its hold, if this connector
+    /// does its work in the database (the outbox queues a runtime command there), so the
+    /// work commits or rolls back with the call's records. Runs again if the job runs again.
+    /// `None` means the call needs [`Connector::execute_now`] or [`Connector::execute`].
+    fn execute_in(
+        &self,
+        _c: &dyn crate::sql::Tx,
+        _call: &Call,
+    ) -> crate::error::Result<Option<Result<Done, Failure>>> {
+        Ok(None)
     }
 
     fn kind(&self) -> ConnectorKind;
@@ -131,11 +148,12 @@ impl Connector for Broken {
 
 /// One tenant's connectors by target (`cards`, `cards.charge`); what is not here runs on the
 /// sandbox.
-#[derive(Default)]
 pub(crate) struct TenantConnectors {
     by_target: HashMap<String, Arc<dyn Connector>>,
     /// The connected apps, which carry out the `connections` primitive.
     pub(crate) apps: Arc<apps::Apps>,
+    /// The team runtime, which carries out the `tasks` primitive.
+    pub(crate) runtime: Arc<crate::runtime::connector::TeamRuntime>,
 }
 
 impl TenantConnectors {
@@ -144,6 +162,9 @@ impl TenantConnectors {
     pub(crate) fn pick(&self, tool: &ToolSpec, sandbox: &Arc<Sandbox>) -> Arc<dyn Connector> {
         if tool.primitive == Primitive::Connections {
             return self.apps.clone();
+        }
+        if tool.primitive == Primitive::Tasks {
+            return self.runtime.clone();
         }
         self.by_target
             .get(tool.name.as_str())

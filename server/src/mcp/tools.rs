@@ -51,11 +51,6 @@ const BRAIN_READS: [&str; 5] = [
     "naive_brain_writeback",
     "naive_brain_beliefs",
 ];
-/// Catalog tools another issue serves over MCP: the runtime's through the outbox.
-fn served_elsewhere(spec: &ToolSpec) -> bool {
-    spec.name.starts_with("naive_teams_")
-}
-
 /// The MCP name of a catalog tool.
 pub fn mcp_name(action: &str) -> String {
     match action {
@@ -84,7 +79,7 @@ fn actions(gw: &Gateway) -> &'static std::collections::HashMap<String, String> {
     static ACTIONS: std::sync::OnceLock<std::collections::HashMap<String, String>> =
         std::sync::OnceLock::new();
     ACTIONS.get_or_init(|| {
-        let served = gw.catalog().iter().filter(|t| !served_elsewhere(t) && t.name.contains('.'));
+        let served = gw.catalog().iter().filter(|t| t.name.contains('.'));
         served.filter(|t| t.name != "brain.writeback").map(|t| (mcp_name(&t.name), t.name.clone())).collect()
     })
 }
@@ -133,8 +128,19 @@ fn description(name: &str, spec: Option<&ToolSpec>) -> String {
     }
 }
 
+/// The argument that carries an Idempotency-Key over MCP, on every catalog action's tool.
+const IDEMPOTENCY_ARG: &str = "idempotency_key";
+
 fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effect) -> Tool {
-    let Value::Object(schema) = decl.json_schema() else { unreachable!("a declaration is an object schema") };
+    let Value::Object(mut schema) = decl.json_schema() else {
+        unreachable!("a declaration is an object schema")
+    };
+    if spec.is_some() {
+        schema["properties"][IDEMPOTENCY_ARG] = json!({
+            "type": "string", "minLength": 1, "maxLength": gateway::pipeline::MAX_IDEMPOTENCY_KEY_LEN,
+            "description": "Your key for this call: sending the same call again with the same key does it once and answers what the first did.",
+        });
+    }
     let annotations =
         ToolAnnotations::new().read_only(effect == Effect::Read).destructive(effect == Effect::Destructive);
     let about = description(&name, spec);
@@ -145,7 +151,7 @@ fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effe
 pub async fn visible(gw: &Gateway, subject: &Subject) -> gateway::Result<Vec<Tool>> {
     let Some(specs) = gw.visible_tools(subject).await? else { return Ok(Vec::new()) };
     let mut tools = Vec::with_capacity(specs.len() + 2);
-    for spec in specs.iter().filter(|s| !served_elsewhere(s)) {
+    for spec in specs.iter() {
         let name = mcp_name(&spec.name);
         let decl = target(gw, &name).and_then(|t| declaration_of(&name, &t));
         if let Some(decl) = decl {
@@ -158,6 +164,20 @@ pub async fn visible(gw: &Gateway, subject: &Subject) -> gateway::Result<Vec<Too
     }
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(tools)
+}
+
+/// The call's arguments without its `idempotency_key`, and the key.
+fn idempotency_key(mut args: Value) -> gateway::Result<(Value, Option<String>)> {
+    let Some(key) = args.as_object_mut().and_then(|o| o.remove(IDEMPOTENCY_ARG)) else {
+        return Ok((args, None));
+    };
+    match key {
+        Value::String(k) => Ok((args, Some(k))),
+        _ => Err(gateway::Error::invalid(
+            "invalid_idempotency_key",
+            "idempotency_key is a string of 1 to 200 characters",
+        )),
+    }
 }
 
 /// Argument `k` of `args` as text, when it is a string (the declaration has checked kinds).
@@ -217,7 +237,8 @@ async fn run(
 ) -> gateway::Result<CallToolResult> {
     // The pipeline refuses an inactive profile first itself.
     if let Target::Action(action) = target {
-        return Ok(answer(gw.perform_as(subject, action.clone(), args, None).await?));
+        let (args, key) = idempotency_key(args)?;
+        return Ok(answer(gw.perform_as(subject, action.clone(), args, key).await?));
     }
     if let Some(env) = gw.inactive_refusal(subject, name).await? {
         return Ok(CallToolResult::structured_error(serde_json::to_value(env).expect("serializes")));

@@ -13,6 +13,7 @@ pub mod health;
 pub mod kits;
 pub mod ledger;
 pub mod profiles;
+pub mod runtime;
 pub mod vault;
 
 use axum::Router;
@@ -72,6 +73,10 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             idem(state, axum::routing::put(connected_apps::put).delete(connected_apps::delete)),
         )
         .route("/v1/connected-apps/{toolkit}/test", idem(state, post(connected_apps::test)))
+        .route("/v1/runtime", idem(state, get(runtime::get).put(runtime::put).delete(runtime::delete)))
+        .route("/v1/runtime/commands", idem(state, get(runtime::commands)))
+        .route("/v1/runtime/commands/{command_id}", idem(state, get(runtime::command)))
+        .route("/v1/runtime/commands/{command_id}/retry", idem(state, post(runtime::retry)))
         .route("/v1/approvals", idem(state, get(approvals::list)))
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))

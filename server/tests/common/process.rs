@@ -42,6 +42,8 @@ pub fn command(db: &str, sandbox_latency_ms: u64) -> Command {
         .env("NAIVE_COMPANY_KEY", COMPANY_KEY)
         .env("NAIVE_SANDBOX_LATENCY_MS", sandbox_latency_ms.to_string())
         .env("NAIVE_HOLD_LEASE_SECS", LEASE_SECS.to_string())
+        .env("NAIVE_OUTBOX_BACKOFF_BASE_MS", "100")
+        .env("NAIVE_OUTBOX_BACKOFF_MAX_MS", "1000")
         .env_remove("NAIVE_MASTER_KEY")
         .env_remove("NAIVE_MASTER_KEY_FILE")
         .env_remove("NAIVE_DEMO_AGENT");
@@ -144,5 +146,85 @@ impl Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// The reference team runtime (`server team-runtime`) as its own process, on a board file of
+/// its own; it can be stopped and started again on the same address and board.
+pub struct TeamRuntime {
+    pub child: Option<Child>,
+    pub base: String,
+    board: std::path::PathBuf,
+    latency_ms: u64,
+    _dir: tempfile::TempDir,
+}
+
+/// The shared secret tests register the reference runtime with.
+pub const RUNTIME_SECRET: &str = "rt_test_shared_secret_0123456789";
+
+pub fn start_runtime(seed_tasks: usize, latency_ms: u64) -> TeamRuntime {
+    let dir = tempfile::tempdir().unwrap();
+    let board = dir.path().join("board.db");
+    let mut rt = TeamRuntime { child: None, base: String::new(), board, latency_ms, _dir: dir };
+    rt.launch("127.0.0.1:0", seed_tasks);
+    rt
+}
+
+impl TeamRuntime {
+    fn launch(&mut self, listen: &str, seed_tasks: usize) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+            .args(["team-runtime", "--listen", listen, "--seed-tasks", &seed_tasks.to_string()])
+            .args(["--latency-ms", &self.latency_ms.to_string()])
+            .arg("--board")
+            .arg(&self.board)
+            .env("NAIVE_RUNTIME_SECRET", RUNTIME_SECRET)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.base = first_url(&mut child, "the team runtime");
+        self.child = Some(child);
+    }
+
+    /// SIGKILL: the runtime becomes unreachable.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same address and board.
+    pub fn restart(&mut self) {
+        self.stop();
+        let listen = self.base.trim_start_matches("http://").to_string();
+        self.launch(&listen, 0);
+    }
+
+    /// A signed GET of the control wire, as the gateway sends it.
+    pub async fn get(&self, path: &str) -> (u16, serde_json::Value) {
+        use gateway::runtime::wire;
+        let t = chrono::Utc::now().timestamp();
+        let res = reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header(wire::TIMESTAMP_HEADER, t.to_string())
+            .header(wire::SIGNATURE_HEADER, wire::sign(RUNTIME_SECRET, "GET", path, t, b""))
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The bodies of a task's comments, in the order the runtime applied them.
+    pub async fn comments(&self, task: &str) -> Vec<String> {
+        let (s, b) = self.get(&format!("/control/tasks/{task}")).await;
+        assert_eq!(s, 200, "{b}");
+        b["comments"].as_array().unwrap().iter().map(|c| c["body"].as_str().unwrap().to_string()).collect()
+    }
+}
+
+impl Drop for TeamRuntime {
+    fn drop(&mut self) {
+        self.stop();
     }
 }

@@ -71,8 +71,10 @@ async def test_the_list_comes_from_the_kit(server, mode):
                   "naive_brain_writebacks", "naive_brain_writeback", "naive_brain_beliefs"}
     assert {"naive_cards_charge", "naive_web_read", "naive_brain_query", "naive_approvals_get",
             "naive_policy_explain"} | governance <= seen_a
-    assert not {n for n in seen_a if n.startswith("naive_tasks_")}
-    assert {"naive_tasks_comment", "naive_tasks_delete", "naive_cards_charge"} <= seen_b
+    assert not {n for n in seen_a if n.startswith(("naive_tasks_", "naive_teams_"))}
+    teams = {"naive_teams_status", "naive_teams_board", "naive_teams_run", "naive_teams_comment",
+             "naive_teams_unblock", "naive_teams_command"}
+    assert teams | {"naive_tasks_delete", "naive_cards_charge"} <= seen_b
     assert not {n for n in seen_b if n.startswith("naive_brain_")}
     assert "naive_email_send" not in seen_a | seen_b
 

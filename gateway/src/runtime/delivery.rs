@@ -1,0 +1,151 @@
+//! The delivery worker: takes what is due from the outbox and hands it over.
+//!
+//! It wakes when this instance queues something ([`Gateway::wake_delivery`]) and otherwise
+//! every [`POLL_MS`] (for what other instances queued, and for retries that came due). Each
+//! round claims up to a batch of due rows under a lease, sends each tenant's rows to its
+//! runtime as one batch in order, and records each row's fate in one job: delivered,
+//! rejected by the runtime, or a failed attempt that backs off (and after the last attempt is
+//! a dead letter). Tenants are delivered concurrently; one unreachable runtime holds up only
+//! its own rows.
+
+use std::collections::BTreeMap;
+use std::time::Duration as StdDuration;
+
+use chrono::{Duration, Utc};
+
+use super::client::WireError;
+use super::outbox::{self, Claimed};
+use super::wire::{Batch, BatchAnswer, Command, Outcome};
+use crate::Gateway;
+use crate::error::Result;
+use crate::ids::TenantId;
+
+/// How often the worker looks for due rows when nothing woke it.
+pub const POLL_MS: u64 = 250;
+
+/// The running worker; [`DeliveryHandle::stop`] lets a round in progress finish.
+pub struct DeliveryHandle {
+    task: Option<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl DeliveryHandle {
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for DeliveryHandle {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+impl Gateway {
+    /// Wakes this instance's delivery worker: something was queued.
+    pub fn wake_delivery(&self) {
+        self.outbox_wake.notify_one();
+    }
+
+    /// Starts the delivery worker.
+    pub fn start_delivery(&self) -> DeliveryHandle {
+        let gw = self.clone();
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            loop {
+                let delivered = match gw.deliver_round().await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "an outbox round failed; trying again shortly");
+                        0
+                    }
+                };
+                if *stopped.borrow() {
+                    break;
+                }
+                if delivered > 0 {
+                    continue;
+                }
+                tokio::select! {
+                    _ = gw.outbox_wake.notified() => {}
+                    _ = tokio::time::sleep(StdDuration::from_millis(POLL_MS)) => {}
+                    _ = stopped.changed() => break,
+                }
+            }
+        });
+        DeliveryHandle { task: Some(task), stop }
+    }
+
+    /// One round: claims what is due and delivers it; how many rows it claimed.
+    pub async fn deliver_round(&self) -> Result<usize> {
+        let lease = Duration::seconds(self.config.hold_lease_secs.max(2));
+        let claimed = self
+            .write(move |c| {
+                let now = Utc::now();
+                outbox::claim(c, outbox::RUNTIME, now, now + lease)
+            })
+            .await?;
+        let n = claimed.len();
+        let mut by_tenant: BTreeMap<TenantId, Vec<Claimed>> = BTreeMap::new();
+        for row in claimed {
+            by_tenant.entry(row.tenant.clone()).or_default().push(row);
+        }
+        let rounds = by_tenant.into_iter().map(|(tenant, rows)| self.deliver_to(tenant, rows));
+        for r in futures_util::future::join_all(rounds).await {
+            r?;
+        }
+        Ok(n)
+    }
+
+    /// Sends one tenant's claimed rows to its runtime as one batch, and records the outcome.
+    async fn deliver_to(&self, tenant: TenantId, rows: Vec<Claimed>) -> Result<()> {
+        let batch = Batch {
+            commands: rows.iter().filter_map(|r| serde_json::from_str::<Command>(&r.payload).ok()).collect(),
+        };
+        let answer = match self.tenant_connectors(&tenant).await?.runtime.client.clone() {
+            Some(client) => client.commands(&batch).await,
+            None => Err(WireError::Unreachable("runtime_not_registered".into())),
+        };
+        let config = self.config.outbox;
+        self.write(move |c| record(c, &tenant, &rows, &answer, &config)).await
+    }
+}
+
+/// Records what became of a sent batch, and what it says of the runtime's reachability.
+fn record(
+    c: &dyn crate::sql::Tx,
+    tenant: &TenantId,
+    rows: &[Claimed],
+    answer: &std::result::Result<BatchAnswer, WireError>,
+    config: &outbox::OutboxConfig,
+) -> Result<()> {
+    let now = Utc::now();
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            super::registry::note_contact_in(c, tenant, &Err(e.code()), false)?;
+            return outbox::failed(c, rows, &e.code(), now, config);
+        }
+    };
+    super::registry::note_contact_in(c, tenant, &Ok(()), false)?;
+    let by_id: std::collections::HashMap<&str, _> =
+        answer.results.iter().map(|a| (a.command_id.as_str(), a)).collect();
+    let (mut done, mut unanswered) = (Vec::new(), Vec::new());
+    for row in rows {
+        match by_id.get(row.id.as_str()) {
+            Some(a) if a.outcome == Outcome::Rejected => {
+                let code = a.code.as_deref().unwrap_or("runtime_rejected");
+                outbox::rejected(c, row, code, a.message.as_deref())?;
+            }
+            Some(_) => done.push(row.seq),
+            None => unanswered.push(row.clone()),
+        }
+    }
+    outbox::delivered(c, &done, now)?;
+    outbox::failed(c, &unanswered, "runtime_answer_incomplete", now, config)
+}

@@ -1,0 +1,378 @@
+//! The outbox: what leaves the gateway asynchronously, held durably until it is delivered.
+//!
+//! A runtime write (a comment, an unblock) inserts its command here in the same transaction
+//! as the call's activity entry and ledger rows, so an answered `queued` is a command that
+//! exists, and a failed call leaves none. The delivery worker ([`super::delivery`]) claims
+//! what is due and sends it.
+//!
+//! Guarantees:
+//! - Order per ordering key (a runtime command's task): a row is claimed only when no earlier
+//!   row of its key is still queued and waiting (backing off or leased), and a batch carries
+//!   a key's rows in order.
+//! - A claimed row is leased to the claiming instance; a lease that lapses (the instance
+//!   died) makes it due again, so nothing is lost. A runtime applies a command id once, so a
+//!   second send is harmless: at least once on the wire, exactly once in effect.
+//! - Each row ends once: `delivered`, `rejected` (the receiver refused it for good, with its
+//!   code) or, after [`OutboxConfig::max_attempts`] attempts without an answer, `dead`. A
+//!   dead letter stays visible and an admin can queue it again ([`Gateway::retry_command`]).
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use serde_json::json;
+
+use super::wire::{self, Command};
+use crate::Gateway;
+use crate::activity::{self, Kind, NewEntry, Transport};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::sql::{Tx, lock_key};
+
+/// The channel of runtime commands.
+pub const RUNTIME: &str = "runtime";
+/// The most rows one claim takes.
+pub const CLAIM_LIMIT: usize = wire::MAX_BATCH;
+/// The most rows one listing shows.
+pub const LIST_LIMIT: usize = 200;
+
+/// How deliveries are retried.
+#[derive(Clone, Copy, Debug)]
+pub struct OutboxConfig {
+    /// Attempts without an answer before a row is a dead letter.
+    pub max_attempts: u32,
+    /// The first retry's delay; each next one doubles, up to `backoff_max_ms`, with jitter.
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        OutboxConfig { max_attempts: 10, backoff_base_ms: 500, backoff_max_ms: 60_000 }
+    }
+}
+
+impl OutboxConfig {
+    /// The delay before attempt `attempts + 1`: exponential, capped, with full jitter over its
+    /// upper half (so retries of many rows spread out but never come early).
+    pub fn backoff(&self, attempts: u32) -> Duration {
+        let exp = self.backoff_base_ms.saturating_mul(1u64 << attempts.min(20).saturating_sub(1));
+        let cap = exp.min(self.backoff_max_ms).max(1);
+        let jittered = cap / 2 + rand::random::<u64>() % (cap / 2 + 1);
+        Duration::milliseconds(jittered as i64)
+    }
+}
+
+/// Where a row is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    Queued,
+    Delivered,
+    Rejected,
+    Dead,
+}
+
+impl DeliveryStatus {
+    pub fn parse(s: &str) -> Option<DeliveryStatus> {
+        serde_json::from_value(json!(s)).ok()
+    }
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Queued => "queued",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Rejected => "rejected",
+            DeliveryStatus::Dead => "dead",
+        }
+    }
+}
+
+/// One command's delivery state.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CommandState {
+    pub command_id: String,
+    pub task_id: String,
+    /// `comment`, `unblock` or `delete`.
+    pub kind: String,
+    pub author: String,
+    pub status: DeliveryStatus,
+    pub attempts: i64,
+    /// When the next attempt is due, while queued.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The last failure's code (a transport failure, or the runtime's refusal).
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// A claimed row on its way out.
+#[derive(Clone, Debug)]
+pub(crate) struct Claimed {
+    pub seq: i64,
+    pub id: String,
+    pub tenant: TenantId,
+    pub payload: String,
+}
+
+/// Queues `command` for the tenant's runtime, in the caller's transaction.
+pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<()> {
+    let now = Utc::now();
+    let payload = serde_json::to_string(command).expect("commands serialize");
+    c.exec(
+        "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
+        &[
+            &command.command_id,
+            tenant,
+            &RUNTIME,
+            &command.task_id,
+            &command.kind.name(),
+            &command.author,
+            &payload,
+            &now,
+            &now,
+        ],
+    )?;
+    Ok(())
+}
+
+/// A new command id.
+pub(crate) fn command_id() -> String {
+    format!("cmd_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Claims up to [`CLAIM_LIMIT`] due rows of `channel`, leased until `lease_until`: each row
+/// whose key has no earlier row still waiting. Claims of all instances take turns.
+pub(crate) fn claim(
+    c: &dyn Tx,
+    channel: &str,
+    now: DateTime<Utc>,
+    lease_until: DateTime<Utc>,
+) -> Result<Vec<Claimed>> {
+    lock_key(c, &["outbox claim", channel])?;
+    let sql = format!(
+        "SELECT o.seq, o.id, o.tenant_id, o.payload FROM outbox o \
+         WHERE o.status = 'queued' AND o.channel = ?1 AND o.next_attempt_at <= ?2 \
+           AND (o.lease_until IS NULL OR o.lease_until <= ?2) \
+           AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.status = 'queued' AND p.tenant_id = o.tenant_id \
+               AND p.channel = o.channel AND p.ordering_key = o.ordering_key AND p.seq < o.seq \
+               AND (p.next_attempt_at > ?2 OR (p.lease_until IS NOT NULL AND p.lease_until > ?2))) \
+         ORDER BY o.seq LIMIT {CLAIM_LIMIT}"
+    );
+    let rows: Vec<(i64, String, String, String)> =
+        c.rows(&sql, &[&channel, &now])?.iter().map(crate::sql::FromRow::from_row).collect::<Result<_>>()?;
+    let claimed: Vec<Claimed> = rows
+        .into_iter()
+        .map(|(seq, id, tenant, payload)| Claimed { seq, id, tenant: TenantId::from_db(tenant), payload })
+        .collect();
+    for chunk in claimed.chunks(100) {
+        let seqs = in_list(chunk.iter().map(|r| r.seq));
+        c.exec(&format!("UPDATE outbox SET lease_until = ? WHERE seq IN ({seqs})"), &[&lease_until])?;
+    }
+    Ok(claimed)
+}
+
+/// `1, 2, 3`: integers only, so the list is safe to inline.
+fn in_list(seqs: impl Iterator<Item = i64>) -> String {
+    seqs.map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Marks `seqs` delivered at `now`.
+pub(crate) fn delivered(c: &dyn Tx, seqs: &[i64], now: DateTime<Utc>) -> Result<()> {
+    for chunk in seqs.chunks(100) {
+        let list = in_list(chunk.iter().copied());
+        c.exec(
+            &format!("UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_until = NULL, last_error = NULL WHERE seq IN ({list}) AND status = 'queued'"),
+            &[&now],
+        )?;
+    }
+    Ok(())
+}
+
+/// Marks one row rejected for good by its receiver, with the receiver's code, and records it.
+pub(crate) fn rejected(c: &dyn Tx, row: &Claimed, code: &str, message: Option<&str>) -> Result<()> {
+    c.exec(
+        "UPDATE outbox SET status = 'rejected', lease_until = NULL, last_error = ? WHERE seq = ? AND status = 'queued'",
+        &[&code, &row.seq],
+    )?;
+    activity::append(
+        c,
+        NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
+            .verdict("command_rejected")
+            .detail(json!({ "command_id": row.id, "code": code, "message": message })),
+    )?;
+    Ok(())
+}
+
+/// Counts a failed attempt for `rows` at `now`: each backs off, or becomes a dead letter
+/// (recorded) once it has had `config.max_attempts`.
+pub(crate) fn failed(
+    c: &dyn Tx,
+    rows: &[Claimed],
+    code: &str,
+    now: DateTime<Utc>,
+    config: &OutboxConfig,
+) -> Result<()> {
+    for row in rows {
+        let attempts: i64 = c
+            .row("SELECT attempts FROM outbox WHERE seq = ? AND status = 'queued'", &[&row.seq])?
+            .map(|r| r.get(0))
+            .transpose()?
+            .unwrap_or(-1);
+        if attempts < 0 {
+            continue;
+        }
+        let attempts = attempts + 1;
+        if attempts >= i64::from(config.max_attempts) {
+            c.exec(
+                "UPDATE outbox SET status = 'dead', attempts = ?, lease_until = NULL, last_error = ? WHERE seq = ?",
+                &[&attempts, &code, &row.seq],
+            )?;
+            activity::append(
+                c,
+                NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
+                    .verdict("dead_letter")
+                    .detail(json!({ "command_id": row.id, "code": code, "attempts": attempts })),
+            )?;
+        } else {
+            let next = now + config.backoff(attempts as u32);
+            c.exec(
+                "UPDATE outbox SET attempts = ?, next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE seq = ?",
+                &[&attempts, &next, &code, &row.seq],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+const STATE_COLUMNS: &str =
+    "id, ordering_key, kind, author, status, attempts, next_attempt_at, last_error, created_at, delivered_at";
+type StateRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    DateTime<Utc>,
+    Option<String>,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
+
+fn state(r: StateRow) -> CommandState {
+    let (command_id, task_id, kind, author, status, attempts, next, last_error, created_at, delivered_at) = r;
+    let status = DeliveryStatus::parse(&status).unwrap_or(DeliveryStatus::Queued);
+    CommandState {
+        command_id,
+        task_id,
+        kind,
+        author,
+        status,
+        attempts,
+        next_attempt_at: (status == DeliveryStatus::Queued).then_some(next),
+        last_error,
+        created_at,
+        delivered_at,
+    }
+}
+
+/// One command's state, in a job (the `teams.command` tool reads it in its own transaction).
+pub(crate) fn command_in(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Option<CommandState>> {
+    let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND channel = ?");
+    match c.row(&sql, &[tenant, &id, &RUNTIME])? {
+        Some(r) => Ok(Some(state(crate::sql::FromRow::from_row(&r)?))),
+        None => Ok(None),
+    }
+}
+
+/// One command's state, read outside any job.
+pub(crate) async fn read_command(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<Option<CommandState>> {
+    let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND channel = ?");
+    let row: Option<StateRow> = store.opt(&sql, &[tenant, &id, &RUNTIME]).await?;
+    Ok(row.map(state))
+}
+
+impl Gateway {
+    /// One of the tenant's runtime commands.
+    pub async fn command(&self, tenant: &TenantId, id: &str) -> Result<CommandState> {
+        read_command(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "command" })
+    }
+
+    /// The tenant's runtime commands, newest first, optionally only those in `status`.
+    pub async fn commands(
+        &self,
+        tenant: &TenantId,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<CommandState>> {
+        let rows: Vec<StateRow> = match status {
+            Some(s) => {
+                let sql = format!(
+                    "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND status = ? ORDER BY seq DESC LIMIT {LIST_LIMIT}"
+                );
+                self.store.all(&sql, &[tenant, &RUNTIME, &s.as_str()]).await?
+            }
+            None => {
+                let sql = format!(
+                    "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? ORDER BY seq DESC LIMIT {LIST_LIMIT}"
+                );
+                self.store.all(&sql, &[tenant, &RUNTIME]).await?
+            }
+        };
+        Ok(rows.into_iter().map(state).collect())
+    }
+
+    /// Queues a dead letter again, with its attempts reset; anything else is a conflict.
+    pub async fn retry_command(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        actor: &str,
+        via: Transport,
+    ) -> Result<CommandState> {
+        let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
+        self.write(move |c| {
+            let Some(cur) = command_in(c, &t, &i)? else { return Err(Error::NotFound { what: "command" }) };
+            if cur.status != DeliveryStatus::Dead {
+                return Err(Error::Conflict {
+                    code: "not_a_dead_letter",
+                    message: format!("the command is {}; only a dead letter can be retried", cur.status.as_str()),
+                });
+            }
+            c.exec(
+                "UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND id = ?",
+                &[&Utc::now(), &t, &i],
+            )?;
+            activity::append(
+                c,
+                NewEntry::new(&t, &a, Kind::Connector).via(via).verdict("dead_letter_retried").detail(json!({ "command_id": i })),
+            )?;
+            Ok(())
+        })
+        .await?;
+        self.wake_delivery();
+        self.command(tenant, id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_its_cap_and_never_comes_early() {
+        let c = OutboxConfig { max_attempts: 10, backoff_base_ms: 100, backoff_max_ms: 1_000 };
+        for _ in 0..100 {
+            let first = c.backoff(1).num_milliseconds();
+            assert!((50..=100).contains(&first), "{first}");
+            let third = c.backoff(3).num_milliseconds();
+            assert!((200..=400).contains(&third), "{third}");
+            let late = c.backoff(30).num_milliseconds();
+            assert!((500..=1_000).contains(&late), "{late}");
+        }
+    }
+}
