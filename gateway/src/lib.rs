@@ -36,6 +36,7 @@ pub mod leases;
 pub mod ledger;
 pub mod logins;
 mod notify;
+pub mod outbox;
 pub mod pipeline;
 pub mod postgres;
 pub mod profiles;
@@ -88,7 +89,7 @@ pub struct GatewayConfig {
     /// opened, so HTTP connectors that need one answer `unavailable`.
     pub master_key: Option<vault::MasterKey>,
     /// How the outbox retries deliveries.
-    pub outbox: runtime::OutboxConfig,
+    pub outbox: outbox::OutboxConfig,
 }
 
 impl Default for GatewayConfig {
@@ -98,7 +99,7 @@ impl Default for GatewayConfig {
             max_batch: writer::DEFAULT_MAX_BATCH,
             hold_lease_secs: leases::DEFAULT_LEASE_SECS,
             master_key: None,
-            outbox: runtime::OutboxConfig::default(),
+            outbox: outbox::OutboxConfig::default(),
         }
     }
 }

@@ -82,7 +82,7 @@ pub struct Application {
     /// Expires overdue approvals and orphaned holds; stops when the application does.
     sweeper: gateway::approvals::SweeperHandle,
     /// Delivers the outbox; stops when the application does.
-    delivery: gateway::runtime::delivery::DeliveryHandle,
+    delivery: gateway::outbox::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
     /// The in-process demo agent, if started; it finishes (revoking its keys) before the
     /// database closes.
@@ -108,7 +108,7 @@ impl Application {
         let gateway_config = gateway::GatewayConfig {
             approval_ttl_secs: config.approval_ttl_secs.max(1),
             hold_lease_secs: config.hold_lease_secs.max(1),
-            outbox: gateway::runtime::OutboxConfig {
+            outbox: gateway::outbox::OutboxConfig {
                 max_attempts: config.outbox_max_attempts.max(1),
                 backoff_base_ms: config.outbox_backoff_base_ms.max(1),
                 backoff_max_ms: config.outbox_backoff_max_ms.max(1),

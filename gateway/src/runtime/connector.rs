@@ -13,11 +13,11 @@ use policy::RecoveryStep;
 use serde_json::{Value, json};
 
 use super::client::{RuntimeClient, WireError};
-use super::outbox::{self, DeliveryStatus};
 use super::wire::{Command, CommandKind};
 use crate::connectors::{Call, Connector, ConnectorKind, Done, Failure};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
+use crate::outbox::{self, DeliveryStatus};
 use crate::sql::Tx;
 use crate::store::Store;
 

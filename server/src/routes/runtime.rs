@@ -6,7 +6,8 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
-use gateway::runtime::{CommandState, DeliveryStatus, RuntimeInfo};
+use gateway::outbox::{CommandState, DeliveryStatus};
+use gateway::runtime::RuntimeInfo;
 use serde::Deserialize;
 
 use crate::auth::Caller;

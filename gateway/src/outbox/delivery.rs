@@ -13,12 +13,12 @@ use std::time::Duration as StdDuration;
 
 use chrono::{Duration, Utc};
 
-use super::client::WireError;
-use super::outbox::{self, Claimed};
-use super::wire::{Batch, BatchAnswer, Command, Outcome};
 use crate::Gateway;
 use crate::error::Result;
 use crate::ids::TenantId;
+use crate::outbox::{self, Claimed};
+use crate::runtime::client::WireError;
+use crate::runtime::wire::{Batch, BatchAnswer, Command, Outcome};
 
 /// How often the worker looks for due rows when nothing woke it.
 pub const POLL_MS: u64 = 250;
@@ -128,11 +128,11 @@ fn record(
     let answer = match answer {
         Ok(a) => a,
         Err(e) => {
-            super::registry::note_contact_in(c, tenant, &Err(e.code()), false)?;
+            crate::runtime::registry::note_contact_in(c, tenant, &Err(e.code()), false)?;
             return outbox::failed(c, rows, &e.code(), now, config);
         }
     };
-    super::registry::note_contact_in(c, tenant, &Ok(()), false)?;
+    crate::runtime::registry::note_contact_in(c, tenant, &Ok(()), false)?;
     let by_id: std::collections::HashMap<&str, _> =
         answer.results.iter().map(|a| (a.command_id.as_str(), a)).collect();
     let (mut done, mut unanswered) = (Vec::new(), Vec::new());

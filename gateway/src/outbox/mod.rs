@@ -2,7 +2,7 @@
 //!
 //! A runtime write (a comment, an unblock) inserts its command here in the same transaction
 //! as the call's activity entry and ledger rows, so an answered `queued` is a command that
-//! exists, and a failed call leaves none. The delivery worker ([`super::delivery`]) claims
+//! exists, and a failed call leaves none. The delivery worker ([`delivery`]) claims
 //! what is due and sends it.
 //!
 //! Guarantees:
@@ -16,15 +16,17 @@
 //!   code) or, after [`OutboxConfig::max_attempts`] attempts without an answer, `dead`. A
 //!   dead letter stays visible and an admin can queue it again ([`Gateway::retry_command`]).
 
+pub mod delivery;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use super::wire::{self, Command};
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry, Transport};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
+use crate::runtime::wire::{self, Command};
 use crate::sql::{Tx, lock_key};
 
 /// The channel of runtime commands.
