@@ -351,6 +351,7 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
     if tx.engine() == Engine::Sqlite {
         HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
     }
+    crate::webhooks::on_entry(tx, &e)?;
     appended::keep(&e);
     Ok(e)
 }

@@ -55,6 +55,7 @@ pub mod testing;
 pub mod tokens;
 pub mod users;
 pub mod vault;
+pub mod webhooks;
 pub mod writer;
 
 use std::sync::Arc;
@@ -90,6 +91,8 @@ pub struct GatewayConfig {
     pub master_key: Option<vault::MasterKey>,
     /// How the outbox retries deliveries.
     pub outbox: outbox::OutboxConfig,
+    /// Where people reach the console, for the links in notifications.
+    pub public_url: String,
 }
 
 impl Default for GatewayConfig {
@@ -100,6 +103,7 @@ impl Default for GatewayConfig {
             hold_lease_secs: leases::DEFAULT_LEASE_SECS,
             master_key: None,
             outbox: outbox::OutboxConfig::default(),
+            public_url: "http://127.0.0.1:3000".into(),
         }
     }
 }

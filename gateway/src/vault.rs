@@ -437,7 +437,9 @@ fn delete_in(c: &dyn Tx, tenant: &TenantId, name: &str, actor: &str, via: Transp
     let users: Vec<String> = c
         .rows(
             "SELECT target FROM connectors WHERE tenant_id = ?1 AND secret_name = ?2 \
-             UNION ALL SELECT 'app ' || toolkit FROM connected_apps WHERE tenant_id = ?1 AND secret_name = ?2 ORDER BY 1",
+             UNION ALL SELECT 'app ' || toolkit FROM connected_apps WHERE tenant_id = ?1 AND secret_name = ?2 \
+             UNION ALL SELECT 'team runtime' FROM runtimes WHERE tenant_id = ?1 AND secret_name = ?2 \
+             UNION ALL SELECT 'webhook ' || id FROM webhook_endpoints WHERE tenant_id = ?1 AND secret_name = ?2 ORDER BY 1",
             &[tenant, &name],
         )?
         .iter()

@@ -35,3 +35,17 @@ CREATE INDEX outbox_queued ON outbox (channel, seq) WHERE status = 'queued';
 CREATE INDEX outbox_queued_by_key ON outbox (tenant_id, channel, ordering_key, seq) WHERE status = 'queued';
 CREATE INDEX outbox_by_tenant ON outbox (tenant_id, channel, seq);
 CREATE INDEX outbox_by_tenant_status ON outbox (tenant_id, channel, status, seq);
+
+-- A tenant's webhook endpoints (gateway/src/webhooks): where notifications go, which events
+-- each wants, and the body format. The signing secret is in the vault under `secret_name`.
+CREATE TABLE webhook_endpoints (
+    id          TEXT PRIMARY KEY,
+    tenant_id   TEXT NOT NULL REFERENCES tenants(id),
+    url         TEXT NOT NULL,
+    events      TEXT NOT NULL,
+    format      TEXT NOT NULL,
+    secret_name TEXT NOT NULL,
+    created_by  TEXT NOT NULL,
+    created_at  TEXT NOT NULL
+);
+CREATE INDEX webhook_endpoints_by_tenant ON webhook_endpoints (tenant_id, id);

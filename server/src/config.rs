@@ -79,6 +79,26 @@ pub enum Command {
         #[arg(long)]
         exit_with_stdin: bool,
     },
+    /// Run the reference webhook receiver: it verifies Standard Webhooks signatures (with
+    /// the secret, once known) and lists what it received at `GET /received`.
+    WebhookReceiver {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// The endpoint's signing secret (`whsec_…`); it can also be set later with
+        /// `POST /secret`.
+        #[arg(long, env = "NAIVE_WEBHOOK_SECRET", hide_env_values = true)]
+        secret: Option<String>,
+        /// Answer 500 to the first N deliveries of each message.
+        #[arg(long, default_value_t = 0)]
+        fail_first: u32,
+        /// Answer 500 to every delivery.
+        #[arg(long)]
+        always_fail: bool,
+        /// Exit when standard input closes (see `upstream`).
+        #[arg(long)]
+        exit_with_stdin: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +177,11 @@ pub struct Config {
     /// The longest delay between two delivery attempts, in milliseconds.
     #[arg(long, env = "NAIVE_OUTBOX_BACKOFF_MAX_MS", default_value_t = 60_000, global = true)]
     pub outbox_backoff_max_ms: u64,
+
+    /// Where people reach the console (`https://naive.example.com`), for the links in
+    /// notifications. Unset: this server's own address.
+    #[arg(long, env = "NAIVE_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
 
     /// How many calls a minute the demo agent makes.
     #[arg(long, env = "NAIVE_DEMO_AGENT_PER_MINUTE", default_value_t = 20, global = true)]

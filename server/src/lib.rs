@@ -18,3 +18,4 @@ pub mod startup;
 pub mod team_runtime;
 pub mod upstream;
 pub mod upstream_tracker;
+pub mod webhook_receiver;

@@ -53,6 +53,18 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::WebhookReceiver { listen, secret, fail_first, always_fail, exit_with_stdin } => {
+            if exit_with_stdin {
+                server::upstream::exit_when_stdin_closes();
+            }
+            match server::webhook_receiver::serve(listen, secret, fail_first, always_fail).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Vault(VaultCommand::RotateMaster { new_key }) => {
             match server::master_key::rotate(&cli.config, new_key.as_deref()).await {
                 Ok(said) => {

@@ -105,7 +105,14 @@ impl Application {
             Some(k) => Some(gateway::secrets::hash_token(k.trim()).into()),
             None => None,
         };
+        // Bound first, so notifications can link to the address it got; nothing is served
+        // before `run_until`.
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| StartError::Bind { addr: config.bind, source })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
         let gateway_config = gateway::GatewayConfig {
+            public_url: config.public_url.clone().unwrap_or_else(|| format!("http://{addr}")),
             approval_ttl_secs: config.approval_ttl_secs.max(1),
             hold_lease_secs: config.hold_lease_secs.max(1),
             outbox: gateway::outbox::OutboxConfig {
@@ -133,10 +140,6 @@ impl Application {
         } else {
             None
         };
-        let listener = TcpListener::bind(config.bind)
-            .await
-            .map_err(|source| StartError::Bind { addr: config.bind, source })?;
-        let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
         let leptos_options = LeptosOptions::builder()
             .output_name(std::env::var("LEPTOS_OUTPUT_NAME").unwrap_or_else(|_| "naive".into()))
             .site_root(config.site_root.clone())

@@ -6,8 +6,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::process::{LEASE_SECS, UPSTREAM_SECRET, start, start_upstream, wait_until_listening};
-use common::{ADMIN_PASSWORD, COMPANY_KEY};
+use common::COMPANY_KEY;
+use common::process::{
+    LEASE_SECS, UPSTREAM_SECRET, approver_token, start, start_upstream, wait_until_listening,
+};
 use serde_json::{Value, json};
 
 async fn send(
@@ -24,32 +26,6 @@ async fn send(
         // The server died under the request: nothing was acknowledged.
         Err(_) => (0, Value::Null),
     }
-}
-
-/// An approver's personal token, made on the account page as the approver would.
-async fn approver_token(base: &str) -> String {
-    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let res = raw
-        .post(format!("{base}/login"))
-        .form(&[("username", "approver"), ("password", ADMIN_PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .unwrap();
-    let cookie =
-        res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
-    let res = raw
-        .post(format!("{base}/api/create_token"))
-        .header("cookie", &cookie)
-        .header("accept", "text/html")
-        .header("referer", format!("{base}/account"))
-        .form(&[("label", "crash test"), ("approver", "on")])
-        .send()
-        .await
-        .unwrap();
-    let to = res.headers().get("location").unwrap().to_str().unwrap().to_string();
-    let page =
-        raw.get(format!("{base}{to}")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
-    common::shown_secret(&page).expect("the token is shown once")
 }
 
 /// What the clients were told, to check against the database after a crash.

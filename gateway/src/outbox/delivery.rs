@@ -84,18 +84,21 @@ impl Gateway {
     /// One round: claims what is due and delivers it; how many rows it claimed.
     pub async fn deliver_round(&self) -> Result<usize> {
         let lease = Duration::seconds(self.config.hold_lease_secs.max(2));
-        let claimed = self
+        let (commands, messages) = self
             .write(move |c| {
                 let now = Utc::now();
-                outbox::claim(c, outbox::RUNTIME, now, now + lease)
+                let commands = outbox::claim(c, outbox::RUNTIME, now, now + lease)?;
+                Ok((commands, outbox::claim(c, crate::webhooks::CHANNEL, now, now + lease)?))
             })
             .await?;
-        let n = claimed.len();
-        let mut by_tenant: BTreeMap<TenantId, Vec<Claimed>> = BTreeMap::new();
-        for row in claimed {
-            by_tenant.entry(row.tenant.clone()).or_default().push(row);
+        let n = commands.len() + messages.len();
+        let mut rounds: Vec<futures_util::future::BoxFuture<'_, Result<()>>> = Vec::new();
+        for ((tenant, _), rows) in group(commands, false) {
+            rounds.push(Box::pin(self.deliver_to(tenant, rows)));
         }
-        let rounds = by_tenant.into_iter().map(|(tenant, rows)| self.deliver_to(tenant, rows));
+        for ((tenant, endpoint), rows) in group(messages, true) {
+            rounds.push(Box::pin(self.deliver_webhooks(tenant, endpoint, rows)));
+        }
         for r in futures_util::future::join_all(rounds).await {
             r?;
         }
@@ -114,6 +117,16 @@ impl Gateway {
         let config = self.config.outbox;
         self.write(move |c| record(c, &tenant, &rows, &answer, &config)).await
     }
+}
+
+/// Claimed rows by tenant (and by ordering key, when `by_key`), each group in claim order.
+fn group(rows: Vec<Claimed>, by_key: bool) -> BTreeMap<(TenantId, String), Vec<Claimed>> {
+    let mut groups: BTreeMap<(TenantId, String), Vec<Claimed>> = BTreeMap::new();
+    for row in rows {
+        let key = if by_key { row.key.clone() } else { String::new() };
+        groups.entry((row.tenant.clone(), key)).or_default().push(row);
+    }
+    groups
 }
 
 /// Records what became of a sent batch, and what it says of the runtime's reachability.

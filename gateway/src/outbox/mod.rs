@@ -14,7 +14,7 @@
 //!   second send is harmless: at least once on the wire, exactly once in effect.
 //! - Each row ends once: `delivered`, `rejected` (the receiver refused it for good, with its
 //!   code) or, after [`OutboxConfig::max_attempts`] attempts without an answer, `dead`. A
-//!   dead letter stays visible and an admin can queue it again ([`Gateway::retry_command`]).
+//!   dead letter stays visible and an admin can queue it again ([`Gateway::retry_delivery`]).
 
 pub mod delivery;
 
@@ -113,27 +113,43 @@ pub(crate) struct Claimed {
     pub seq: i64,
     pub id: String,
     pub tenant: TenantId,
+    /// The ordering key: a runtime command's task, a webhook message's endpoint.
+    pub key: String,
     pub payload: String,
 }
 
 /// Queues `command` for the tenant's runtime, in the caller's transaction.
 pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<()> {
-    let now = Utc::now();
     let payload = serde_json::to_string(command).expect("commands serialize");
+    let row = NewRow {
+        id: &command.command_id,
+        channel: RUNTIME,
+        key: &command.task_id,
+        kind: command.kind.name(),
+        author: &command.author,
+        payload: &payload,
+    };
+    insert(c, tenant, &row)
+}
+
+/// One row to queue.
+pub(crate) struct NewRow<'a> {
+    pub id: &'a str,
+    pub channel: &'a str,
+    /// Rows of one key are delivered in order.
+    pub key: &'a str,
+    pub kind: &'a str,
+    pub author: &'a str,
+    pub payload: &'a str,
+}
+
+/// Queues `row`, due now, in the caller's transaction.
+pub(crate) fn insert(c: &dyn Tx, tenant: &TenantId, row: &NewRow<'_>) -> Result<()> {
+    let now = Utc::now();
     c.exec(
         "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
-        &[
-            &command.command_id,
-            tenant,
-            &RUNTIME,
-            &command.task_id,
-            &command.kind.name(),
-            &command.author,
-            &payload,
-            &now,
-            &now,
-        ],
+        &[&row.id, tenant, &row.channel, &row.key, &row.kind, &row.author, &row.payload, &now, &now],
     )?;
     Ok(())
 }
@@ -153,7 +169,7 @@ pub(crate) fn claim(
 ) -> Result<Vec<Claimed>> {
     lock_key(c, &["outbox claim", channel])?;
     let sql = format!(
-        "SELECT o.seq, o.id, o.tenant_id, o.payload FROM outbox o \
+        "SELECT o.seq, o.id, o.tenant_id, o.ordering_key, o.payload FROM outbox o \
          WHERE o.status = 'queued' AND o.channel = ?1 AND o.next_attempt_at <= ?2 \
            AND (o.lease_until IS NULL OR o.lease_until <= ?2) \
            AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.status = 'queued' AND p.tenant_id = o.tenant_id \
@@ -161,11 +177,17 @@ pub(crate) fn claim(
                AND (p.next_attempt_at > ?2 OR (p.lease_until IS NOT NULL AND p.lease_until > ?2))) \
          ORDER BY o.seq LIMIT {CLAIM_LIMIT}"
     );
-    let rows: Vec<(i64, String, String, String)> =
+    let rows: Vec<(i64, String, String, String, String)> =
         c.rows(&sql, &[&channel, &now])?.iter().map(crate::sql::FromRow::from_row).collect::<Result<_>>()?;
     let claimed: Vec<Claimed> = rows
         .into_iter()
-        .map(|(seq, id, tenant, payload)| Claimed { seq, id, tenant: TenantId::from_db(tenant), payload })
+        .map(|(seq, id, tenant, key, payload)| Claimed {
+            seq,
+            id,
+            tenant: TenantId::from_db(tenant),
+            key,
+            payload,
+        })
         .collect();
     for chunk in claimed.chunks(100) {
         let seqs = in_list(chunk.iter().map(|r| r.seq));
@@ -186,6 +208,19 @@ pub(crate) fn delivered(c: &dyn Tx, seqs: &[i64], now: DateTime<Utc>) -> Result<
         c.exec(
             &format!("UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_until = NULL, last_error = NULL WHERE seq IN ({list}) AND status = 'queued'"),
             &[&now],
+        )?;
+    }
+    Ok(())
+}
+
+/// Gives back the lease of `rows` without counting an attempt: they were claimed but not
+/// sent (an earlier row of their key failed first).
+pub(crate) fn release(c: &dyn Tx, rows: &[Claimed]) -> Result<()> {
+    for chunk in rows.chunks(100) {
+        let seqs = in_list(chunk.iter().map(|r| r.seq));
+        c.exec(
+            &format!("UPDATE outbox SET lease_until = NULL WHERE seq IN ({seqs}) AND status = 'queued'"),
+            &[],
         )?;
     }
     Ok(())
@@ -299,6 +334,23 @@ pub(crate) async fn read_command(
     Ok(row.map(state))
 }
 
+/// The tenant's rows of `channel`, newest first (at most [`LIST_LIMIT`]), optionally only
+/// those in `status`.
+pub(crate) async fn rows(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    channel: &str,
+    status: Option<DeliveryStatus>,
+) -> Result<Vec<CommandState>> {
+    let filter = if status.is_some() { "AND status = ?" } else { "AND ? IS NULL" };
+    let sql = format!(
+        "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? {filter} ORDER BY seq DESC LIMIT {LIST_LIMIT}"
+    );
+    let status = status.map(DeliveryStatus::as_str);
+    let rows: Vec<StateRow> = store.all(&sql, &[tenant, &channel, &status]).await?;
+    Ok(rows.into_iter().map(state).collect())
+}
+
 impl Gateway {
     /// One of the tenant's runtime commands.
     pub async fn command(&self, tenant: &TenantId, id: &str) -> Result<CommandState> {
@@ -311,25 +363,12 @@ impl Gateway {
         tenant: &TenantId,
         status: Option<DeliveryStatus>,
     ) -> Result<Vec<CommandState>> {
-        let rows: Vec<StateRow> = match status {
-            Some(s) => {
-                let sql = format!(
-                    "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND status = ? ORDER BY seq DESC LIMIT {LIST_LIMIT}"
-                );
-                self.store.all(&sql, &[tenant, &RUNTIME, &s.as_str()]).await?
-            }
-            None => {
-                let sql = format!(
-                    "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? ORDER BY seq DESC LIMIT {LIST_LIMIT}"
-                );
-                self.store.all(&sql, &[tenant, &RUNTIME]).await?
-            }
-        };
-        Ok(rows.into_iter().map(state).collect())
+        rows(&self.store, tenant, RUNTIME, status).await
     }
 
-    /// Queues a dead letter again, with its attempts reset; anything else is a conflict.
-    pub async fn retry_command(
+    /// Queues a dead letter (a runtime command or a webhook message) again, with its
+    /// attempts reset; anything else is a conflict. Its state after.
+    pub async fn retry_delivery(
         &self,
         tenant: &TenantId,
         id: &str,
@@ -337,28 +376,38 @@ impl Gateway {
         via: Transport,
     ) -> Result<CommandState> {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
-        self.write(move |c| {
-            let Some(cur) = command_in(c, &t, &i)? else { return Err(Error::NotFound { what: "command" }) };
-            if cur.status != DeliveryStatus::Dead {
-                return Err(Error::Conflict {
-                    code: "not_a_dead_letter",
-                    message: format!("the command is {}; only a dead letter can be retried", cur.status.as_str()),
-                });
-            }
-            c.exec(
-                "UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND id = ?",
-                &[&Utc::now(), &t, &i],
-            )?;
-            activity::append(
-                c,
-                NewEntry::new(&t, &a, Kind::Connector).via(via).verdict("dead_letter_retried").detail(json!({ "command_id": i })),
-            )?;
-            Ok(())
-        })
-        .await?;
+        self.write(move |c| retry_in(c, &t, &i, &a, via)).await?;
         self.wake_delivery();
-        self.command(tenant, id).await
+        let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ?");
+        let row: Option<StateRow> = self.store.opt(&sql, &[tenant, &id]).await?;
+        row.map(state).ok_or(Error::NotFound { what: "delivery" })
     }
+}
+
+fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport) -> Result<()> {
+    let status: Option<String> = c
+        .row("SELECT status FROM outbox WHERE tenant_id = ? AND id = ?", &[tenant, &id])?
+        .map(|r| r.get(0))
+        .transpose()?;
+    let Some(status) = status else { return Err(Error::NotFound { what: "delivery" }) };
+    if status != DeliveryStatus::Dead.as_str() {
+        return Err(Error::Conflict {
+            code: "not_a_dead_letter",
+            message: format!("it is {status}; only a dead letter can be retried"),
+        });
+    }
+    c.exec(
+        "UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND id = ?",
+        &[&Utc::now(), tenant, &id],
+    )?;
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Connector)
+            .via(via)
+            .verdict("dead_letter_retried")
+            .detail(json!({ "id": id })),
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod profiles;
 pub mod runtime;
 pub mod vault;
+pub mod webhooks;
 
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
@@ -77,6 +78,11 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/runtime/commands", idem(state, get(runtime::commands)))
         .route("/v1/runtime/commands/{command_id}", idem(state, get(runtime::command)))
         .route("/v1/runtime/commands/{command_id}/retry", idem(state, post(runtime::retry)))
+        .route("/v1/webhooks", idem(state, get(webhooks::list).post(webhooks::create)))
+        .route("/v1/webhooks/deliveries", idem(state, get(webhooks::deliveries)))
+        .route("/v1/webhooks/deliveries/{message_id}/retry", idem(state, post(webhooks::retry)))
+        .route("/v1/webhooks/{id}", idem(state, axum::routing::delete(webhooks::delete)))
+        .route("/v1/webhooks/{id}/test", idem(state, post(webhooks::test)))
         .route("/v1/approvals", idem(state, get(approvals::list)))
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))

@@ -108,5 +108,5 @@ pub async fn retry(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
-    Ok(Json(state.gateway.retry_command(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
+    Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
 }

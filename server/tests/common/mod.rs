@@ -45,6 +45,7 @@ pub fn config(db_url: &str) -> Config {
         hold_lease_secs: gateway::leases::DEFAULT_LEASE_SECS,
         sandbox_latency_ms: 0,
         outbox_max_attempts: 10,
+        public_url: None,
         outbox_backoff_base_ms: 100,
         outbox_backoff_max_ms: 1_000,
         mcp_allowed_hosts: Vec::new(),

@@ -228,3 +228,74 @@ impl Drop for TeamRuntime {
         self.stop();
     }
 }
+
+/// An approver's personal token, made on the account page as the approver would.
+pub async fn approver_token(base: &str) -> String {
+    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let res = raw
+        .post(format!("{base}/login"))
+        .form(&[("username", "approver"), ("password", ADMIN_PASSWORD), ("next", "/")])
+        .send()
+        .await
+        .unwrap();
+    let cookie =
+        res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
+    let res = raw
+        .post(format!("{base}/api/create_token"))
+        .header("cookie", &cookie)
+        .header("accept", "text/html")
+        .header("referer", format!("{base}/account"))
+        .form(&[("label", "crash test"), ("approver", "on")])
+        .send()
+        .await
+        .unwrap();
+    let to = res.headers().get("location").unwrap().to_str().unwrap().to_string();
+    let page =
+        raw.get(format!("{base}{to}")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    super::shown_secret(&page).expect("the token is shown once")
+}
+
+/// The reference webhook receiver (`server webhook-receiver`) as its own process.
+pub struct Receiver {
+    pub child: Child,
+    pub base: String,
+}
+
+pub fn start_receiver(args: &[&str]) -> Receiver {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["webhook-receiver", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = first_url(&mut child, "the webhook receiver");
+    Receiver { child, base }
+}
+
+impl Receiver {
+    /// Every request it got, oldest first.
+    pub async fn received(&self) -> Vec<serde_json::Value> {
+        let b: serde_json::Value =
+            reqwest::get(format!("{}/received", self.base)).await.unwrap().json().await.unwrap();
+        b["items"].as_array().unwrap().clone()
+    }
+
+    /// Tells it the endpoint's signing secret, so it verifies what arrives.
+    pub async fn set_secret(&self, secret: &str) {
+        let res = reqwest::Client::new()
+            .post(format!("{}/secret", self.base))
+            .json(&serde_json::json!({ "secret": secret }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 204);
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
