@@ -32,6 +32,7 @@ use crate::pages::{
     overview::OverviewPage,
     profiles::{ProfileDetailPage, ProfilesPage},
     proposals::{ProposalDetailPage, ProposalsPage},
+    runtime::RuntimePage,
     spend::SpendPage,
     users::UsersPage,
 };
@@ -97,6 +98,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles/:id") view=ProfileDetailPage ssr=SsrMode::Async />
                     <Route path=path!("/connectors") view=ConnectorsPage ssr=SsrMode::Async />
+                    <Route path=path!("/runtime") view=RuntimePage ssr=SsrMode::Async />
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />

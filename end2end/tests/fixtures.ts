@@ -13,6 +13,7 @@ export const PAGES = [
   { path: "/profiles", name: "profiles", heading: "Profiles" },
   { path: "/kits/Procurement", name: "kit-editor", heading: "Edit kit" },
   { path: "/connectors", name: "connectors", heading: "Connectors" },
+  { path: "/runtime", name: "runtime", heading: "Runtime" },
   { path: "/users", name: "users", heading: "Console users" },
 ] as const;
 

@@ -13,6 +13,7 @@ const CONTENT: Record<string, string> = {
   profiles: "receipts-clerk",
   "kit-editor": "Version history",
   connectors: "demo-upstream",
+  runtime: "naive-reference-runtime",
   users: "approver",
 };
 

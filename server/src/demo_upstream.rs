@@ -2,7 +2,8 @@
 //! reference upstream (`server upstream`) as a child process and points the demo tenant's
 //! `cards` and `email` at it, and connects its MCP tracker as the `tracker` toolkit. It also
 //! starts the reference team runtime (`server team-runtime`) and registers it as the demo
-//! tenant's runtime. The credential is made for this run and kept in the tenant's
+//! tenant's runtime, and the reference webhook receiver (`server webhook-receiver`), which
+//! every demo notification reaches. The credential is made for this run and kept in the tenant's
 //! vault, so the demo's charges and mail cross real HTTP, the upstream checks the credential,
 //! and the agents' keys never reach it. The child stops with the server.
 
@@ -30,6 +31,7 @@ const LATENCY_MS: u64 = 25;
 pub struct DemoUpstream {
     _child: tokio::process::Child,
     _runtime: tokio::process::Child,
+    _receiver: tokio::process::Child,
     pub base: String,
 }
 
@@ -68,8 +70,36 @@ pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUps
         spawn("team-runtime", &["--board", &board.to_string_lossy()], ("NAIVE_RUNTIME_SECRET", &secret))
             .await?;
     gateway.register_runtime(&tenant.id, &runtime_base, Some(&secret), ACTOR, Transport::Console).await?;
-    tracing::info!(%base, %runtime_base, "the demo tenant's cards, email and tracker app run on the reference upstream, its tasks on the reference team runtime");
-    Ok(Some(DemoUpstream { _child: child, _runtime: runtime, base }))
+    let (receiver, receiver_base) = spawn("webhook-receiver", &[], ("NAIVE_DEMO", "1")).await?;
+    subscribe(gateway, &tenant.id, &receiver_base).await?;
+    tracing::info!(%base, %runtime_base, %receiver_base, "the demo tenant's cards, email and tracker app run on the reference upstream, its tasks on the reference team runtime, and its notifications go to the reference webhook receiver");
+    Ok(Some(DemoUpstream { _child: child, _runtime: runtime, _receiver: receiver, base }))
+}
+
+/// Registers the receiver for every event (replacing an earlier run's endpoint, whose
+/// receiver is gone) and tells it the signing secret.
+async fn subscribe(gateway: &Gateway, tenant: &gateway::TenantId, base: &str) -> Result<(), StartError> {
+    let fail = |e: &dyn std::fmt::Display| StartError::Config(format!("the demo webhook receiver: {e}"));
+    let earlier = gateway.webhooks(tenant).await?.into_iter().filter(|w| w.created_by == ACTOR);
+    for old in earlier {
+        gateway.delete_webhook(tenant, &old.id, ACTOR, Transport::Console).await?;
+    }
+    let spec = gateway::webhooks::EndpointSpec {
+        url: format!("{base}/hook"),
+        events: gateway::webhooks::EVENTS.iter().map(|e| e.to_string()).collect(),
+        format: gateway::webhooks::Format::Standard,
+    };
+    let created = gateway.create_webhook(tenant, spec, ACTOR, Transport::Console).await?;
+    let res = reqwest::Client::new()
+        .post(format!("{base}/secret"))
+        .json(&serde_json::json!({ "secret": created.secret }))
+        .send()
+        .await
+        .map_err(|e| fail(&e))?;
+    if !res.status().is_success() {
+        return Err(fail(&res.status()));
+    }
+    Ok(())
 }
 
 /// The demo runtime's board file, beside the upstream's records.

@@ -57,6 +57,7 @@ pub const VIEWS: &[View] = &[
     View { key: "activity", href: "/activity", label: "Activity", roles: EVERYONE },
     View { key: "profiles", href: "/profiles", label: "Profiles", roles: &["admin", "finance"] },
     View { key: "connectors", href: "/connectors", label: "Connectors", roles: &["admin"] },
+    View { key: "runtime", href: "/runtime", label: "Runtime", roles: &["admin"] },
     View { key: "users", href: "/users", label: "Users", roles: &["admin"] },
 ];
 

@@ -22,7 +22,7 @@ const INBOX_KINDS: [&str; 3] = ["park", "approval", "revoke"];
 fn LiveInbox(children: Children) -> impl IntoView {
     let live = RwSignal::new(false);
     let root = NodeRef::<leptos::html::Div>::new();
-    let selected = StoredValue::new(Selection::default());
+    let selected = StoredValue::new(Selection { id: linked_approval(), at: 0 });
     Effect::new(move |_| {
         let refresh = crate::components::live::refresher(root, move || mark(root, selected));
         crate::components::live::subscribe(
@@ -44,6 +44,20 @@ fn LiveInbox(children: Children) -> impl IntoView {
         <div node_ref=root data-testid="inbox-live" data-live=move || live.get().to_string()>
             {children()}
         </div>
+    }
+}
+
+/// The approval a link opened the inbox on (`/?approval=<id>`, as notifications link), which
+/// starts selected.
+fn linked_approval() -> Option<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        let search = web_sys::window()?.location().search().ok()?;
+        web_sys::UrlSearchParams::new_with_str(&search).ok()?.get("approval")
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        None
     }
 }
 
@@ -166,8 +180,11 @@ fn InboxRows(rows: Vec<InboxRow>, pending: bool) -> impl IntoView {
 
 #[component]
 fn InboxLine(r: InboxRow) -> impl IntoView {
+    // A notification's link names the item; it is selected (and scrolled to) from the start.
+    let linked = leptos_router::hooks::use_query_map().read_untracked().get("approval").as_deref()
+        == Some(r.id.as_str());
     view! {
-        <tr class=format!("{TR} aria-selected:ring-2 aria-selected:ring-inset aria-selected:ring-sky-500") data-approval=r.id.clone() data-swap-key=r.id.clone() aria-selected="false">
+        <tr class=format!("{TR} aria-selected:ring-2 aria-selected:ring-inset aria-selected:ring-sky-500") id=r.id.clone() data-approval=r.id.clone() data-swap-key=r.id.clone() aria-selected=if linked { "true" } else { "false" }>
             <td class=TD><span class="font-medium" title=r.agent_id>{r.agent}</span></td>
             <td class=TD><code class="text-xs">{r.action}</code></td>
             <td class=format!("{TD} text-zinc-600 dark:text-zinc-300")>{r.summary}</td>

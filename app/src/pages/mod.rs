@@ -11,5 +11,6 @@ pub mod not_found;
 pub mod overview;
 pub mod profiles;
 pub mod proposals;
+pub mod runtime;
 pub mod spend;
 pub mod users;

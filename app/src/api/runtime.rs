@@ -1,0 +1,278 @@
+//! Server functions behind the Runtime page (admins): the team runtime's registration and
+//! live state, the outbox's runtime commands and webhook messages (dead letters retried from
+//! here), and the webhook endpoints with their test button.
+//!
+//! Guarantees: admins only; every change goes through the same gateway function as `/v1`
+//! and is recorded as a console action by the admin who made it; the runtime's shared secret
+//! is accepted once and never sent back; a webhook's signing secret is shown once, on the
+//! page the creating form lands on, through the session's one-time handover.
+
+// The webhook form posts one checkbox per event, so its server function takes one argument
+// per event; the macro's generated client function does not carry an attribute on the item.
+#![allow(clippy::too_many_arguments)]
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+use crate::api::{
+    forms::{back_with_notice, form},
+    session::{require_roles, require_view},
+    to_fn_error,
+};
+
+/// The registered runtime as the page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeView {
+    pub url: String,
+    pub fingerprint: String,
+    pub claimed: bool,
+    /// Whether it answered just now.
+    pub reachable: bool,
+    pub last_seen_at: Option<String>,
+    pub last_error: Option<String>,
+    /// `name · n tasks · m blocked · k runs active`, when it answered.
+    pub live: Option<String>,
+}
+
+/// One outbox row: a runtime command or a webhook message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub id: String,
+    /// The task (a command) or the endpoint (a message).
+    pub key: String,
+    /// `comment`, `unblock`… or the event.
+    pub kind: String,
+    pub status: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointRow {
+    pub id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    pub format: String,
+    pub created_by: String,
+    pub created_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeData {
+    pub runtime: Option<RuntimeView>,
+    pub commands: Vec<DeliveryRow>,
+    pub webhooks: Vec<EndpointRow>,
+    pub deliveries: Vec<DeliveryRow>,
+    /// Every event an endpoint may subscribe to, for the form.
+    pub events: Vec<String>,
+    /// A new endpoint's signing secret, on the one page load that shows it: (id, secret).
+    pub new_secret: Option<(String, String)>,
+}
+
+#[cfg(feature = "ssr")]
+fn runtime_view(r: gateway::runtime::RuntimeInfo) -> RuntimeView {
+    RuntimeView {
+        url: r.url,
+        fingerprint: r.secret.fingerprint,
+        claimed: r.claimed,
+        reachable: r.live.is_some(),
+        last_seen_at: r.last_seen_at.map(|t| t.to_rfc3339()),
+        last_error: r.last_error,
+        live: r.live.map(|s| {
+            format!(
+                "{} · {} tasks · {} blocked · {} runs active",
+                s.runtime, s.tasks, s.blocked, s.runs_active
+            )
+        }),
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn delivery_row(s: gateway::outbox::CommandState) -> DeliveryRow {
+    DeliveryRow {
+        id: s.command_id,
+        key: s.task_id,
+        kind: s.kind,
+        status: s.status.as_str().to_string(),
+        attempts: s.attempts,
+        last_error: s.last_error,
+        created_at: s.created_at.to_rfc3339(),
+    }
+}
+
+#[server]
+pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerFnError> {
+    let (gw, tenant, _) = require_view("runtime").await?;
+    let t = &tenant.id;
+    let runtime = gw.runtime(t).await.map_err(to_fn_error)?.map(runtime_view);
+    let commands = gw.commands(t, None).await.map_err(to_fn_error)?.into_iter().map(delivery_row).collect();
+    let deliveries = gw
+        .webhook_deliveries(t, None)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|d| DeliveryRow {
+            id: d.message_id,
+            key: d.endpoint_id,
+            kind: d.event,
+            status: d.status.as_str().to_string(),
+            attempts: d.attempts,
+            last_error: d.last_error,
+            created_at: d.created_at.to_rfc3339(),
+        })
+        .collect();
+    let webhooks = gw
+        .webhooks(t)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|e| EndpointRow {
+            id: e.id,
+            url: e.url,
+            events: e.events,
+            format: e.format.as_str().to_string(),
+            created_by: e.created_by,
+            created_at: e.created_at.to_rfc3339(),
+        })
+        .collect();
+    let new_secret = match (issued, crate::api::session::token().await?) {
+        (Some(id), Some(session)) => {
+            gw.take_secret(&session, &id).await.map_err(to_fn_error)?.map(|secret| (id, secret))
+        }
+        _ => None,
+    };
+    let events = gateway::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
+    Ok(RuntimeData { runtime, commands, webhooks, deliveries, events, new_secret })
+}
+
+/// Registers or re-points the team runtime. A plain form post.
+#[server(prefix = "/api", endpoint = "register_runtime")]
+pub async fn register_runtime(url: String, secret: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "registering the team runtime").await?;
+        let secret = Some(secret.as_str()).filter(|s| !s.is_empty());
+        let info = gw
+            .register_runtime(
+                &tenant.id,
+                url.trim(),
+                secret,
+                &by.username,
+                gateway::activity::Transport::Console,
+            )
+            .await
+            .map_err(to_fn_error)?;
+        let state = match (info.live.is_some(), info.claimed) {
+            (true, true) => "it answered and is claimed for this tenant",
+            (true, false) => "it answered but is claimed by another tenant",
+            _ => "it did not answer yet; commands wait in the outbox until it does",
+        };
+        back_with_notice(&format!("Registered the team runtime at {}: {state}.", info.url)).await;
+        Ok(())
+    })
+    .await
+}
+
+/// Queues a dead letter again. A plain form post.
+#[server(prefix = "/api", endpoint = "retry_delivery")]
+pub async fn retry_delivery(id: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "retrying deliveries").await?;
+        gw.retry_delivery(&tenant.id, &id, &by.username, gateway::activity::Transport::Console)
+            .await
+            .map_err(to_fn_error)?;
+        back_with_notice(&format!("Queued {id} again.")).await;
+        Ok(())
+    })
+    .await
+}
+
+/// Registers a webhook endpoint for the ticked events; the page it lands on shows its
+/// signing secret once. A plain form post.
+#[server(prefix = "/api", endpoint = "create_webhook")]
+pub async fn create_webhook(
+    url: String,
+    format: String,
+    approval_parked: Option<String>,
+    approval_decided: Option<String>,
+    approval_expired: Option<String>,
+    proposal_created: Option<String>,
+    budget_soft_cap_crossed: Option<String>,
+    budget_exhausted: Option<String>,
+    runtime_stopped: Option<String>,
+    profile_revoked: Option<String>,
+) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing webhooks").await?;
+        let ticks = [
+            approval_parked,
+            approval_decided,
+            approval_expired,
+            proposal_created,
+            budget_soft_cap_crossed,
+            budget_exhausted,
+            runtime_stopped,
+            profile_revoked,
+        ];
+        let events = gateway::webhooks::EVENTS
+            .iter()
+            .zip(ticks)
+            .filter(|(_, t)| t.is_some())
+            .map(|(e, _)| e.to_string())
+            .collect();
+        let format = if format == "slack" {
+            gateway::webhooks::Format::Slack
+        } else {
+            gateway::webhooks::Format::Standard
+        };
+        let spec = gateway::webhooks::EndpointSpec { url: url.trim().to_string(), events, format };
+        let created = gw
+            .create_webhook(&tenant.id, spec, &by.username, gateway::activity::Transport::Console)
+            .await
+            .map_err(to_fn_error)?;
+        let session = crate::api::session::token()
+            .await?
+            .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
+        let id = created.endpoint.id;
+        gw.hand_over_secret(&session, &id, &created.secret).await.map_err(to_fn_error)?;
+        leptos_axum::redirect(&format!("/runtime?issued={id}"));
+        Ok(())
+    })
+    .await
+}
+
+/// Sends an endpoint a signed test event and shows its answer. A plain form post.
+#[server(prefix = "/api", endpoint = "test_webhook")]
+pub async fn test_webhook(id: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "testing webhooks").await?;
+        let p = gw.test_webhook(&tenant.id, &id).await.map_err(to_fn_error)?;
+        let status = p.status.map_or("no answer".to_string(), |s| format!("HTTP {s}"));
+        let said = format!(
+            "Test event to {id}: {status} in {} ms. The endpoint answered: {}",
+            p.latency_ms, p.answer
+        );
+        if p.ok {
+            back_with_notice(&said).await;
+            Ok(())
+        } else {
+            Err(ServerFnError::new(format!("webhook_test_failed: {said}")))
+        }
+    })
+    .await
+}
+
+/// Removes an endpoint and its secret. A plain form post.
+#[server(prefix = "/api", endpoint = "delete_webhook")]
+pub async fn delete_webhook(id: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing webhooks").await?;
+        gw.delete_webhook(&tenant.id, &id, &by.username, gateway::activity::Transport::Console)
+            .await
+            .map_err(to_fn_error)?;
+        back_with_notice(&format!("Removed webhook {id}.")).await;
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,124 @@
+// The Runtime page: the demo tenant's team runtime (the reference runtime, its own process, as
+// in `make run`) reachable and claimed, an agent's comment delivered through the outbox, an
+// approver's webhook (the reference receiver, started here as its own process) told that a
+// call parked with a link that opens that item in the inbox, and a dead letter retried.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHmac } from "node:crypto";
+import path from "node:path";
+import { expect, request, test } from "./fixtures";
+import { COMPANY_KEY } from "../global-setup";
+
+const BIN = process.env.NAIVE_SERVER_BIN ?? path.resolve(__dirname, "..", "..", "target", "debug", "server");
+
+/// The reference webhook receiver on a free port; its base URL.
+async function receiver(args: string[] = []): Promise<{ base: string; child: ChildProcess }> {
+  const child = spawn(BIN, ["webhook-receiver", "--listen", "127.0.0.1:0", ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const base = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = out.match(/(http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`the receiver exited with ${code}`)));
+  });
+  return { base, child };
+}
+
+/// An agent whose card charges above $50 park: [profile id, key].
+async function parkingAgent(): Promise<[string, string]> {
+  const name = `Parks${Date.now()}`;
+  const kit = { name, primitives: ["cards", "tasks"], limits: { approve: { above: "50" } } };
+  expect((await request("PUT", `/v1/kits/${name}`, COMPANY_KEY, kit)).status).toBe(201);
+  const profile = await request("POST", "/v1/agent-profiles", COMPANY_KEY, { name: `e2e-${name}`, kit: name });
+  const key = await request("POST", `/v1/agent-profiles/${profile.json.id}/keys`, COMPANY_KEY, {});
+  return [profile.json.id, key.json.secret];
+}
+
+test("the runtime is reachable and an agent's comment is delivered through the outbox", async ({ page }) => {
+  const [profile, key] = await parkingAgent();
+  const comment = await request("POST", `/v1/users/${profile}/teams/comment`, key, { task_id: "T-1", body: "from the e2e agent" });
+  expect(comment.status).toBe(200);
+  const id = comment.json.result.command_id;
+  await page.goto("/runtime");
+  await expect(page.getByRole("heading", { level: 1, name: "Runtime" })).toBeVisible();
+  await expect(page.getByTestId("runtime-card")).toHaveAttribute("data-reachable", "true");
+  await expect(page.getByTestId("runtime-card")).toContainText("claimed for this tenant");
+  await expect(page.getByTestId("runtime-live")).toContainText("naive-reference-runtime");
+  await expect(async () => {
+    await page.reload();
+    await expect(page.getByTestId("commands-table").locator(`tr[data-delivery="${id}"]`)).toHaveAttribute("data-status", "delivered", { timeout: 1_000 });
+  }).toPass({ timeout: 15_000 });
+  await page.screenshot({ path: "end2end/test-results/screenshots/runtime-admin.png", fullPage: true });
+});
+
+test("an approver's webhook is told a call parked, with a link that opens it in the inbox", async ({ page }) => {
+  const hook = await receiver();
+  try {
+    await page.goto("/runtime");
+    const form = page.getByTestId("create-webhook");
+    await form.getByLabel("Endpoint URL").fill(`${hook.base}/hook`);
+    await expect(form.getByLabel("approval.parked")).toBeChecked();
+    await form.getByRole("button", { name: "Add webhook" }).click();
+    const secret = (await page.getByTestId("new-secret").textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+    await page.reload();
+    await expect(page.getByTestId("new-secret")).toHaveCount(0);
+
+    const [profile, key] = await parkingAgent();
+    const parked = await request("POST", `/v1/users/${profile}/cards/charge`, key, { amount: "75.00", merchant: "acme" });
+    expect(parked.status).toBe(202);
+    const approval = parked.json.recovery[0].approval_id as string;
+    let message: any;
+    await expect(async () => {
+      const got = await (await fetch(`${hook.base}/received`)).json();
+      message = got.items.find((r: any) => JSON.parse(r.body).data?.approval_id === approval);
+      expect(message).toBeTruthy();
+    }).toPass({ timeout: 15_000 });
+    // Verified here with Node's crypto, the way the README documents it.
+    const key64 = Buffer.from(secret.slice("whsec_".length), "base64");
+    const signed = `${message.webhook_id}.${message.webhook_timestamp}.${message.body}`;
+    expect(message.webhook_signature).toBe(`v1,${createHmac("sha256", key64).update(signed).digest("base64")}`);
+    const body = JSON.parse(message.body);
+    expect(body.type).toBe("approval.parked");
+
+    await page.goto(body.data.link);
+    const row = page.locator(`tr[data-approval="${approval}"]`);
+    await expect(row).toBeVisible();
+    await expect(row).toHaveAttribute("aria-selected", "true");
+    await page.screenshot({ path: "end2end/test-results/screenshots/runtime-webhook-link.png", fullPage: true });
+  } finally {
+    hook.child.kill();
+  }
+});
+
+test("a webhook that never answers ends in a dead letter an admin retries", async ({ page }) => {
+  const hook = await receiver(["--always-fail"]);
+  try {
+    await page.goto("/runtime");
+    const form = page.getByTestId("create-webhook");
+    await form.getByLabel("Endpoint URL").fill(`${hook.base}/failing`);
+    await form.getByLabel("approval.parked").uncheck();
+    await form.getByLabel("approval.decided").uncheck();
+    await form.getByLabel("approval.expired").uncheck();
+    await form.getByLabel("profile.revoked").check();
+    await form.getByRole("button", { name: "Add webhook" }).click();
+    await expect(page.getByTestId("secret-once")).toBeVisible();
+    const endpoint = page.getByTestId("webhooks-table").locator("tr", { hasText: `${hook.base}/failing` });
+    await endpoint.getByTestId("test-webhook").click();
+    await expect(page.getByTestId("form-error")).toContainText("HTTP 500");
+
+    const [profile] = await parkingAgent();
+    expect((await request("POST", `/v1/agent-profiles/${profile}/revoke`, COMPANY_KEY, { reason: "e2e" })).status).toBe(200);
+    const dead = page.getByTestId("deliveries-table").locator('tr[data-status="dead"]', { hasText: "profile.revoked" }).first();
+    await expect(async () => {
+      await page.reload();
+      await expect(dead).toBeVisible({ timeout: 1_000 });
+    }).toPass({ timeout: 20_000 });
+    await expect(dead).toContainText("webhook_http_500");
+    await dead.getByTestId("retry-delivery").click();
+    await expect(page.getByTestId("form-done")).toContainText("again");
+  } finally {
+    hook.child.kill();
+  }
+});
