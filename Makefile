@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -83,6 +83,18 @@ bench-gateway:
 	     --upstream "$$(grep -o 'http://[^ ]*' $$up/log)" --upstream-secret bench-upstream \
 	  && target/release/gateway-load bench --callers 64 --tenants 16 --actions 60000 --engines postgres \
 	  && bench/pgbench.sh
+
+# The outbox: runtime writes queued per second in-process (64 callers, beside web.read), the
+# delivery worker draining them into the reference runtime (its own release process), and
+# enqueue-to-delivered latency at 1,000 commands/s.
+bench-outbox:
+	cargo build --release -p gateway --bin gateway-load
+	cargo build --release -p server --bin server
+	rt=$$(mktemp -d) \
+	  && (NAIVE_RUNTIME_SECRET=bench-runtime-secret-0123 target/release/server team-runtime --listen 127.0.0.1:0 --seed-tasks 64 --board $$rt/board.db > $$rt/log & sleep 1) \
+	  && trap 'pkill -f "board $$rt/board.db"; rm -rf $$rt' EXIT \
+	  && target/release/gateway-load outbox --callers 64 --commands 40000 --rate 1000 \
+	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log)" --runtime-secret bench-runtime-secret-0123
 
 # Over HTTP: the release server under wrk (saturation) and oha (a fixed 10,000 actions/s).
 bench-http:

@@ -440,6 +440,11 @@ fn executed(
     actor: &str,
     connector: ConnectorKind,
 ) -> Result<(ActionResponse, Entry)> {
+    let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
+    // A queued runtime command is traced from its log entry to its delivery state.
+    if let Some(id) = result.get("command_id").filter(|_| connector == ConnectorKind::Runtime) {
+        detail["command_id"] = id.clone();
+    }
     let answer = Executed {
         ok: true,
         action: name.to_string(),
@@ -457,7 +462,7 @@ fn executed(
             .verdict("allow")
             .amount(posted)
             .kit_version(kit_version)
-            .detail(json!({ "hold_id": hold, "hold": "posted", "connector": connector })),
+            .detail(detail),
     )?;
     let body = serde_json::to_value(&answer).expect("answers serialize");
     Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))

@@ -34,7 +34,8 @@ CREATE TABLE outbox (
 CREATE INDEX outbox_queued ON outbox (channel, seq) WHERE status = 'queued';
 CREATE INDEX outbox_queued_by_key ON outbox (tenant_id, channel, ordering_key, seq) WHERE status = 'queued';
 CREATE INDEX outbox_by_tenant ON outbox (tenant_id, channel, seq);
-CREATE INDEX outbox_by_tenant_status ON outbox (tenant_id, channel, status, seq);
+-- Dead letters and rejections, for their listing; a row enters it only when it fails for good.
+CREATE INDEX outbox_ended ON outbox (tenant_id, channel, status, seq) WHERE status IN ('dead', 'rejected');
 
 -- A tenant's webhook endpoints (gateway/src/webhooks): where notifications go, which events
 -- each wants, and the body format. The signing secret is in the vault under `secret_name`.

@@ -17,6 +17,12 @@
 //! and prints the admin password and the profile id for the console benchmark
 //! (`bench/console.sh`).
 //!
+//! `gateway-load outbox --runtime URL --runtime-secret S [--callers 64] [--commands 20000] [--rate 1000]`
+//! measures the outbox against a fresh reference runtime (`server team-runtime --seed-tasks 64`):
+//! `teams.comment` queued per second beside `web.read` on the same callers, the delivery
+//! worker draining that backlog into the runtime, and enqueue-to-delivered latency at a steady
+//! rate while the runtime is up.
+//!
 //! `gateway-load soak --db URL` drives a mixed load (allowed, parked, refused) until killed, and
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
 //! ledger after a restart.
@@ -68,6 +74,9 @@ async fn setup(gw: &Gateway, agents: usize, kit: &str) -> Vec<String> {
     tokens
 }
 
+/// The tasks the benchmark's runtime must hold (`server team-runtime --seed-tasks 64`).
+const RUNTIME_TASKS: usize = 64;
+
 /// Untimed actions each caller makes first.
 const WARM_UP_PER_CALLER: usize = 50;
 
@@ -81,28 +90,47 @@ enum Work {
     /// A $0.01 `cards.charge` on an HTTP connector to the upstream at this base URL, with
     /// this credential.
     ChargeOverHttp { base: String, secret: String },
+    /// `teams.comment`, queued in the outbox for the runtime at this base URL (registered with
+    /// this secret), each caller on a task of its own.
+    Comment { base: String, secret: String },
 }
 
 impl Work {
     fn kit(&self) -> &'static str {
         match self {
             Work::Read => r#"{"name":"Open","primitives":["web"]}"#,
+            Work::Comment { .. } => r#"{"name":"Open","primitives":["tasks"]}"#,
             _ => r#"{"name":"Open","primitives":["cards"]}"#,
         }
     }
 
-    fn call(&self, token: &str, i: usize) -> ActionCall {
+    fn call(&self, token: &str, i: usize, caller: usize) -> ActionCall {
         let (action, args) = match self {
             Work::Read => ("web.read", json!({"url": format!("https://x.test/{i}")})),
+            Work::Comment { .. } => (
+                "teams.comment",
+                json!({"task_id": format!("T-{}", caller % RUNTIME_TASKS + 1), "body": format!("comment {i}")}),
+            ),
             _ => ("cards.charge", json!({"amount": "0.01", "merchant": "acme"})),
         };
         ActionCall { token: token.to_string(), action: action.into(), args, idempotency_key: None }
     }
 
-    /// Points each tenant's `cards` at the upstream, with its credential in the vault.
+    /// Points each tenant's `cards` at the upstream, with its credential in the vault, or
+    /// registers its runtime.
     async fn connect(&self, gw: &Gateway) {
-        let Work::ChargeOverHttp { base, secret } = self else { return };
         use gateway::activity::Transport;
+        if let Work::Comment { base, secret } = self {
+            for t in gw.tenants().await.expect("tenants") {
+                let info = gw.register_runtime(&t.id, base, Some(secret), "load", Transport::Http).await;
+                assert!(
+                    info.expect("the runtime registers").claimed,
+                    "the runtime at {base} is claimed by another tenant: start a fresh one"
+                );
+            }
+            return;
+        }
+        let Work::ChargeOverHttp { base, secret } = self else { return };
         use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
         for t in gw.tenants().await.expect("tenants") {
             gw.put_secret(&t.id, "upstream", secret, "load", Transport::Http).await.expect("secret");
@@ -153,6 +181,44 @@ async fn open(
     }
 }
 
+/// Runs `actions` of `work` from one caller per token (spread over `gws`), after each
+/// caller's untimed warm-up; the seconds they took and every action's latency.
+async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -> (f64, Vec<Duration>) {
+    let callers = tokens.len();
+    let (tokens, work) = (Arc::new(tokens), Arc::new(work));
+    let next = Arc::new(AtomicU64::new(0));
+    // Every caller warms up (keys and kits cached, the page cache and WAL filled) before the
+    // clock starts, as criterion does; the measured phase is the steady state.
+    let ready = Arc::new(tokio::sync::Barrier::new(callers + 1));
+    let tasks: Vec<_> = (0..callers)
+        .map(|c| {
+            let gw = gws[c % gws.len()].clone();
+            let (tokens, next, ready, work) = (tokens.clone(), next.clone(), ready.clone(), work.clone());
+            tokio::spawn(async move {
+                for i in 0..WARM_UP_PER_CALLER {
+                    gw.perform(work.call(&tokens[c], i, c)).await.expect("warm-up action");
+                }
+                ready.wait().await;
+                let mut lat = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < actions {
+                    let t0 = Instant::now();
+                    let r = gw.perform(work.call(&tokens[c], 0, c)).await.expect("action");
+                    assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
+                    lat.push(t0.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    ready.wait().await;
+    let started = Instant::now();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.expect("caller"));
+    }
+    (started.elapsed().as_secs_f64(), lat)
+}
+
 async fn bench(
     callers: usize,
     tenants: usize,
@@ -169,38 +235,7 @@ async fn bench(
         tokens.extend(setup(&gw, agents, work.kit()).await);
     }
     work.connect(&gw).await;
-    let (tokens, work) = (Arc::new(tokens), Arc::new(work));
-    let next = Arc::new(AtomicU64::new(0));
-    // Every caller warms up (keys and kits cached, the page cache and WAL filled) before the
-    // clock starts, as criterion does; the measured phase is the steady state.
-    let ready = Arc::new(tokio::sync::Barrier::new(callers + 1));
-    let tasks: Vec<_> = (0..callers)
-        .map(|c| {
-            let gw = gws[c % gws.len()].clone();
-            let (tokens, next, ready, work) = (tokens.clone(), next.clone(), ready.clone(), work.clone());
-            tokio::spawn(async move {
-                for i in 0..WARM_UP_PER_CALLER {
-                    gw.perform(work.call(&tokens[c], i)).await.expect("warm-up action");
-                }
-                ready.wait().await;
-                let mut lat = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < actions {
-                    let t0 = Instant::now();
-                    let r = gw.perform(work.call(&tokens[c], 0)).await.expect("action");
-                    assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
-                    lat.push(t0.elapsed());
-                }
-                lat
-            })
-        })
-        .collect();
-    ready.wait().await;
-    let started = Instant::now();
-    let mut lat = Vec::new();
-    for t in tasks {
-        lat.extend(t.await.expect("caller"));
-    }
-    let secs = started.elapsed().as_secs_f64();
+    let (secs, mut lat) = drive(&gws, tokens, work, actions).await;
     lat.sort();
     let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
     if let Target::Sqlite { .. } = target {
@@ -225,6 +260,109 @@ async fn bench(
         g.store().close().await;
     }
     (lat.len() as f64 / secs, pct(0.50), pct(0.99))
+}
+
+/// The outbox (issue #15): the enqueue rate of `teams.comment` beside `web.read` on the same
+/// callers, then the rate at which the delivery worker drains that backlog into the runtime,
+/// then enqueue-to-delivered latency at a steady `rate` per second while the runtime is up.
+async fn outbox_bench(callers: usize, commands: u64, base: String, secret: String, rate: u64) {
+    let group = Target::Sqlite { max_batch: 256 };
+    let (read_rate, r50, r99) = bench(callers, 1, commands, (group, Work::Read), None).await;
+    println!(
+        "{:<34} {read_rate:>9.0} actions/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
+        "web.read (sandbox)",
+        ms(r50),
+        ms(r99)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gws = open(group, dir.path(), None).await;
+    let gw = gws[0].clone();
+    let work = Work::Comment { base, secret };
+    let tokens = setup(&gw, callers, work.kit()).await;
+    work.connect(&gw).await;
+    let (secs, mut lat) = drive(&gws, tokens.clone(), work.clone(), commands).await;
+    lat.sort();
+    let queued = lat.len() as f64 / secs;
+    println!(
+        "{:<34} {queued:>9.0} commands/s  p50 {:>6.2} ms   p99 {:>6.2} ms   ({:.2}x web.read)",
+        "teams.comment queued (outbox)",
+        ms(pct(&lat, 0.5)),
+        ms(pct(&lat, 0.99)),
+        queued / read_rate
+    );
+    let backlog = queued_rows(&gw).await;
+    let worker = gw.start_delivery();
+    let t0 = Instant::now();
+    while queued_rows(&gw).await > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let drained = backlog as f64 / t0.elapsed().as_secs_f64();
+    println!(
+        "{:<34} {drained:>9.0} commands/s  ({backlog} queued commands delivered to the runtime)",
+        "delivery, backlog drained"
+    );
+    let (p50, p99, n) = steady_latency(&gw, &tokens, &work, rate).await;
+    println!(
+        "{:<34} {n} commands at {rate}/s: enqueue to delivered p50 {:>6.2} ms   p99 {:>6.2} ms",
+        "delivery, runtime up",
+        ms(p50),
+        ms(p99)
+    );
+    let t = gw.tenants().await.expect("tenants").remove(0);
+    let report = gw.check_ledger(&t.id).await.expect("check");
+    assert!(report.violations.is_empty(), "{:?}", report.violations);
+    worker.stop().await;
+    gw.store().close().await;
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+async fn queued_rows(gw: &Gateway) -> i64 {
+    let (n,): (i64,) =
+        gw.store().one("SELECT COUNT(*) FROM outbox WHERE status = 'queued'", &[]).await.expect("count");
+    n
+}
+
+/// Sends `rate` comments a second for five seconds from the callers' keys, waits until all
+/// are delivered, and reads each one's enqueue and delivery times from the outbox.
+async fn steady_latency(
+    gw: &Gateway,
+    tokens: &[String],
+    work: &Work,
+    rate: u64,
+) -> (Duration, Duration, usize) {
+    let (mark,): (i64,) =
+        gw.store().one("SELECT COALESCE(MAX(seq), 0) FROM outbox", &[]).await.expect("mark");
+    let period = Duration::from_secs_f64(1.0 / rate as f64);
+    let mut tick = tokio::time::interval(period);
+    let mut sent = Vec::new();
+    for i in 0..(rate * 5) as usize {
+        tick.tick().await;
+        let (gw, call) = (gw.clone(), work.call(&tokens[i % tokens.len()], i, i % tokens.len()));
+        sent.push(tokio::spawn(async move { gw.perform(call).await.expect("comment") }));
+    }
+    for s in sent {
+        s.await.expect("sender");
+    }
+    while queued_rows(gw).await > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rows: Vec<(String, String)> = gw
+        .store()
+        .all("SELECT created_at, delivered_at FROM outbox WHERE seq > ? AND status = 'delivered'", &[&mark])
+        .await
+        .expect("rows");
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).expect("a timestamp");
+    let mut lat: Vec<Duration> =
+        rows.iter().map(|(c, d)| (at(d) - at(c)).to_std().unwrap_or_default()).collect();
+    lat.sort();
+    (pct(&lat, 0.5), pct(&lat, 0.99), lat.len())
 }
 
 /// The soak's holds in flight are leased for a second, so a test that kills it sees them
@@ -439,6 +577,15 @@ async fn main() {
                 );
             }
         }
+        Some("outbox") => {
+            let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
+            let commands: u64 = arg("--commands", "20000").parse().expect("--commands is a number");
+            let rate: u64 = arg("--rate", "1000").parse().expect("--rate is a number");
+            let (base, secret) = (arg("--runtime", ""), arg("--runtime-secret", ""));
+            assert!(!base.is_empty(), "--runtime URL: a fresh `server team-runtime --seed-tasks 64`");
+            println!("the outbox: {callers} callers, {commands} commands, then {rate}/s for five seconds");
+            outbox_bench(callers, commands, base, secret, rate).await;
+        }
         Some("soak") => soak(&arg("--db", "sqlite://data/soak.db")).await,
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
@@ -447,7 +594,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

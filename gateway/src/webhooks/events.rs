@@ -23,12 +23,12 @@ pub const EVENTS: [&str; 8] = [
 /// The events an entry reports, each with its data.
 fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
     let d = &e.detail;
-    let base = json!({
-        "tenant_id": e.tenant_id, "profile_id": e.profile_id, "action": e.action,
-        "amount": e.amount, "actor": e.actor, "at": e.at, "activity_seq": e.seq,
-    });
+    // Built only for an entry that is an event: most entries (every action) are not.
     let with = |extra: Value| {
-        let mut v = base.clone();
+        let mut v = json!({
+            "tenant_id": e.tenant_id, "profile_id": e.profile_id, "action": e.action,
+            "amount": e.amount, "actor": e.actor, "at": e.at, "activity_seq": e.seq,
+        });
         if let (Some(o), Value::Object(x)) = (v.as_object_mut(), extra) {
             o.extend(x);
         }
