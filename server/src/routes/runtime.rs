@@ -3,7 +3,7 @@
 //! through the pipeline instead, as the `teams.*` actions.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
 use gateway::outbox::{CommandState, DeliveryStatus};
@@ -11,7 +11,7 @@ use gateway::runtime::RuntimeInfo;
 use serde::Deserialize;
 
 use crate::auth::Caller;
-use crate::problem::{Path, Problem};
+use crate::problem::{Path, Problem, Query};
 use crate::routes::profiles::{ACTOR, json_body};
 use crate::startup::AppState;
 
@@ -64,6 +64,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller) -> Result<Res
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct CommandFilter {
     /// Only commands in this state.
     pub status: Option<DeliveryStatus>,

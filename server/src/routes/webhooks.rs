@@ -3,14 +3,14 @@
 //! dead letters.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
 use gateway::webhooks::{CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, WebhookProbe};
 
 use crate::auth::Caller;
-use crate::problem::{Path, Problem};
+use crate::problem::{Path, Problem, Query};
 use crate::routes::profiles::{ACTOR, json_body};
 use crate::routes::runtime::CommandFilter;
 use crate::startup::AppState;
