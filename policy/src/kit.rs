@@ -324,7 +324,12 @@ impl Kit {
     }
 }
 
-/// Action names are `*`, `primitive.*`, `primitive.verb`, or a `naive_*` tool name.
+/// Action families named otherwise than their primitive: the runtime tools (`teams.comment`
+/// and the rest) belong to `tasks`.
+const FAMILIES: [&str; 1] = ["teams"];
+
+/// Action names are `*`, `primitive.*`, `primitive.verb` (or a family's, such as `teams.*`),
+/// or a `naive_*` tool name.
 fn check_action_pattern(p: &str) -> Result<(), String> {
     if p == "*" || (p.starts_with("naive_") && p.len() > 6) {
         return Ok(());
@@ -332,7 +337,7 @@ fn check_action_pattern(p: &str) -> Result<(), String> {
     let Some((prim, verb)) = p.split_once('.') else {
         return Err(format!("`{p}` is not an action; write `primitive.verb`, `primitive.*` or `*`"));
     };
-    if Primitive::parse(prim).is_none() {
+    if Primitive::parse(prim).is_none() && !FAMILIES.contains(&prim) {
         return Err(format!("unknown primitive `{prim}` in `{p}`"));
     }
     if verb.is_empty() || !verb.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'*') {
@@ -363,6 +368,18 @@ mod tests {
         assert!(!k.primitives.contains(Primitive::Brain));
         assert!(k.primitives.contains(Primitive::Tasks));
         assert_eq!(Kit::from_json(&k.to_json()).unwrap(), k);
+    }
+
+    #[test]
+    fn rules_may_name_the_runtime_tools() {
+        let k = Kit::from_json(
+            r#"{"name":"K","primitives":["tasks"],"can":[{"action":"teams.unblock","effect":"deny"},{"action":"teams.*","effect":"allow"}]}"#,
+        );
+        assert!(k.is_ok(), "{k:?}");
+        assert!(
+            Kit::from_json(r#"{"name":"K","primitives":[],"can":[{"action":"team.x","effect":"deny"}]}"#)
+                .is_err()
+        );
     }
 
     #[test]
