@@ -17,7 +17,11 @@ company=nv_schema01_abcdefghijklmnopqrstuv
 DATABASE_URL="sqlite://$dir/st.db" NAIVE_ADMIN_PASSWORD=schemathesis-admin NAIVE_COMPANY_KEY=$company \
   NAIVE_OPERATOR_KEY=schemathesis-operator-key-0123 RUST_LOG=warn "$server" --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+# The reference team runtime, which the agent's runtime tools reach once it is registered.
+runtime_secret=schemathesis-runtime-secret
+NAIVE_RUNTIME_SECRET=$runtime_secret "$server" team-runtime --listen 127.0.0.1:0 --board "$dir/board.db" >"$dir/runtime.log" 2>&1 &
+rt=$!
+trap 'kill $pid $rt 2>/dev/null; wait $pid $rt 2>/dev/null || true; rm -rf "$dir"' EXIT
 base="http://127.0.0.1:$port"
 # HTTP through Python's standard library, so nothing beyond Python is needed.
 http() { # METHOD URL [KEY [JSON]] -> body on stdout
@@ -76,6 +80,10 @@ run -H "Authorization: Bearer $human" --include-path-regex '^/v1/(approvals/\{id
 profile=$(http POST "$base/v1/agent-profiles" "$company" '{"name": "schemathesis-agent", "kit": "Research"}' \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 agent=$(http POST "$base/v1/agent-profiles/$profile/keys" "$company" | secret)
+# The company's run may have registered anything as the runtime: register the reference one.
+for _ in $(seq 100); do grep -q 'http://' "$dir/runtime.log" && break; sleep 0.1; done
+runtime_url=$(grep -o 'http://[^ ]*' "$dir/runtime.log")
+http PUT "$base/v1/runtime" "$company" "{\"url\": \"$runtime_url\", \"secret\": \"$runtime_secret\"}" >/dev/null
 echo "== schemathesis as an agent ($profile)"
 # The agent's own profile, so generated calls reach the pipeline rather than stopping at a 404.
 cp scripts/schemathesis.toml "$dir/agent.toml"

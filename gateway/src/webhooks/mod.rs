@@ -63,6 +63,29 @@ impl Format {
     }
 }
 
+/// An event's name, for the API document: one of [`EVENTS`].
+#[cfg(feature = "openapi")]
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code, reason = "only its schema is used")]
+pub enum EventName {
+    #[schema(rename = "approval.parked")]
+    ApprovalParked,
+    #[schema(rename = "approval.decided")]
+    ApprovalDecided,
+    #[schema(rename = "approval.expired")]
+    ApprovalExpired,
+    #[schema(rename = "proposal.created")]
+    ProposalCreated,
+    #[schema(rename = "budget.soft_cap_crossed")]
+    BudgetSoftCapCrossed,
+    #[schema(rename = "budget.exhausted")]
+    BudgetExhausted,
+    #[schema(rename = "runtime.stopped")]
+    RuntimeStopped,
+    #[schema(rename = "profile.revoked")]
+    ProfileRevoked,
+}
+
 /// What an admin registers.
 #[derive(Clone, Debug, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -71,6 +94,7 @@ pub struct EndpointSpec {
     /// Where to POST, `http://` or `https://`.
     pub url: String,
     /// The events it receives, from [`EVENTS`].
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<EventName>, min_items = 1))]
     pub events: Vec<String>,
     #[serde(default)]
     pub format: Format,

@@ -28,6 +28,7 @@ pub struct RuntimeRegistration {
     /// The shared secret every request is signed with (at least 16 characters). Needed the
     /// first time; left out, the stored one stays.
     #[serde(default)]
+    #[schema(min_length = 16, max_length = 4096)]
     pub secret: Option<String>,
 }
 
