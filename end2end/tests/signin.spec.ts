@@ -64,7 +64,7 @@ test.describe("roles", () => {
   // Signing in without a page to return to lands each role on its own work, and the
   // navigation offers exactly the views the role opens.
   for (const [role, landing, heading, current, views] of [
-    ["admin", "/overview", "Overview", "Overview", ["Overview", "Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles", "Connectors", "Users"]],
+    ["admin", "/overview", "Overview", "Overview", ["Overview", "Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles", "Connectors", "Runtime", "Users"]],
     ["approver", "/", "Approval inbox", "Inbox", ["Inbox", "Beliefs", "Activity"]],
     ["reviewer", "/proposals", "Proposals", "Proposals", ["Proposals", "Beliefs", "Activity"]],
     ["finance", "/spend", "Spend", "Spend", ["Inbox", "Proposals", "Beliefs", "Kits", "Spend", "Activity", "Profiles"]],

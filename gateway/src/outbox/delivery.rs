@@ -110,9 +110,11 @@ impl Gateway {
         let batch = Batch {
             commands: rows.iter().filter_map(|r| serde_json::from_str::<Command>(&r.payload).ok()).collect(),
         };
-        let answer = match self.tenant_connectors(&tenant).await?.runtime.client.clone() {
+        let runtime = self.tenant_connectors(&tenant).await?.runtime.clone();
+        let answer = match &runtime.client {
             Some(client) => client.commands(&batch).await,
-            None => Err(WireError::Unreachable("runtime_not_registered".into())),
+            // No runtime registered, or its secret does not open: say which.
+            None => Err(WireError::Unreachable(runtime.missing.into())),
         };
         let config = self.config.outbox;
         self.write(move |c| record(c, &tenant, &rows, &answer, &config)).await
