@@ -2,11 +2,12 @@
 //!
 //! It wakes when this instance queues something ([`Gateway::wake_delivery`]) and otherwise
 //! every [`POLL_MS`] (for what other instances queued, and for retries that came due). Each
-//! round claims up to a batch of due rows under a lease, sends each tenant's rows to its
-//! runtime as one batch in order, and records each row's fate in one job: delivered,
-//! rejected by the runtime, or a failed attempt that backs off (and after the last attempt is
-//! a dead letter). Tenants are delivered concurrently; one unreachable runtime holds up only
-//! its own rows.
+//! round claims up to a batch of due rows of each channel under a lease, sends each tenant's
+//! commands to its runtime as one batch in order and each endpoint's webhook messages one by
+//! one in order ([`crate::webhooks`]), and records each row's fate: delivered, rejected by
+//! the runtime, or a failed attempt that backs off (and after the last attempt is a dead
+//! letter). Tenants and endpoints are served concurrently; one unreachable runtime or endpoint
+//! holds up only its own rows.
 
 use std::collections::BTreeMap;
 use std::time::Duration as StdDuration;
