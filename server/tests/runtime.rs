@@ -162,6 +162,10 @@ async fn agents_read_the_board_and_their_commands_reach_the_runtime_once() {
         act(base, &a, "teams/unblock", json!({"task_id": "T-3", "because": "the vendor answered"}), None)
             .await;
     assert_eq!(st, 200, "{u}");
+    // An oversize comment is refused before anything is queued.
+    let long = "x".repeat(10_001);
+    let (st, refused) = act(base, &a, "teams/comment", json!({"task_id": "T-1", "body": long}), None).await;
+    assert_eq!((st, refused["code"].clone()), (400, json!("invalid_argument")), "{refused}");
     // A comment on a task the runtime does not have is rejected there, and holds up nothing.
     let (_, bad) = act(base, &a, "teams/comment", json!({"task_id": "T-404", "body": "lost"}), None).await;
     let (_, c2) = act(base, &a, "teams/comment", json!({"task_id": "T-1", "body": "second"}), None).await;
@@ -177,7 +181,7 @@ async fn agents_read_the_board_and_their_commands_reach_the_runtime_once() {
         (json!("rejected"), json!("unknown_task"))
     );
     assert_eq!(states[&ids[3]]["status"], "delivered");
-    assert_eq!(runtime.comments("T-1").await, ["first", "second"]);
+    assert_eq!(runtime.comments("T-1").await, ["first", "second"], "nothing else reached T-1");
     let (_, t3) = runtime.get("/control/tasks/T-3").await;
     assert_eq!(t3["task"]["status"], "open");
 
