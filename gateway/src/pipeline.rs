@@ -407,9 +407,7 @@ impl Gateway {
             let j = job.clone();
             match self.write(move |c| j.run(c)).await? {
                 Reserved::Final(resp) => {
-                    if job.tool.primitive == policy::Primitive::Tasks
-                        && job.tool.effect != policy::Effect::Read
-                    {
+                    if crate::runtime::connector::queues_command(&job.tool) {
                         self.wake_delivery();
                     }
                     return Ok(resp);
@@ -443,7 +441,7 @@ impl Gateway {
         let _carrying = self.leases.carry(&carry.hold);
         let call = carry.call();
         let kind = connector.kind();
-        if kind == crate::connectors::ConnectorKind::Runtime && carry.tool.effect != policy::Effect::Read {
+        if crate::runtime::connector::queues_command(&carry.tool) {
             // A runtime write queues its command in the job that settles the hold.
             let resp = self.write(move |c| settle_in_job(c, &carry, &connector)).await?;
             self.wake_delivery();

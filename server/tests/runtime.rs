@@ -11,55 +11,10 @@ use std::time::Duration;
 
 use common::COMPANY_KEY;
 use common::process::{
-    RUNTIME_SECRET, Server, TeamRuntime, command, spawn, start_runtime, wait_until_listening,
+    Fresh, RUNTIME_SECRET, TeamRuntime, call as send, start_fresh, start_on, start_runtime,
+    wait_until_listening,
 };
 use serde_json::{Value, json};
-
-struct Setup {
-    server: Server,
-    db: String,
-    _dir: tempfile::TempDir,
-    _cluster: Option<gateway::testing::Cluster>,
-}
-
-async fn server_with(envs: &[(&str, &str)]) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, cluster) = gateway::testing::fresh_url(dir.path()).await;
-    let server = start_on(&db, envs);
-    wait_until_listening(&server.base).await;
-    Setup { server, db, _dir: dir, _cluster: cluster }
-}
-
-fn start_on(db: &str, envs: &[(&str, &str)]) -> Server {
-    let mut c = command(db, 0);
-    c.env("NAIVE_MASTER_KEY", common::MASTER_KEY);
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    spawn(c)
-}
-
-async fn send(
-    base: &str,
-    method: &str,
-    path: &str,
-    key: &str,
-    body: Option<Value>,
-    idem: Option<&str>,
-) -> (u16, Value) {
-    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut req = reqwest::Client::new().request(m, format!("{base}{path}")).bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    if let Some(k) = idem {
-        req = req.header("Idempotency-Key", k);
-    }
-    match req.timeout(Duration::from_secs(30)).send().await {
-        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
-        Err(_) => (0, Value::Null),
-    }
-}
 
 async fn register(base: &str, runtime: &TeamRuntime) -> Value {
     let body = json!({"url": runtime.base, "secret": RUNTIME_SECRET});
@@ -120,7 +75,7 @@ async fn settled(base: &str, ids: &[String]) -> BTreeMap<String, Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_read_the_board_and_their_commands_reach_the_runtime_once() {
-    let s = server_with(&[]).await;
+    let s = start_fresh(&[]).await;
     let base = &s.server.base;
     let runtime = start_runtime(6, 0);
     let info = register(base, &runtime).await;
@@ -204,7 +159,7 @@ async fn agents_read_the_board_and_their_commands_reach_the_runtime_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kit_without_tasks_refuses_every_runtime_tool_and_status_degrades_when_down() {
-    let s = server_with(&[]).await;
+    let s = start_fresh(&[]).await;
     let base = &s.server.base;
     let mut runtime = start_runtime(3, 0);
     register(base, &runtime).await;
@@ -305,7 +260,7 @@ async fn assert_each_task_has_its_comments_once_in_order(
 /// comment arrives exactly once and in order per task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comments_queued_while_the_runtime_is_down_arrive_once_in_order() {
-    let s = server_with(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "1000")]).await;
+    let s = start_fresh(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "1000")]).await;
     let base = &s.server.base;
     let mut runtime = start_runtime(10, 0);
     register(base, &runtime).await;
@@ -345,7 +300,7 @@ async fn comments_queued_while_the_runtime_is_down_arrive_once_in_order() {
 /// answers two seconds later) and started again: nothing is lost and nothing doubled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_during_delivery_loses_and_doubles_nothing() {
-    let Setup { server, db, _dir, _cluster } = server_with(&[]).await;
+    let Fresh { server, db, _dir, _cluster } = start_fresh(&[]).await;
     let runtime = start_runtime(10, 2_000);
     register(&server.base, &runtime).await;
     let a = agent(&server.base, "Teams", &["tasks"]).await;
@@ -377,7 +332,7 @@ async fn a_gateway_killed_during_delivery_loses_and_doubles_nothing() {
 /// it again and it is delivered once the runtime answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_stays_visible_and_can_be_retried() {
-    let s = server_with(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "2")]).await;
+    let s = start_fresh(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "2")]).await;
     let base = &s.server.base;
     let mut runtime = start_runtime(2, 0);
     register(base, &runtime).await;
@@ -404,7 +359,7 @@ async fn a_dead_letter_stays_visible_and_can_be_retried() {
 /// Registration refuses what cannot work, with codes that say what to fix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_refuses_bad_urls_and_weak_secrets() {
-    let s = server_with(&[]).await;
+    let s = start_fresh(&[]).await;
     let base = &s.server.base;
     for (body, code) in [
         (json!({"url": "ftp://runtime.example.com/", "secret": RUNTIME_SECRET}), "invalid_runtime_url"),

@@ -8,38 +8,11 @@ mod common;
 use std::time::Duration;
 
 use common::COMPANY_KEY;
-use common::process::{
-    Receiver, Server, approver_token, command, spawn, start_receiver, wait_until_listening,
-};
+use common::process::{Receiver, approver_token, call, start_fresh, start_receiver};
 use serde_json::{Value, json};
 
-struct Setup {
-    server: Server,
-    _dir: tempfile::TempDir,
-    _cluster: Option<gateway::testing::Cluster>,
-}
-
-async fn server_with(envs: &[(&str, &str)]) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, cluster) = gateway::testing::fresh_url(dir.path()).await;
-    let mut c = command(&db, 0);
-    c.env("NAIVE_MASTER_KEY", common::MASTER_KEY);
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    let server = spawn(c);
-    wait_until_listening(&server.base).await;
-    Setup { server, _dir: dir, _cluster: cluster }
-}
-
 async fn send(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
-    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut req = reqwest::Client::new().request(m, format!("{base}{path}")).bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.unwrap();
-    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+    call(base, method, path, key, body, None).await
 }
 
 /// Registers the receiver for `events`; (endpoint id, secret).
@@ -84,7 +57,7 @@ async fn until_delivered(receiver: &Receiver, n: usize) -> Vec<Value> {
 /// parked approval's message links to that item in the inbox.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_failing_twice_gets_each_event_once_signed_with_a_link() {
-    let s = server_with(&[]).await;
+    let s = start_fresh(&[]).await;
     let base = &s.server.base;
     let receiver = start_receiver(&["--fail-first", "2"]);
     let (endpoint, secret) = subscribe(base, &receiver, &["approval.parked", "approval.decided"]).await;
@@ -147,7 +120,7 @@ async fn an_endpoint_failing_twice_gets_each_event_once_signed_with_a_link() {
 /// After the attempt limit a message is a dead letter, listed as one, and can be queued again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_that_never_answers_ends_in_a_dead_letter() {
-    let s = server_with(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "2")]).await;
+    let s = start_fresh(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "2")]).await;
     let base = &s.server.base;
     let receiver = start_receiver(&["--always-fail"]);
     subscribe(base, &receiver, &["profile.revoked"]).await;
@@ -186,7 +159,7 @@ async fn an_endpoint_that_never_answers_ends_in_a_dead_letter() {
 /// Registration refuses what cannot work, with codes that say what to fix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registration_refuses_unknown_events_and_bad_urls() {
-    let s = server_with(&[]).await;
+    let s = start_fresh(&[]).await;
     let base = &s.server.base;
     for (body, code) in [
         (json!({"url": "http://hooks.example.com/", "events": ["approval.maybe"]}), "unknown_event"),

@@ -323,15 +323,27 @@ pub(crate) fn command_in(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Opti
     }
 }
 
-/// One command's state, read outside any job.
+/// One row's state, read outside any job; only a row of `channel` when one is given.
+pub(crate) async fn read_row(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    id: &str,
+    channel: Option<&str>,
+) -> Result<Option<CommandState>> {
+    let sql = format!(
+        "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND (? IS NULL OR channel = ?)"
+    );
+    let row: Option<StateRow> = store.opt(&sql, &[tenant, &id, &channel, &channel]).await?;
+    Ok(row.map(state))
+}
+
+/// One runtime command's state, read outside any job.
 pub(crate) async fn read_command(
     store: &crate::store::Store,
     tenant: &TenantId,
     id: &str,
 ) -> Result<Option<CommandState>> {
-    let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND channel = ?");
-    let row: Option<StateRow> = store.opt(&sql, &[tenant, &id, &RUNTIME]).await?;
-    Ok(row.map(state))
+    read_row(store, tenant, id, Some(RUNTIME)).await
 }
 
 /// The tenant's rows of `channel`, newest first (at most [`LIST_LIMIT`]), optionally only
@@ -378,9 +390,7 @@ impl Gateway {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
         self.write(move |c| retry_in(c, &t, &i, &a, via)).await?;
         self.wake_delivery();
-        let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ?");
-        let row: Option<StateRow> = self.store.opt(&sql, &[tenant, &id]).await?;
-        row.map(state).ok_or(Error::NotFound { what: "delivery" })
+        read_row(&self.store, tenant, id, None).await?.ok_or(Error::NotFound { what: "delivery" })
     }
 }
 

@@ -53,13 +53,9 @@ impl TeamRuntime {
             return json!({ "registered": false, "reachable": false, "error": self.missing,
                 "hint": "no team runtime is usable for this tenant; an admin registers one on the console's Runtime page" });
         };
-        let row: Option<(String, Option<String>, Option<String>)> = self
-            .store
-            .opt("SELECT url, last_seen_at, last_error FROM runtimes WHERE tenant_id = ?", &[&self.tenant])
-            .await
-            .ok()
-            .flatten();
-        let (url, last_seen_at, last_error) = row.unwrap_or_default();
+        let row = super::registry::runtime_row(&self.store, &self.tenant).await.ok().flatten();
+        let (url, last_seen_at, last_error) =
+            row.map(|(url, _, _, seen, error, ..)| (url, seen, error)).unwrap_or_default();
         match client.status().await {
             Ok(s) => json!({
                 "registered": true, "url": url, "reachable": true,
@@ -141,6 +137,11 @@ impl Connector for TeamRuntime {
     fn kind(&self) -> ConnectorKind {
         ConnectorKind::Runtime
     }
+}
+
+/// Whether `tool` is a runtime write: it queues a command, in the job that settles its hold.
+pub(crate) fn queues_command(tool: &policy::ToolSpec) -> bool {
+    tool.primitive == policy::Primitive::Tasks && tool.effect != policy::Effect::Read
 }
 
 /// The command a write action asks for; `None` for a read.

@@ -79,7 +79,22 @@ fn check_secret(secret: &str) -> Result<()> {
     Ok(())
 }
 
-type RuntimeRow = (String, i64, Option<i64>, Option<DateTime<Utc>>, Option<String>, String, DateTime<Utc>);
+/// url, claimed, reachable, last seen, last error, updated by, updated at.
+pub(crate) type RuntimeRow =
+    (String, i64, Option<i64>, Option<DateTime<Utc>>, Option<String>, String, DateTime<Utc>);
+
+/// The tenant's registration as stored, if any.
+pub(crate) async fn runtime_row(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+) -> Result<Option<RuntimeRow>> {
+    store
+        .opt(
+            "SELECT url, claimed, reachable, last_seen_at, last_error, updated_by, updated_at FROM runtimes WHERE tenant_id = ?",
+            &[tenant],
+        )
+        .await
+}
 
 impl Gateway {
     /// Registers (or re-points) the tenant's runtime. `secret` may be left out when only the
@@ -159,12 +174,7 @@ impl Gateway {
     }
 
     async fn runtime_row(&self, tenant: &TenantId) -> Result<Option<RuntimeRow>> {
-        self.store
-            .opt(
-                "SELECT url, claimed, reachable, last_seen_at, last_error, updated_by, updated_at FROM runtimes WHERE tenant_id = ?",
-                &[tenant],
-            )
-            .await
+        runtime_row(&self.store, tenant).await
     }
 
     /// A client for the tenant's runtime, its secret opened; `None` when none is registered.

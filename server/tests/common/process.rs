@@ -299,3 +299,55 @@ impl Drop for Receiver {
         let _ = self.child.wait();
     }
 }
+
+/// A server process on a fresh database of the engine under test (a SQLite file, or a new
+/// PostgreSQL database with `NAIVE_TEST_ENGINE=postgres`), with the tests' master key.
+pub struct Fresh {
+    pub server: Server,
+    pub db: String,
+    pub _dir: tempfile::TempDir,
+    pub _cluster: Option<gateway::testing::Cluster>,
+}
+
+/// [`Fresh`], with `envs` added to the server's environment, once it answers.
+pub async fn start_fresh(envs: &[(&str, &str)]) -> Fresh {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let server = start_on(&db, envs);
+    wait_until_listening(&server.base).await;
+    Fresh { server, db, _dir: dir, _cluster: cluster }
+}
+
+/// The server on `db` with the tests' master key and `envs` added.
+pub fn start_on(db: &str, envs: &[(&str, &str)]) -> Server {
+    let mut c = command(db, 0);
+    c.env("NAIVE_MASTER_KEY", super::MASTER_KEY);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    spawn(c)
+}
+
+/// `method path` with a bearer key, a JSON body and an Idempotency-Key when given: the status
+/// and the JSON body (status 0 when the server died under the request).
+pub async fn call(
+    base: &str,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: Option<serde_json::Value>,
+    idem: Option<&str>,
+) -> (u16, serde_json::Value) {
+    let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = reqwest::Client::new().request(m, format!("{base}{path}")).bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    if let Some(k) = idem {
+        req = req.header("Idempotency-Key", k);
+    }
+    match req.timeout(Duration::from_secs(30)).send().await {
+        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(serde_json::Value::Null)),
+        Err(_) => (0, serde_json::Value::Null),
+    }
+}
