@@ -134,7 +134,8 @@ async fn mail(State(u): State<Upstream>, headers: HeaderMap, body: axum::body::B
 
 /// The first answer recorded for `action_id`.
 fn stored_answer(conn: &rusqlite::Connection, action_id: &str) -> Option<String> {
-    conn.query_row("SELECT answer FROM records WHERE action_id = ?1", [action_id], |r| r.get(0)).ok()
+    let mut stmt = conn.prepare_cached("SELECT answer FROM records WHERE action_id = ?1").ok()?;
+    stmt.query_row([action_id], |r| r.get(0)).ok()
 }
 
 /// A JSON body already serialized.
@@ -247,10 +248,20 @@ impl Upstream {
         };
         let answer = json!({ "result": result, "cost": cost }).to_string();
         let conn = self.records.lock().expect("records lock");
-        let inserted = conn.execute(
-            "INSERT INTO records (action_id, action, party, amount, answer, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (action_id) DO NOTHING",
-            rusqlite::params![action_id, action, party, cost.to_decimal_string(), answer, chrono::Utc::now().to_rfc3339()],
-        );
+        let inserted = conn
+            .prepare_cached(
+                "INSERT INTO records (action_id, action, party, amount, answer, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (action_id) DO NOTHING",
+            )
+            .and_then(|mut insert| {
+                insert.execute(rusqlite::params![
+                    action_id,
+                    action,
+                    party,
+                    cost.to_decimal_string(),
+                    answer,
+                    chrono::Utc::now().to_rfc3339()
+                ])
+            });
         match inserted {
             // Another request with this id got there first: its answer stands.
             Ok(0) => json_text(stored_answer(&conn, action_id).unwrap_or(answer)),
