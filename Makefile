@@ -96,7 +96,8 @@ bench-outbox:
 	  && target/release/gateway-load outbox --callers 64 --commands 40000 --rate 1000 \
 	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log)" --runtime-secret bench-runtime-secret-0123
 
-# Over HTTP: the release server under wrk (saturation) and oha (a fixed 10,000 actions/s).
+# Over HTTP: the release server under wrk (saturation) and oha (fixed rates): the sandbox, an
+# HTTP connector to the reference upstream, and the Portkey gateway as the peer on that upstream.
 bench-http:
 	bench/http.sh
 
