@@ -11,7 +11,8 @@ command -v oha >/dev/null || { echo "installing oha from crates.io (a few minute
 cargo build --release -p server --bin server -p gateway --bin gateway-load
 dir="$(mktemp -d)"
 server=""
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null; rm -rf "$dir"; }
+# `wait` answers a killed process's status, which errexit would take as a failure of the trap.
+cleanup() { [ -z "$server" ] || { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; } || true; rm -rf "$dir"; }
 trap cleanup EXIT
 
 run() {

@@ -23,7 +23,8 @@ dir="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; rm -rf "$dir"' EXIT
+# `wait` answers a killed process's status, which errexit would take as a failure of the trap.
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
 upstream_secret="bench-upstream-$RANDOM$RANDOM"
 NAIVE_UPSTREAM_SECRET="$upstream_secret" target/release/server upstream --listen 127.0.0.1:0 --records "$dir/up.db" >"$dir/upstream.log" 2>&1 &
 pids+=($!)

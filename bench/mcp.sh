@@ -21,7 +21,8 @@ target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
 server=$!
 .venv/bin/python bench/mcp_peer.py "$peer_port" >"$dir/peer.log" 2>&1 &
 peer=$!
-trap 'kill $server $peer 2>/dev/null; wait $server $peer 2>/dev/null; rm -rf "$dir"' EXIT
+# `wait` answers a killed process's status, which errexit would take as a failure of the trap.
+trap 'kill $server $peer 2>/dev/null || true; wait $server $peer 2>/dev/null || true; rm -rf "$dir"' EXIT
 base="http://127.0.0.1:$port"
 for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/mcp" && break; sleep 0.1; done
