@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Load benchmark of governed actions over HTTP (issues #5 and #14), all on this machine's cores:
-# the release server on a fresh SQLite file, the reference upstream (a card processor, its own
-# process), the Portkey AI gateway as the peer, and 64 connections on loopback.
-#   1. sandbox: governed web.read, wrk at saturation, then oha at a fixed rate (10,000/s, or
-#      RATE) with latency corrected for coordinated omission;
-#   2. HTTP connector: a governed $0.01 cards.charge whose connector calls the upstream;
-#   3. the peer: the same charge through Portkey to the same upstream (no key, kit, budget,
-#      hold or audit), loaded by the same wrk with the same connections;
-# then the ratio of 2 to 3, and both again at a fixed rate (UPSTREAM_RATE, 500/s: within what both sustain).
+# Load benchmark of governed actions over HTTP (issues #5, #13 and #14), all on this machine's
+# cores, with 64 connections on loopback.
+# On SQLite (the release server on a fresh file):
+#   1. sandbox: governed web.read, wrk at saturation;
+#   2. HTTP connector: a governed $0.01 cards.charge whose connector calls the reference
+#      upstream (a card processor, its own process);
+#   3. the peer: the same charge through the Portkey AI gateway to the same upstream (no key,
+#      kit, budget, hold or audit), loaded by the same wrk with the same connections;
+#   then the ratio of 2 to 3, and oha at fixed rates with latency corrected for coordinated
+#   omission: the sandbox at RATE (10,000/s), 2 and 3 at UPSTREAM_RATE (500/s: within what
+#   both sustain).
+# On PostgreSQL (a throwaway cluster from scripts/pg.sh, sharing the same cores):
+#   4. the sandbox web.read on one instance, then 5. on two instances on the same database,
+#   32 connections to each at once, their sum printed.
+# ENGINES picks the engines (default "sqlite postgres").
 #   bench/http.sh [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-15}"
+engines=" ${ENGINES:-sqlite postgres} "
 command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; sudo_apt=""; [ "$(id -u)" = 0 ] || sudo_apt=sudo; $sudo_apt apt-get install -y wrk >/dev/null; }
 command -v oha >/dev/null || { echo "installing oha from crates.io (a few minutes, once)"; cargo install oha --locked; }
 # Portkey 1.15.2 with @hono/node-server pinned to 1.14.1 (bench/portkey/package.json): later
@@ -21,50 +28,46 @@ command -v oha >/dev/null || { echo "installing oha from crates.io (a few minute
 cargo build --release -p server --bin server
 dir="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
 pids=()
 # `wait` answers a killed process's status, which errexit would take as a failure of the trap.
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
-upstream_secret="bench-upstream-$RANDOM$RANDOM"
-NAIVE_UPSTREAM_SECRET="$upstream_secret" target/release/server upstream --listen 127.0.0.1:0 --records "$dir/up.db" >"$dir/upstream.log" 2>&1 &
-pids+=($!)
-export DATABASE_URL="sqlite://$dir/bench.db" NAIVE_NO_DEMO=true RUST_LOG=warn
-company=$(target/release/server tenant create --name "HTTP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
-target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
-server=$!
-pids+=($server)
-portkey_port=$(free_port)
-NODE_ENV=production node bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js --port="$portkey_port" --headless >"$dir/portkey.log" 2>&1 &
-pids+=($!)
-base="http://127.0.0.1:$port"
-portkey="http://127.0.0.1:$portkey_port"
-for _ in $(seq 100); do
-  curl -sf "$base/healthz" >/dev/null && curl -sf "$portkey/" >/dev/null && grep -q 'http://' "$dir/upstream.log" && break
-  sleep 0.1
-done
-upstream=$(grep -o 'http://[0-9.:]*' "$dir/upstream.log" | head -1)
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  [ -z "${NAIVE_PG_DIR:-}" ] || scripts/pg.sh stop
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+export NAIVE_NO_DEMO=true RUST_LOG=warn
+
+# Starts a server on $DATABASE_URL with its log at $1 and waits until it answers; sets $base
+# and $server.
+start_server() {
+  local port
+  port=$(free_port)
+  target/release/server --bind "127.0.0.1:$port" >"$1" 2>&1 &
+  server=$!
+  pids+=($server)
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && return; sleep 0.1; done
+  echo "the server did not start: $(cat "$1")" >&2
+  exit 1
+}
+new_tenant() {
+  company=$(target/release/server tenant create --name "HTTP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
+}
 api() { curl -sf -X "$1" "$base$2" -H "Authorization: Bearer $company" -H 'Content-Type: application/json' ${3:+-d "$3"}; }
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
 # One agent per connection would need one wrk script per key; the pipeline's cost does not
-# depend on which agent calls, so the 64 connections share one agent with a roomy budget.
+# depend on which agent calls, so the connections share one agent with a roomy budget.
 agent() {
   local profile key
   profile=$(api POST /v1/agent-profiles "{\"name\":\"$1\",\"kit\":\"$2\"}" | json id)
   key=$(api POST "/v1/agent-profiles/$profile/keys" | json secret)
   echo "$profile $key"
 }
-read -r read_profile read_key < <(agent bench-reader Default)
-api PUT /v1/kits/Charges '{"name":"Charges","primitives":["cards"],"limits":{"budget":{"hard_cap":"1000000"},"approve":{"above":"100"}}}' >/dev/null
-read -r charge_profile charge_key < <(agent bench-buyer Charges)
-api PUT /v1/vault/secrets/upstream "{\"value\":\"$upstream_secret\"}" >/dev/null
-api PUT /v1/connectors/cards "{\"kind\":\"http\",\"url\":\"$upstream/cards/charge\",\"timeout_ms\":10000,\"auth\":{\"kind\":\"bearer\",\"secret\":\"upstream\"}}" >/dev/null
-
-governed() { # verb profile key seconds
-  BENCH_VERB="$1" BENCH_PROFILE="$2" BENCH_KEY="$3" wrk -t2 -c64 -d"$4s" --latency -s bench/action.lua "$base" | tail -1
-}
-peer() { # seconds run
-  BENCH_RUN="$2" BENCH_UPSTREAM="$upstream" BENCH_UPSTREAM_SECRET="$upstream_secret" \
-    wrk -t2 -c64 -d"$1s" --latency -s bench/portkey.lua "$portkey" | tail -1
+governed() { # verb profile key seconds [base] [connections]
+  BENCH_VERB="$1" BENCH_PROFILE="$2" BENCH_KEY="$3" \
+    wrk -t2 -c"${6:-64}" -d"$4s" --latency -s bench/action.lua "${5:-$base}" | tail -1
 }
 fixed_rate() { # rate url body [oha arguments: headers]
   local rate="$1" url="$2" body="$3"
@@ -73,19 +76,46 @@ fixed_rate() { # rate url body [oha arguments: headers]
     | grep -E "Success rate|Requests/sec|Slowest|Fastest|Average|50.00%|90.00%|99.00%|99.90%|^ *\[[0-9]{3}\] "
 }
 
-echo "warming up"
-governed web/read "$read_profile" "$read_key" 3 >/dev/null
-governed cards/charge "$charge_profile" "$charge_key" 3 >/dev/null
-peer 3 warm >/dev/null
-echo "== 1. sandbox, saturation: wrk, 64 connections, as fast as the server answers"
-governed web/read "$read_profile" "$read_key" "$secs"
-echo "== 2. HTTP connector to the reference upstream, saturation (same wrk, same connections)"
-gateway_line=$(governed cards/charge "$charge_profile" "$charge_key" "$secs")
-echo "$gateway_line"
-echo "== 3. peer: the Portkey gateway proxying the same charge to the same upstream, saturation"
-peer_line=$(peer "$secs" run)
-echo "$peer_line"
-python3 - "$gateway_line" "$peer_line" <<'EOF'
+sqlite_runs() {
+  local upstream_secret upstream portkey portkey_port read_profile read_key charge_profile charge_key
+  upstream_secret="bench-upstream-$RANDOM$RANDOM"
+  NAIVE_UPSTREAM_SECRET="$upstream_secret" target/release/server upstream --listen 127.0.0.1:0 --records "$dir/up.db" >"$dir/upstream.log" 2>&1 &
+  pids+=($!)
+  portkey_port=$(free_port)
+  NODE_ENV=production node bench/portkey/node_modules/@portkey-ai/gateway/build/start-server.js --port="$portkey_port" --headless >"$dir/portkey.log" 2>&1 &
+  pids+=($!)
+  portkey="http://127.0.0.1:$portkey_port"
+  export DATABASE_URL="sqlite://$dir/bench.db" NAIVE_MASTER_KEY_FILE="$dir/sqlite.master-key"
+  new_tenant
+  start_server "$dir/server.log"
+  for _ in $(seq 100); do
+    curl -sf "$portkey/" >/dev/null && grep -q 'http://' "$dir/upstream.log" && break
+    sleep 0.1
+  done
+  upstream=$(grep -o 'http://[0-9.:]*' "$dir/upstream.log" | head -1)
+  read -r read_profile read_key < <(agent bench-reader Default)
+  api PUT /v1/kits/Charges '{"name":"Charges","primitives":["cards"],"limits":{"budget":{"hard_cap":"1000000"},"approve":{"above":"100"}}}' >/dev/null
+  read -r charge_profile charge_key < <(agent bench-buyer Charges)
+  api PUT /v1/vault/secrets/upstream "{\"value\":\"$upstream_secret\"}" >/dev/null
+  api PUT /v1/connectors/cards "{\"kind\":\"http\",\"url\":\"$upstream/cards/charge\",\"timeout_ms\":10000,\"auth\":{\"kind\":\"bearer\",\"secret\":\"upstream\"}}" >/dev/null
+  peer() { # seconds run
+    BENCH_RUN="$2" BENCH_UPSTREAM="$upstream" BENCH_UPSTREAM_SECRET="$upstream_secret" \
+      wrk -t2 -c64 -d"$1s" --latency -s bench/portkey.lua "$portkey" | tail -1
+  }
+
+  echo "warming up"
+  governed web/read "$read_profile" "$read_key" 3 >/dev/null
+  governed cards/charge "$charge_profile" "$charge_key" 3 >/dev/null
+  peer 3 warm >/dev/null
+  echo "== 1. SQLite, sandbox, saturation: wrk, 64 connections, as fast as the server answers"
+  governed web/read "$read_profile" "$read_key" "$secs"
+  echo "== 2. SQLite, HTTP connector to the reference upstream, saturation (same wrk, same connections)"
+  gateway_line=$(governed cards/charge "$charge_profile" "$charge_key" "$secs")
+  echo "$gateway_line"
+  echo "== 3. peer: the Portkey gateway proxying the same charge to the same upstream, saturation"
+  peer_line=$(peer "$secs" run)
+  echo "$peer_line"
+  python3 - "$gateway_line" "$peer_line" <<'EOF'
 import re, sys
 def figures(line):
     rate, p99 = re.search(r"([0-9.]+) \w+/s", line), re.search(r"p99 ([0-9.]+) ms", line)
@@ -94,16 +124,48 @@ def figures(line):
 print(f"== governed calls over the HTTP connector / Portkey hop: {g / p:.2f}x the requests/s "
       f"(target >= 1.5x), p99 {gp99:.2f} ms against {pp99:.2f} ms (target: lower)")
 EOF
-rate="${RATE:-10000}"
-echo "== sandbox at a fixed rate: oha, 64 connections, $rate actions/s, latency corrected for coordinated omission"
-fixed_rate "$rate" "$base/v1/users/$read_profile/web/read" '{"url":"https://bench.example.test/page"}' \
-  -H "Authorization: Bearer $read_key"
-up_rate="${UPSTREAM_RATE:-500}"
-echo "== HTTP connector at a fixed rate: oha, 64 connections, $up_rate actions/s"
-fixed_rate "$up_rate" "$base/v1/users/$charge_profile/cards/charge" '{"amount":"0.01","merchant":"acme"}' \
-  -H "Authorization: Bearer $charge_key"
-echo "== Portkey hop at a fixed rate: oha, 64 connections, $up_rate requests/s (one action id: the upstream replays it)"
-fixed_rate "$up_rate" "$portkey/v1/cards/charge" \
-  '{"action_id":"portkey-fixed","action":"cards.charge","args":{"amount":"0.01","merchant":"acme"}}' \
-  -H "Authorization: Bearer $upstream_secret" -H "x-portkey-provider: openai" -H "x-portkey-custom-host: $upstream"
-echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"
+  local rate="${RATE:-10000}" up_rate="${UPSTREAM_RATE:-500}"
+  echo "== sandbox at a fixed rate: oha, 64 connections, $rate actions/s, latency corrected for coordinated omission"
+  fixed_rate "$rate" "$base/v1/users/$read_profile/web/read" '{"url":"https://bench.example.test/page"}' \
+    -H "Authorization: Bearer $read_key"
+  echo "== HTTP connector at a fixed rate: oha, 64 connections, $up_rate actions/s"
+  fixed_rate "$up_rate" "$base/v1/users/$charge_profile/cards/charge" '{"amount":"0.01","merchant":"acme"}' \
+    -H "Authorization: Bearer $charge_key"
+  echo "== Portkey hop at a fixed rate: oha, 64 connections, $up_rate requests/s (one action id: the upstream replays it)"
+  fixed_rate "$up_rate" "$portkey/v1/cards/charge" \
+    '{"action_id":"portkey-fixed","action":"cards.charge","args":{"amount":"0.01","merchant":"acme"}}' \
+    -H "Authorization: Bearer $upstream_secret" -H "x-portkey-provider: openai" -H "x-portkey-custom-host: $upstream"
+  echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"
+}
+
+postgres_runs() {
+  local profile key first second a b
+  eval "$(scripts/pg.sh start)"
+  psql "$NAIVE_TEST_POSTGRES_URL" -qc "CREATE DATABASE naive_http"
+  export DATABASE_URL="${NAIVE_TEST_POSTGRES_URL%/*}/naive_http" NAIVE_MASTER_KEY_FILE="$dir/postgres.master-key"
+  new_tenant
+  start_server "$dir/pg-first.log"
+  first=$base
+  read -r profile key < <(agent bench-reader Default)
+  governed web/read "$profile" "$key" 3 >/dev/null
+  echo "== 4. PostgreSQL, one instance, sandbox, saturation: wrk, 64 connections"
+  governed web/read "$profile" "$key" "$secs"
+  start_server "$dir/pg-second.log"
+  second=$base
+  echo "== 5. PostgreSQL, two instances on one database: 32 connections to each at once"
+  governed web/read "$profile" "$key" "$secs" "$first" 32 >"$dir/a" &
+  a=$!
+  governed web/read "$profile" "$key" "$secs" "$second" 32 >"$dir/b"
+  wait "$a"
+  sed 's/^/  first:  /' "$dir/a"
+  sed 's/^/  second: /' "$dir/b"
+  python3 - "$(cat "$dir/a")" "$(cat "$dir/b")" <<'EOF'
+import re, sys
+rates = [float(re.search(r"([0-9.]+) actions/s", line).group(1)) for line in sys.argv[1:]]
+p99s = [float(re.search(r"p99 ([0-9.]+) ms", line).group(1)) for line in sys.argv[1:]]
+print(f"  both: {sum(rates):.0f} actions/s, the worse p99 {max(p99s):.2f} ms")
+EOF
+}
+
+case "$engines" in *" sqlite "*) sqlite_runs ;; esac
+case "$engines" in *" postgres "*) postgres_runs ;; esac
