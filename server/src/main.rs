@@ -179,6 +179,7 @@ async fn demo_agent(config: &server::config::Config, base_url: &str) -> ExitCode
 }
 
 async fn serve(config: server::config::Config) -> ExitCode {
+    let stop = shutdown_signal();
     let app = match Application::build(&config).await {
         Ok(app) => app,
         Err(e) => {
@@ -205,7 +206,7 @@ async fn serve(config: server::config::Config) -> ExitCode {
     let addr = app.local_addr();
     println!("Naïve console listening on http://{addr}");
     tracing::info!(%addr, database = %gateway::store::redact(&config.database_url), "serving");
-    match app.run_until(shutdown_signal()).await {
+    match app.run_until(stop).await {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS
@@ -217,25 +218,34 @@ async fn serve(config: server::config::Config) -> ExitCode {
     }
 }
 
-/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is
+/// called, not when the future is first polled: a signal that arrives while the server is
+/// still starting waits for it instead of killing it with the default action, ungracefully.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (signal(SignalKind::interrupt()).ok(), signal(SignalKind::terminate()).ok())
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    async move {
+        #[cfg(unix)]
+        tokio::select! {
+            () = received(interrupt) => {},
+            () = received(terminate) => {},
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutdown signal received; finishing in-flight requests");
     }
-    tracing::info!("shutdown signal received; finishing in-flight requests");
+}
+
+/// The first delivery of `signal`; never, if its handler could not be installed.
+#[cfg(unix)]
+async fn received(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
