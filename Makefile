@@ -97,7 +97,8 @@ bench-outbox:
 	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log)" --runtime-secret bench-runtime-secret-0123
 
 # Over HTTP: the release server under wrk (saturation) and oha (fixed rates): the sandbox, an
-# HTTP connector to the reference upstream, and the Portkey gateway as the peer on that upstream.
+# HTTP connector to the reference upstream, and the Portkey gateway as the peer on that upstream;
+# then the sandbox on PostgreSQL, one instance and two.
 bench-http:
 	bench/http.sh
 
