@@ -268,12 +268,29 @@ pub(crate) fn too_large() -> axum::response::Response {
     .into_response()
 }
 
+/// The console's icon where a browser looks for it by itself: on a page without a
+/// `<link rel="icon">` (a JSON answer opened in a tab) it asks for `/favicon.ico`, which
+/// would otherwise be a 404 in the log and in the browser's console.
+async fn favicon() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    const ICON: &[u8] = include_bytes!("../../public/favicon.svg");
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "image/svg+xml"),
+            (axum::http::header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        ICON,
+    )
+        .into_response()
+}
+
 fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();
     let cookies = state.cookies;
     Router::new()
         .route("/healthz", get(crate::routes::health::healthz))
+        .route("/favicon.ico", get(favicon))
         .route("/login", axum::routing::post(crate::console_auth::login))
         .route("/logout", axum::routing::post(crate::console_auth::logout))
         .route("/spend/export.csv", get(crate::routes::console::export_ledger_csv))

@@ -16,6 +16,17 @@ async fn healthz_reports_the_database() {
     app.stop().await;
 }
 
+/// A browser asks for `/favicon.ico` by itself on a page with no icon link (a JSON answer
+/// opened in a tab): it gets the console's icon, not a 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_icon_is_where_browsers_look_for_it() {
+    let app = spawn_app().await;
+    let (status, body) = app.get("/favicon.ico").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("<svg"), "{body}");
+    app.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_is_server_rendered_from_the_database() {
     let app = spawn_app().await;
