@@ -26,32 +26,10 @@ command -v oha >/dev/null || { echo "installing oha from crates.io (a few minute
 # Portkey appends to them, so every proxied call fails with "TypeError: immutable".
 [ -d bench/portkey/node_modules/@portkey-ai/gateway ] || { echo "installing the Portkey gateway (npm)"; npm ci --prefix bench/portkey --ignore-scripts --no-audit --no-fund >/dev/null; }
 cargo build --release -p server --bin server
-dir="$(mktemp -d)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-pids=()
-# `wait` answers a killed process's status, which errexit would take as a failure of the trap.
-cleanup() {
-  kill "${pids[@]}" 2>/dev/null || true
-  wait "${pids[@]}" 2>/dev/null || true
-  [ -z "${NAIVE_PG_DIR:-}" ] || scripts/pg.sh stop
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+source bench/lib.sh
+new_dir dir
 export NAIVE_NO_DEMO=true RUST_LOG=warn
 
-# Starts a server on $DATABASE_URL with its log at $1 and waits until it answers; sets $base
-# and $server.
-start_server() {
-  local port
-  port=$(free_port)
-  target/release/server --bind "127.0.0.1:$port" >"$1" 2>&1 &
-  server=$!
-  pids+=($server)
-  base="http://127.0.0.1:$port"
-  for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && return; sleep 0.1; done
-  echo "the server did not start: $(cat "$1")" >&2
-  exit 1
-}
 new_tenant() {
   company=$(target/release/server tenant create --name "HTTP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
 }

@@ -12,34 +12,14 @@ cd "$(dirname "$0")/.."
 subs="${1:-1000}" rate="${2:-50}" secs="${3:-10}"
 cargo build --release -p server --bin server --example sse_fanout
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-pids=()
-dirs=()
-cleanup() {
-  kill "${pids[@]}" 2>/dev/null || true
-  wait "${pids[@]}" 2>/dev/null || true
-  [ -z "${NAIVE_PG_DIR:-}" ] || scripts/pg.sh stop
-  rm -rf "${dirs[@]}"
-}
-trap cleanup EXIT
-
-# Starts an instance on $DATABASE_URL; prints its base URL and pid once it answers.
-instance() {
-  local port
-  port=$(free_port)
-  target/release/server --bind "127.0.0.1:$port" >"$1" 2>&1 &
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-  echo "http://127.0.0.1:$port $!"
-}
+source bench/lib.sh
 
 run_engine() { # label database-url
   local dir company base server base2 second profile key
-  dir="$(mktemp -d)"
-  dirs+=("$dir")
+  new_dir dir
   export DATABASE_URL="$2" NAIVE_NO_DEMO=true RUST_LOG=warn NAIVE_MASTER_KEY_FILE="$dir/master-key"
   company=$(target/release/server tenant create --name "SSE bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
-  read -r base server < <(instance "$dir/server.log")
-  pids+=("$server")
+  start_server "$dir/server.log"
   profile=$(curl -sf -X POST "$base/v1/agent-profiles" -H "Authorization: Bearer $company" -H 'Content-Type: application/json' \
     -d '{"name":"fanout-agent","kit":"Default"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   key=$(curl -sf -X POST "$base/v1/agent-profiles/$profile/keys" -H "Authorization: Bearer $company" \
@@ -47,8 +27,10 @@ run_engine() { # label database-url
   echo "== $1, one instance: subscribers and actions on the same server"
   target/release/examples/sse_fanout --base "$base" --company-key "$company" --agent-key "$key" \
     --profile "$profile" --subscribers "$subs" --rate "$rate" --seconds "$secs" --server-pid "$server"
-  read -r base2 second < <(instance "$dir/second.log")
-  pids+=("$second")
+  local first=$base first_pid=$server
+  start_server "$dir/second.log"
+  base2=$base second=$server
+  base=$first server=$first_pid
   echo "== $1, two instances on one database: actions on the first, subscribers on the second"
   target/release/examples/sse_fanout --base "$base" --subscribe-base "$base2" --company-key "$company" \
     --agent-key "$key" --profile "$profile" --subscribers "$subs" --rate "$rate" --seconds "$secs" --server-pid "$second"
@@ -59,8 +41,7 @@ run_engine() { # label database-url
 for engine in ${ENGINES:-sqlite postgres}; do
   case "$engine" in
     sqlite)
-      d="$(mktemp -d)"
-      dirs+=("$d")
+      new_dir d
       run_engine SQLite "sqlite://$d/bench.db"
       ;;
     postgres)

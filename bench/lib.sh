@@ -1,0 +1,36 @@
+# Shared by the bench scripts that start servers (sourced; the caller has `set -euo pipefail`
+# and runs from the repository root): free ports, the processes and directories to clean up
+# however the script ends, and a release server started on $DATABASE_URL.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pids=()
+dirs=()
+# `wait` answers a killed process's status, which errexit would take as a failure of the trap.
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  [ -z "${NAIVE_PG_DIR:-}" ] || scripts/pg.sh stop
+  rm -rf "${dirs[@]}"
+}
+trap cleanup EXIT
+
+# A fresh temporary directory, deleted at exit: `new_dir dir` sets $dir.
+new_dir() {
+  local path
+  path="$(mktemp -d)"
+  dirs+=("$path")
+  printf -v "$1" "%s" "$path"
+}
+
+# Starts a release server on $DATABASE_URL with its log at $1 and waits until it answers;
+# sets $base and $server.
+start_server() {
+  local port
+  port=$(free_port)
+  target/release/server --bind "127.0.0.1:$port" >"$1" 2>&1 &
+  server=$!
+  pids+=($server)
+  base="http://127.0.0.1:$port"
+  for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && return; sleep 0.1; done
+  echo "the server did not start: $(cat "$1")" >&2
+  exit 1
+}
