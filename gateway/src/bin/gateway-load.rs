@@ -183,7 +183,39 @@ async fn open(
 
 /// Runs `actions` of `work` from one caller per token (spread over `gws`), after each
 /// caller's untimed warm-up; the seconds they took and every action's latency.
-async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -> (f64, Vec<Duration>) {
+/// What one measured phase took: wall seconds, this process's CPU seconds (every thread, the
+/// callers' included), and each action's latency.
+struct Phase {
+    secs: f64,
+    cpu: f64,
+    lat: Vec<Duration>,
+}
+
+impl Phase {
+    /// Microseconds of CPU per action: unlike actions/s, it does not move with CPU time the
+    /// host takes from this virtual machine (steal) or with whatever else runs.
+    fn cpu_us(&self) -> f64 {
+        self.cpu * 1e6 / self.lat.len().max(1) as f64
+    }
+
+    fn rate(&self) -> f64 {
+        self.lat.len() as f64 / self.secs
+    }
+}
+
+/// CPU seconds this process has used so far, user and system.
+fn cpu_secs() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut u = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -> Phase {
     let callers = tokens.len();
     let (tokens, work) = (Arc::new(tokens), Arc::new(work));
     let next = Arc::new(AtomicU64::new(0));
@@ -211,12 +243,13 @@ async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -
         })
         .collect();
     ready.wait().await;
-    let started = Instant::now();
+    let (started, cpu) = (Instant::now(), cpu_secs());
     let mut lat = Vec::new();
     for t in tasks {
         lat.extend(t.await.expect("caller"));
     }
-    (started.elapsed().as_secs_f64(), lat)
+    lat.sort();
+    Phase { secs: started.elapsed().as_secs_f64(), cpu: cpu_secs() - cpu, lat }
 }
 
 async fn bench(
@@ -225,7 +258,7 @@ async fn bench(
     actions: u64,
     (target, work): (Target, Work),
     cluster: Option<&gateway::testing::Cluster>,
-) -> (f64, Duration, Duration) {
+) -> Phase {
     let dir = tempfile::tempdir().expect("tempdir");
     let gws = open(target, dir.path(), cluster).await;
     let gw = gws[0].clone();
@@ -235,9 +268,7 @@ async fn bench(
         tokens.extend(setup(&gw, agents, work.kit()).await);
     }
     work.connect(&gw).await;
-    let (secs, mut lat) = drive(&gws, tokens, work, actions).await;
-    lat.sort();
-    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    let phase = drive(&gws, tokens, work, actions).await;
     if let Target::Sqlite { .. } = target {
         let (commits, jobs) = gw.writer_stats();
         println!(
@@ -252,44 +283,51 @@ async fn bench(
         assert!(report.violations.is_empty(), "{:?}", report.violations);
     }
     println!(
-        "  p99.9 {:.2} ms, max {:.2} ms",
-        pct(0.999).as_secs_f64() * 1e3,
-        lat[lat.len() - 1].as_secs_f64() * 1e3
+        "  p99.9 {:.2} ms, max {:.2} ms, {:.0} µs of CPU per action",
+        ms(pct(&phase.lat, 0.999)),
+        ms(phase.lat[phase.lat.len() - 1]),
+        phase.cpu_us()
     );
     for g in &gws {
         g.store().close().await;
     }
-    (lat.len() as f64 / secs, pct(0.50), pct(0.99))
+    phase
 }
 
-/// The outbox (issue #15): the enqueue rate of `teams.comment` beside `web.read` on the same
-/// callers, then the rate at which the delivery worker drains that backlog into the runtime,
-/// then enqueue-to-delivered latency at a steady `rate` per second while the runtime is up.
+/// The outbox (issue #15): the enqueue rate of `teams.comment` beside `web.read` and a sandbox
+/// `cards.charge` on the same callers, each with its CPU per action, then the rate at which
+/// the delivery worker drains that backlog into the runtime, then enqueue-to-delivered latency
+/// at a steady `rate` per second while the runtime is up.
 async fn outbox_bench(callers: usize, commands: u64, base: String, secret: String, rate: u64) {
     let group = Target::Sqlite { max_batch: 256 };
-    let (read_rate, r50, r99) = bench(callers, 1, commands, (group, Work::Read), None).await;
-    println!(
-        "{:<34} {read_rate:>9.0} actions/s   p50 {:>6.2} ms   p99 {:>6.2} ms",
-        "web.read (sandbox)",
-        ms(r50),
-        ms(r99)
-    );
+    let line = |label: &str, unit: &str, p: &Phase| {
+        println!(
+            "{label:<34} {:>9.0} {unit}   p50 {:>6.2} ms   p99 {:>6.2} ms   {:>4.0} µs CPU each",
+            p.rate(),
+            ms(pct(&p.lat, 0.5)),
+            ms(pct(&p.lat, 0.99)),
+            p.cpu_us()
+        )
+    };
+    let read = bench(callers, 1, commands, (group, Work::Read), None).await;
+    line("web.read (sandbox)", "actions/s ", &read);
+    let charge = bench(callers, 1, commands, (group, Work::Charge), None).await;
+    line("cards.charge (sandbox)", "actions/s ", &charge);
     let dir = tempfile::tempdir().expect("tempdir");
     let gws = open(group, dir.path(), None).await;
     let gw = gws[0].clone();
     let work = Work::Comment { base, secret };
     let tokens = setup(&gw, callers, work.kit()).await;
     work.connect(&gw).await;
-    let (secs, mut lat) = drive(&gws, tokens.clone(), work.clone(), commands).await;
-    lat.sort();
-    let queued = lat.len() as f64 / secs;
-    println!(
-        "{:<34} {queued:>9.0} commands/s  p50 {:>6.2} ms   p99 {:>6.2} ms   ({:.2}x web.read)",
-        "teams.comment queued (outbox)",
-        ms(pct(&lat, 0.5)),
-        ms(pct(&lat, 0.99)),
-        queued / read_rate
-    );
+    let queued = drive(&gws, tokens.clone(), work.clone(), commands).await;
+    line("teams.comment queued (outbox)", "commands/s", &queued);
+    for (name, other) in [("web.read", &read), ("cards.charge", &charge)] {
+        println!(
+            "  queued/{name}: {:.2}x the rate, {:.2}x the CPU per call",
+            queued.rate() / other.rate(),
+            queued.cpu_us() / other.cpu_us()
+        );
+    }
     let backlog = queued_rows(&gw).await;
     let worker = gw.start_delivery();
     let t0 = Instant::now();
@@ -569,11 +607,12 @@ async fn main() {
             // this machine's cores beside the gateway.
             let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);
             for (label, target) in runs {
-                let (rate, p50, p99) = bench(callers, tenants, actions, target, cluster.as_ref()).await;
+                let p = bench(callers, tenants, actions, target, cluster.as_ref()).await;
                 println!(
-                    "{label:<28} {rate:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
-                    p50.as_secs_f64() * 1e3,
-                    p99.as_secs_f64() * 1e3
+                    "{label:<28} {:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
+                    p.rate(),
+                    ms(pct(&p.lat, 0.5)),
+                    ms(pct(&p.lat, 0.99))
                 );
             }
         }
