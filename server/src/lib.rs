@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
+pub mod serve;
 pub mod startup;
 pub mod team_runtime;
 pub mod upstream;

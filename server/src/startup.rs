@@ -205,17 +205,7 @@ impl Application {
             // Event streams never end on their own; tell them to, so draining can finish.
             let _ = stop_tx.send(true);
         };
-        // Answers written in more than one piece (an MCP call's event stream: headers, the
-        // event, the end) would otherwise wait on Nagle's algorithm for the client's ACK.
-        let listener = axum::serve::ListenerExt::tap_io(self.listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
-        // A make-service hands each connection a clone of the built router (a reference
-        // count). Serving the `Router` itself re-applies its state per connection, rebuilding
-        // every route's map: about 50 KB a connection, most of an idle event stream's memory.
-        axum::serve(listener, self.router.into_make_service()).with_graceful_shutdown(shutdown).await?;
+        crate::serve::serve(self.listener, self.router, shutdown).await?;
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
         }
