@@ -76,6 +76,8 @@ async fn connection(tcp: TcpStream, router: Router, stop: watch::Sender<()>, _op
     let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tcp), service);
     let mut conn = pin!(conn.with_upgrades());
     let mut stopping = pin!(stop.closed());
+    // `closed` must not be polled again once it has resolved.
+    let mut asked_to_stop = false;
     loop {
         tokio::select! {
             result = conn.as_mut() => {
@@ -84,7 +86,89 @@ async fn connection(tcp: TcpStream, router: Router, stop: watch::Sender<()>, _op
                 }
                 return;
             }
-            () = &mut stopping => conn.as_mut().graceful_shutdown(),
+            () = &mut stopping, if !asked_to_stop => {
+                asked_to_stop = true;
+                conn.as_mut().graceful_shutdown();
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use axum::routing::get;
+    use tokio::sync::{Notify, oneshot};
+
+    struct Running {
+        base: String,
+        stop: oneshot::Sender<()>,
+        server: tokio::task::JoinHandle<()>,
+        /// `/held` has started answering.
+        held: Arc<Notify>,
+        /// Lets `/held` finish.
+        release: Arc<Notify>,
+    }
+
+    /// A server with `/fast`, and `/held`, which answers only once released.
+    async fn start() -> Running {
+        let (held, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let (h, r) = (held.clone(), release.clone());
+        let router = Router::new()
+            .route(
+                "/held",
+                get(move || async move {
+                    h.notify_one();
+                    r.notified().await;
+                    "done"
+                }),
+            )
+            .route("/fast", get(|| async { "ok" }));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            serve(listener, router, async move { drop(stopped.await) }).await.unwrap();
+        });
+        Running { base, stop, server, held, release }
+    }
+
+    #[tokio::test]
+    async fn a_request_in_flight_at_shutdown_is_answered_and_idle_connections_do_not_hold_it_up() {
+        let s = start().await;
+        let client = reqwest::Client::new();
+        // A keep-alive connection left idle in the client's pool.
+        assert_eq!(client.get(format!("{}/fast", s.base)).send().await.unwrap().text().await.unwrap(), "ok");
+        let in_flight = tokio::spawn({
+            let url = format!("{}/held", s.base);
+            async move { reqwest::get(url).await?.text().await }
+        });
+        s.held.notified().await;
+        s.stop.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!s.server.is_finished(), "the server waits for the call in flight");
+        s.release.notify_one();
+        assert_eq!(in_flight.await.unwrap().unwrap(), "done", "the call in flight finishes");
+        tokio::time::timeout(Duration::from_secs(10), s.server)
+            .await
+            .expect("the idle connection is closed, so the server stops")
+            .unwrap();
+        let refused = reqwest::Client::new().get(format!("{}/fast", s.base)).send().await;
+        assert!(refused.is_err(), "nothing accepts after shutdown: {refused:?}");
+    }
+
+    #[tokio::test]
+    async fn one_connection_carries_many_requests() {
+        let s = start().await;
+        let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap();
+        for _ in 0..20 {
+            let res = client.get(format!("{}/fast", s.base)).send().await.unwrap();
+            assert_eq!(res.version(), reqwest::Version::HTTP_11);
+            assert_eq!(res.text().await.unwrap(), "ok");
+        }
+        s.stop.send(()).unwrap();
+        s.server.await.unwrap();
     }
 }
