@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 subs="${1:-1000}" rate="${2:-50}" secs="${3:-10}"
-cargo build --release -p server --bin server --example sse_fanout
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p server --bin server --example sse_fanout
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 source bench/lib.sh
 
