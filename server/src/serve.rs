@@ -35,6 +35,8 @@ pub async fn serve(
             tcp = accept(&listener) => tcp,
             () = &mut shutdown => break,
         };
+        // Each connection gets a clone of the built router, a reference count; serving a
+        // `Router` whose state is applied per connection would rebuild every route's map.
         tokio::spawn(connection(tcp, router.clone(), stop_tx.clone(), open_rx.clone()));
     }
     drop((stop_rx, listener, open_rx));

@@ -181,8 +181,6 @@ async fn open(
     }
 }
 
-/// Runs `actions` of `work` from one caller per token (spread over `gws`), after each
-/// caller's untimed warm-up; the seconds they took and every action's latency.
 /// What one measured phase took: wall seconds, this process's CPU seconds (every thread, the
 /// callers' included), and each action's latency.
 struct Phase {
@@ -201,6 +199,17 @@ impl Phase {
     fn rate(&self) -> f64 {
         self.lat.len() as f64 / self.secs
     }
+
+    /// One line: the rate in `unit`, p50, p99 and CPU per action.
+    fn report(&self, label: &str, unit: &str) {
+        println!(
+            "{label:<34} {:>9.0} {unit}   p50 {:>6.2} ms   p99 {:>6.2} ms   {:>4.0} µs CPU each",
+            self.rate(),
+            ms(pct(&self.lat, 0.5)),
+            ms(pct(&self.lat, 0.99)),
+            self.cpu_us()
+        )
+    }
 }
 
 /// CPU seconds this process has used so far, user and system.
@@ -215,6 +224,8 @@ fn cpu_secs() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// Runs `actions` of `work` from one caller per token (spread over `gws`), after each
+/// caller's untimed warm-up: the phase's time, CPU and every action's latency (sorted).
 async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -> Phase {
     let callers = tokens.len();
     let (tokens, work) = (Arc::new(tokens), Arc::new(work));
@@ -300,19 +311,10 @@ async fn bench(
 /// at a steady `rate` per second while the runtime is up.
 async fn outbox_bench(callers: usize, commands: u64, base: String, secret: String, rate: u64) {
     let group = Target::Sqlite { max_batch: 256 };
-    let line = |label: &str, unit: &str, p: &Phase| {
-        println!(
-            "{label:<34} {:>9.0} {unit}   p50 {:>6.2} ms   p99 {:>6.2} ms   {:>4.0} µs CPU each",
-            p.rate(),
-            ms(pct(&p.lat, 0.5)),
-            ms(pct(&p.lat, 0.99)),
-            p.cpu_us()
-        )
-    };
     let read = bench(callers, 1, commands, (group, Work::Read), None).await;
-    line("web.read (sandbox)", "actions/s ", &read);
+    read.report("web.read (sandbox)", "actions/s ");
     let charge = bench(callers, 1, commands, (group, Work::Charge), None).await;
-    line("cards.charge (sandbox)", "actions/s ", &charge);
+    charge.report("cards.charge (sandbox)", "actions/s ");
     let dir = tempfile::tempdir().expect("tempdir");
     let gws = open(group, dir.path(), None).await;
     let gw = gws[0].clone();
@@ -320,7 +322,7 @@ async fn outbox_bench(callers: usize, commands: u64, base: String, secret: Strin
     let tokens = setup(&gw, callers, work.kit()).await;
     work.connect(&gw).await;
     let queued = drive(&gws, tokens.clone(), work.clone(), commands).await;
-    line("teams.comment queued (outbox)", "commands/s", &queued);
+    queued.report("teams.comment queued (outbox)", "commands/s");
     for (name, other) in [("web.read", &read), ("cards.charge", &charge)] {
         println!(
             "  queued/{name}: {:.2}x the rate, {:.2}x the CPU per call",
@@ -607,13 +609,7 @@ async fn main() {
             // this machine's cores beside the gateway.
             let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);
             for (label, target) in runs {
-                let p = bench(callers, tenants, actions, target, cluster.as_ref()).await;
-                println!(
-                    "{label:<28} {:>9.0} actions/s   p50 {:>7.2} ms   p99 {:>7.2} ms",
-                    p.rate(),
-                    ms(pct(&p.lat, 0.5)),
-                    ms(pct(&p.lat, 0.99))
-                );
+                bench(callers, tenants, actions, target, cluster.as_ref()).await.report(label, "actions/s");
             }
         }
         Some("outbox") => {

@@ -178,14 +178,14 @@ pub(crate) fn claim(
     let mut claimed = Vec::with_capacity(picked.len());
     for chunk in picked.chunks(100) {
         let seqs = in_list(chunk.iter().map(|(seq, ..)| *seq));
-        let bodies: std::collections::HashMap<i64, (String, String)> = c
+        let mut bodies: std::collections::HashMap<i64, (String, String)> = c
             .rows(&format!("SELECT seq, id, payload FROM outbox WHERE seq IN ({seqs})"), &[])?
             .iter()
             .map(|r| crate::sql::FromRow::from_row(r).map(|(seq, id, payload)| (seq, (id, payload))))
             .collect::<Result<_>>()?;
         c.exec(&format!("UPDATE outbox SET lease_until = ? WHERE seq IN ({seqs})"), &[&lease_until])?;
         for (seq, tenant, key) in chunk {
-            let Some((id, payload)) = bodies.get(seq).cloned() else { continue };
+            let Some((id, payload)) = bodies.remove(seq) else { continue };
             claimed.push(Claimed {
                 seq: *seq,
                 id,
