@@ -172,6 +172,9 @@ async fn forward(req: Request, next: Next) -> Response {
     };
     // `Bytes` clones share the buffer; the body is looked at again only if the SDK refused it.
     let res = next.run(Request::from_parts(parts, axum::body::Body::from(bytes.clone()))).await;
+    if is_event_stream(&res) {
+        return one_message(res).await;
+    }
     if res.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return res;
     }
@@ -180,6 +183,36 @@ async fn forward(req: Request, next: Next) -> Response {
     }
     let text = axum::body::to_bytes(res.into_body(), 4096).await.unwrap_or_default();
     jsonrpc_error(-32600, format!("Invalid Request: {}", String::from_utf8_lossy(&text)))
+}
+
+fn is_event_stream(res: &Response) -> bool {
+    let ct = res.headers().get(header::CONTENT_TYPE).map(HeaderValue::as_bytes);
+    res.status() == StatusCode::OK && ct.is_some_and(|v| v.starts_with(b"text/event-stream"))
+}
+
+/// A session's answer to one request, sent as one JSON body when the SDK's event stream
+/// carried just that message (spec 2025-06-18 lets a server answer a request either way).
+/// The stream ends with the answer, so nothing is held back; a stream of several messages is
+/// passed on whole. One body is one write to the socket instead of a chunk per event and a
+/// last chunk: a session-mode call cost two `writev`s where a `/v1` call costs one.
+async fn one_message(res: Response) -> Response {
+    use futures_util::TryStreamExt;
+    let (mut parts, body) = res.into_parts();
+    let Ok(events) = sse_stream::SseStream::new(body).try_collect::<Vec<_>>().await else {
+        let message = "the MCP answer stream broke before it ended; send the request again";
+        return Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message).into_response();
+    };
+    let mut messages = events.iter().filter_map(|e| e.data.as_deref().filter(|d| !d.is_empty()));
+    let body = match (messages.next(), messages.next()) {
+        (Some(one), None) => {
+            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            axum::body::Body::from(one.to_owned())
+        }
+        _ => axum::body::Body::from_stream(futures_util::stream::iter(
+            events.into_iter().map(|e| Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(e))),
+        )),
+    };
+    Response::from_parts(parts, body)
 }
 
 /// What every session shares.

@@ -334,6 +334,23 @@ def test_a_session_belongs_to_the_profile_that_opened_it(server):
     assert "naive_web_read" in [t["name"] for t in _answer(text)["result"]["tools"]], text
 
 
+def test_a_session_answers_a_request_with_one_json_body(server):
+    _, key, _ = server.agent(server.kit(["web"]))
+    session = _session(server, key, "2025-11-25")
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "naive_web_read", "arguments": {"url": "https://example.test/json"}}}
+    status, got, text = raw(server, call, key=key, headers=session)
+    assert (status, got["Content-Type"]) == (200, "application/json"), text
+    answer = json.loads(text)
+    assert (answer["id"], answer["result"]["isError"]) == (7, False), text
+    # The session's own stream of server messages is still an event stream.
+    req = urllib.request.Request(server.url, method="GET")
+    for k, v in {**session, "Accept": "text/event-stream", "Authorization": "Bearer " + key}.items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert (r.status, r.headers["Content-Type"]) == (200, "text/event-stream"), r.headers
+
+
 def _session(server, key, version):
     """Opens a session at `version` over raw HTTP: the headers for its later messages."""
     headers = {"MCP-Protocol-Version": version}
