@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-10}"
 [ -x .venv/bin/python ] && .venv/bin/python -c "import mcp" 2>/dev/null || scripts/bootstrap.sh test
-[ -n "${NO_BUILD:-}" ] || cargo build --release -p server --bin server --bin mcp-load
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p server --bin server --bin mcp-load --bin mcp-floor
 dir="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port); peer_port=$(free_port)
@@ -21,8 +21,12 @@ target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
 server=$!
 .venv/bin/python bench/mcp_peer.py "$peer_port" >"$dir/peer.log" 2>&1 &
 peer=$!
+# The SDK alone: one trivial tool through the same rmcp wiring, and the same answer from a
+# plain JSON route (src/bin/mcp-floor.rs).
+target/release/mcp-floor 127.0.0.1:0 >"$dir/floor.log" 2>&1 &
+floor=$!
 # `wait` answers a killed process's status, which errexit would take as a failure of the trap.
-trap 'kill $server $peer 2>/dev/null || true; wait $server $peer 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill $server $peer $floor 2>/dev/null || true; wait $server $peer $floor 2>/dev/null || true; rm -rf "$dir"' EXIT
 base="http://127.0.0.1:$port"
 for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/mcp" && break; sleep 0.1; done
@@ -55,6 +59,17 @@ v1=$(run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1); echo 
 echo "== the peer: one trivial tool, Python SDK MCPServer, ungoverned (sessions)"
 server_pid=$peer
 peer_fig=$(run --url "http://127.0.0.1:$peer_port/mcp" --tool read --mode session); echo "$peer_fig"
+for _ in $(seq 100); do grep -q listening "$dir/floor.log" && break; sleep 0.1; done
+floor_url=$(sed -n 's/^listening on //p' "$dir/floor.log")
+server_pid=$floor
+cpu() { echo "$1" | sed -n 's/.*server CPU \([0-9]*\) µs.*/\1/p'; }
+echo "== the SDK's floor: one trivial tool through the same rmcp wiring, and a plain JSON route"
+floor_session=$(run --url "$floor_url/mcp" --tool read --mode session); echo "sessions   $floor_session"
+floor_stateless=$(run --url "$floor_url/mcp" --tool read --mode stateless); echo "stateless  $floor_stateless"
+floor_http=$(run --url "$floor_url/read" --mode v1); echo "JSON route $floor_http"
+echo "   CPU per call the SDK adds over a plain route: sessions $(( $(cpu "$floor_session") - $(cpu "$floor_http") )) µs," \
+  "stateless $(( $(cpu "$floor_stateless") - $(cpu "$floor_http") )) µs; a governed call over /mcp adds" \
+  "$(( $(cpu "$mcp") - $(cpu "$v1") )) µs (sessions) and $(( $(cpu "$stateless") - $(cpu "$v1") )) µs (stateless) over /v1"
 server_pid=$server
 rate="${RATE:-2000}"
 echo "== a fixed $rate calls/s over 64 clients for ${FIXED_SECS:-15} s: latency from when each call was due"

@@ -61,14 +61,28 @@ pub fn endpoint(state: &AppState, settings: &McpSettings) -> axum::Router {
     // hold one `Arc`.
     let shared = Arc::new(Shared { gateway: state.gateway.clone(), sessions: sessions.clone() });
     let factory = shared.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(Session::new(factory.clone())),
-        sessions,
-        config(state, settings),
-    );
-    axum::Router::new()
-        .fallback_service(service)
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut stopping = state.stopping.clone();
+    let on_stop = cancel.clone();
+    tokio::spawn(async move {
+        let _ = stopping.wait_for(|s| *s).await;
+        on_stop.cancel();
+    });
+    sdk_endpoint(move || Session::new(factory.clone()), sessions, settings, cancel)
         .layer(axum::middleware::from_fn_with_state(shared, authenticate))
+}
+
+/// The SDK's streamable HTTP service for the handlers `factory` makes, as `/mcp` serves it:
+/// the same settings, and answers in the form [`forward`] gives them. `bench/mcp.sh` serves a
+/// trivial handler through this too (`mcp-floor`), to measure the SDK alone.
+pub fn sdk_endpoint<H: ServerHandler>(
+    factory: impl Fn() -> H + Send + Sync + 'static,
+    sessions: Arc<LocalSessionManager>,
+    settings: &McpSettings,
+    cancel: tokio_util::sync::CancellationToken,
+) -> axum::Router {
+    let service = StreamableHttpService::new(move || Ok(factory()), sessions, config(settings, cancel));
+    axum::Router::new().fallback_service(service).layer(axum::middleware::from_fn(forward))
 }
 
 /// How long a session keeps a finished call's answer for a client that lost the stream and
@@ -79,7 +93,7 @@ const RESUME_WINDOW: Duration = Duration::from_secs(2);
 
 /// The SDK's in-process sessions, with a short resumption window and no priming event on a
 /// call's stream: an answer follows at once, so there is no early close to resume after.
-fn session_manager() -> LocalSessionManager {
+pub fn session_manager() -> LocalSessionManager {
     let mut m = LocalSessionManager::default();
     m.session_config.completed_cache_ttl = RESUME_WINDOW;
     m.session_config.sse_retry = None;
@@ -87,17 +101,10 @@ fn session_manager() -> LocalSessionManager {
 }
 
 /// The SDK's settings: the allowed hosts and origins, sessions for clients that open them,
-/// JSON answers where the SDK may, the body limit, and an end when the server stops.
-fn config(state: &AppState, settings: &McpSettings) -> StreamableHttpServerConfig {
+/// JSON answers where the SDK may, the body limit, and an end when `cancel` is cancelled.
+fn config(settings: &McpSettings, cancel: tokio_util::sync::CancellationToken) -> StreamableHttpServerConfig {
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     hosts.extend(settings.allowed_hosts.iter().cloned());
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let mut stopping = state.stopping.clone();
-    let on_stop = cancel.clone();
-    tokio::spawn(async move {
-        let _ = stopping.wait_for(|s| *s).await;
-        on_stop.cancel();
-    });
     StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_allowed_origins(settings.allowed_origins.clone())
@@ -129,7 +136,7 @@ async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next:
         Ok(Some(Credential::Agent(mut subject))) => {
             subject.via = gateway::activity::Transport::Mcp;
             req.extensions_mut().insert(subject);
-            forward(req, next).await
+            next.run(req).await
         }
         Ok(Some(_)) => Problem::new(
             StatusCode::FORBIDDEN,
@@ -153,7 +160,7 @@ fn jsonrpc_error(code: i64, message: String) -> Response {
     (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
-/// Hands an authenticated request to the SDK, answering what it answers in plain text the
+/// Hands a request to the SDK, answering what it answers in plain text the
 /// way JSON-RPC clients read it: a body that is not JSON is a parse error (-32700), JSON that
 /// is not a JSON-RPC message an invalid request (-32600); a session's DELETE is 204.
 async fn forward(req: Request, next: Next) -> Response {
@@ -371,5 +378,37 @@ impl Watch {
         if let Some(id) = &self.session {
             let _ = self.shared.sessions.close_session(id).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(body: &'static str) -> Response {
+        let mut res = Response::new(axum::body::Body::from(body));
+        res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        res
+    }
+
+    async fn text(res: Response) -> String {
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.expect("a body");
+        String::from_utf8(bytes.to_vec()).expect("text")
+    }
+
+    #[tokio::test]
+    async fn one_message_becomes_a_json_body_and_comments_and_priming_are_dropped() {
+        let res = one_message(stream(": keep-alive\n\ndata:\nid: 0\n\ndata: {\"id\":1}\nid: 1\n\n")).await;
+        assert_eq!(res.headers()[header::CONTENT_TYPE], "application/json");
+        assert_eq!(text(res).await, r#"{"id":1}"#);
+    }
+
+    #[tokio::test]
+    async fn several_messages_stay_an_event_stream_in_order() {
+        let res = one_message(stream("data: {\"method\":\"p\"}\n\ndata: {\"id\":1}\n\n")).await;
+        assert_eq!(res.headers()[header::CONTENT_TYPE], "text/event-stream");
+        let data: Vec<String> =
+            text(res).await.lines().filter_map(|l| l.strip_prefix("data: ")).map(String::from).collect();
+        assert_eq!(data, [r#"{"method":"p"}"#, r#"{"id":1}"#]);
     }
 }
