@@ -110,7 +110,7 @@ impl Store {
             .connect_with(opts)
             .await
             .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
-        sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
+        migrate_sqlite(&pool).await?;
         drop(index_conn);
         Ok(Store(Backend::Sqlite(Sqlite { pool, writer_target, index_target })))
     }
@@ -243,6 +243,32 @@ fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
     Ok(c)
 }
 
+/// Runs the SQLite migrations with foreign key enforcement off, as SQLite's procedure for
+/// rebuilding a table requires (a parent table is dropped and its copy renamed into place;
+/// enforcement cannot change inside a migration's transaction), then checks every reference
+/// before any request is served: a migration that left one dangling fails start-up.
+async fn migrate_sqlite(pool: &SqlitePool) -> Result<()> {
+    let mut conn = pool.acquire().await?;
+    sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
+    let migrated = sqlx::migrate!("../migrations/sqlite").run_direct(&mut *conn).await;
+    sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+    migrated?;
+    let dangling: Vec<(String, i64, String)> =
+        sqlx::query_as("SELECT \"table\", rowid, parent FROM pragma_foreign_key_check")
+            .fetch_all(&mut *conn)
+            .await?;
+    match dangling.first() {
+        None => Ok(()),
+        Some((table, rowid, parent)) => Err(Error::internal(
+            "dangling_reference",
+            format!(
+                "after migrating, {} rows reference missing rows, the first {table} row {rowid} (of {parent})",
+                dangling.len()
+            ),
+        )),
+    }
+}
+
 fn ensure_parent_dir(path: &Path) -> Result<()> {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
@@ -277,6 +303,66 @@ mod tests {
         let err = Store::open("sqlite:///proc/naive-cannot/x.db").await.unwrap_err();
         assert!(matches!(err, Error::DatabaseDirectory { .. }), "{err}");
         assert!(err.to_string().contains("/proc/naive-cannot"), "{err}");
+    }
+
+    /// 0018 rebuilt `holds` and `ledger_entries` so no insert builds a temporary B-tree for a
+    /// CHECK's IN list: rows written before it survive it unchanged, the checks still refuse
+    /// what they refused, and neither insert has an `OpenEphemeral` any more.
+    #[tokio::test]
+    async fn the_check_rebuild_keeps_every_row_and_every_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/old.db", dir.path().display());
+        let opts = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true).foreign_keys(false);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
+        let mut before = sqlx::migrate!("../migrations/sqlite");
+        before.migrations =
+            before.migrations.iter().filter(|m| m.version < 18).cloned().collect::<Vec<_>>().into();
+        before.run(&pool).await.unwrap();
+        let rows = "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'a'); \
+                    INSERT INTO agent_profiles (id, tenant_id, name, kit_name, status, runtime_state, created_at) \
+                    VALUES ('p', 't', 'P', 'K', 'active', 'running', 'a'); \
+                    INSERT INTO holds VALUES ('hld_1', 't', 'p', 'p', 'cards.charge', 500, 0, 3, 'posted', 450, 'a', 'b', NULL, NULL), \
+                    ('hld_2', 't', 'p', 'p,q', 'email.send', 7, 7, 3, 'pending', NULL, 'c', NULL, 'i1', 'd'); \
+                    INSERT INTO ledger_entries VALUES (41, 't', 'p', 'hld_1', 'cards.charge', 3, 'post', 0, 450, 'a'), \
+                    (42, 't', 'q', 'hld_2', 'email.send', 3, 'hold', 7, 0, 'c');";
+        sqlx::raw_sql(rows).execute(&pool).await.unwrap();
+        let dump = |pool: SqlitePool| async move {
+            let holds: Vec<(String, String, Option<i64>, Option<String>)> =
+                sqlx::query_as("SELECT id, status, posted_units, lease_owner FROM holds ORDER BY id")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            let entries: Vec<(i64, String, String, i64)> =
+                sqlx::query_as("SELECT seq, hold_id, kind, pending_delta FROM ledger_entries ORDER BY seq")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            (holds, entries)
+        };
+        let old = dump(pool.clone()).await;
+        pool.close().await;
+        let store = Store::open(&url).await.unwrap();
+        assert_eq!(dump(store.pool().clone()).await, old);
+        let bad_kind =
+            "INSERT INTO ledger_entries VALUES (43, 't', 'p', 'hld_1', 'x', 3, 'refund', 0, 0, 'e')";
+        assert!(sqlx::query(bad_kind).execute(store.pool()).await.is_err());
+        let bad_status = sqlx::query("UPDATE holds SET status = 'gone' WHERE id = 'hld_2'");
+        assert!(bad_status.execute(store.pool()).await.is_err());
+        let orphan = "INSERT INTO ledger_entries VALUES (44, 't', 'p', 'hld_9', 'x', 3, 'post', 0, 0, 'e')";
+        assert!(sqlx::query(orphan).execute(store.pool()).await.is_err(), "foreign keys are on again");
+        for insert in [
+            "INSERT INTO holds VALUES ('h', 't', 'p', 'p', 'a', 1, 0, 1, 'pending', NULL, 'a', NULL, NULL, NULL)",
+            "INSERT INTO ledger_entries VALUES (1, 't', 'p', 'h', 'a', 1, 'hold', 1, 0, 'a')",
+        ] {
+            let ops = explain(store.pool(), insert).await;
+            assert!(ops.iter().any(|o| o == "Insert"), "{ops:?}");
+            assert!(!ops.iter().any(|o| o == "OpenEphemeral"), "{insert}: {ops:?}");
+        }
+    }
+
+    async fn explain(pool: &SqlitePool, sql: &str) -> Vec<String> {
+        let rows = sqlx::query(&format!("EXPLAIN {sql}")).fetch_all(pool).await.unwrap();
+        rows.iter().map(|r| sqlx::Row::get::<String, _>(r, 1)).collect()
     }
 
     #[tokio::test]
