@@ -3,7 +3,8 @@
 //!
 //! - **Both protocol generations.** Clients on spec 2025-06-18 / 2025-11-25 open a session
 //!   (`initialize`, `Mcp-Session-Id`, DELETE ends it); clients on 2026-07-28 send each request
-//!   on its own, and are served statelessly.
+//!   on its own, and are served statelessly. Either way a request's answer is one JSON body
+//!   (`one_message`); a session's own stream (`GET`) carries what the server sends unasked.
 //! - **Authentication on every message** ([`authenticate`]): each HTTP request carries the
 //!   agent's scoped key, checked before the SDK sees it, so the first message after a key
 //!   revoke gets 401 with `WWW-Authenticate`, whatever session it belongs to. A session is
@@ -207,7 +208,7 @@ async fn one_message(res: Response) -> Response {
     let (mut parts, body) = res.into_parts();
     let Ok(events) = sse_stream::SseStream::new(body).try_collect::<Vec<_>>().await else {
         let message = "the MCP answer stream broke before it ended; send the request again";
-        return Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message).into_response();
+        return Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "mcp_stream_broken", message).into_response();
     };
     let mut messages = events.iter().filter_map(|e| e.data.as_deref().filter(|d| !d.is_empty()));
     let body = match (messages.next(), messages.next()) {
