@@ -5,7 +5,9 @@
 # machine. Also tools/list latency for a kit with every primitive. Prints each figure and the
 # ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer). Saturation
 # first (each client calls as soon as its answer arrives), then a fixed rate (RATE, 2,000/s by
-# default) for latency under load rather than at the knee.
+# default) for latency under load rather than at the knee. Between them, the SDK's own floor
+# (src/bin/mcp-floor.rs): the CPU per call rmcp adds over a plain JSON route, beside the CPU a
+# governed /mcp call adds over /v1.
 #   bench/mcp.sh [seconds]     NO_BUILD=1 skips the release build
 set -euo pipefail
 cd "$(dirname "$0")/.."
