@@ -48,6 +48,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod sessions;
 pub mod sql;
+pub mod sqlite_memory;
 pub mod store;
 pub mod tenants;
 #[doc(hidden)]

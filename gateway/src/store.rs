@@ -67,6 +67,7 @@ impl Store {
         let Some(rest) = url.strip_prefix("sqlite:") else {
             return Err(Error::UnsupportedDatabase { given: redact(url), accepted: ACCEPTED_SCHEMES });
         };
+        crate::sqlite_memory::install();
         let (writer_target, index_target);
         let opts = if rest == ":memory:" {
             // A named shared-cache database, so the writer's connection sees the same data.
