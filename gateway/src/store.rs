@@ -312,13 +312,7 @@ mod tests {
     #[tokio::test]
     async fn the_check_rebuild_keeps_every_row_and_every_refusal() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/old.db", dir.path().display());
-        let opts = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true).foreign_keys(false);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
-        let mut before = sqlx::migrate!("../migrations/sqlite");
-        before.migrations =
-            before.migrations.iter().filter(|m| m.version < 18).cloned().collect::<Vec<_>>().into();
-        before.run(&pool).await.unwrap();
+        let (url, pool) = migrated_before(dir.path(), 18).await;
         let rows = "INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'a'); \
                     INSERT INTO agent_profiles (id, tenant_id, name, kit_name, status, runtime_state, created_at) \
                     VALUES ('p', 't', 'P', 'K', 'active', 'running', 'a'); \
@@ -359,6 +353,66 @@ mod tests {
             assert!(ops.iter().any(|o| o == "Insert"), "{ops:?}");
             assert!(!ops.iter().any(|o| o == "OpenEphemeral"), "{insert}: {ops:?}");
         }
+    }
+
+    /// A database in `dir` migrated up to, not including, `version`, as an older release left it.
+    async fn migrated_before(dir: &std::path::Path, version: i64) -> (String, SqlitePool) {
+        let url = format!("sqlite://{}/old.db", dir.display());
+        let opts = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true).foreign_keys(false);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
+        let mut before = sqlx::migrate!("../migrations/sqlite");
+        before.migrations =
+            before.migrations.iter().filter(|m| m.version < version).cloned().collect::<Vec<_>>().into();
+        before.run(&pool).await.unwrap();
+        (url, pool)
+    }
+
+    /// 0019 rebuilt `outbox` without AUTOINCREMENT and with one index for ids and listings:
+    /// its rows and their `seq` survive, a new row's `seq` follows the largest, an id is
+    /// unique within its tenant and channel, and an insert writes three indexes, not four,
+    /// and no `sqlite_sequence` row.
+    #[tokio::test]
+    async fn the_outbox_rebuild_keeps_rows_and_order_and_writes_less() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, pool) = migrated_before(dir.path(), 19).await;
+        let insert = |seq: &str, id: &str, status: &str| {
+            format!(
+                "INSERT INTO outbox (seq, id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
+                 VALUES ({seq}, '{id}', 't', 'runtime', 'task', 'comment', 'a', '{{}}', '{status}', 0, 'n', 'c')"
+            )
+        };
+        sqlx::raw_sql("INSERT INTO tenants (id, name, created_at) VALUES ('t', 'T', 'a')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        for (seq, id, status) in
+            [("7", "cmd_1", "delivered"), ("9", "cmd_2", "dead"), ("12", "cmd_3", "queued")]
+        {
+            sqlx::raw_sql(&insert(seq, id, status)).execute(&pool).await.unwrap();
+        }
+        let dump = |pool: SqlitePool| async move {
+            let rows: Vec<(i64, String, String)> =
+                sqlx::query_as("SELECT seq, id, status FROM outbox ORDER BY seq")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap();
+            rows
+        };
+        let old = dump(pool.clone()).await;
+        pool.close().await;
+        let store = Store::open(&url).await.unwrap();
+        assert_eq!(dump(store.pool().clone()).await, old);
+        sqlx::raw_sql(&insert("NULL", "cmd_4", "queued")).execute(store.pool()).await.unwrap();
+        let (seq,): (i64,) = sqlx::query_as("SELECT seq FROM outbox WHERE id = 'cmd_4'")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+        assert_eq!(seq, 13, "a new row follows the largest seq");
+        let again = sqlx::raw_sql(&insert("NULL", "cmd_4", "queued")).execute(store.pool()).await;
+        assert!(again.is_err(), "an id is unique within its tenant and channel");
+        let ops = explain(store.pool(), &insert("NULL", "cmd_5", "queued")).await;
+        assert_eq!(ops.iter().filter(|o| *o == "IdxInsert").count(), 3, "{ops:?}");
+        assert!(!ops.iter().any(|o| o == "MemMax"), "no AUTOINCREMENT bookkeeping: {ops:?}");
     }
 
     async fn explain(pool: &SqlitePool, sql: &str) -> Vec<String> {

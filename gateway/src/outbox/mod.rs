@@ -35,6 +35,8 @@ pub const RUNTIME: &str = "runtime";
 pub const CLAIM_LIMIT: usize = wire::MAX_BATCH;
 /// The most rows one listing shows.
 pub const LIST_LIMIT: usize = 200;
+/// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id).
+const ANY_CHANNEL: &str = "channel IN ('runtime', 'webhook')";
 
 /// How deliveries are retried.
 #[derive(Clone, Copy, Debug)]
@@ -118,19 +120,24 @@ pub(crate) struct Claimed {
     pub payload: String,
 }
 
-/// Queues `command` for the tenant's runtime, in the caller's transaction.
-pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<()> {
+/// Queues `command` for the tenant's runtime, in the caller's transaction. Returns whether
+/// the runtime answered its last contact (`None` before any), as the transaction sees it.
+///
+/// Two statements, not one `INSERT ... RETURNING (SELECT reachable ...)`: SQLite runs a
+/// RETURNING clause as a trigger over a temporary table, with a statement journal, and that
+/// cost more than the second statement saves.
+pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Option<bool>> {
     let payload = serde_json::to_string(command).expect("commands serialize");
-    let row = NewRow {
-        id: &command.command_id,
-        channel: RUNTIME,
-        key: &command.task_id,
-        kind: command.kind.name(),
-        author: &command.author,
-        payload: &payload,
-    };
-    insert(c, tenant, &row)
+    let now = crate::db::ts(Utc::now());
+    let (kind, key, id) = (command.kind.name(), command.task_id.as_str(), command.command_id.as_str());
+    c.exec(INSERT, &[&id, tenant, &RUNTIME, &key, &kind, &command.author, &payload, &now, &now])?;
+    let reachable = c.row("SELECT reachable FROM runtimes WHERE tenant_id = ?", &[tenant])?;
+    Ok(reachable.map(|r| r.get::<Option<i64>>(0)).transpose()?.flatten().map(|r| r != 0))
 }
+
+/// A queued row, due now: id, tenant, channel, key, kind, author, payload, and the time twice.
+const INSERT: &str = "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
 
 /// One row to queue.
 pub(crate) struct NewRow<'a> {
@@ -145,10 +152,9 @@ pub(crate) struct NewRow<'a> {
 
 /// Queues `row`, due now, in the caller's transaction.
 pub(crate) fn insert(c: &dyn Tx, tenant: &TenantId, row: &NewRow<'_>) -> Result<()> {
-    let now = Utc::now();
+    let now = crate::db::ts(Utc::now());
     c.exec(
-        "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
+        INSERT,
         &[&row.id, tenant, &row.channel, &row.key, &row.kind, &row.author, &row.payload, &now, &now],
     )?;
     Ok(())
@@ -360,8 +366,8 @@ fn state(r: StateRow) -> CommandState {
 
 /// One command's state, in a job (the `teams.command` tool reads it in its own transaction).
 pub(crate) fn command_in(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Option<CommandState>> {
-    let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND channel = ?");
-    match c.row(&sql, &[tenant, &id, &RUNTIME])? {
+    let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND id = ?");
+    match c.row(&sql, &[tenant, &RUNTIME, &id])? {
         Some(r) => Ok(Some(state(crate::sql::FromRow::from_row(&r)?))),
         None => Ok(None),
     }
@@ -374,10 +380,19 @@ pub(crate) async fn read_row(
     id: &str,
     channel: Option<&str>,
 ) -> Result<Option<CommandState>> {
-    let sql = format!(
-        "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND id = ? AND (? IS NULL OR channel = ?)"
-    );
-    let row: Option<StateRow> = store.opt(&sql, &[tenant, &id, &channel, &channel]).await?;
+    let row: Option<StateRow> = match channel {
+        Some(channel) => {
+            let sql =
+                format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND id = ?");
+            store.opt(&sql, &[tenant, &channel, &id]).await?
+        }
+        None => {
+            let sql = format!(
+                "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"
+            );
+            store.opt(&sql, &[tenant, &id]).await?
+        }
+    };
     Ok(row.map(state))
 }
 
@@ -391,7 +406,8 @@ pub(crate) async fn read_command(
 }
 
 /// The tenant's rows of `channel`, newest first (at most [`LIST_LIMIT`]), optionally only
-/// those in `status`.
+/// those in `status`. Ids are UUIDv7 behind one prefix per channel, so newest first is
+/// descending id, which the `(tenant_id, channel, id)` index reads in order.
 pub(crate) async fn rows(
     store: &crate::store::Store,
     tenant: &TenantId,
@@ -400,7 +416,7 @@ pub(crate) async fn rows(
 ) -> Result<Vec<CommandState>> {
     let filter = if status.is_some() { "AND status = ?" } else { "AND ? IS NULL" };
     let sql = format!(
-        "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? {filter} ORDER BY seq DESC LIMIT {LIST_LIMIT}"
+        "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? {filter} ORDER BY id DESC LIMIT {LIST_LIMIT}"
     );
     let status = status.map(DeliveryStatus::as_str);
     let rows: Vec<StateRow> = store.all(&sql, &[tenant, &channel, &status]).await?;
@@ -440,7 +456,10 @@ impl Gateway {
 
 fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport) -> Result<()> {
     let status: Option<String> = c
-        .row("SELECT status FROM outbox WHERE tenant_id = ? AND id = ?", &[tenant, &id])?
+        .row(
+            &format!("SELECT status FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
+            &[tenant, &id],
+        )?
         .map(|r| r.get(0))
         .transpose()?;
     let Some(status) = status else { return Err(Error::NotFound { what: "delivery" }) };
@@ -451,7 +470,7 @@ fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport
         });
     }
     c.exec(
-        "UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND id = ?",
+        &format!("UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
         &[&Utc::now(), tenant, &id],
     )?;
     activity::append(

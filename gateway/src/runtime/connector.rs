@@ -130,8 +130,8 @@ impl Connector for TeamRuntime {
             author: call.actor.clone(),
             kind,
         };
-        outbox::enqueue(c, &self.tenant, &command)?;
-        Ok(done(queued(c, &self.tenant, &command)?))
+        let reachable = outbox::enqueue(c, &self.tenant, &command)?;
+        Ok(done(queued(&command, reachable)))
     }
 
     fn kind(&self) -> ConnectorKind {
@@ -157,12 +157,7 @@ fn command_kind(call: &Call) -> Option<CommandKind> {
 
 /// The answer to a queued command: its id and how to follow it, with a `wait_for_delivery`
 /// step when the runtime did not answer its last contact.
-fn queued(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Value> {
-    let reachable: Option<i64> = c
-        .row("SELECT reachable FROM runtimes WHERE tenant_id = ?", &[tenant])?
-        .map(|r| r.get::<Option<i64>>(0))
-        .transpose()?
-        .flatten();
+fn queued(command: &Command, reachable: Option<bool>) -> Value {
     let mut answer = json!({
         "command_id": command.command_id,
         "status": DeliveryStatus::Queued,
@@ -170,14 +165,14 @@ fn queued(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Value> {
         "kind": command.kind.name(),
         "delivery": "held durably and delivered in order for this task; read its state with teams.command (naive_teams_command over MCP)",
     });
-    if reachable == Some(0) {
+    if reachable == Some(false) {
         let step = RecoveryStep::WaitForDelivery {
             command_id: command.command_id.clone(),
             human_action: "the team runtime is unreachable now; the command is held and will be delivered once it answers. Do not send it again: poll teams.command with this command_id".into(),
         };
         answer["recovery"] = json!([step]);
     }
-    Ok(answer)
+    answer
 }
 
 impl crate::Gateway {
