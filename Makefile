@@ -93,7 +93,7 @@ bench-outbox:
 	rt=$$(mktemp -d) \
 	  && (NAIVE_RUNTIME_SECRET=bench-runtime-secret-0123 target/release/server team-runtime --listen 127.0.0.1:0 --seed-tasks 64 --board $$rt/board.db > $$rt/log & sleep 1) \
 	  && trap 'pkill -f "board $$rt/board.db"; rm -rf $$rt' EXIT \
-	  && target/release/gateway-load outbox --callers 64 --commands 40000 --rate 1000 \
+	  && target/release/gateway-load outbox --callers 64 --commands 60000 --rate 1000 \
 	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log)" --runtime-secret bench-runtime-secret-0123
 
 # Over HTTP: the release server under wrk (saturation) and oha (fixed rates): the sandbox, an
