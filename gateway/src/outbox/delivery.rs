@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::ids::TenantId;
 use crate::outbox::{self, Claimed};
 use crate::runtime::client::WireError;
-use crate::runtime::wire::{Batch, BatchAnswer, Command, Outcome};
+use crate::runtime::wire::{Batch, BatchAnswer, Outcome};
 
 /// How often the worker looks for due rows when nothing woke it.
 pub const POLL_MS: u64 = 250;
@@ -108,9 +108,7 @@ impl Gateway {
 
     /// Sends one tenant's claimed rows to its runtime as one batch, and records the outcome.
     async fn deliver_to(&self, tenant: TenantId, rows: Vec<Claimed>) -> Result<()> {
-        let batch = Batch {
-            commands: rows.iter().filter_map(|r| serde_json::from_str::<Command>(&r.payload).ok()).collect(),
-        };
+        let batch = Batch { commands: rows.iter().filter_map(|r| r.command().ok()).collect() };
         let runtime = self.tenant_connectors(&tenant).await?.runtime.clone();
         let answer = match &runtime.client {
             Some(client) => client.commands(&batch).await,

@@ -117,7 +117,23 @@ pub(crate) struct Claimed {
     pub tenant: TenantId,
     /// The ordering key: a runtime command's task, a webhook message's endpoint.
     pub key: String,
+    /// Who queued it.
+    pub author: String,
     pub payload: String,
+}
+
+impl Claimed {
+    /// The runtime command this row carries: its id, task and author from their columns, what
+    /// it asks from the payload. Rows queued before the payload held only that (a whole
+    /// [`Command`]) read the same, since the extra fields are ignored.
+    pub(crate) fn command(&self) -> serde_json::Result<Command> {
+        Ok(Command {
+            command_id: self.id.clone(),
+            task_id: self.key.clone(),
+            author: self.author.clone(),
+            kind: serde_json::from_str(&self.payload)?,
+        })
+    }
 }
 
 /// Queues `command` for the tenant's runtime, in the caller's transaction. Returns whether
@@ -127,7 +143,8 @@ pub(crate) struct Claimed {
 /// RETURNING clause as a trigger over a temporary table, with a statement journal, and that
 /// cost more than the second statement saves.
 pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Option<bool>> {
-    let payload = serde_json::to_string(command).expect("commands serialize");
+    // Only what the command asks; its id, task and author have columns of their own.
+    let payload = serde_json::to_string(&command.kind).expect("commands serialize");
     let now = crate::db::ts(Utc::now());
     let (kind, key, id) = (command.kind.name(), command.task_id.as_str(), command.command_id.as_str());
     c.exec(INSERT, &[&id, tenant, &RUNTIME, &key, &kind, &command.author, &payload, &now, &now])?;
@@ -184,19 +201,23 @@ pub(crate) fn claim(
     let mut claimed = Vec::with_capacity(picked.len());
     for chunk in picked.chunks(100) {
         let seqs = in_list(chunk.iter().map(|(seq, ..)| *seq));
-        let mut bodies: std::collections::HashMap<i64, (String, String)> = c
-            .rows(&format!("SELECT seq, id, payload FROM outbox WHERE seq IN ({seqs})"), &[])?
+        let mut bodies: std::collections::HashMap<i64, (String, String, String)> = c
+            .rows(&format!("SELECT seq, id, author, payload FROM outbox WHERE seq IN ({seqs})"), &[])?
             .iter()
-            .map(|r| crate::sql::FromRow::from_row(r).map(|(seq, id, payload)| (seq, (id, payload))))
+            .map(|r| {
+                crate::sql::FromRow::from_row(r)
+                    .map(|(seq, id, author, payload)| (seq, (id, author, payload)))
+            })
             .collect::<Result<_>>()?;
         c.exec(&format!("UPDATE outbox SET lease_until = ? WHERE seq IN ({seqs})"), &[&lease_until])?;
         for (seq, tenant, key) in chunk {
-            let Some((id, payload)) = bodies.remove(seq) else { continue };
+            let Some((id, author, payload)) = bodies.remove(seq) else { continue };
             claimed.push(Claimed {
                 seq: *seq,
                 id,
                 tenant: TenantId::from_db(tenant.clone()),
                 key: key.clone(),
+                author,
                 payload,
             });
         }
@@ -486,6 +507,7 @@ fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::wire::CommandKind;
     use crate::testing::TestDb;
 
     fn queue(c: &dyn Tx, key: &str) -> Result<()> {
@@ -546,6 +568,48 @@ mod tests {
             // a's rows come once its first row is due again.
             let a = claim_at(later).await.unwrap();
             assert_eq!(keys(&a), vec!["a"; CLAIM_LIMIT.min(ROWS_EACH)], "{name}");
+        }
+    }
+
+    /// A queued command's payload holds only what it asks; the claim gives back the whole
+    /// command. A row queued by an older release, whose payload is the whole command, is
+    /// delivered as the same command.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claimed_row_is_the_command_queued_in_either_payload_form_on_both_engines() {
+        let command = |id: &str| Command {
+            command_id: id.into(),
+            task_id: "tsk_7".into(),
+            author: "prf_writer".into(),
+            kind: CommandKind::Comment { body: "shipped \"v2\"".into() },
+        };
+        let (new, old) = (command("cmd_new"), command("cmd_old"));
+        for db in TestDb::both().await {
+            let (n, o, now) = (new.clone(), old.clone(), Utc::now());
+            db.run(move |c| {
+                let tenant = TenantId::from_db("ten_claims".into());
+                c.exec(
+                    "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, 'Claims', 0, ?)",
+                    &[&tenant, &now],
+                )?;
+                let whole = serde_json::to_string(&o).unwrap();
+                let row = NewRow {
+                    id: &o.command_id,
+                    channel: RUNTIME,
+                    key: &o.task_id,
+                    kind: "comment",
+                    author: &o.author,
+                    payload: &whole,
+                };
+                insert(c, &tenant, &row)?;
+                enqueue(c, &tenant, &n).map(drop)
+            })
+            .await
+            .unwrap();
+            let (at, lease) = (now + Duration::seconds(1), now + Duration::hours(1));
+            let claimed = db.run(move |c| claim(c, RUNTIME, at, lease)).await.unwrap();
+            let commands: Vec<Command> = claimed.iter().map(|r| r.command().unwrap()).collect();
+            assert_eq!(commands, vec![old.clone(), new.clone()], "{}", db.name());
+            assert!(!claimed[1].payload.contains("prf_writer"), "{}: {}", db.name(), claimed[1].payload);
         }
     }
 
