@@ -100,7 +100,8 @@ impl Work {
     fn kit(&self) -> &'static str {
         match self {
             Work::Read => r#"{"name":"Open","primitives":["web"]}"#,
-            Work::Comment { .. } => r#"{"name":"Open","primitives":["tasks"]}"#,
+            // The outbox bench drives reads and charges from the commenting callers too.
+            Work::Comment { .. } => r#"{"name":"Open","primitives":["web","cards","tasks"]}"#,
             _ => r#"{"name":"Open","primitives":["cards"]}"#,
         }
     }
@@ -322,8 +323,8 @@ async fn outbox_bench(callers: usize, commands: u64, base: String, secret: Strin
     let gws = open(group, dir.path(), None).await;
     let gw = gws[0].clone();
     let work = Work::Comment { base, secret };
-    // One kit for the three, so each round's phases run on the same callers and database.
-    let tokens = setup(&gw, callers, r#"{"name":"Open","primitives":["web","cards","tasks"]}"#).await;
+    // The comment kit has web and cards too: each round's phases share callers and database.
+    let tokens = setup(&gw, callers, work.kit()).await;
     work.connect(&gw).await;
     let per_round = commands.div_ceil(OUTBOX_ROUNDS);
     let mut rounds = Vec::new();

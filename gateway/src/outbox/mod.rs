@@ -35,8 +35,10 @@ pub const RUNTIME: &str = "runtime";
 pub const CLAIM_LIMIT: usize = wire::MAX_BATCH;
 /// The most rows one listing shows.
 pub const LIST_LIMIT: usize = 200;
-/// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id).
-const ANY_CHANNEL: &str = "channel IN ('runtime', 'webhook')";
+/// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id), so
+/// [`ANY_CHANNEL`] names each, bound from [`CHANNELS`] after the tenant.
+const ANY_CHANNEL: &str = "channel IN (?, ?)";
+const CHANNELS: [&str; 2] = [RUNTIME, crate::webhooks::CHANNEL];
 
 /// How deliveries are retried.
 #[derive(Clone, Copy, Debug)]
@@ -145,16 +147,18 @@ impl Claimed {
 pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Option<bool>> {
     // Only what the command asks; its id, task and author have columns of their own.
     let payload = serde_json::to_string(&command.kind).expect("commands serialize");
-    let now = crate::db::ts(Utc::now());
-    let (kind, key, id) = (command.kind.name(), command.task_id.as_str(), command.command_id.as_str());
-    c.exec(INSERT, &[&id, tenant, &RUNTIME, &key, &kind, &command.author, &payload, &now, &now])?;
+    let row = NewRow {
+        id: &command.command_id,
+        channel: RUNTIME,
+        key: &command.task_id,
+        kind: command.kind.name(),
+        author: &command.author,
+        payload: &payload,
+    };
+    insert(c, tenant, &row)?;
     let reachable = c.row("SELECT reachable FROM runtimes WHERE tenant_id = ?", &[tenant])?;
     Ok(reachable.map(|r| r.get::<Option<i64>>(0)).transpose()?.flatten().map(|r| r != 0))
 }
-
-/// A queued row, due now: id, tenant, channel, key, kind, author, payload, and the time twice.
-const INSERT: &str = "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
-     VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)";
 
 /// One row to queue.
 pub(crate) struct NewRow<'a> {
@@ -171,7 +175,8 @@ pub(crate) struct NewRow<'a> {
 pub(crate) fn insert(c: &dyn Tx, tenant: &TenantId, row: &NewRow<'_>) -> Result<()> {
     let now = crate::db::ts(Utc::now());
     c.exec(
-        INSERT,
+        "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
         &[&row.id, tenant, &row.channel, &row.key, &row.kind, &row.author, &row.payload, &now, &now],
     )?;
     Ok(())
@@ -411,7 +416,7 @@ pub(crate) async fn read_row(
             let sql = format!(
                 "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"
             );
-            store.opt(&sql, &[tenant, &id]).await?
+            store.opt(&sql, &[tenant, &CHANNELS[0], &CHANNELS[1], &id]).await?
         }
     };
     Ok(row.map(state))
@@ -479,7 +484,7 @@ fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport
     let status: Option<String> = c
         .row(
             &format!("SELECT status FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
-            &[tenant, &id],
+            &[tenant, &CHANNELS[0], &CHANNELS[1], &id],
         )?
         .map(|r| r.get(0))
         .transpose()?;
@@ -492,7 +497,7 @@ fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport
     }
     c.exec(
         &format!("UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
-        &[&Utc::now(), tenant, &id],
+        &[&Utc::now(), tenant, &CHANNELS[0], &CHANNELS[1], &id],
     )?;
     activity::append(
         c,
