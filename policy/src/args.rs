@@ -38,6 +38,10 @@ pub enum ArgKind {
     Object,
     /// A JSON array of 1 to `max` items.
     List { max: usize },
+    /// An identifier that travels in a URL path (a task's, a run's): 1 to `max` of
+    /// `A-Z a-z 0-9 . _ : -`, starting with a letter or digit, so it is one path segment and
+    /// never `.` or `..`.
+    Ref { max: usize },
 }
 
 /// What the decision engine reads from an argument.
@@ -335,8 +339,24 @@ impl Arg {
                 Some(items) if !items.is_empty() && items.len() <= max => Ok(None),
                 _ => Err(bad(format!("a list of 1 to {max} items"))),
             },
+            ArgKind::Ref { max } => match v.as_str() {
+                Some(s) if is_ref(s, max) => Ok(Some(s.to_string())),
+                _ => Err(bad(format!(
+                    "an id of 1 to {max} letters, digits, '.', '_', ':' and '-', starting with a letter or digit"
+                ))),
+            },
         }
     }
+}
+
+/// What [`ArgKind::Ref`] accepts as a regular expression (without its length).
+pub const REF_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9._:-]*$";
+
+/// Whether `s` is a [`ArgKind::Ref`] of at most `max` characters.
+pub fn is_ref(s: &str, max: usize) -> bool {
+    (1..=max).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
 
 /// A JSON number that is a whole number (`5` or `5.0`, as JSON Schema's `integer` allows).
@@ -354,6 +374,7 @@ impl ArgKind {
             ArgKind::Integer { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
             ArgKind::Object => json!({ "type": "object" }),
             ArgKind::List { max } => json!({ "type": "array", "items": {}, "minItems": 1, "maxItems": max }),
+            ArgKind::Ref { max } => json!({ "type": "string", "pattern": REF_PATTERN, "maxLength": max }),
         }
     }
 }
@@ -372,6 +393,8 @@ const fn with_role(a: Arg, role: ArgRole) -> Arg {
 }
 
 const ID: ArgKind = ArgKind::Line { max: 200 };
+/// A team runtime's task or run: it travels in the control wire's paths.
+const RUNTIME_REF: ArgKind = ArgKind::Ref { max: 200 };
 const NAME: ArgKind = ArgKind::Line { max: 200 };
 const URL: ArgKind = ArgKind::Line { max: 2048 };
 const ADDRESS: ArgKind = ArgKind::Line { max: 320 };
@@ -433,14 +456,14 @@ pub static DECLARATIONS: &[ArgsDecl] = &[
         with_role(arg("tool", NAME, true, "The tool within the toolkit."), ArgRole::Tool),
         arg("arguments", ArgKind::Object, false, "The tool's own arguments.")),
     decl!("connections.tools": arg("toolkit", NAME, false, "Only this toolkit's tools.")),
-    decl!("tasks.delete": arg("task_id", ID, true, "The task to delete.")),
+    decl!("tasks.delete": arg("task_id", RUNTIME_REF, true, "The task to delete.")),
     decl!("teams.status":),
     decl!("teams.board":
         arg("status", ArgKind::Line { max: 40 }, false, "Only tasks with this status."),
         arg("role", ArgKind::Line { max: 80 }, false, "Only tasks for this role.")),
-    decl!("teams.run": arg("run_id", ID, true, "The run.")),
-    decl!("teams.comment": arg("task_id", ID, true, "The task."), arg("body", BODY, true, "The comment.")),
-    decl!("teams.unblock": arg("task_id", ID, true, "The task."), arg("because", BODY, true, "Why it may go on.")),
+    decl!("teams.run": arg("run_id", RUNTIME_REF, true, "The run.")),
+    decl!("teams.comment": arg("task_id", RUNTIME_REF, true, "The task."), arg("body", BODY, true, "The comment.")),
+    decl!("teams.unblock": arg("task_id", RUNTIME_REF, true, "The task."), arg("because", BODY, true, "Why it may go on.")),
     decl!("teams.command": arg("command_id", ID, true, "The command id a comment or unblock answered with.")),
     decl!("brain.query": arg("q", ArgKind::Line { max: 2_000 }, true, "What to ask the company's brain.")),
     decl!("brain.writeback":
@@ -525,6 +548,11 @@ mod tests {
         assert!(e.message.contains("`bcc`") && e.message.contains("`to`"), "{e}");
         assert_eq!(check("web.read", json!([1])).unwrap_err().code, "invalid_args");
         assert_eq!(check("teams.status", json!({"x": 1})).unwrap_err().code, "unknown_argument");
+        for bad in ["..", ".", "../x", "a/b", "%2e%2e", "-x", ""] {
+            let err = check("teams.run", json!({ "run_id": bad })).unwrap_err();
+            assert_eq!(err.code, "invalid_argument", "{bad}");
+        }
+        assert!(check("teams.run", json!({ "run_id": "run-7.2:a_b" })).is_ok());
     }
 
     #[test]

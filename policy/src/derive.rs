@@ -81,5 +81,11 @@ fn narrow_filter(p: Option<&ToolFilter>, c: Option<&ToolFilter>) -> ToolFilter {
     };
     let mut disable = p.disable.clone();
     disable.extend(c.disable.iter().filter(|t| !p.disable.contains(t)).cloned());
-    ToolFilter { only, disable }
+    // A pin can only raise a tool's effect, so the narrower kit keeps the higher of the two.
+    let mut effects = p.effects.clone();
+    for (tool, e) in &c.effects {
+        let kept = effects.get(tool).map_or(*e, |p| (*p).max(*e));
+        effects.insert(tool.clone(), kept);
+    }
+    ToolFilter { only, disable, effects }
 }

@@ -36,6 +36,29 @@ pub struct KitDiff {
     pub changes: Vec<KitChange>,
 }
 
+/// What moving the effect pins of one toolkit's tools does: a pin raised or added narrows
+/// (more of those calls park), one lowered or removed widens.
+fn pin_changes(
+    toolkit: &str,
+    old: &crate::kit::ToolFilter,
+    new: &crate::kit::ToolFilter,
+    push: &mut impl FnMut(Direction, String),
+) {
+    let tools = old.effects.keys().chain(new.effects.keys()).collect::<std::collections::BTreeSet<_>>();
+    for tool in tools {
+        let (o, n) = (old.effects.get(tool), new.effects.get(tool));
+        let text = |e: Option<&crate::Effect>| e.map_or("unpinned", |e| e.as_str());
+        let direction = match (o, n) {
+            (a, b) if a == b => continue,
+            (None, Some(_)) => Direction::Narrows,
+            (Some(_), None) => Direction::Widens,
+            (Some(a), Some(b)) if b > a => Direction::Narrows,
+            _ => Direction::Widens,
+        };
+        push(direction, format!("pins `{toolkit}` tool `{tool}` {} (was {})", text(n), text(o)));
+    }
+}
+
 impl KitDiff {
     pub fn between(old: &Kit, new: &Kit) -> KitDiff {
         let mut d = Vec::new();
@@ -62,7 +85,10 @@ impl KitDiff {
                 }
                 None => push(Direction::Widens, format!("permits toolkit `{name}`")),
                 Some(of) if of != f => {
-                    push(Direction::Neutral, format!("changes the tool filter of toolkit `{name}`"))
+                    if of.only != f.only || of.disable != f.disable {
+                        push(Direction::Neutral, format!("changes the tool filter of toolkit `{name}`"));
+                    }
+                    pin_changes(name, of, f, &mut push);
                 }
                 Some(_) => {}
             }

@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Effect;
 use crate::money::Money;
 use crate::primitive::{Primitive, PrimitiveSet};
 
@@ -55,21 +56,19 @@ fn first_version() -> KitVersion {
     KitVersion::FIRST
 }
 
-/// Which connected-app toolkits an agent may use, and per-tool filters.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which connected-app toolkits an agent may use, per-tool filters, and the effects the kit
+/// pins. A connected app is closed to agents until a kit names its toolkit in `filters` (or
+/// sets `allow_all`, which opens every app, present and future).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Toolkits {
-    /// When true every toolkit is permitted (filters still apply); when false only the
-    /// toolkits named in `filters` are.
-    #[serde(default = "yes")]
+    /// When true every toolkit is permitted, including apps registered later (filters still
+    /// apply); when false, the default, only the toolkits named in `filters` are.
+    #[serde(default)]
     pub allow_all: bool,
     #[serde(default)]
     pub filters: BTreeMap<String, ToolFilter>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl Toolkits {
@@ -81,11 +80,16 @@ impl Toolkits {
             Some(f) => f.permits(tool),
         }
     }
-}
 
-impl Default for Toolkits {
-    fn default() -> Self {
-        Toolkits { allow_all: true, filters: BTreeMap::new() }
+    /// The effect a connected app's `tool` is gated as. With a pin, the pin, raised by what the
+    /// tool's annotations `declared` if that is higher, never lowered: an upstream that calls a
+    /// destructive tool read-only cannot talk its way past a pin. Without one, what it
+    /// declared, and `destructive` when it declared nothing (the MCP schema's default).
+    pub fn effect(&self, toolkit: &str, tool: &str, declared: Option<Effect>) -> Effect {
+        match self.filters.get(toolkit).and_then(|f| f.effects.get(tool)) {
+            Some(pin) => declared.map_or(*pin, |d| d.max(*pin)),
+            None => declared.unwrap_or(Effect::Destructive),
+        }
     }
 }
 
@@ -100,6 +104,11 @@ pub struct ToolFilter {
     /// Tools that are disabled even if `only` lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disable: Vec<String>,
+    /// The least effect each named tool is gated as, whatever the app's annotations say
+    /// (`{"issues.delete": "destructive"}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, String>))]
+    pub effects: BTreeMap<String, Effect>,
 }
 
 impl ToolFilter {
@@ -191,6 +200,10 @@ pub struct ApproveLimits {
     pub destructive: bool,
 }
 
+fn yes() -> bool {
+    true
+}
+
 impl Default for ApproveLimits {
     fn default() -> Self {
         ApproveLimits { above: None, always: Vec::new(), destructive: true }
@@ -226,7 +239,7 @@ pub struct KitErrors(pub Vec<KitError>);
 
 impl Kit {
     /// The permissive kit every tenant starts with: every primitive but the opt-in `brain`,
-    /// every toolkit, no rules and no caps.
+    /// no rules and no caps. No connected app is open until the kit names its toolkit.
     pub fn default_kit() -> Kit {
         Kit {
             name: "Default".to_string(),
