@@ -89,11 +89,52 @@ impl<K: Eq + Hash, V: Clone> GenCache<K, V> {
         self.inner.write().expect("cache lock").map.remove(k);
     }
 
+    /// Forgets one entry, and makes every fill that started before now a no-op (a fill of
+    /// another key is dropped too, and simply read again; no other entry is lost).
+    pub fn invalidate_key(&self, k: &K) {
+        let mut inner = self.inner.write().expect("cache lock");
+        inner.generation += 1;
+        inner.map.remove(k);
+    }
+
     /// Forgets everything, and makes every fill that started before now a no-op.
     pub fn invalidate(&self) {
         let mut inner = self.inner.write().expect("cache lock");
         inner.generation += 1;
         inner.map.clear();
+    }
+}
+
+/// Counters of changes, one per key and one for changes that may concern every key: cheap to
+/// bump, so a signal can wake many watchers and each tell in a lookup whether it concerns it.
+#[derive(Debug)]
+pub struct ChangeMarks<K = crate::ids::TenantId> {
+    everyone: std::sync::atomic::AtomicU64,
+    each: std::sync::Mutex<HashMap<K, u64>>,
+}
+
+impl<K> Default for ChangeMarks<K> {
+    fn default() -> Self {
+        ChangeMarks { everyone: Default::default(), each: Default::default() }
+    }
+}
+
+impl<K: Eq + Hash + Clone> ChangeMarks<K> {
+    /// Counts a change of `key`'s, or of everyone's.
+    pub fn bump(&self, key: Option<&K>) {
+        match key {
+            Some(k) => *self.each.lock().expect("marks lock").entry(k.clone()).or_default() += 1,
+            None => {
+                self.everyone.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Everyone's mark and `key`'s: equal to an earlier reading when nothing concerning `key`
+    /// changed since.
+    pub fn of(&self, key: &K) -> (u64, u64) {
+        let own = self.each.lock().expect("marks lock").get(key).copied().unwrap_or(0);
+        (self.everyone.load(std::sync::atomic::Ordering::Relaxed), own)
     }
 }
 
@@ -113,6 +154,29 @@ mod tests {
         assert_eq!(c.get(&"k"), Some(2));
         c.update(&"k", |v| *v = 3);
         assert_eq!(c.get(&"k"), Some(3));
+    }
+
+    #[test]
+    fn a_mark_moves_for_its_own_changes_and_everyones_only() {
+        let m = ChangeMarks::<&str>::default();
+        let a = m.of(&"a");
+        m.bump(Some(&"b"));
+        assert_eq!(m.of(&"a"), a, "b's change is not a's");
+        m.bump(Some(&"a"));
+        let a2 = m.of(&"a");
+        assert_ne!(a2, a);
+        m.bump(None);
+        assert_ne!(m.of(&"a"), a2, "everyone's change is a's too");
+    }
+
+    #[test]
+    fn invalidating_one_key_keeps_the_others_and_drops_fills_in_flight() {
+        let c = GenCache::<&str, u32>::default();
+        assert!(c.insert(c.generation(), "a", 1) && c.insert(c.generation(), "b", 2));
+        let before = c.generation();
+        c.invalidate_key(&"a");
+        assert_eq!((c.get(&"a"), c.get(&"b")), (None, Some(2)), "only a is forgotten");
+        assert!(!c.insert(before, "a", 1), "a read from before the change must not come back");
     }
 
     #[test]

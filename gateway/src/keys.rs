@@ -185,6 +185,7 @@ impl Gateway {
             })
             .await?;
         if rotating {
+            self.agents_changed(Some(tenant));
             self.invalidate_keys();
         }
         Ok((info.clone(), IssuedKey { id: info.id, token: minted.token }))
@@ -211,6 +212,7 @@ impl Gateway {
             )
         })
         .await?;
+        self.agents_changed(Some(tenant));
         self.invalidate_keys();
         self.key(tenant, profile, key).await
     }

@@ -136,6 +136,7 @@ impl Gateway {
             .await?;
         // Every cached kit and ancestry may hold the old version.
         self.kit_cache.invalidate();
+        self.agents_changed(Some(tenant));
         self.invalidate_links();
         Ok(record)
     }

@@ -25,6 +25,7 @@ pub mod credentials;
 mod db;
 mod deferred;
 pub mod demo;
+pub mod egress;
 pub mod error;
 pub mod events;
 pub mod handovers;
@@ -54,6 +55,7 @@ pub mod tenants;
 #[doc(hidden)]
 pub mod testing;
 pub mod tokens;
+mod upgrades;
 pub mod users;
 pub mod vault;
 pub mod webhooks;
@@ -94,6 +96,11 @@ pub struct GatewayConfig {
     pub outbox: outbox::OutboxConfig,
     /// Where people reach the console, for the links in notifications.
     pub public_url: String,
+    /// The internal addresses outbound calls may reach anyway ([`egress`]); none by default.
+    pub egress_allow: egress::Allowance,
+    /// Benchmarks only: outbound calls without the egress guard, to measure what it costs.
+    #[doc(hidden)]
+    pub egress_unguarded_for_benchmarks: bool,
 }
 
 impl Default for GatewayConfig {
@@ -105,6 +112,8 @@ impl Default for GatewayConfig {
             master_key: None,
             outbox: outbox::OutboxConfig::default(),
             public_url: "http://127.0.0.1:3000".into(),
+            egress_allow: egress::Allowance::default(),
+            egress_unguarded_for_benchmarks: false,
         }
     }
 }
@@ -136,8 +145,8 @@ pub struct Services {
     sandbox: Arc<Sandbox>,
     /// Each tenant's connectors, built from its settings with their credentials opened.
     connector_cache: Arc<GenCache<TenantId, Arc<TenantConnectors>>>,
-    /// One connection pool for every HTTP upstream.
-    http_client: reqwest::Client,
+    /// The one guarded client for every call to a place a tenant configured ([`egress`]).
+    egress: egress::Egress,
     vault: vault::Vault,
     config: GatewayConfig,
     /// The holds this instance carries out, and its leases on them.
@@ -153,6 +162,9 @@ pub struct Services {
     /// Ticks when a credential may have stopped being valid (see [`credentials`]).
     credential_epoch: Arc<tokio::sync::watch::Sender<u64>>,
     visibility_epoch: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Which tenants' agents may see or hold something else since a signal, so a watcher of
+    /// one tenant's agent skips the others' changes ([`Gateway::agent_changes`]).
+    agent_marks: Arc<cache::ChangeMarks>,
     /// Test hook: how long a cache fill waits between its read and its insert.
     cache_fill_pause_ms: Arc<AtomicU64>,
     /// Where each tenant's audit chain was last verified intact, so the console hashes only
@@ -217,7 +229,11 @@ impl Gateway {
             catalog: Arc::new(Catalog::builtin()),
             sandbox,
             connector_cache: Arc::default(),
-            http_client: connectors::http::client(),
+            egress: if config.egress_unguarded_for_benchmarks {
+                egress::Egress::unguarded_for_benchmarks()
+            } else {
+                egress::Egress::new(config.egress_allow.clone())
+            },
             vault: vault::Vault::new(config.master_key.clone()),
             leases: Arc::new(leases::Leases::new(config.hold_lease_secs)),
             config,
@@ -226,6 +242,7 @@ impl Gateway {
             auth_cache: Arc::default(),
             credential_epoch: Arc::new(tokio::sync::watch::channel(0).0),
             visibility_epoch: Arc::new(tokio::sync::watch::channel(0).0),
+            agent_marks: Arc::default(),
             cache_fill_pause_ms: Arc::default(),
             chain_marks: Arc::default(),
             password_checks: Arc::new(tokio::sync::Semaphore::new(users::MAX_PASSWORD_CHECKS)),
@@ -236,6 +253,10 @@ impl Gateway {
         gateway.forget_what_changed_elsewhere();
         if let Some(master) = gateway.config.master_key.clone() {
             gateway.write(move |c| vault::check_master(c, &master)).await?;
+        }
+        let upgraded = gateway.write(upgrades::run).await?;
+        if upgraded > 0 {
+            tracing::info!(upgraded, "carried out the database's pending data upgrades");
         }
         Ok(gateway)
     }
@@ -295,6 +316,12 @@ impl Gateway {
         &self.config
     }
 
+    /// Refuses a setting's URL that points into the operator's network
+    /// (`400 egress_refused`), unless the operator allowed it.
+    pub(crate) async fn check_egress(&self, url: &url::Url) -> Result<()> {
+        self.egress.check_setting(url).await
+    }
+
     /// This instance's leases on the holds it is carrying out.
     pub fn leases(&self) -> &leases::Leases {
         &self.leases
@@ -305,6 +332,19 @@ impl Gateway {
     pub(crate) fn invalidate_links(&self) {
         self.links_cache.invalidate();
         self.visibility_epoch.send_modify(|n| *n += 1);
+    }
+
+    /// Notes that what `tenant`'s agents may see or hold changed (a kit, a revoke, an agent
+    /// key); `None` when it may be any tenant's (a change another instance made).
+    pub(crate) fn agents_changed(&self, tenant: Option<&TenantId>) {
+        self.agent_marks.bump(tenant);
+    }
+
+    /// A mark that moves only when `tenant`'s agents may see or hold something else: a
+    /// watcher woken by [`Gateway::visibility_changes`] or [`Gateway::credential_changes`]
+    /// reads the database again only when its tenant's mark moved.
+    pub fn agent_changes(&self, tenant: &TenantId) -> (u64, u64) {
+        self.agent_marks.of(tenant)
     }
 
     /// A receiver that changes whenever a kit or a profile's status changed, so what some
@@ -324,9 +364,10 @@ impl Gateway {
                 let Some(s) = services.upgrade() else { return };
                 let gw = Gateway(s);
                 gw.kit_cache.invalidate();
+                gw.agents_changed(None);
                 gw.invalidate_links();
                 gw.invalidate_keys();
-                gw.connectors_changed();
+                gw.all_connectors_changed();
             }
         });
     }

@@ -52,6 +52,9 @@ pub enum Disposition {
     Parked,
     Refused,
     Unavailable,
+    /// Not carried out because the tenant's outbox queue is at its bound (`outbox_full`):
+    /// retryable once earlier commands are delivered.
+    Full,
 }
 
 impl Disposition {
@@ -61,6 +64,7 @@ impl Disposition {
             Disposition::Parked => 2,
             Disposition::Refused => 3,
             Disposition::Unavailable => 4,
+            Disposition::Full => 5,
         }
     }
     pub(crate) fn from_i64(v: i64) -> Option<Disposition> {
@@ -69,6 +73,7 @@ impl Disposition {
             2 => Disposition::Parked,
             3 => Disposition::Refused,
             4 => Disposition::Unavailable,
+            5 => Disposition::Full,
             _ => return None,
         })
     }
@@ -379,7 +384,10 @@ impl Gateway {
         }
         let tool = self.tool(&action)?;
         let checked = check_args(&action, &args)?;
-        let tool = self.connected_tool(subject, tool, &checked).await?;
+        // One snapshot of the tenant's connectors both classifies a connected app's tool and
+        // carries the call out, so a setting that changes in between cannot split the two.
+        let connectors = self.tenant_connectors(&subject.tenant).await?;
+        let tool = self.connected_tool(subject, tool, &checked, &connectors.apps).await?;
         if let Some(k) = &idem
             && (k.is_empty() || k.len() > MAX_IDEMPOTENCY_KEY_LEN)
         {
@@ -388,7 +396,7 @@ impl Gateway {
                 format!("an Idempotency-Key is 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters"),
             ));
         }
-        let connector = self.connector_for(&subject.tenant, &tool).await?;
+        let connector = connectors.pick(&tool, &self.sandbox);
         let mut job = Arc::new(reserve::ReserveJob {
             subject: subject.clone(),
             request_digest: digest(&json!([action, args])),
@@ -466,7 +474,8 @@ impl Gateway {
     ) -> Result<policy::Explanation> {
         let tool = self.tool(action)?;
         let checked = check_args(action, args)?;
-        let tool = self.connected_tool(subject, tool, &checked).await?;
+        let apps = self.apps_for(&subject.tenant).await?;
+        let tool = self.connected_tool(subject, tool, &checked, &apps).await?;
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         let mut totals = Vec::with_capacity(links.len());
         for l in links.iter() {

@@ -399,7 +399,15 @@ pub(crate) fn settle(
         }
         Err(f) => {
             ledger::end(c, hold, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
-            let env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
+            let mut env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
+            if let Some(full) = &f.full {
+                full_queue(&mut env, name, full);
+            }
+            if f.needs_admin {
+                env.recovery.push(policy::RecoveryStep::EscalateToHuman {
+                    human_action: "Tell the user this action's connection is misconfigured: an admin must fix it on the console's Connectors page (or Runtime page). Calls of other actions are not affected.".into(),
+                });
+            }
             let e = activity::append(
                 c,
                 NewEntry::new(&s.tenant, actor, Kind::Refusal)
@@ -415,8 +423,24 @@ pub(crate) fn settle(
             )?;
             forget_claim(c, hold)?;
             let body = serde_json::to_value(&env).expect("envelopes serialize");
-            Ok((ActionResponse { disposition: Disposition::Unavailable, body, replayed: false }, vec![e]))
+            let disposition = if f.full.is_some() { Disposition::Full } else { Disposition::Unavailable };
+            Ok((ActionResponse { disposition, body, replayed: false }, vec![e]))
         }
+    }
+}
+
+/// Says in `env` why the call was not queued (its queue's figure and bound) and what to wait
+/// for: the oldest command in the queue.
+fn full_queue(env: &mut Envelope, name: &str, full: &crate::outbox::Full) {
+    env.message = format!(
+        "`{name}` was not queued: {} commands already wait for this tenant's team runtime (at most {}). Nothing was charged.",
+        full.queued, full.limit
+    );
+    if let Some(oldest) = &full.oldest {
+        env.recovery.push(policy::RecoveryStep::WaitForDelivery {
+            command_id: oldest.clone(),
+            human_action: "the team runtime has a backlog; poll teams.command with this command_id and send again once it is delivered. If the runtime stays unreachable, tell the user: an admin can purge the backlog on the Runtime page".into(),
+        });
     }
 }
 

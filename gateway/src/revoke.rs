@@ -91,6 +91,7 @@ impl Gateway {
         self.profile(tenant, profile).await?;
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
         let report = self.write(move |c| revoke(c, &t, &p, &actor, confirmed_profiles)).await?;
+        self.agents_changed(Some(tenant));
         self.invalidate_links();
         self.credentials_changed();
         Ok(report)

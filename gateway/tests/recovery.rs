@@ -47,8 +47,13 @@ async fn forgetful_upstream() -> (String, Arc<AtomicUsize>, Arc<std::sync::Mutex
 
 #[tokio::test]
 async fn a_lost_call_is_sent_again_and_settles_on_the_upstreams_answer() {
-    let config =
-        GatewayConfig { master_key: Some(MasterKey::generate()), hold_lease_secs: 1, ..Default::default() };
+    let config = GatewayConfig {
+        master_key: Some(MasterKey::generate()),
+        hold_lease_secs: 1,
+        // The upstream is this test's own listener on loopback.
+        egress_allow: gateway::egress::Allowance::loopback(),
+        ..Default::default()
+    };
     let w = support::world_with(config).await;
     w.kit(r#"{"name": "Ops", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100"}}}"#).await;
     let agent = w.agent("buyer", "Ops", None).await;

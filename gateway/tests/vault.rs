@@ -35,7 +35,10 @@ async fn catcher() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
 }
 
 async fn open(url: &str, key: Option<&MasterKey>) -> gateway::Result<Gateway> {
-    Gateway::open_with(url, GatewayConfig { master_key: key.cloned(), ..Default::default() }).await
+    // The upstreams these tests stand up listen on loopback.
+    let egress_allow = gateway::egress::Allowance::loopback();
+    Gateway::open_with(url, GatewayConfig { master_key: key.cloned(), egress_allow, ..Default::default() })
+        .await
 }
 
 async fn probe_credential(

@@ -13,7 +13,7 @@ use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::json;
 
-use super::apps::{AppClient, AppRecord, AppTool, Apps};
+use super::apps::{AppClient, AppEntry, AppRecord, AppTool, Apps};
 use super::config::AuthSpec;
 use super::{HttpSpec, TenantConnectors};
 use crate::Gateway;
@@ -52,17 +52,26 @@ pub fn check_toolkit(name: &str) -> Result<()> {
     ))
 }
 
+/// The longest an app may take to answer one request.
+pub const MAX_APP_TIMEOUT_MS: u64 = 60_000;
+
 /// Checks an app's settings; the HMAC credential kind signs connector bodies and has no
-/// meaning for an MCP server.
-fn check_app(spec: &HttpSpec) -> Result<()> {
-    spec.check()?;
+/// meaning for an MCP server. The URL as it will be called.
+fn check_app(spec: &HttpSpec) -> Result<url::Url> {
+    let url = spec.check()?;
+    if spec.timeout_ms > MAX_APP_TIMEOUT_MS {
+        return Err(Error::invalid(
+            "invalid_timeout",
+            format!("a connected app's timeout_ms is at most {MAX_APP_TIMEOUT_MS} milliseconds"),
+        ));
+    }
     if matches!(spec.auth, AuthSpec::Hmac { .. }) {
         return Err(Error::invalid(
             "invalid_app_auth",
             "a connected app takes a bearer, basic or header credential (or none), not hmac",
         ));
     }
-    Ok(())
+    Ok(url)
 }
 
 type AppRow = (String, String, String, DateTime<Utc>);
@@ -71,7 +80,7 @@ fn record((toolkit, spec, updated_by, updated_at): AppRow) -> Result<AppRecord> 
     let app = serde_json::from_str(&spec).map_err(|e| {
         Error::internal("storage_decode", format!("a stored connected app does not read back: {e}"))
     })?;
-    Ok(AppRecord { toolkit, app, updated_by, updated_at })
+    Ok(AppRecord { toolkit, app, updated_by, updated_at, problem: None })
 }
 
 fn save_in(
@@ -116,6 +125,16 @@ fn delete_in(c: &dyn Tx, tenant: &TenantId, toolkit: &str, actor: &str, via: Tra
 }
 
 impl Gateway {
+    /// The tenant's connected apps, each with why it cannot be used now, if it cannot.
+    pub async fn connected_apps_checked(&self, tenant: &TenantId) -> Result<Vec<AppRecord>> {
+        let built = self.apps_for(tenant).await?;
+        let mut records = self.connected_apps(tenant).await?;
+        for r in &mut records {
+            r.problem = built.problem(&r.toolkit).map(str::to_string);
+        }
+        Ok(records)
+    }
+
     /// The tenant's connected apps, by toolkit.
     pub async fn connected_apps(&self, tenant: &TenantId) -> Result<Vec<AppRecord>> {
         let rows: Vec<AppRow> = self
@@ -138,10 +157,10 @@ impl Gateway {
         via: Transport,
     ) -> Result<()> {
         check_toolkit(toolkit)?;
-        check_app(&spec)?;
+        self.check_egress(&check_app(&spec)?).await?;
         let (t, k, a) = (tenant.clone(), toolkit.to_string(), actor.to_string());
         self.write(move |c| save_in(c, &t, &k, &spec, &a, via)).await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok(())
     }
 
@@ -156,7 +175,7 @@ impl Gateway {
         check_toolkit(toolkit)?;
         let (t, k, a) = (tenant.clone(), toolkit.to_string(), actor.to_string());
         self.write(move |c| delete_in(c, &t, &k, &a, via)).await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok(())
     }
 
@@ -172,33 +191,35 @@ impl Gateway {
         })
     }
 
-    /// The tenant's connected apps with their credentials opened; one whose credential does
-    /// not open is left out (its tools are not listed, and a call to it is refused).
+    /// The tenant's connected apps with their credentials opened. One whose settings cannot be
+    /// used is kept as broken: its calls are `unavailable`, its listing names it, and every
+    /// other call of the tenant runs as usual.
     pub(crate) async fn build_apps(&self, tenant: &TenantId, into: &mut TenantConnectors) -> Result<()> {
         let mut apps = Apps::default();
         for r in self.connected_apps(tenant).await? {
-            match self.app_client(tenant, &r).await {
-                Ok(c) => {
-                    apps.by_toolkit.insert(r.toolkit.clone(), Arc::new(c));
+            let entry = match self.app_client(tenant, &r).await {
+                Ok(c) => AppEntry::Ready(Arc::new(c)),
+                Err(e) => {
+                    tracing::warn!(tenant = %tenant, toolkit = %r.toolkit, error = %e, "a connected app cannot be used");
+                    AppEntry::Broken(app_problem(&e))
                 }
-                Err(e) if e.is_internal() => {
-                    tracing::warn!(toolkit = %r.toolkit, error = %e, "a connected app's credential does not open");
-                }
-                Err(e) => return Err(e),
-            }
+            };
+            apps.by_toolkit.insert(r.toolkit.clone(), entry);
         }
         into.apps = Arc::new(apps);
         Ok(())
     }
 
     /// `tool` as the pipeline decides it: for a call of a connected app's tool the kit
-    /// permits, `connections.execute` with that tool's effect (from its annotations). A toolkit
-    /// no app is registered under, or a tool its app does not have, is a 404 here.
+    /// permits, `connections.execute` with that tool's effect (its annotations under the
+    /// kit's pin), read from `apps`, the tenant's apps the call will be carried out on. A
+    /// toolkit no app is registered under, or a tool its app does not have, is a 404 here.
     pub(crate) async fn connected_tool(
         &self,
         subject: &crate::keys::Subject,
         tool: policy::ToolSpec,
         checked: &policy::args::CheckedArgs,
+        apps: &Apps,
     ) -> Result<policy::ToolSpec> {
         let Some((toolkit, name)) = &checked.toolkit else { return Ok(tool) };
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
@@ -206,8 +227,13 @@ impl Gateway {
             // The pipeline refuses it with request_toolkit; what the app has does not matter.
             return Ok(tool);
         }
-        let apps = self.apps_for(&subject.tenant).await?;
-        let effect = apps.effect(toolkit, name).await.map_err(|f| {
+        if apps.problem(toolkit).is_some() {
+            // Its settings cannot be used: the call is refused `unavailable` by this same
+            // `apps`' connector (the caller carries the call out on it), with the step for a
+            // person, before anything could run.
+            return Ok(tool);
+        }
+        let listed = apps.tool(toolkit, name).await.map_err(|f| {
             Error::unavailable(
                 "connected_app_unavailable",
                 format!(
@@ -217,8 +243,11 @@ impl Gateway {
                 f.retry_after_secs,
             )
         })?;
-        match effect {
-            Some(effect) => Ok(policy::ToolSpec { effect, ..tool }),
+        match listed {
+            Some(listed) => {
+                let effect = links[0].kit.toolkits.effect(toolkit, name, listed.declared);
+                Ok(policy::ToolSpec { effect, ..tool })
+            }
             // A 404 like any resource the tenant does not have; naive_connections_tools lists them.
             None if apps.by_toolkit.contains_key(toolkit.as_str()) => {
                 Err(Error::NotFound { what: "connected app tool" })
@@ -228,28 +257,35 @@ impl Gateway {
     }
 
     async fn app_client(&self, tenant: &TenantId, r: &AppRecord) -> Result<AppClient> {
-        let value = |v: String| {
-            HeaderValue::from_str(&v).map_err(|_| {
-                Error::invalid("invalid_secret_value", "this secret cannot travel in an HTTP header")
-            })
-        };
+        let url = check_app(&r.app)?;
+        let value = |v: String| HeaderValue::from_str(&v).expect("header secrets are checked when opened");
         let credential = match &r.app.auth {
             AuthSpec::None | AuthSpec::Hmac { .. } => None,
-            AuthSpec::Bearer { secret } => {
-                Some((AUTHORIZATION, value(format!("Bearer {}", self.open_secret(tenant, secret).await?))?))
-            }
+            AuthSpec::Bearer { secret } => Some((
+                AUTHORIZATION,
+                value(format!("Bearer {}", self.open_header_secret(tenant, secret).await?)),
+            )),
             AuthSpec::Basic { secret } => {
-                let encoded =
-                    base64::engine::general_purpose::STANDARD.encode(self.open_secret(tenant, secret).await?);
-                Some((AUTHORIZATION, value(format!("Basic {encoded}"))?))
+                let encoded = base64::engine::general_purpose::STANDARD
+                    .encode(self.open_header_secret(tenant, secret).await?);
+                Some((AUTHORIZATION, value(format!("Basic {encoded}"))))
             }
             AuthSpec::Header { header, secret } => {
                 let name = HeaderName::from_bytes(header.as_bytes())
                     .map_err(|_| Error::invalid("invalid_header_name", "not a header name"))?;
-                Some((name, value(self.open_secret(tenant, secret).await?)?))
+                Some((name, value(self.open_header_secret(tenant, secret).await?)))
             }
         };
-        let timeout = Duration::from_millis(r.app.timeout_ms);
-        Ok(AppClient::new(r.toolkit.clone(), r.app.url.clone(), timeout, credential))
+        let timeout = Duration::from_millis(r.app.timeout_ms.min(MAX_APP_TIMEOUT_MS));
+        Ok(AppClient::new(r.toolkit.clone(), url, self.egress.clone(), timeout, credential))
+    }
+}
+
+/// The stable code a broken app's calls and listing show for why its settings cannot be used.
+fn app_problem(e: &Error) -> &'static str {
+    match e.code() {
+        "invalid_secret_value" => "connected_app_secret_unusable",
+        "unknown_secret" => "connected_app_secret_missing",
+        _ => "connected_app_misconfigured",
     }
 }

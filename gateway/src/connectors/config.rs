@@ -141,6 +141,10 @@ pub struct ConnectorRecord {
     pub connector: ConnectorSpec,
     pub updated_by: String,
     pub updated_at: DateTime<Utc>,
+    /// Why it cannot run now (`invalid_secret_value`, `vault_locked`), if it cannot: its
+    /// calls are `unavailable` until an admin fixes it. Other connectors are unaffected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl HttpSpec {
@@ -194,7 +198,7 @@ fn record((target, spec, updated_by, updated_at): ConnectorRow) -> Result<Connec
     let connector = serde_json::from_str(&spec).map_err(|e| {
         Error::internal("storage_decode", format!("a stored connector does not read back: {e}"))
     })?;
-    Ok(ConnectorRecord { target, connector, updated_by, updated_at })
+    Ok(ConnectorRecord { target, connector, updated_by, updated_at, problem: None })
 }
 
 /// Refuses a credential naming a secret the tenant's vault does not hold.
@@ -266,6 +270,16 @@ impl Gateway {
         rows.into_iter().map(record).collect()
     }
 
+    /// The tenant's configured connectors, each with why it cannot run now, if it cannot.
+    pub async fn connectors_checked(&self, tenant: &TenantId) -> Result<Vec<ConnectorRecord>> {
+        let built = self.tenant_connectors(tenant).await?;
+        let mut records = self.connectors(tenant).await?;
+        for r in &mut records {
+            r.problem = built.problems.get(&r.target).cloned();
+        }
+        Ok(records)
+    }
+
     /// Sets where `target`'s calls run; `sandbox` returns it to the default.
     pub async fn set_connector(
         &self,
@@ -277,11 +291,11 @@ impl Gateway {
     ) -> Result<()> {
         let target = Target::parse(target, &self.catalog)?.as_str().to_string();
         if let ConnectorSpec::Http(h) = &spec {
-            h.check()?;
+            self.check_egress(&h.check()?).await?;
         }
         let (t, a) = (tenant.clone(), actor.to_string());
         self.write(move |c| save_in(c, &t, &target, &spec, &a, via)).await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok(())
     }
 
@@ -325,11 +339,13 @@ impl Gateway {
         Ok(built)
     }
 
-    /// Every configured connector of the tenant, credentials opened. One whose credential
-    /// does not open (a locked vault) is built broken: its calls are `unavailable`.
+    /// Every configured connector of the tenant, credentials opened. One that cannot run (its
+    /// credential does not open or cannot travel in a header, its URL is refused) is built
+    /// broken: its calls are `unavailable`, and every other call of the tenant runs as usual.
     async fn build_connectors(&self, tenant: &TenantId) -> Result<TenantConnectors> {
         let mut built = TenantConnectors {
             by_target: Default::default(),
+            problems: Default::default(),
             apps: Default::default(),
             runtime: Arc::new(self.build_runtime(tenant).await?),
         };
@@ -337,8 +353,11 @@ impl Gateway {
             let ConnectorSpec::Http(h) = &r.connector else { continue };
             let c: Arc<dyn Connector> = match self.http_connector(tenant, h).await {
                 Ok(http) => Arc::new(http),
-                Err(e) if e.is_internal() => Arc::new(Broken { code: "connector_credential_unavailable" }),
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(tenant = %tenant, target = %r.target, error = %e, "a connector cannot run");
+                    built.problems.insert(r.target.clone(), e.code().to_string());
+                    Arc::new(Broken { code: "connector_misconfigured" })
+                }
             };
             built.by_target.insert(r.target, c);
         }
@@ -350,18 +369,40 @@ impl Gateway {
         let url = h.check()?;
         let credential = match &h.auth {
             AuthSpec::None => Credential::None,
-            AuthSpec::Bearer { secret } => Credential::Bearer(self.open_secret(tenant, secret).await?),
-            AuthSpec::Basic { secret } => Credential::Basic(self.open_secret(tenant, secret).await?),
+            AuthSpec::Bearer { secret } => Credential::Bearer(self.open_header_secret(tenant, secret).await?),
+            AuthSpec::Basic { secret } => Credential::Basic(self.open_header_secret(tenant, secret).await?),
             AuthSpec::Header { header, secret } => {
-                Credential::Header(check_header(header)?, self.open_secret(tenant, secret).await?)
+                Credential::Header(check_header(header)?, self.open_header_secret(tenant, secret).await?)
             }
             AuthSpec::Hmac { secret } => Credential::Hmac(self.open_secret(tenant, secret).await?),
         };
-        Ok(Http::new(self.http_client.clone(), url, Duration::from_millis(h.timeout_ms), credential))
+        Ok(Http::new(self.egress.clone(), url, Duration::from_millis(h.timeout_ms), credential))
     }
 
-    /// Forgets every tenant's built connectors, after a connector or a secret changed here.
-    pub(crate) fn connectors_changed(&self) {
+    /// A secret that travels in an HTTP header: one with a line break or another control
+    /// character cannot, and is refused as `invalid_secret_value` here, where only the
+    /// setting that names it fails.
+    pub(crate) async fn open_header_secret(&self, tenant: &TenantId, name: &str) -> Result<String> {
+        let value = self.open_secret(tenant, name).await?;
+        if reqwest::header::HeaderValue::from_str(&value).is_err() {
+            return Err(Error::invalid(
+                "invalid_secret_value",
+                format!(
+                    "the secret `{name}` holds a line break or control character, so it cannot travel in an HTTP header; store it again"
+                ),
+            ));
+        }
+        Ok(value)
+    }
+
+    /// Forgets the tenant's built connectors, after one of its connectors, apps, secrets or
+    /// its runtime changed here; other tenants' stay.
+    pub(crate) fn connectors_changed(&self, tenant: &TenantId) {
+        self.connector_cache.invalidate_key(tenant);
+    }
+
+    /// Forgets every tenant's built connectors, after another instance changed something.
+    pub(crate) fn all_connectors_changed(&self) {
         self.connector_cache.invalidate();
     }
 }

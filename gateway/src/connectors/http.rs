@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{Call, Connector, ConnectorKind, Done, Failure};
+use crate::egress::Egress;
 
 /// The largest upstream answer read; a larger one is a failure.
 pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
@@ -40,12 +41,11 @@ pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
 const RETRY_AFTER_SECS: u32 = 5;
 /// The longest `Retry-After` passed on to an agent.
 const MAX_RETRY_AFTER_SECS: u32 = 300;
-/// How much of an upstream's answer a test probe shows.
-const TEST_ANSWER_CHARS: usize = 2_000;
+/// How much of an upstream's answer a test probe shows: enough to recognise the service,
+/// too little to read a page through it.
+pub const TEST_ANSWER_CHARS: usize = 200;
 /// The longest a test probe waits, whatever the connector's timeout: someone is watching.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest a connection to an upstream may take to open.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A credential opened from the vault, and how it travels.
 #[derive(Clone)]
@@ -73,7 +73,7 @@ impl std::fmt::Debug for Credential {
 /// One tenant's upstream for one primitive or action.
 #[derive(Debug)]
 pub struct Http {
-    client: reqwest::Client,
+    egress: Egress,
     url: reqwest::Url,
     timeout: Duration,
     credential: Credential,
@@ -92,33 +92,23 @@ pub struct Probe {
     pub answer: String,
 }
 
-/// The one client every HTTP connector shares: pooled connections, no Nagle delay, and no
-/// redirects followed (a redirect could carry a credential header to another host; an
-/// upstream that moved is reconfigured instead, and until then answers `unavailable`).
-pub fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build()
-        .expect("an HTTP client builds")
-}
-
 impl Http {
-    pub fn new(
-        client: reqwest::Client,
-        url: reqwest::Url,
-        timeout: Duration,
-        credential: Credential,
-    ) -> Http {
-        Http { client, url, timeout, credential }
+    pub fn new(egress: Egress, url: reqwest::Url, timeout: Duration, credential: Credential) -> Http {
+        Http { egress, url, timeout, credential }
     }
 
-    /// The request with its headers and credential, for `body`.
-    fn request(&self, action: &str, action_id: &str, body: Vec<u8>) -> reqwest::RequestBuilder {
+    /// The request with its headers and credential, for `body`; refused when the upstream's
+    /// address is one egress refuses.
+    fn request(
+        &self,
+        action: &str,
+        action_id: &str,
+        body: Vec<u8>,
+    ) -> Result<reqwest::RequestBuilder, Failure> {
+        self.egress.check_url(&self.url).map_err(|_| Failure::new(EGRESS_REFUSED, RETRY_AFTER_SECS))?;
         let mut req = self
-            .client
+            .egress
+            .client()
             .post(self.url.clone())
             .timeout(self.timeout)
             .header(CONTENT_TYPE, "application/json")
@@ -134,7 +124,7 @@ impl Http {
             Credential::Header(name, s) => req.header(name.clone(), sensitive(s.clone())),
             Credential::Hmac(s) => req.header("Naive-Signature", signature(s, now_unix(), &body)),
         };
-        req.body(body)
+        Ok(req.body(body))
     }
 
     /// Sends a test probe and reports what came back.
@@ -142,18 +132,29 @@ impl Http {
         let id = format!("test_{}", uuid::Uuid::new_v4().simple());
         let body = serde_json::to_vec(&json!({ "test": true, "action_id": id })).expect("JSON serializes");
         let started = Instant::now();
-        let sent = self.request("test", &id, body).timeout(self.timeout.min(PROBE_TIMEOUT)).send().await;
+        let req = match self.request("test", &id, body) {
+            Ok(req) => req.timeout(self.timeout.min(PROBE_TIMEOUT)),
+            Err(f) => return Probe { ok: false, status: None, latency_ms: 0, answer: f.detail },
+        };
+        let sent = req.send().await.map_err(|e| transport_failure(&e));
+        let (status, answer) = probe_answer(sent).await;
         let latency_ms = started.elapsed().as_millis() as u64;
-        match sent {
-            Err(e) => Probe { ok: false, status: None, latency_ms, answer: transport_failure(&e).detail },
-            Ok(res) => {
-                let status = res.status();
-                let text = match read_limited(res).await {
-                    Ok(bytes) => String::from_utf8_lossy(&bytes).chars().take(TEST_ANSWER_CHARS).collect(),
-                    Err(f) => f.detail,
-                };
-                Probe { ok: status.is_success(), status: Some(status.as_u16()), latency_ms, answer: text }
-            }
+        Probe { ok: status.is_some_and(|s| (200..300).contains(&s)), status, latency_ms, answer }
+    }
+}
+
+/// What a test probe shows of an answer: its status and the first [`TEST_ANSWER_CHARS`]
+/// characters of its body, or why there was none. Connectors and webhooks share it.
+pub(crate) async fn probe_answer(sent: Result<reqwest::Response, Failure>) -> (Option<u16>, String) {
+    match sent {
+        Err(f) => (None, f.detail),
+        Ok(res) => {
+            let status = res.status().as_u16();
+            let text = match read_limited(res).await {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).chars().take(TEST_ANSWER_CHARS).collect(),
+                Err(f) => f.detail,
+            };
+            (Some(status), text)
         }
     }
 }
@@ -178,8 +179,13 @@ pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
     format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// The stable code of a call egress refused: the target is in the operator's network.
+pub const EGRESS_REFUSED: &str = "egress_refused";
+
 fn transport_failure(e: &reqwest::Error) -> Failure {
-    if e.is_timeout() {
+    if crate::egress::refusal(e).is_some() {
+        Failure::new(EGRESS_REFUSED, RETRY_AFTER_SECS)
+    } else if e.is_timeout() {
         Failure::new("connector_timeout", RETRY_AFTER_SECS)
     } else {
         Failure::new("connector_unreachable", RETRY_AFTER_SECS)
@@ -247,7 +253,7 @@ impl Connector for Http {
             });
             let body = serde_json::to_vec(&body).expect("JSON serializes");
             let res = self
-                .request(&call.action, &call.action_id, body)
+                .request(&call.action, &call.action_id, body)?
                 .send()
                 .await
                 .map_err(|e| transport_failure(&e))?;
@@ -309,6 +315,29 @@ mod tests {
         assert_ne!(s, signature("k", 1_700_000_001, b"{}"));
         assert_ne!(s, signature("k", 1_700_000_000, b"{ }"));
         assert_ne!(s, signature("k2", 1_700_000_000, b"{}"));
+    }
+
+    /// A probe of an upstream that answers a page shows its status and the first
+    /// [`TEST_ANSWER_CHARS`] characters, never the page.
+    #[tokio::test]
+    async fn a_probe_shows_the_status_and_a_short_excerpt() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = reqwest::Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let _ = sock.read(&mut [0u8; 4096]).await;
+            let page = "x".repeat(10_000);
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                page.len()
+            );
+            let _ = sock.write_all(format!("{head}{page}").as_bytes()).await;
+        });
+        let egress = Egress::new(crate::egress::Allowance::loopback());
+        let probe = Http::new(egress, url, Duration::from_secs(2), Credential::None).probe().await;
+        assert_eq!((probe.ok, probe.status), (false, Some(401)));
+        assert_eq!(probe.answer.chars().count(), TEST_ANSWER_CHARS, "{}", probe.answer.len());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //!   upstream MCP servers, never on the sandbox.
 
 pub mod app_config;
+mod app_http;
 pub mod apps;
 pub mod config;
 pub mod http;
@@ -71,12 +72,26 @@ pub struct Failure {
     /// A stable code such as `connector_timeout`.
     pub detail: String,
     pub retry_after_secs: u32,
+    /// Whether only a person can mend it (a setting that cannot be used): the agent is told
+    /// to tell one, not just to wait.
+    pub needs_admin: bool,
+    /// The outbox queue the call's command did not fit in, when that is why.
+    pub full: Option<crate::outbox::Full>,
 }
 
 impl Failure {
     pub fn new(detail: impl Into<String>, retry_after_secs: u32) -> Failure {
-        Failure { detail: detail.into(), retry_after_secs }
+        Failure { detail: detail.into(), retry_after_secs, needs_admin: false, full: None }
     }
+}
+
+/// How long an agent is told to wait after a call failed on a setting a person must fix.
+const MISCONFIGURED_RETRY_SECS: u32 = 300;
+
+/// The failure of a call whose connector, app, runtime or credential cannot be used as
+/// configured: `code` is what the agent sees; the console shows the setting's own problem.
+pub(crate) fn misconfigured(code: &str) -> Failure {
+    Failure { needs_admin: true, ..Failure::new(code, MISCONFIGURED_RETRY_SECS) }
 }
 
 /// Which kind of connector carried a call out, as answers and the log label it.
@@ -130,15 +145,16 @@ pub trait Connector: Send + Sync + 'static {
     fn kind(&self) -> ConnectorKind;
 }
 
-/// A configured connector that cannot run (its credential does not open): every call is
-/// `unavailable` with `code`, never an error of ours.
+/// A configured connector that cannot run (its credential does not open, or cannot travel in
+/// a header): every call is `unavailable` with `code` and a step for a person, never an
+/// error of ours, and only the calls that use it fail.
 struct Broken {
     code: &'static str,
 }
 
 impl Connector for Broken {
     fn execute<'a>(&'a self, _call: &'a Call) -> BoxFuture<'a, Result<Done, Failure>> {
-        Box::pin(async move { Err(Failure::new(self.code, 60)) })
+        Box::pin(async move { Err(misconfigured(self.code)) })
     }
 
     fn kind(&self) -> ConnectorKind {
@@ -150,6 +166,8 @@ impl Connector for Broken {
 /// sandbox.
 pub(crate) struct TenantConnectors {
     by_target: HashMap<String, Arc<dyn Connector>>,
+    /// Why a configured target's connector cannot run, by target, for the console.
+    pub(crate) problems: HashMap<String, String>,
     /// The connected apps, which carry out the `connections` primitive.
     pub(crate) apps: Arc<apps::Apps>,
     /// The team runtime, which carries out the `tasks` primitive.

@@ -7,6 +7,7 @@ use reqwest::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
 
 use super::wire::{self, Batch, BatchAnswer, Board, Run, Status};
+use crate::connectors::http::EGRESS_REFUSED;
 
 /// How long a read of the runtime may take.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -39,7 +40,7 @@ impl WireError {
 pub struct RuntimeClient {
     base: url::Url,
     secret: String,
-    http: reqwest::Client,
+    egress: crate::egress::Egress,
 }
 
 impl std::fmt::Debug for RuntimeClient {
@@ -49,8 +50,8 @@ impl std::fmt::Debug for RuntimeClient {
 }
 
 impl RuntimeClient {
-    pub fn new(base: url::Url, secret: String, http: reqwest::Client) -> RuntimeClient {
-        RuntimeClient { base, secret, http }
+    pub fn new(base: url::Url, secret: String, egress: crate::egress::Egress) -> RuntimeClient {
+        RuntimeClient { base, secret, egress }
     }
 
     pub async fn status(&self) -> Result<Status, WireError> {
@@ -73,6 +74,10 @@ impl RuntimeClient {
     }
 
     pub async fn run(&self, run_id: &str) -> Result<Run, WireError> {
+        // One path segment, never `.` or `..`, so the path signed is the path asked for.
+        if !policy::args::is_ref(run_id, 200) {
+            return Err(WireError::Refused { status: 400, code: "invalid_run_id".into() });
+        }
         let id: String = url::form_urlencoded::byte_serialize(run_id.as_bytes()).collect();
         self.get(&format!("/control/runs/{id}")).await
     }
@@ -104,6 +109,7 @@ impl RuntimeClient {
             .base
             .join(path.trim_start_matches('/'))
             .map_err(|_| WireError::Unreachable("runtime_bad_url".into()))?;
+        self.egress.check_url(&url).map_err(|_| WireError::Unreachable(EGRESS_REFUSED.into()))?;
         let signed_path = match url.query() {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_string(),
@@ -111,7 +117,8 @@ impl RuntimeClient {
         let t = chrono::Utc::now().timestamp();
         let method_v: reqwest::Method = method.parse().expect("a known method");
         let res = self
-            .http
+            .egress
+            .client()
             .request(method_v, url)
             .timeout(timeout)
             .header(CONTENT_TYPE, "application/json")
@@ -121,9 +128,14 @@ impl RuntimeClient {
             .send()
             .await
             .map_err(|e| {
-                WireError::Unreachable(
-                    if e.is_timeout() { "runtime_timeout" } else { "runtime_unreachable" }.into(),
-                )
+                let code = if crate::egress::refusal(&e).is_some() {
+                    EGRESS_REFUSED
+                } else if e.is_timeout() {
+                    "runtime_timeout"
+                } else {
+                    "runtime_unreachable"
+                };
+                WireError::Unreachable(code.into())
             })?;
         let status = res.status();
         let bytes =

@@ -108,6 +108,7 @@ impl Gateway {
         via: Transport,
     ) -> Result<RuntimeInfo> {
         let url = check_url(url)?;
+        self.check_egress(&url).await?;
         match secret {
             Some(s) => {
                 check_secret(s)?;
@@ -123,7 +124,7 @@ impl Gateway {
         }
         let (t, u, a) = (tenant.clone(), url.to_string(), actor.to_string());
         self.write(move |c| save_in(c, &t, &u, &a, via)).await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         if let Some(client) = self.runtime_client(tenant).await? {
             let claimed = client.claim(tenant.as_str()).await;
             self.note_contact(tenant, claimed.as_ref().map(|_| ()).map_err(WireError::code), claimed.is_ok())
@@ -143,7 +144,7 @@ impl Gateway {
             Ok(())
         })
         .await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok(())
     }
 
@@ -182,7 +183,7 @@ impl Gateway {
         let Some((url, ..)) = self.runtime_row(tenant).await? else { return Ok(None) };
         let url = check_url(&url)?;
         let secret = self.open_secret(tenant, SECRET_NAME).await?;
-        Ok(Some(RuntimeClient::new(url, secret, self.http_client.clone())))
+        Ok(Some(RuntimeClient::new(url, secret, self.egress.clone())))
     }
 
     /// Records the outcome of a contact with the tenant's runtime. A claim seen (or made)
