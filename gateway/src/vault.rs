@@ -97,7 +97,7 @@ impl std::fmt::Debug for MasterKey {
 
 /// A tenant's data key, opened.
 #[derive(Clone)]
-struct DataKey([u8; KEY_LEN]);
+pub(crate) struct DataKey([u8; KEY_LEN]);
 
 impl DataKey {
     fn cipher(&self) -> XChaCha20Poly1305 {
@@ -151,7 +151,7 @@ impl Vault {
         Vault { master, opened: RwLock::default(), touched: RwLock::default() }
     }
 
-    fn master(&self) -> Result<&MasterKey> {
+    pub(crate) fn master(&self) -> Result<&MasterKey> {
         self.master.as_ref().ok_or_else(|| Error::Unavailable {
             code: "vault_locked",
             message: "the vault is locked: this gateway was started without a master key (NAIVE_MASTER_KEY or a key file)".into(),
@@ -163,7 +163,7 @@ impl Vault {
         self.opened.read().expect("vault lock").get(tenant).cloned()
     }
 
-    fn remember(&self, tenant: &TenantId, key: &DataKey) {
+    pub(crate) fn remember(&self, tenant: &TenantId, key: &DataKey) {
         self.opened.write().expect("vault lock").insert(tenant.clone(), key.clone());
     }
 
@@ -291,7 +291,7 @@ fn rotated_elsewhere() -> Error {
 }
 
 /// Writes `value` under `name`, sealed with the tenant's data key; whether it is new.
-fn put_in(
+pub(crate) fn put_in(
     c: &dyn Tx,
     master: &MasterKey,
     tenant: &TenantId,
@@ -342,7 +342,7 @@ impl Gateway {
         let (t, n, v, a) = (tenant.clone(), name.to_string(), value.to_string(), actor.to_string());
         let (created, key) = self.write(move |c| put_in(c, &master, &t, &n, &v, &a, via)).await?;
         self.vault.remember(tenant, &key);
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok((self.secret(tenant, name).await?, created))
     }
 
@@ -370,7 +370,7 @@ impl Gateway {
     ) -> Result<()> {
         let (t, n, a) = (tenant.clone(), name.to_string(), actor.to_string());
         self.write(move |c| delete_in(c, &t, &n, &a, via)).await?;
-        self.connectors_changed();
+        self.connectors_changed(tenant);
         Ok(())
     }
 
@@ -433,7 +433,13 @@ impl Gateway {
     }
 }
 
-fn delete_in(c: &dyn Tx, tenant: &TenantId, name: &str, actor: &str, via: Transport) -> Result<()> {
+pub(crate) fn delete_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    name: &str,
+    actor: &str,
+    via: Transport,
+) -> Result<()> {
     let users: Vec<String> = c
         .rows(
             "SELECT target FROM connectors WHERE tenant_id = ?1 AND secret_name = ?2 \

@@ -2,21 +2,35 @@
 //!
 //! A runtime write (a comment, an unblock) inserts its command here in the same transaction
 //! as the call's activity entry and ledger rows, so an answered `queued` is a command that
-//! exists, and a failed call leaves none. The delivery worker ([`delivery`]) claims
-//! what is due and sends it.
+//! exists, and a failed call leaves none. Webhook messages are queued in the transaction of
+//! the entry they report. The delivery worker ([`delivery`]) claims what is due ([`queue`])
+//! and sends it.
 //!
-//! Guarantees:
-//! - Order per ordering key (a runtime command's task): a row is claimed only when no earlier
-//!   row of its key is still queued and waiting (backing off or leased), and a batch carries
-//!   a key's rows in order.
-//! - A claimed row is leased to the claiming instance; a lease that lapses (the instance
-//!   died) makes it due again, so nothing is lost. A runtime applies a command id once, so a
-//!   second send is harmless: at least once on the wire, exactly once in effect.
+//! Each destination has one queue: a tenant's team runtime (every runtime command of the
+//! tenant) and each webhook endpoint. Guarantees:
+//! - Order per queue: a queue's rows go out in `seq` order, and nothing is sent while an
+//!   earlier row of its queue waits (backing off, or in flight). A runtime's order is so also
+//!   the order of each task's commands.
+//! - Bounded: a queue holds at most [`MAX_QUEUED`] queued rows. A runtime write past it is
+//!   refused `outbox_full` with the figure and the oldest command to wait for, and writes
+//!   nothing; an event for a full endpoint is recorded as a dead letter (`outbox_full`), never
+//!   failing the action it reports.
+//! - A claim reads only queues that are due and only their first rows, through
+//!   `outbox_queues_due` and `outbox_pending`: a queue that is backing off or in flight costs
+//!   a claim nothing, however long it is.
+//! - A claimed queue is leased to the claiming delivery, which renews the lease while it
+//!   sends; a lease that lapses (the instance died) makes the queue due again, so nothing is
+//!   lost, and a delivery that lost its lease records nothing. A runtime applies a command id
+//!   once and a receiver deduplicates on `webhook-id`: at least once on the wire, exactly once
+//!   in effect.
 //! - Each row ends once: `delivered`, `rejected` (the receiver refused it for good, with its
-//!   code) or, after [`OutboxConfig::max_attempts`] attempts without an answer, `dead`. A
-//!   dead letter stays visible and an admin can queue it again ([`Gateway::retry_delivery`]).
+//!   code), `purged` (an admin gave up on its queue) or, after [`OutboxConfig::max_attempts`]
+//!   attempts without an answer, `dead`. A dead letter stays visible and an admin can queue
+//!   it again ([`Gateway::retry_delivery`]). Delivered and purged rows are deleted after
+//!   [`OutboxConfig::retention_secs`].
 
 pub mod delivery;
+pub mod queue;
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -26,13 +40,16 @@ use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry, Transport};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
-use crate::runtime::wire::{self, Command};
-use crate::sql::{Tx, lock_key};
+use crate::runtime::wire::Command;
+use crate::sql::{FromRow, Tx};
+
+pub use queue::{ClaimedQueue, Queue};
 
 /// The channel of runtime commands.
 pub const RUNTIME: &str = "runtime";
-/// The most rows one claim takes.
-pub const CLAIM_LIMIT: usize = wire::MAX_BATCH;
+/// The most queued rows one queue holds: each webhook endpoint's, and by default a tenant's
+/// runtime's ([`OutboxConfig::max_queued`]).
+pub const MAX_QUEUED: i64 = 10_000;
 /// The most rows one listing shows.
 pub const LIST_LIMIT: usize = 200;
 /// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id), so
@@ -40,7 +57,7 @@ pub const LIST_LIMIT: usize = 200;
 const ANY_CHANNEL: &str = "channel IN (?, ?)";
 const CHANNELS: [&str; 2] = [RUNTIME, crate::webhooks::CHANNEL];
 
-/// How deliveries are retried.
+/// How deliveries are retried, and how long finished rows are kept.
 #[derive(Clone, Copy, Debug)]
 pub struct OutboxConfig {
     /// Attempts without an answer before a row is a dead letter.
@@ -48,11 +65,21 @@ pub struct OutboxConfig {
     /// The first retry's delay; each next one doubles, up to `backoff_max_ms`, with jitter.
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// How long delivered and purged rows are kept before they are deleted.
+    pub retention_secs: i64,
+    /// The most commands a tenant's runtime queue holds; a write past it is `outbox_full`.
+    pub max_queued: i64,
 }
 
 impl Default for OutboxConfig {
     fn default() -> Self {
-        OutboxConfig { max_attempts: 10, backoff_base_ms: 500, backoff_max_ms: 60_000 }
+        OutboxConfig {
+            max_attempts: 10,
+            backoff_base_ms: 500,
+            backoff_max_ms: 60_000,
+            retention_secs: 7 * 86_400,
+            max_queued: MAX_QUEUED,
+        }
     }
 }
 
@@ -76,6 +103,8 @@ pub enum DeliveryStatus {
     Delivered,
     Rejected,
     Dead,
+    /// An admin purged its queue's backlog: it will not be sent.
+    Purged,
 }
 
 impl DeliveryStatus {
@@ -88,6 +117,7 @@ impl DeliveryStatus {
             DeliveryStatus::Delivered => "delivered",
             DeliveryStatus::Rejected => "rejected",
             DeliveryStatus::Dead => "dead",
+            DeliveryStatus::Purged => "purged",
         }
     }
 }
@@ -117,7 +147,7 @@ pub(crate) struct Claimed {
     pub seq: i64,
     pub id: String,
     pub tenant: TenantId,
-    /// The ordering key: a runtime command's task, a webhook message's endpoint.
+    /// A runtime command's task, a webhook message's endpoint.
     pub key: String,
     /// Who queued it.
     pub author: String,
@@ -138,224 +168,100 @@ impl Claimed {
     }
 }
 
-/// Queues `command` for the tenant's runtime, in the caller's transaction. Returns whether
-/// the runtime answered its last contact (`None` before any), as the transaction sees it.
+/// A queue that is at its bound: how many rows wait in it, its bound, and the oldest, to
+/// wait for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Full {
+    pub queued: i64,
+    pub limit: i64,
+    pub oldest: Option<String>,
+}
+
+/// Queues `command` for the tenant's runtime, in the caller's transaction: whether the runtime
+/// answered its last contact (`None` before any), as the transaction sees it, or the full
+/// queue it did not fit in (nothing written then).
 ///
-/// Two statements, not one `INSERT ... RETURNING (SELECT reachable ...)`: SQLite runs a
-/// RETURNING clause as a trigger over a temporary table, with a statement journal, and that
-/// cost more than the second statement saves.
-pub(crate) fn enqueue(c: &dyn Tx, tenant: &TenantId, command: &Command) -> Result<Option<bool>> {
+/// Two statements for the answer, not one `INSERT ... RETURNING (SELECT reachable ...)`:
+/// SQLite runs a RETURNING clause as a trigger over a temporary table, with a statement
+/// journal, and that cost more than the second statement saves.
+pub(crate) fn enqueue(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    command: &Command,
+    max_queued: i64,
+) -> Result<std::result::Result<Option<bool>, Full>> {
     // Only what the command asks; its id, task and author have columns of their own.
     let payload = serde_json::to_string(&command.kind).expect("commands serialize");
     let row = NewRow {
         id: &command.command_id,
         channel: RUNTIME,
+        destination: "",
         key: &command.task_id,
         kind: command.kind.name(),
         author: &command.author,
         payload: &payload,
     };
-    insert(c, tenant, &row)?;
+    if let Err(full) = insert(c, tenant, &row, max_queued)? {
+        return Ok(Err(full));
+    }
     let reachable = c.row("SELECT reachable FROM runtimes WHERE tenant_id = ?", &[tenant])?;
-    Ok(reachable.map(|r| r.get::<Option<i64>>(0)).transpose()?.flatten().map(|r| r != 0))
+    Ok(Ok(reachable.map(|r| r.get::<Option<i64>>(0)).transpose()?.flatten().map(|r| r != 0)))
 }
 
 /// One row to queue.
 pub(crate) struct NewRow<'a> {
     pub id: &'a str,
     pub channel: &'a str,
-    /// Rows of one key are delivered in order.
+    /// The queue it joins: `""` for the tenant's runtime, an endpoint's id.
+    pub destination: &'a str,
+    /// A runtime command's task, a webhook message's endpoint.
     pub key: &'a str,
     pub kind: &'a str,
     pub author: &'a str,
     pub payload: &'a str,
 }
 
-/// Queues `row`, due now, in the caller's transaction.
-pub(crate) fn insert(c: &dyn Tx, tenant: &TenantId, row: &NewRow<'_>) -> Result<()> {
+/// Queues `row`, due now, in the caller's transaction; or, when its queue already holds
+/// `max_queued` rows, writes nothing and says so.
+pub(crate) fn insert(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    row: &NewRow<'_>,
+    max_queued: i64,
+) -> Result<std::result::Result<(), Full>> {
+    if !queue::admit(c, tenant, row.channel, row.destination, max_queued)? {
+        return Ok(Err(queue::full(c, tenant, row.channel, row.destination, max_queued)?));
+    }
+    write_row(c, tenant, row, "queued", None)?;
+    Ok(Ok(()))
+}
+
+/// Writes `row` with `status`, due now.
+fn write_row(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    row: &NewRow<'_>,
+    status: &str,
+    error: Option<&str>,
+) -> Result<()> {
     let now = crate::db::ts(Utc::now());
     c.exec(
-        "INSERT INTO outbox (id, tenant_id, channel, ordering_key, kind, author, payload, status, attempts, next_attempt_at, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)",
-        &[&row.id, tenant, &row.channel, &row.key, &row.kind, &row.author, &row.payload, &now, &now],
+        "INSERT INTO outbox (id, tenant_id, channel, destination, ordering_key, kind, author, payload, status, attempts, next_attempt_at, last_error, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+        &[&row.id, tenant, &row.channel, &row.destination, &row.key, &row.kind, &row.author, &row.payload, &status, &now, &error, &now],
     )?;
     Ok(())
+}
+
+/// Records `row` as a dead letter at once, because its queue is full: what it reports still
+/// happened, and an admin can queue it again once the queue drains.
+pub(crate) fn insert_dead(c: &dyn Tx, tenant: &TenantId, row: &NewRow<'_>) -> Result<()> {
+    write_row(c, tenant, row, "dead", Some("outbox_full"))
 }
 
 /// A new command id.
 pub(crate) fn command_id() -> String {
     format!("cmd_{}", uuid::Uuid::now_v7().simple())
-}
-
-/// Claims up to [`CLAIM_LIMIT`] due rows of `channel`, leased until `lease_until`: each row
-/// whose key has no earlier row still waiting. Claims of all instances take turns.
-///
-/// The queued rows are read in `seq` order, a page at a time, and a key is blocked from its
-/// first waiting row on. An index per key would answer "an earlier row still waiting?" with a
-/// probe, but every enqueue would then write into one of as many places as there are keys,
-/// and that index upkeep made a queued comment cost 0.55-0.65x a sandbox read instead of
-/// about 0.75x (`make bench-outbox`).
-pub(crate) fn claim(
-    c: &dyn Tx,
-    channel: &str,
-    now: DateTime<Utc>,
-    lease_until: DateTime<Utc>,
-) -> Result<Vec<Claimed>> {
-    lock_key(c, &["outbox claim", channel])?;
-    let picked = due_in_order(c, channel, now)?;
-    let mut claimed = Vec::with_capacity(picked.len());
-    for chunk in picked.chunks(100) {
-        let seqs = in_list(chunk.iter().map(|(seq, ..)| *seq));
-        let mut bodies: std::collections::HashMap<i64, (String, String, String)> = c
-            .rows(&format!("SELECT seq, id, author, payload FROM outbox WHERE seq IN ({seqs})"), &[])?
-            .iter()
-            .map(|r| {
-                crate::sql::FromRow::from_row(r)
-                    .map(|(seq, id, author, payload)| (seq, (id, author, payload)))
-            })
-            .collect::<Result<_>>()?;
-        c.exec(&format!("UPDATE outbox SET lease_until = ? WHERE seq IN ({seqs})"), &[&lease_until])?;
-        for (seq, tenant, key) in chunk {
-            let Some((id, author, payload)) = bodies.remove(seq) else { continue };
-            claimed.push(Claimed {
-                seq: *seq,
-                id,
-                tenant: TenantId::from_db(tenant.clone()),
-                key: key.clone(),
-                author,
-                payload,
-            });
-        }
-    }
-    Ok(claimed)
-}
-
-/// How many queued rows one read of a claim's scan takes.
-const CLAIM_SCAN_PAGE: usize = 1_000;
-
-/// The first [`CLAIM_LIMIT`] rows of `channel` that are due now and whose key has no earlier
-/// row waiting (backing off, or leased to an instance): `(seq, tenant, key)`, in `seq` order.
-fn due_in_order(c: &dyn Tx, channel: &str, now: DateTime<Utc>) -> Result<Vec<(i64, String, String)>> {
-    type Queued = (i64, String, String, DateTime<Utc>, Option<DateTime<Utc>>);
-    let sql = format!(
-        "SELECT seq, tenant_id, ordering_key, next_attempt_at, lease_until FROM outbox \
-         WHERE status = 'queued' AND channel = ? AND seq > ? ORDER BY seq LIMIT {CLAIM_SCAN_PAGE}"
-    );
-    let mut blocked = std::collections::HashSet::new();
-    let mut picked = Vec::new();
-    let mut after = 0_i64;
-    loop {
-        let page: Vec<Queued> = c
-            .rows(&sql, &[&channel, &after])?
-            .iter()
-            .map(crate::sql::FromRow::from_row)
-            .collect::<Result<_>>()?;
-        let last_page = page.len() < CLAIM_SCAN_PAGE;
-        for (seq, tenant, key, next_attempt_at, lease) in page {
-            after = seq;
-            let tenant_key = (tenant, key);
-            if blocked.contains(&tenant_key) {
-                continue;
-            }
-            if next_attempt_at <= now && lease.is_none_or(|l| l <= now) {
-                picked.push((seq, tenant_key.0, tenant_key.1));
-                if picked.len() == CLAIM_LIMIT {
-                    return Ok(picked);
-                }
-            } else {
-                blocked.insert(tenant_key);
-            }
-        }
-        if last_page {
-            return Ok(picked);
-        }
-    }
-}
-
-/// `1, 2, 3`: integers only, so the list is safe to inline.
-fn in_list(seqs: impl Iterator<Item = i64>) -> String {
-    seqs.map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
-}
-
-/// Marks `seqs` delivered at `now`.
-pub(crate) fn delivered(c: &dyn Tx, seqs: &[i64], now: DateTime<Utc>) -> Result<()> {
-    for chunk in seqs.chunks(100) {
-        let list = in_list(chunk.iter().copied());
-        c.exec(
-            &format!("UPDATE outbox SET status = 'delivered', delivered_at = ?, lease_until = NULL, last_error = NULL WHERE seq IN ({list}) AND status = 'queued'"),
-            &[&now],
-        )?;
-    }
-    Ok(())
-}
-
-/// Gives back the lease of `rows` without counting an attempt: they were claimed but not
-/// sent (an earlier row of their key failed first).
-pub(crate) fn release(c: &dyn Tx, rows: &[Claimed]) -> Result<()> {
-    for chunk in rows.chunks(100) {
-        let seqs = in_list(chunk.iter().map(|r| r.seq));
-        c.exec(
-            &format!("UPDATE outbox SET lease_until = NULL WHERE seq IN ({seqs}) AND status = 'queued'"),
-            &[],
-        )?;
-    }
-    Ok(())
-}
-
-/// Marks one row rejected for good by its receiver, with the receiver's code, and records it.
-pub(crate) fn rejected(c: &dyn Tx, row: &Claimed, code: &str, message: Option<&str>) -> Result<()> {
-    c.exec(
-        "UPDATE outbox SET status = 'rejected', lease_until = NULL, last_error = ? WHERE seq = ? AND status = 'queued'",
-        &[&code, &row.seq],
-    )?;
-    activity::append(
-        c,
-        NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
-            .verdict("command_rejected")
-            .detail(json!({ "command_id": row.id, "code": code, "message": message })),
-    )?;
-    Ok(())
-}
-
-/// Counts a failed attempt for `rows` at `now`: each backs off, or becomes a dead letter
-/// (recorded) once it has had `config.max_attempts`.
-pub(crate) fn failed(
-    c: &dyn Tx,
-    rows: &[Claimed],
-    code: &str,
-    now: DateTime<Utc>,
-    config: &OutboxConfig,
-) -> Result<()> {
-    for row in rows {
-        let attempts: i64 = c
-            .row("SELECT attempts FROM outbox WHERE seq = ? AND status = 'queued'", &[&row.seq])?
-            .map(|r| r.get(0))
-            .transpose()?
-            .unwrap_or(-1);
-        if attempts < 0 {
-            continue;
-        }
-        let attempts = attempts + 1;
-        if attempts >= i64::from(config.max_attempts) {
-            c.exec(
-                "UPDATE outbox SET status = 'dead', attempts = ?, lease_until = NULL, last_error = ? WHERE seq = ?",
-                &[&attempts, &code, &row.seq],
-            )?;
-            activity::append(
-                c,
-                NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
-                    .verdict("dead_letter")
-                    .detail(json!({ "command_id": row.id, "code": code, "attempts": attempts })),
-            )?;
-        } else {
-            let next = now + config.backoff(attempts as u32);
-            c.exec(
-                "UPDATE outbox SET attempts = ?, next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE seq = ?",
-                &[&attempts, &next, &code, &row.seq],
-            )?;
-        }
-    }
-    Ok(())
 }
 
 const STATE_COLUMNS: &str =
@@ -474,31 +380,57 @@ impl Gateway {
         via: Transport,
     ) -> Result<CommandState> {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
-        self.write(move |c| retry_in(c, &t, &i, &a, via)).await?;
+        let max = self.config.outbox.max_queued;
+        self.write(move |c| retry_in(c, &t, &i, &a, via, max)).await?;
         self.wake_delivery();
         read_row(&self.store, tenant, id, None).await?.ok_or(Error::NotFound { what: "delivery" })
     }
 }
 
-fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport) -> Result<()> {
-    let status: Option<String> = c
+fn retry_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    id: &str,
+    actor: &str,
+    via: Transport,
+    max_runtime: i64,
+) -> Result<()> {
+    let row: Option<(String, String, String)> = c
         .row(
-            &format!("SELECT status FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
+            &format!("SELECT status, channel, destination FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
             &[tenant, &CHANNELS[0], &CHANNELS[1], &id],
         )?
-        .map(|r| r.get(0))
+        .map(|r| FromRow::from_row(&r))
         .transpose()?;
-    let Some(status) = status else { return Err(Error::NotFound { what: "delivery" }) };
+    let Some((status, channel, destination)) = row else { return Err(Error::NotFound { what: "delivery" }) };
+    let not_dead = || Error::Conflict {
+        code: "not_a_dead_letter",
+        message: format!("it is {status}; only a dead letter can be retried"),
+    };
     if status != DeliveryStatus::Dead.as_str() {
+        return Err(not_dead());
+    }
+    if channel == crate::webhooks::CHANNEL
+        && c.row("SELECT 1 FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[tenant, &destination])?
+            .is_none()
+    {
         return Err(Error::Conflict {
-            code: "not_a_dead_letter",
-            message: format!("it is {status}; only a dead letter can be retried"),
+            code: "endpoint_removed",
+            message: "its webhook endpoint was removed; register the endpoint again for new events".into(),
         });
     }
-    c.exec(
-        &format!("UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
+    // Only one retry of a dead letter takes it back into its queue.
+    let taken = c.exec(
+        &format!("UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ? AND status = 'dead'"),
         &[&Utc::now(), tenant, &CHANNELS[0], &CHANNELS[1], &id],
     )?;
+    if taken == 0 {
+        return Err(not_dead());
+    }
+    let max = if channel == RUNTIME { max_runtime } else { MAX_QUEUED };
+    if !queue::admit(c, tenant, &channel, &destination, max)? {
+        return Err(full_conflict(&queue::full(c, tenant, &channel, &destination, max)?));
+    }
     activity::append(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
@@ -509,125 +441,66 @@ fn retry_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &str, via: Transport
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runtime::wire::CommandKind;
-    use crate::testing::TestDb;
+/// The conflict a full queue answers an admin with.
+fn full_conflict(full: &Full) -> Error {
+    Error::Conflict {
+        code: "outbox_full",
+        message: format!(
+            "{} rows already wait in this queue (at most {}); wait for them to be delivered, or purge the backlog",
+            full.queued, full.limit
+        ),
+    }
+}
 
-    fn queue(c: &dyn Tx, key: &str) -> Result<()> {
-        let tenant = TenantId::from_db("ten_claims".into());
-        insert(
-            c,
-            &tenant,
-            &NewRow { id: &command_id(), channel: "test", key, kind: "comment", author: "a", payload: "{}" },
-        )
+/// Ends every queued row of one queue as `purged`, and forgets the queue; how many.
+fn purge_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    channel: &str,
+    destination: &str,
+    actor: &str,
+    via: Transport,
+) -> Result<u64> {
+    queue::lock(c, tenant, channel, destination)?;
+    let n = c.exec(
+        "UPDATE outbox SET status = 'purged', delivered_at = ?, lease_until = NULL \
+         WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = 'queued'",
+        &[&Utc::now(), tenant, &channel, &destination],
+    )?;
+    queue::forget(c, tenant, channel, destination)?;
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Connector)
+            .via(via)
+            .verdict("backlog_purged")
+            .detail(json!({ "channel": channel, "destination": destination, "purged": n })),
+    )?;
+    Ok(n)
+}
+
+impl Gateway {
+    /// Gives up on every command queued for the tenant's runtime (a runtime that is gone
+    /// for good): they end `purged` and are never sent. How many.
+    pub async fn purge_runtime_backlog(&self, tenant: &TenantId, actor: &str, via: Transport) -> Result<u64> {
+        let (t, a) = (tenant.clone(), actor.to_string());
+        self.write(move |c| purge_in(c, &t, RUNTIME, "", &a, via)).await
     }
 
-    /// Keys in `claimed`, in claim order.
-    fn keys(claimed: &[Claimed]) -> Vec<&str> {
-        claimed.iter().map(|r| r.key.as_str()).collect()
+    /// Gives up on every message queued for one webhook endpoint. How many.
+    pub async fn purge_webhook_backlog(
+        &self,
+        tenant: &TenantId,
+        endpoint: &str,
+        actor: &str,
+        via: Transport,
+    ) -> Result<u64> {
+        self.webhook(tenant, endpoint).await?;
+        let (t, e, a) = (tenant.clone(), endpoint.to_string(), actor.to_string());
+        self.write(move |c| purge_in(c, &t, crate::webhooks::CHANNEL, &e, &a, via)).await
     }
 
-    /// Per key: `a` and `b` alternate over more rows than one page of the scan, then one `c`.
-    const ROWS_EACH: usize = (CLAIM_SCAN_PAGE + 200) / 2;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_waiting_row_holds_back_its_key_and_no_other_on_both_engines() {
-        for db in TestDb::both().await {
-            let now = Utc::now();
-            db.run(move |c| {
-                c.exec(
-                    "INSERT INTO tenants (id, name, credit_units, created_at) VALUES ('ten_claims', 'Claims', 0, ?)",
-                    &[&now],
-                )?;
-                for i in 0..2 * ROWS_EACH {
-                    queue(c, if i % 2 == 0 { "a" } else { "b" })?;
-                }
-                queue(c, "c")
-            })
-            .await
-            .unwrap();
-            let now = Utc::now() + Duration::seconds(1);
-            // a's first row backs off a minute: every later row of a waits behind it.
-            let later = now + Duration::seconds(60);
-            db.run(move |c| {
-                c.exec(
-                    "UPDATE outbox SET next_attempt_at = ? WHERE seq = (SELECT MIN(seq) FROM outbox WHERE ordering_key = 'a')",
-                    &[&later],
-                )
-            })
-            .await
-            .unwrap();
-            let (name, lease) = (db.name(), now + Duration::hours(1));
-            let claim_at = |at: DateTime<Utc>| db.run(move |c| claim(c, "test", at, lease));
-            let first = claim_at(now).await.unwrap();
-            assert_eq!(keys(&first), vec!["b"; CLAIM_LIMIT], "{name}: a waits, b is free up to the limit");
-            assert!(first.windows(2).all(|w| w[0].seq < w[1].seq), "{name}: in order");
-            // b's claimed rows are leased, so the rest of b waits behind them; c waits for nobody.
-            assert_eq!(keys(&claim_at(now).await.unwrap()), vec!["c"], "{name}");
-            let seqs: Vec<i64> = first.iter().map(|r| r.seq).collect();
-            db.run(move |c| delivered(c, &seqs, now)).await.unwrap();
-            // The rest of b, past the scan's first page.
-            assert_eq!(keys(&claim_at(now).await.unwrap()), vec!["b"; ROWS_EACH - CLAIM_LIMIT], "{name}");
-            // a's rows come once its first row is due again.
-            let a = claim_at(later).await.unwrap();
-            assert_eq!(keys(&a), vec!["a"; CLAIM_LIMIT.min(ROWS_EACH)], "{name}");
-        }
-    }
-
-    /// A queued command's payload holds only what it asks; the claim gives back the whole
-    /// command. A row queued by an older release, whose payload is the whole command, is
-    /// delivered as the same command.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_claimed_row_is_the_command_queued_in_either_payload_form_on_both_engines() {
-        let command = |id: &str| Command {
-            command_id: id.into(),
-            task_id: "tsk_7".into(),
-            author: "prf_writer".into(),
-            kind: CommandKind::Comment { body: "shipped \"v2\"".into() },
-        };
-        let (new, old) = (command("cmd_new"), command("cmd_old"));
-        for db in TestDb::both().await {
-            let (n, o, now) = (new.clone(), old.clone(), Utc::now());
-            db.run(move |c| {
-                let tenant = TenantId::from_db("ten_claims".into());
-                c.exec(
-                    "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, 'Claims', 0, ?)",
-                    &[&tenant, &now],
-                )?;
-                let whole = serde_json::to_string(&o).unwrap();
-                let row = NewRow {
-                    id: &o.command_id,
-                    channel: RUNTIME,
-                    key: &o.task_id,
-                    kind: "comment",
-                    author: &o.author,
-                    payload: &whole,
-                };
-                insert(c, &tenant, &row)?;
-                enqueue(c, &tenant, &n).map(drop)
-            })
-            .await
-            .unwrap();
-            let (at, lease) = (now + Duration::seconds(1), now + Duration::hours(1));
-            let claimed = db.run(move |c| claim(c, RUNTIME, at, lease)).await.unwrap();
-            let commands: Vec<Command> = claimed.iter().map(|r| r.command().unwrap()).collect();
-            assert_eq!(commands, vec![old.clone(), new.clone()], "{}", db.name());
-            assert!(!claimed[1].payload.contains("prf_writer"), "{}: {}", db.name(), claimed[1].payload);
-        }
-    }
-
-    #[test]
-    fn backoff_grows_to_its_cap_and_never_comes_early() {
-        let c = OutboxConfig { max_attempts: 10, backoff_base_ms: 100, backoff_max_ms: 1_000 };
-        for _ in 0..100 {
-            let first = c.backoff(1).num_milliseconds();
-            assert!((50..=100).contains(&first), "{first}");
-            let third = c.backoff(3).num_milliseconds();
-            assert!((200..=400).contains(&third), "{third}");
-            let late = c.backoff(30).num_milliseconds();
-            assert!((500..=1_000).contains(&late), "{late}");
-        }
+    /// How many rows wait in each of the tenant's queues: the runtime's, then each endpoint's.
+    pub async fn backlogs(&self, tenant: &TenantId) -> Result<Vec<Queue>> {
+        queue::of_tenant(&self.store, tenant, self.config.outbox.max_queued).await
     }
 }

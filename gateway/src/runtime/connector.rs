@@ -23,6 +23,10 @@ use crate::store::Store;
 
 /// Seconds an agent is told to wait before reading the runtime again.
 const RETRY_AFTER_SECS: u32 = 5;
+/// The code of a write refused because the tenant's runtime queue is full.
+pub const FULL: &str = "outbox_full";
+/// Seconds an agent is told to wait before writing again to a full queue.
+const FULL_RETRY_SECS: u32 = 30;
 
 /// One tenant's runtime as the pipeline reaches it.
 pub(crate) struct TeamRuntime {
@@ -32,6 +36,8 @@ pub(crate) struct TeamRuntime {
     /// Why there is no client.
     pub(crate) missing: &'static str,
     pub(crate) store: Store,
+    /// The most commands the tenant's queue holds.
+    pub(crate) max_queued: i64,
 }
 
 fn arg<'a>(call: &'a Call, name: &str) -> Option<&'a str> {
@@ -44,7 +50,7 @@ fn unreachable(e: &WireError) -> Failure {
 
 impl TeamRuntime {
     fn client(&self) -> std::result::Result<&RuntimeClient, Failure> {
-        self.client.as_ref().ok_or_else(|| Failure::new(self.missing, 60))
+        self.client.as_ref().ok_or_else(|| crate::connectors::misconfigured(self.missing))
     }
 
     /// Which runtime, whether it is claimed, reachable now or when last seen.
@@ -122,7 +128,7 @@ impl Connector for TeamRuntime {
         }
         let Some(kind) = command_kind(call) else { return Ok(None) };
         if self.client.is_none() {
-            return Ok(Some(Err(Failure::new(self.missing, 60))));
+            return Ok(Some(Err(crate::connectors::misconfigured(self.missing))));
         }
         let command = Command {
             command_id: outbox::command_id(),
@@ -130,8 +136,10 @@ impl Connector for TeamRuntime {
             author: call.actor.clone(),
             kind,
         };
-        let reachable = outbox::enqueue(c, &self.tenant, &command)?;
-        Ok(done(queued(&command, reachable)))
+        match outbox::enqueue(c, &self.tenant, &command, self.max_queued)? {
+            Ok(reachable) => Ok(done(queued(&command, reachable))),
+            Err(full) => Ok(Some(Err(Failure { full: Some(full), ..Failure::new(FULL, FULL_RETRY_SECS) }))),
+        }
     }
 
     fn kind(&self) -> ConnectorKind {
@@ -182,11 +190,12 @@ impl crate::Gateway {
         let (client, missing) = match self.runtime_client(tenant).await {
             Ok(Some(c)) => (Some(c), ""),
             Ok(None) => (None, "runtime_not_registered"),
-            Err(e) if e.is_internal() || e.code() == "vault_locked" || e.code() == "unknown_secret" => {
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, error = %e, "the team runtime cannot be used");
                 (None, "runtime_secret_unavailable")
             }
-            Err(e) => return Err(e),
         };
-        Ok(TeamRuntime { tenant: tenant.clone(), client, missing, store: self.store.clone() })
+        let max_queued = self.config.outbox.max_queued;
+        Ok(TeamRuntime { tenant: tenant.clone(), client, missing, store: self.store.clone(), max_queued })
     }
 }

@@ -177,9 +177,12 @@ pub struct Command {
     pub kind: CommandKind,
 }
 
-/// `POST /control/commands`.
+/// `POST /control/commands`: the commands of the tenant that claimed the runtime. A runtime
+/// refuses a batch from any other tenant (409 `claimed_by_another`) and one sent before any
+/// claim (409 `not_claimed`), applying none of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Batch {
+    pub tenant_id: String,
     pub commands: Vec<Command>,
 }
 

@@ -8,14 +8,14 @@ use serde_json::{Value, json};
 
 use super::{Endpoint, Format, sign};
 use crate::Gateway;
+use crate::connectors::Failure;
+use crate::connectors::http::{EGRESS_REFUSED, probe_answer};
 use crate::error::Result;
 use crate::ids::TenantId;
-use crate::outbox::{self, Claimed};
+use crate::outbox::queue::{ClaimedQueue, Outcome};
 
 /// How long an endpoint may take to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// How much of a test answer is shown.
-const ANSWER_CHARS: usize = 2_000;
 
 /// What an endpoint answered a test event.
 #[derive(Clone, Debug, Serialize)]
@@ -79,47 +79,37 @@ fn summary(event: &str, d: &Value, url: &str) -> String {
 }
 
 impl Gateway {
-    /// Sends an endpoint's claimed messages in order, stopping at the first that fails, and
-    /// records the outcome: delivered, one failed attempt, and the rest released untried.
-    pub(crate) async fn deliver_webhooks(
-        &self,
-        tenant: TenantId,
-        endpoint: String,
-        rows: Vec<Claimed>,
-    ) -> Result<()> {
-        let target = match self.webhook(&tenant, &endpoint).await {
-            Ok(e) => Some((self.open_secret(&tenant, &e.secret_name).await?, e)),
-            Err(crate::Error::NotFound { .. }) => None,
-            Err(e) => return Err(e),
+    /// Sends an endpoint's claimed messages in order, stopping at the first that fails: the
+    /// ones before it delivered, it a failed attempt, the rest left queued untried. An endpoint
+    /// whose secret cannot be opened fails its first message with that reason.
+    pub(crate) async fn send_webhooks(&self, q: &ClaimedQueue) -> Outcome {
+        let fail = |i: usize, code: String, mut outcome: Outcome| {
+            outcome.failed = q.rows[i..=i].to_vec();
+            outcome.failure = Some(code);
+            outcome
         };
-        let (mut sent, mut failed) = (Vec::new(), None);
-        for (i, row) in rows.iter().enumerate() {
-            let outcome = match &target {
-                Some((secret, e)) => {
-                    self.post(e, secret, &row.id, &render(e.format, &row.payload, &self.config.public_url))
-                        .await
+        let (secret, e) = match self.webhook(&q.tenant, &q.destination).await {
+            Ok(e) => match self.open_secret(&q.tenant, &e.secret_name).await {
+                Ok(secret) => (secret, e),
+                Err(err) => {
+                    tracing::warn!(endpoint = %e.id, error = %err, "a webhook's signing secret does not open");
+                    return fail(0, "webhook_secret_unavailable".into(), Outcome::default());
                 }
-                None => Err("endpoint_removed".to_string()),
-            };
-            match outcome {
-                Ok(()) => sent.push(row.seq),
-                Err(code) => {
-                    failed = Some((i, code));
-                    break;
-                }
+            },
+            Err(crate::Error::NotFound { .. }) => {
+                return fail(0, "endpoint_removed".into(), Outcome::default());
+            }
+            Err(err) => return fail(0, format!("webhook_unreadable: {}", err.code()), Outcome::default()),
+        };
+        let mut outcome = Outcome::default();
+        for (i, row) in q.rows.iter().enumerate() {
+            let body = render(e.format, &row.payload, &self.config.public_url);
+            match self.post(&e, &secret, &row.id, &body).await {
+                Ok(()) => outcome.delivered.push(row.seq),
+                Err(code) => return fail(i, code, outcome),
             }
         }
-        let config = self.config.outbox;
-        self.write(move |c| {
-            let now = chrono::Utc::now();
-            outbox::delivered(c, &sent, now)?;
-            if let Some((i, code)) = &failed {
-                outbox::failed(c, &rows[*i..=*i], code, now, &config)?;
-                outbox::release(c, &rows[*i + 1..])?;
-            }
-            Ok(())
-        })
-        .await
+        outcome
     }
 
     /// POSTs one signed message; `Err` with a stable code unless the endpoint answered 2xx.
@@ -145,9 +135,12 @@ impl Gateway {
         id: &str,
         body: Vec<u8>,
     ) -> std::result::Result<reqwest::Response, String> {
+        let url = url::Url::parse(&e.url).map_err(|_| "webhook_bad_url".to_string())?;
+        self.egress.check_url(&url).map_err(|_| EGRESS_REFUSED.to_string())?;
         let t = chrono::Utc::now().timestamp();
-        self.http_client
-            .post(&e.url)
+        self.egress
+            .client()
+            .post(url)
             .timeout(TIMEOUT)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("webhook-id", id)
@@ -157,7 +150,14 @@ impl Gateway {
             .send()
             .await
             .map_err(|err| {
-                if err.is_timeout() { "webhook_timeout" } else { "webhook_unreachable" }.to_string()
+                if crate::egress::refusal(&err).is_some() {
+                    EGRESS_REFUSED
+                } else if err.is_timeout() {
+                    "webhook_timeout"
+                } else {
+                    "webhook_unreachable"
+                }
+                .to_string()
             })
     }
 
@@ -170,24 +170,10 @@ impl Gateway {
             "data": { "message": "a test event from the Naïve gateway", "webhook_id": id } });
         let body = render(e.format, &payload.to_string(), &self.config.public_url);
         let started = Instant::now();
-        let sent = self.send_signed(&e, &secret, &msg, body).await;
+        let sent = self.send_signed(&e, &secret, &msg, body).await.map_err(|code| Failure::new(code, 0));
+        let (status, answer) = probe_answer(sent).await;
         let latency_ms = started.elapsed().as_millis() as u64;
-        Ok(match sent {
-            Err(code) => WebhookProbe { ok: false, status: None, latency_ms, answer: code },
-            Ok(res) => {
-                let status = res.status();
-                let text = match crate::connectors::http::read_limited(res).await {
-                    Ok(b) => String::from_utf8_lossy(&b).chars().take(ANSWER_CHARS).collect(),
-                    Err(f) => f.detail,
-                };
-                WebhookProbe {
-                    ok: status.is_success(),
-                    status: Some(status.as_u16()),
-                    latency_ms,
-                    answer: text,
-                }
-            }
-        })
+        Ok(WebhookProbe { ok: status.is_some_and(|s| (200..300).contains(&s)), status, latency_ms, answer })
     }
 }
 

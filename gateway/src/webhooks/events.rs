@@ -92,12 +92,17 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
             let row = NewRow {
                 id: &id,
                 channel: CHANNEL,
+                destination: &endpoint,
                 key: &endpoint,
                 kind: event,
                 author: &e.actor,
                 payload: &payload,
             };
-            outbox::insert(c, &e.tenant_id, &row)?;
+            // A full endpoint never fails what the event reports: the message is kept as a
+            // dead letter an admin can queue again.
+            if outbox::insert(c, &e.tenant_id, &row, outbox::MAX_QUEUED)?.is_err() {
+                outbox::insert_dead(c, &e.tenant_id, &row)?;
+            }
         }
     }
     Ok(())

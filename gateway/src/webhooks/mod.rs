@@ -119,8 +119,13 @@ pub struct Endpoint {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedEndpoint {
     pub endpoint: Endpoint,
-    /// `whsec_…`: verify signatures with it. It is not shown again.
+    /// `whsec_…`: verify signatures with it. It is not shown again: a replay of the same
+    /// Idempotency-Key answers null here and `secret_withheld: true`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub secret: String,
+    /// True in a replay, where the secret is withheld.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_withheld: Option<bool>,
 }
 
 /// One message's delivery state.
@@ -155,8 +160,9 @@ fn new_secret() -> String {
     format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
 }
 
-fn check(spec: &EndpointSpec) -> Result<()> {
-    crate::runtime::registry::check_url(&spec.url).map_err(|_| {
+/// Checks what an admin registers; the URL as it will be called.
+fn check(spec: &EndpointSpec) -> Result<url::Url> {
+    let url = crate::runtime::registry::check_url(&spec.url).map_err(|_| {
         Error::invalid(
             "invalid_webhook_url",
             "the webhook URL must be http:// or https:// with a host, without credentials, a query or a fragment",
@@ -171,7 +177,13 @@ fn check(spec: &EndpointSpec) -> Result<()> {
             format!("`{e}` is not an event; the events are {}", EVENTS.join(", ")),
         ));
     }
-    Ok(())
+    if let Some((i, e)) = spec.events.iter().enumerate().find(|(i, e)| spec.events[..*i].contains(e)) {
+        return Err(Error::invalid(
+            "duplicate_event",
+            format!("`{e}` is named twice (at {i}); name each event once"),
+        ));
+    }
+    Ok(url)
 }
 
 const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
@@ -198,26 +210,43 @@ impl Gateway {
         actor: &str,
         via: Transport,
     ) -> Result<CreatedEndpoint> {
-        check(&spec)?;
-        if self.webhooks(tenant).await?.len() >= MAX_ENDPOINTS {
-            return Err(Error::Conflict {
-                code: "too_many_webhooks",
-                message: format!("a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"),
-            });
-        }
+        let url = check(&spec)?;
+        self.check_egress(&url).await?;
+        let master = self.vault.master()?.clone();
         let id = format!("whk_{}", uuid::Uuid::now_v7().simple());
         let secret = new_secret();
         let secret_name = format!("webhook-{id}");
-        self.put_secret(tenant, &secret_name, &secret, actor, via).await?;
-        let (t, i, a, s) = (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone());
-        self.write(move |c| insert(c, &t, &i, &spec, &s, &a, via)).await?;
+        let (t, i, a, s, v) =
+            (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone(), secret.clone());
+        let key = self
+            .write(move |c| {
+                // Concurrent registrations take turns here, so the cap holds.
+                crate::sql::lock_key(c, &["webhook endpoints", t.as_str()])?;
+                let (n,): (i64,) = crate::sql::FromRow::from_row(
+                    &c.row("SELECT COUNT(*) FROM webhook_endpoints WHERE tenant_id = ?", &[&t])?
+                        .expect("a count"),
+                )?;
+                if n >= MAX_ENDPOINTS as i64 {
+                    return Err(Error::Conflict {
+                        code: "too_many_webhooks",
+                        message: format!(
+                            "a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"
+                        ),
+                    });
+                }
+                let (_, key) = crate::vault::put_in(c, &master, &t, &s, &v, &a, via)?;
+                insert(c, &t, &i, &spec, &s, &a, via)?;
+                Ok(key)
+            })
+            .await?;
+        self.vault.remember(tenant, &key);
         let endpoint = self
             .webhooks(tenant)
             .await?
             .into_iter()
             .find(|e| e.id == id)
             .ok_or(Error::NotFound { what: "webhook" })?;
-        Ok(CreatedEndpoint { endpoint, secret })
+        Ok(CreatedEndpoint { endpoint, secret, secret_withheld: None })
     }
 
     /// The tenant's endpoints, oldest first.
@@ -247,11 +276,14 @@ impl Gateway {
             let secret: Option<String> = c.row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?.map(|r| r.get(0)).transpose()?;
             let Some(secret) = secret else { return Err(Error::NotFound { what: "webhook" }) };
             c.exec("DELETE FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?;
-            c.exec("DELETE FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[&t, &secret])?;
+            // Its signing secret goes with it, unless a connector has been pointed at it since.
+            crate::vault::delete_in(c, &t, &secret, &a, via)?;
+            crate::outbox::queue::lock(c, &t, CHANNEL, &i)?;
             c.exec(
-                "UPDATE outbox SET status = 'dead', last_error = 'endpoint_removed', lease_until = NULL WHERE tenant_id = ? AND channel = ? AND ordering_key = ? AND status = 'queued'",
+                "UPDATE outbox SET status = 'dead', last_error = 'endpoint_removed', lease_until = NULL WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = 'queued'",
                 &[&t, &CHANNEL, &i],
             )?;
+            crate::outbox::queue::forget(c, &t, CHANNEL, &i)?;
             activity::append(c, NewEntry::new(&t, &a, Kind::Connector).via(via).verdict("webhook_removed").detail(json!({ "webhook_id": i })))?;
             Ok(())
         })
