@@ -95,6 +95,9 @@ pub enum Command {
         /// Answer 500 to every delivery.
         #[arg(long)]
         always_fail: bool,
+        /// Answer each delivery this many milliseconds late (a slow receiver).
+        #[arg(long, default_value_t = 0)]
+        latency_ms: u64,
         /// Exit when standard input closes (see `upstream`).
         #[arg(long)]
         exit_with_stdin: bool,
@@ -178,6 +181,16 @@ pub struct Config {
     #[arg(long, env = "NAIVE_OUTBOX_BACKOFF_MAX_MS", default_value_t = 60_000, global = true)]
     pub outbox_backoff_max_ms: u64,
 
+    /// The most commands a tenant's runtime queue holds: an agent's runtime write past it is
+    /// refused `outbox_full` until earlier ones are delivered (or an admin purges them).
+    #[arg(long, env = "NAIVE_OUTBOX_MAX_QUEUED", default_value_t = gateway::outbox::MAX_QUEUED, global = true)]
+    pub outbox_max_queued: i64,
+
+    /// How many days delivered and purged outbox rows are kept before they are deleted (dead
+    /// letters and rejections stay until an admin acts on them).
+    #[arg(long, env = "NAIVE_OUTBOX_RETENTION_DAYS", default_value_t = 7, global = true)]
+    pub outbox_retention_days: u32,
+
     /// Where people reach the console (`https://naive.example.com`), for the links in
     /// notifications. Unset: this server's own address.
     #[arg(long, env = "NAIVE_PUBLIC_URL", global = true)]
@@ -213,6 +226,18 @@ pub struct Config {
     /// are refused, against DNS rebinding.
     #[arg(long, env = "NAIVE_MCP_ALLOWED_HOSTS", value_delimiter = ',', global = true)]
     pub mcp_allowed_hosts: Vec<String>,
+
+    /// Addresses in the operator's own network that outbound calls (connectors, connected
+    /// apps, the team runtime, webhooks) may reach anyway, comma-separated: CIDRs
+    /// (`10.20.0.0/16`, every port) and `host:port`s (`127.0.0.1:4010`, `upstream.internal:8443`).
+    /// None by default: loopback, private, link-local and the like are refused.
+    #[arg(long, env = "NAIVE_EGRESS_ALLOW", value_delimiter = ',', global = true)]
+    pub egress_allow: Vec<String>,
+
+    /// Benchmarks only (`bench/http.sh` measures what the egress guard costs, side by side):
+    /// outbound calls without the guard. Never set it where tenants are not trusted.
+    #[arg(long, env = "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", hide = true, global = true, value_parser = clap::builder::BoolishValueParser::new())]
+    pub egress_unguarded_for_benchmarks: bool,
 
     /// Browser origins allowed to call `/mcp`, comma-separated (`https://app.example.com:443`).
     /// None by default: a request with any `Origin` is refused; agents send none.

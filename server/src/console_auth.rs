@@ -117,22 +117,16 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
     Ok(res)
 }
 
-/// The console's pages: anything else (`/v1`, `/pkg`, `/api`, `/login`, files) passes.
+/// The views with a page per item (`/kits/Default`).
+const DETAIL_PAGES: [&str; 3] = ["/proposals/", "/profiles/", "/kits/"];
+
+/// The console's pages: every view of the navigation (the one list, `app::api::session::VIEWS`),
+/// the detail pages and the account page. Anything else (`/v1`, `/pkg`, `/api`, `/login`,
+/// exports such as `/spend/export.csv`, files) passes.
 fn is_console_page(path: &str) -> bool {
-    matches!(
-        path,
-        "/" | "/overview"
-            | "/proposals"
-            | "/beliefs"
-            | "/kits"
-            | "/spend"
-            | "/activity"
-            | "/profiles"
-            | "/users"
-            | "/account"
-    ) || path.starts_with("/proposals/")
-        || path.starts_with("/profiles/")
-        || path.starts_with("/kits/")
+    path == "/account"
+        || app::api::session::VIEWS.iter().any(|v| v.href == path)
+        || DETAIL_PAGES.iter().any(|p| path.starts_with(p))
 }
 
 /// Redirects a console page request without a live session to the sign-in page.

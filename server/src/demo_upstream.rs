@@ -22,6 +22,8 @@ use crate::startup::StartError;
 pub const SECRET_NAME: &str = "demo-upstream";
 /// The toolkit the upstream's MCP tracker is connected as.
 pub const TRACKER_TOOLKIT: &str = "tracker";
+/// The demo kit the tracker is opened to.
+const RESEARCH_KIT: &str = "Research";
 /// Who the log names for the wiring.
 const ACTOR: &str = "demo";
 /// Like a real provider, the demo upstream takes a moment to answer.
@@ -164,5 +166,20 @@ async fn wire(
         auth: AuthSpec::Bearer { secret: SECRET_NAME.into() },
     };
     gateway.set_connected_app(tenant, TRACKER_TOOLKIT, tracker, ACTOR, Transport::Console).await?;
-    Ok(())
+    open_tracker(gateway, tenant).await
+}
+
+/// A new connected app is closed to agents until a kit names it: the demo's admin opens the
+/// tracker to the research kit, with `issues.create` pinned as the write it is (it declares
+/// no effect, so it would otherwise park as destructive).
+async fn open_tracker(gateway: &Gateway, tenant: &gateway::TenantId) -> gateway::Result<()> {
+    let Ok(current) = gateway.current_kit(tenant, RESEARCH_KIT).await else { return Ok(()) };
+    if current.kit.toolkits.filters.contains_key(TRACKER_TOOLKIT) {
+        return Ok(());
+    }
+    let mut kit = current.kit.clone();
+    let mut filter = policy::kit::ToolFilter::default();
+    filter.effects.insert("issues.create".into(), policy::Effect::Write);
+    kit.toolkits.filters.insert(TRACKER_TOOLKIT.into(), filter);
+    gateway.save_kit(tenant, kit, Some(current.kit.version), ACTOR).await.map(drop)
 }

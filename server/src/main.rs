@@ -53,11 +53,12 @@ async fn main() -> ExitCode {
                 }
             }
         }
-        Command::WebhookReceiver { listen, secret, fail_first, always_fail, exit_with_stdin } => {
+        Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {
             if exit_with_stdin {
                 server::upstream::exit_when_stdin_closes();
             }
-            match server::webhook_receiver::serve(listen, secret, fail_first, always_fail).await {
+            let how = server::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };
+            match server::webhook_receiver::serve(listen, secret, how).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");

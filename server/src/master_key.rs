@@ -88,8 +88,20 @@ pub fn resolve(config: &Config, create: bool) -> Result<(MasterKey, KeySource), 
     }
 }
 
-/// The key in `path`, or `None` when there is no such file.
+/// The key in `path`, or `None` when there is no such file. A file others may read or write
+/// is refused, as ssh refuses a private key: whoever reads it opens every tenant's vault.
 pub fn read_key(path: &Path) -> Result<Option<MasterKey>, String> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        return Err(format!(
+            "the master key file {} is open to other users (mode {:o}); make it its owner's alone with `chmod 600 {}`",
+            path.display(),
+            meta.permissions().mode() & 0o777,
+            path.display()
+        ));
+    }
     match std::fs::read_to_string(path) {
         Ok(text) => MasterKey::parse(&text)
             .map(Some)
@@ -220,6 +232,10 @@ mod tests {
         let KeySource::File(path) = source else { panic!("{source:?}") };
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(resolve(&c, true).unwrap().0.fingerprint(), k.fingerprint());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = resolve(&c, true).unwrap_err();
+        assert!(refused.contains("chmod 600") && refused.contains("644"), "{refused}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, "not a key").unwrap();
         assert!(resolve(&c, true).unwrap_err().contains("64 hexadecimal"));
     }

@@ -119,9 +119,19 @@ impl Application {
                 max_attempts: config.outbox_max_attempts.max(1),
                 backoff_base_ms: config.outbox_backoff_base_ms.max(1),
                 backoff_max_ms: config.outbox_backoff_max_ms.max(1),
+                retention_secs: i64::from(config.outbox_retention_days) * 86_400,
+                max_queued: config.outbox_max_queued.max(1),
             },
+            egress_allow: gateway::egress::Allowance::parse(&config.egress_allow)
+                .map_err(StartError::Config)?,
+            egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
             ..Default::default()
         };
+        if config.egress_unguarded_for_benchmarks {
+            tracing::warn!(
+                "the egress guard is off (a benchmark's setting): tenants' URLs reach this machine's network"
+            );
+        }
         let gateway = crate::master_key::open_gateway(config, gateway_config).await?;
         let demo = if config.no_demo {
             None
@@ -151,10 +161,10 @@ impl Application {
         } else {
             None
         };
-        let mcp = crate::mcp::McpSettings {
-            allowed_hosts: config.mcp_allowed_hosts.clone(),
-            allowed_origins: config.mcp_allowed_origins.clone(),
-        };
+        let mut allowed_origins = config.mcp_allowed_origins.clone();
+        allowed_origins.extend(crate::mcp::own_origins(&addr, gateway.config().public_url.as_str()));
+        let mcp =
+            crate::mcp::McpSettings { allowed_hosts: config.mcp_allowed_hosts.clone(), allowed_origins };
         let router = router(
             AppState::new(Shared {
                 leptos_options,

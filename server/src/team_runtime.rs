@@ -283,6 +283,13 @@ async fn commands(State(rt): State<Runtime>, Json(batch): Json<Batch>) -> Respon
     }
     let applied = {
         let mut conn = rt.db.lock().expect("the board lock");
+        // The claim is binding: only the tenant that claimed the runtime commands it.
+        match conn.query_row("SELECT tenant_id FROM claim", [], |r| r.get::<_, String>(0)).optional() {
+            Ok(Some(owner)) if owner == batch.tenant_id => {}
+            Ok(Some(_)) => return refuse(StatusCode::CONFLICT, "claimed_by_another"),
+            Ok(None) => return refuse(StatusCode::CONFLICT, "not_claimed"),
+            Err(e) => return internal(e),
+        }
         (|| {
             let tx = conn.transaction()?;
             let results =

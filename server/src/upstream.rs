@@ -80,13 +80,15 @@ pub async fn serve(listen: SocketAddr, db: &str, secret: &str, latency_ms: u64) 
         records: Arc::new(Mutex::new(conn)),
         latency: Duration::from_millis(latency_ms),
     };
-    let tracker = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string())?;
+    let tracker = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), false)?;
+    let sprawling = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), true)?;
     let app = axum::Router::new()
         .route("/cards/charge", post(cards))
         .route("/mail/send", post(mail))
         .route("/records", get(records))
         .with_state(state)
-        .nest_service("/mcp", tracker);
+        .nest_service("/mcp", tracker)
+        .nest_service("/mcp-sprawling", sprawling);
     let listener =
         tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;

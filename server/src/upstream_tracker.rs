@@ -4,7 +4,14 @@
 //! classes the gateway derives from annotations:
 //! - `issues.list` declares `readOnlyHint` (a read);
 //! - `issues.delete` declares `destructiveHint` (destructive);
-//! - `issues.create` declares neither, as many real servers do (the gateway gates it as a write).
+//! - `issues.create` declares neither, as many real servers do (the gateway gates it as
+//!   destructive, the MCP schema's default);
+//! - `issues.export` declares `readOnlyHint` and answers `bytes` bytes of text, to see what
+//!   the gateway does with an answer past its bound.
+//!
+//! At `/mcp-sprawling` the same credential reaches a second app that lists
+//! [`SPRAWLING_TOOLS`] tools, a page of 100 at a time, more than the gateway reads from one
+//! app, as the test merchants show a processor's failures.
 //!
 //! Issues live in the upstream's SQLite file; every create and delete is also a row of
 //! `records` (`GET /records`), so a test sees exactly what reached the app.
@@ -25,20 +32,30 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 
-/// The tracker's state: the upstream's SQLite connection.
+/// How many tools `/mcp-sprawling` lists.
+pub const SPRAWLING_TOOLS: usize = 1_200;
+/// The most bytes `issues.export` answers.
+const MAX_EXPORT_BYTES: u64 = 8 << 20;
+
+/// The tracker's state: the upstream's SQLite connection, and whether it is the sprawling app.
 #[derive(Clone)]
 pub struct Tracker {
     db: Arc<Mutex<rusqlite::Connection>>,
+    sprawling: bool,
 }
 
-/// `/mcp` of the reference upstream, refusing a request without `Authorization: Bearer
-/// <secret>`.
-pub fn endpoint(db: Arc<Mutex<rusqlite::Connection>>, secret: String) -> Result<axum::Router, String> {
+/// `/mcp` of the reference upstream (or, `sprawling`, `/mcp-sprawling`), refusing a request
+/// without `Authorization: Bearer <secret>`.
+pub fn endpoint(
+    db: Arc<Mutex<rusqlite::Connection>>,
+    secret: String,
+    sprawling: bool,
+) -> Result<axum::Router, String> {
     db.lock()
         .expect("records lock")
         .execute_batch("CREATE TABLE IF NOT EXISTS issues (id INTEGER PRIMARY KEY, title TEXT NOT NULL)")
         .map_err(|e| format!("cannot prepare the tracker: {e}"))?;
-    let tracker = Tracker { db };
+    let tracker = Tracker { db, sprawling };
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts().with_json_response(true);
     let service = StreamableHttpService::new(
         move || Ok(tracker.clone()),
@@ -76,13 +93,27 @@ fn tools() -> Vec<Tool> {
     let create =
         json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
     let delete = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]});
+    let export =
+        json!({"type": "object", "properties": {"bytes": {"type": "integer"}}, "required": ["bytes"]});
     vec![
         Tool::new("issues.list", "Lists the open issues.", schema(none))
             .with_annotations(ToolAnnotations::new().read_only(true)),
         Tool::new("issues.create", "Opens an issue.", schema(create)),
         Tool::new("issues.delete", "Deletes an issue for good.", schema(delete))
             .with_annotations(ToolAnnotations::new().read_only(false).destructive(true)),
+        Tool::new("issues.export", "Exports the tracker as text of the given size.", schema(export))
+            .with_annotations(ToolAnnotations::new().read_only(true)),
     ]
+}
+
+/// The sprawling app's tools: many trivial reads.
+fn sprawl() -> Vec<Tool> {
+    (0..SPRAWLING_TOOLS)
+        .map(|i| {
+            Tool::new(format!("report.{i:04}"), "One of many reports.", schema(json!({"type": "object"})))
+                .with_annotations(ToolAnnotations::new().read_only(true))
+        })
+        .collect()
 }
 
 impl Tracker {
@@ -122,6 +153,10 @@ impl Tracker {
                 self.record(&conn, tool, &id.to_string()).map_err(failed)?;
                 Ok(json!({ "deleted": n == 1 }))
             }
+            "issues.export" => {
+                let bytes = args["bytes"].as_u64().ok_or("bytes is required")?.min(MAX_EXPORT_BYTES);
+                Ok(json!({ "export": "x".repeat(bytes as usize) }))
+            }
             _ => Err(format!("no tool {tool}")),
         }
     }
@@ -135,10 +170,17 @@ impl ServerHandler for Tracker {
 
     async fn list_tools(
         &self,
-        _: Option<PaginatedRequestParams>,
+        page: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        if !self.sprawling {
+            return Ok(ListToolsResult::with_all_items(tools()));
+        }
+        let from: usize = page.and_then(|p| p.cursor).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let to = (from + 100).min(SPRAWLING_TOOLS);
+        let mut result = ListToolsResult::with_all_items(sprawl()[from..to].to_vec());
+        result.next_cursor = (to < SPRAWLING_TOOLS).then(|| to.to_string());
+        Ok(result)
     }
 
     async fn call_tool(

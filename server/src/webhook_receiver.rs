@@ -1,8 +1,10 @@
 //! `server webhook-receiver`: a reference receiver for the gateway's webhooks, the kind of
 //! endpoint an approver's tooling runs. It accepts `POST` on any path, verifies the Standard
 //! Webhooks signature when it knows the secret, and keeps every request it got, answered or
-//! not, for `GET /received`. Tests run it as its own process; `--fail-first N` makes it answer
-//! 500 to the first N deliveries of each message, `--always-fail` to all of them.
+//! not, for `GET /received`, with when each arrived. Tests run it as its own process;
+//! `--fail-first N` makes it answer 500 to the first N deliveries of each message,
+//! `--always-fail` to all of them, and `--latency-ms N` answers each one N ms late (a slow
+//! receiver).
 //!
 //! Verifying a delivery (what any receiver does): take the secret's base64 part after
 //! `whsec_` as the key, compute `base64(HMAC-SHA256(key, "<webhook-id>.<webhook-timestamp>.<body>"))`
@@ -34,17 +36,29 @@ struct Receiver {
     seen: Arc<Mutex<Seen>>,
     fail_first: u32,
     always_fail: bool,
+    latency: std::time::Duration,
+}
+
+/// How the receiver answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Behaviour {
+    /// Answer 500 to the first this many deliveries of each message.
+    pub fail_first: u32,
+    /// Answer 500 to every delivery.
+    pub always_fail: bool,
+    /// Answer each delivery this many milliseconds after it arrived.
+    pub latency_ms: u64,
 }
 
 /// Serves on `listen` until the process ends.
-pub async fn serve(
-    listen: SocketAddr,
-    secret: Option<String>,
-    fail_first: u32,
-    always_fail: bool,
-) -> Result<(), String> {
+pub async fn serve(listen: SocketAddr, secret: Option<String>, how: Behaviour) -> Result<(), String> {
     let seen = Seen { secret, ..Seen::default() };
-    let state = Receiver { seen: Arc::new(Mutex::new(seen)), fail_first, always_fail };
+    let state = Receiver {
+        seen: Arc::new(Mutex::new(seen)),
+        fail_first: how.fail_first,
+        always_fail: how.always_fail,
+        latency: std::time::Duration::from_millis(how.latency_ms),
+    };
     let app = axum::Router::new()
         .route("/received", get(received))
         .route("/secret", post(set_secret))
@@ -70,6 +84,10 @@ fn verified(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
 }
 
 async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let arrived = chrono::Utc::now();
+    if !r.latency.is_zero() {
+        tokio::time::sleep(r.latency).await;
+    }
     let mut seen = r.seen.lock().expect("the receiver lock");
     let id = headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let n = {
@@ -87,6 +105,8 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: axum::body
         "body": String::from_utf8_lossy(&body),
         "verified": verified,
         "answered": status,
+        "arrived_at": arrived.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "answered_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     }));
     if status == 500 {
         return (StatusCode::INTERNAL_SERVER_ERROR, "the receiver is failing on purpose").into_response();

@@ -29,6 +29,8 @@ pub struct ConnectorRow {
     pub secret: Option<String>,
     pub header: Option<String>,
     pub updated: Option<(String, String)>,
+    /// Why it cannot be used now (its calls are `unavailable` until it is fixed), if so.
+    pub problem: Option<String>,
 }
 
 /// A vault secret as the page shows it: never its value.
@@ -70,6 +72,7 @@ fn row(
             secret: None,
             header: None,
             updated,
+            problem: None,
         };
     };
     let (auth, header) = match &h.auth {
@@ -88,6 +91,7 @@ fn row(
         secret: h.auth.secret().map(str::to_string),
         header,
         updated,
+        problem: None,
     }
 }
 
@@ -95,22 +99,22 @@ fn row(
 pub async fn connectors_page() -> Result<ConnectorsData, ServerFnError> {
     use gateway::connectors::ConnectorSpec;
     let (gw, tenant, _) = require_view("connectors").await?;
-    let stored = gw.connectors(&tenant.id).await.map_err(to_fn_error)?;
+    let stored = gw.connectors_checked(&tenant.id).await.map_err(to_fn_error)?;
     let updated =
         |r: &gateway::connectors::ConnectorRecord| Some((r.updated_by.clone(), r.updated_at.to_rfc3339()));
     let mut rows: Vec<ConnectorRow> = policy::Primitive::ALL
         .iter()
         .map(|p| match stored.iter().find(|r| r.target == p.as_str()) {
-            Some(r) => row(r.target.clone(), &r.connector, updated(r)),
+            Some(r) => {
+                ConnectorRow { problem: r.problem.clone(), ..row(r.target.clone(), &r.connector, updated(r)) }
+            }
             None => row(p.as_str().to_string(), &ConnectorSpec::Sandbox {}, None),
         })
         .collect();
-    rows.extend(
-        stored
-            .iter()
-            .filter(|r| r.target.contains('.'))
-            .map(|r| row(r.target.clone(), &r.connector, updated(r))),
-    );
+    rows.extend(stored.iter().filter(|r| r.target.contains('.')).map(|r| ConnectorRow {
+        problem: r.problem.clone(),
+        ..row(r.target.clone(), &r.connector, updated(r))
+    }));
     let secrets = gw
         .secrets(&tenant.id)
         .await
@@ -127,7 +131,7 @@ pub async fn connectors_page() -> Result<ConnectorsData, ServerFnError> {
     let mut targets: Vec<String> = policy::Primitive::ALL.iter().map(|p| p.as_str().to_string()).collect();
     targets.extend(gw.catalog().iter().map(|t| t.name.clone()));
     let apps = gw
-        .connected_apps(&tenant.id)
+        .connected_apps_checked(&tenant.id)
         .await
         .map_err(to_fn_error)?
         .into_iter()
@@ -135,6 +139,7 @@ pub async fn connectors_page() -> Result<ConnectorsData, ServerFnError> {
             let spec = ConnectorSpec::Http(a.app.clone());
             ConnectorRow {
                 kind: "mcp".into(),
+                problem: a.problem.clone(),
                 ..row(a.toolkit, &spec, Some((a.updated_by, a.updated_at.to_rfc3339())))
             }
         })

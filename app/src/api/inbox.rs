@@ -135,7 +135,9 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
         let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
         // Refused under the kit in force now, or the connector failed: say so on the page.
         match resp.disposition {
-            gateway::pipeline::Disposition::Refused | gateway::pipeline::Disposition::Unavailable => {
+            gateway::pipeline::Disposition::Refused
+            | gateway::pipeline::Disposition::Unavailable
+            | gateway::pipeline::Disposition::Full => {
                 let reason = resp.body["error"]["details"]["reason"].as_str().unwrap_or("refused");
                 let message = resp.body["message"].as_str().unwrap_or("the call could not run");
                 Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")))

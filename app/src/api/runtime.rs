@@ -59,9 +59,24 @@ pub struct EndpointRow {
     pub created_at: String,
 }
 
+/// One outbox queue with rows waiting: the runtime's, or one endpoint's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BacklogRow {
+    /// `runtime` or `webhook`.
+    pub channel: String,
+    /// The endpoint's id, or empty for the runtime.
+    pub destination: String,
+    pub queued: i64,
+    pub max: i64,
+    pub in_flight: bool,
+    pub due_at: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeData {
     pub runtime: Option<RuntimeView>,
+    /// The outbox's queues with rows waiting, each with its purge button.
+    pub backlogs: Vec<BacklogRow>,
     pub commands: Vec<DeliveryRow>,
     pub webhooks: Vec<EndpointRow>,
     pub deliveries: Vec<DeliveryRow>,
@@ -144,7 +159,45 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         _ => None,
     };
     let events = gateway::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
-    Ok(RuntimeData { runtime, commands, webhooks, deliveries, events, new_secret })
+    let backlogs = gw
+        .backlogs(t)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|q| BacklogRow {
+            channel: q.channel,
+            destination: q.destination,
+            queued: q.queued,
+            max: q.limit,
+            in_flight: q.in_flight,
+            due_at: q.due_at.to_rfc3339(),
+        })
+        .collect();
+    Ok(RuntimeData { runtime, backlogs, commands, webhooks, deliveries, events, new_secret })
+}
+
+/// Gives up on one queue's backlog (the runtime's, or an endpoint's): its queued rows end
+/// `purged` and are never sent. A plain form post.
+#[server(prefix = "/api", endpoint = "purge_backlog")]
+pub async fn purge_backlog(channel: String, destination: String) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "purging the outbox").await?;
+        let via = gateway::activity::Transport::Console;
+        let (n, what) = match channel.as_str() {
+            "runtime" => (
+                gw.purge_runtime_backlog(&tenant.id, &by.username, via).await,
+                "the team runtime".to_string(),
+            ),
+            _ => (
+                gw.purge_webhook_backlog(&tenant.id, &destination, &by.username, via).await,
+                format!("webhook {destination}"),
+            ),
+        };
+        let n = n.map_err(to_fn_error)?;
+        back_with_notice(&format!("Purged {n} queued for {what}: they will not be sent.")).await;
+        Ok(())
+    })
+    .await
 }
 
 /// Registers or re-points the team runtime. A plain form post.

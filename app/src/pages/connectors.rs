@@ -77,6 +77,19 @@ fn ConnectorTable(rows: Vec<ConnectorRow>) -> impl IntoView {
     }
 }
 
+/// A setting that cannot be used now, said where the setting is: its calls are refused
+/// `unavailable` until an admin fixes it, and nothing else of the tenant is affected.
+#[component]
+fn Problem(problem: Option<String>) -> impl IntoView {
+    problem.map(|code| {
+        view! {
+            <p role="status" data-testid="connector-problem" class="mt-1 text-xs font-medium text-red-700 dark:text-red-300">
+                "Cannot be used: "<code>{code}</code>". Its calls answer unavailable until this is fixed (store the secret again, or point it at another)."
+            </p>
+        }
+    })
+}
+
 #[component]
 fn ConnectorLine(r: ConnectorRow) -> impl IntoView {
     let runs_on = match &r.url {
@@ -97,7 +110,7 @@ fn ConnectorLine(r: ConnectorRow) -> impl IntoView {
     view! {
         <tr class=TR data-target=row_target data-kind=r.kind.clone()>
             <td class=TD><code class="font-medium">{shown}</code></td>
-            <td class=TD>{runs_on}</td>
+            <td class=TD>{runs_on}<Problem problem=r.problem.clone() /></td>
             <td class=TD>{credential}</td>
             <td class=TD>{updated}</td>
             <td class=TD>
@@ -193,6 +206,7 @@ fn AppLine(a: ConnectorRow) -> impl IntoView {
             <td class=TD>
                 <span class="rounded bg-violet-100 px-1.5 py-0.5 text-xs font-medium text-violet-900 dark:bg-violet-900/50 dark:text-violet-200">"mcp"</span>
                 " "<code class="break-all text-xs">{a.url.clone().unwrap_or_default()}</code>
+                <Problem problem=a.problem.clone() />
             </td>
             <td class=TD>{credential}</td>
             <td class=TD>{updated}</td>

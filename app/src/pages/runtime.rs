@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::runtime::{DeliveryRow, EndpointRow, RuntimeData, RuntimeView, runtime_page};
+use crate::api::runtime::{BacklogRow, DeliveryRow, EndpointRow, RuntimeData, RuntimeView, runtime_page};
 use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -46,8 +46,11 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
             None => view! { <EmptyState title="No runtime registered" detail="Register your team runtime's control wire below. Until then the teams tools answer that none is registered, and nothing is queued." /> }.into_any(),
         }}
         <RegisterForm registered=d.runtime.is_some() />
+        <h2 class="mt-8 mb-2 text-base font-semibold">"Outbox: what waits"</h2>
+        <p class=NOTE>"Each destination has one queue, delivered in order. A queue at its bound refuses new runtime commands (agents are told to wait) and keeps new webhook messages as dead letters. Purge a queue whose destination is gone for good: its rows are never sent."</p>
+        <BacklogTable rows=d.backlogs />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Outbox: runtime commands"</h2>
-        <p class=NOTE>"Comments and unblocks wait here until the runtime has them, in order per task. A command the runtime refused is rejected; one that never got an answer within the attempt limit is a dead letter you can retry."</p>
+        <p class=NOTE>"Comments and unblocks wait here until the runtime has them, in order. A command the runtime refused is rejected; one that never got an answer within the attempt limit is a dead letter you can retry."</p>
         <DeliveryTable rows=d.commands testid="commands-table" what="command" key_label="Task" />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhooks"</h2>
         <p class=NOTE>"Endpoints that are told when something needs a person or happened: signed the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature)."</p>
@@ -140,10 +143,53 @@ fn DeliveryTable(
 }
 
 #[component]
+fn BacklogTable(rows: Vec<BacklogRow>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <EmptyState title="Nothing waits" detail="Every runtime command and webhook message has been delivered or ended." /> }
+            .into_any();
+    }
+    view! {
+        <div class="overflow-x-auto">
+            <table class=TABLE data-testid="backlog-table">
+                <thead class=THEAD><tr><th class=TH>"Destination"</th><th class=TH>"Waiting"</th><th class=TH>"Next"</th><th class=TH></th></tr></thead>
+                <tbody>{rows.into_iter().map(|q| view! { <BacklogLine q /> }).collect_view()}</tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn BacklogLine(q: BacklogRow) -> impl IntoView {
+    let what = if q.channel == "runtime" {
+        "team runtime".to_string()
+    } else {
+        format!("webhook {}", q.destination)
+    };
+    let next = if q.in_flight { "being delivered now".to_string() } else { String::new() };
+    let (channel, destination) = (q.channel.clone(), q.destination.clone());
+    view! {
+        <tr class=TR data-backlog=q.channel.clone()>
+            <td class=TD>{what}</td>
+            <td class=TD>{format!("{} of at most {}", q.queued, q.max)}</td>
+            <td class=TD>{if q.in_flight { view! { <span>{next}</span> }.into_any() } else { view! { <Time rfc3339=q.due_at /> }.into_any() }}</td>
+            <td class=TD>
+                <form method="post" action="/api/purge_backlog">
+                    <input type="hidden" name="channel" value=channel />
+                    <input type="hidden" name="destination" value=destination />
+                    <button type="submit" class=BUTTON data-testid="purge-backlog">"Purge"</button>
+                </form>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
 fn DeliveryLine(r: DeliveryRow) -> impl IntoView {
     let tone = match r.status.as_str() {
         "delivered" => "bg-emerald-100 text-emerald-900 dark:bg-emerald-900/50 dark:text-emerald-200",
         "dead" | "rejected" => "bg-red-100 text-red-900 dark:bg-red-900/50 dark:text-red-200",
+        "purged" => "bg-zinc-100 text-zinc-700 dark:bg-zinc-800 dark:text-zinc-200",
         _ => "bg-amber-100 text-amber-900 dark:bg-amber-900/50 dark:text-amber-200",
     };
     let dead = r.status == "dead";

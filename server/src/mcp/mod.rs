@@ -54,13 +54,37 @@ pub struct McpSettings {
 /// The hosts a loopback deployment is reached by.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
+/// The browser origins `/mcp` accepts without being told: the server's own (the address it
+/// is bound to and its public URL) and, when it listens on loopback, any loopback origin, so
+/// a browser-based MCP client on the same machine (the official inspector) can connect.
+/// Every other origin is refused, as DNS rebinding and cross-site requests need.
+pub fn own_origins(bound: &std::net::SocketAddr, public_url: &str) -> Vec<String> {
+    let mut origins = vec![format!("http://{bound}")];
+    if let Ok(u) = url::Url::parse(public_url)
+        && let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default())
+    {
+        origins.push(format!("{}://{host}:{port}", u.scheme()));
+    }
+    if bound.ip().is_loopback() {
+        for host in ["localhost", "127.0.0.1", "[::1]"] {
+            origins.push(format!("http://{host}:*"));
+            origins.push(format!("https://{host}:*"));
+        }
+    }
+    origins
+}
+
 /// `/mcp`: [`authenticate`] in front of the SDK's service, which makes one [`Session`] per MCP
 /// session (or per stateless request).
 pub fn endpoint(state: &AppState, settings: &McpSettings) -> axum::Router {
     let sessions = Arc::new(session_manager());
     // The SDK clones the factory, and axum the middleware's state, for each request: both
     // hold one `Arc`.
-    let shared = Arc::new(Shared { gateway: state.gateway.clone(), sessions: sessions.clone() });
+    let shared = Arc::new(Shared {
+        gateway: state.gateway.clone(),
+        sessions: sessions.clone(),
+        open: Mutex::default(),
+    });
     let factory = shared.clone();
     let cancel = tokio_util::sync::CancellationToken::new();
     let mut stopping = state.stopping.clone();
@@ -223,10 +247,47 @@ async fn one_message(res: Response) -> Response {
     Response::from_parts(parts, body)
 }
 
+/// The most MCP sessions one key may hold open at once in this process. Each costs a worker,
+/// a watcher and their buffers; a client that opens sessions without closing them gets
+/// `too_many_sessions` past this instead of growing the process.
+pub const MAX_SESSIONS_PER_KEY: usize = 32;
+
 /// What every session shares.
 struct Shared {
     gateway: gateway::Gateway,
     sessions: Arc<LocalSessionManager>,
+    /// Open sessions by key.
+    open: Mutex<std::collections::HashMap<gateway::KeyId, usize>>,
+}
+
+/// One open session's place in its key's count, given back when the session ends.
+struct Seat {
+    shared: Arc<Shared>,
+    key: gateway::KeyId,
+}
+
+impl Seat {
+    fn take(shared: &Arc<Shared>, key: &gateway::KeyId) -> Option<Seat> {
+        let mut open = shared.open.lock().expect("not poisoned");
+        let n = open.entry(key.clone()).or_default();
+        if *n >= MAX_SESSIONS_PER_KEY {
+            return None;
+        }
+        *n += 1;
+        Some(Seat { shared: shared.clone(), key: key.clone() })
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        let mut open = self.shared.open.lock().expect("not poisoned");
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// One MCP session's state (in stateless mode, one request's).
@@ -237,11 +298,13 @@ pub struct Session {
     bound: Arc<OnceLock<Subject>>,
     /// The tool list as it was when the session opened.
     snapshot: Arc<Mutex<Option<Arc<Vec<Tool>>>>>,
+    /// Its place in its key's count of open sessions, from `initialize` until it ends.
+    seat: Arc<OnceLock<Seat>>,
 }
 
 impl Session {
     fn new(shared: Arc<Shared>) -> Session {
-        Session { shared, bound: Arc::default(), snapshot: Arc::default() }
+        Session { shared, bound: Arc::default(), snapshot: Arc::default(), seat: Arc::default() }
     }
 
     /// The agent of this message, which must be the session's own.
@@ -275,6 +338,15 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
+        if self.seat.get().is_none() {
+            let seat = Seat::take(&self.shared, &subject.key).ok_or_else(|| {
+                ErrorData::invalid_request(
+                    format!("this key already holds {MAX_SESSIONS_PER_KEY} open MCP sessions; close one (DELETE /mcp with its Mcp-Session-Id) or reuse it"),
+                    Some(serde_json::json!({ "code": "too_many_sessions" })),
+                )
+            })?;
+            let _ = self.seat.set(seat);
+        }
         let listed = tools::visible(&self.shared.gateway, &subject).await.map_err(internal)?;
         *self.snapshot.lock().expect("not poisoned") = Some(Arc::new(listed));
         ctx.peer.set_peer_info(request.clone());
@@ -349,6 +421,7 @@ impl Watch {
         let gw = self.shared.gateway.clone();
         let (mut credentials, mut visibility) = (gw.credential_changes(), gw.visibility_changes());
         let mut tick = tokio::time::interval(Duration::from_secs(10));
+        let mut mark = gw.agent_changes(&self.subject.tenant);
         loop {
             tokio::select! {
                 changed = credentials.changed() => if changed.is_err() { return },
@@ -358,6 +431,12 @@ impl Watch {
                     continue;
                 }
             }
+            // Another tenant's change: nothing to read.
+            let now = gw.agent_changes(&self.subject.tenant);
+            if now == mark {
+                continue;
+            }
+            mark = now;
             // A revoked key ends the session; a revoked profile keeps it, so its next call
             // gets the refusal that says to stop.
             if !gw.key_is_live(&self.subject).await.unwrap_or(true) {

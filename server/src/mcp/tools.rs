@@ -204,7 +204,9 @@ fn failure(e: gateway::Error, version: Option<&str>) -> Result<CallToolResult, E
 fn answer(r: ActionResponse) -> CallToolResult {
     match r.disposition {
         Disposition::Executed | Disposition::Parked => CallToolResult::structured(r.body),
-        Disposition::Refused | Disposition::Unavailable => CallToolResult::structured_error(r.body),
+        Disposition::Refused | Disposition::Unavailable | Disposition::Full => {
+            CallToolResult::structured_error(r.body)
+        }
     }
 }
 

@@ -60,8 +60,9 @@ pub fn respond(r: ActionResponse) -> Response {
         Disposition::Parked => StatusCode::ACCEPTED,
         Disposition::Refused => StatusCode::FORBIDDEN,
         Disposition::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Disposition::Full => StatusCode::CONFLICT,
     };
-    let retry_after = (r.disposition == Disposition::Unavailable)
+    let retry_after = matches!(r.disposition, Disposition::Unavailable | Disposition::Full)
         .then(|| r.body["recovery"][0]["seconds"].as_u64())
         .flatten();
     let mut res = (status, Json(r.body)).into_response();

@@ -23,7 +23,7 @@ pub struct AppList {
 }
 
 async fn all(state: &AppState, tenant: &gateway::TenantId) -> Result<Response, Problem> {
-    Ok(Json(AppList { items: state.gateway.connected_apps(tenant).await? }).into_response())
+    Ok(Json(AppList { items: state.gateway.connected_apps_checked(tenant).await? }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/connected-apps", tag = "connectors", operation_id = "list_connected_apps",

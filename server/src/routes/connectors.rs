@@ -26,7 +26,7 @@ pub struct ConnectorList {
     responses((status = 200, description = "The configured connectors; the rest run on the sandbox.", body = ConnectorList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
-    Ok(Json(ConnectorList { items: state.gateway.connectors(&tenant).await? }).into_response())
+    Ok(Json(ConnectorList { items: state.gateway.connectors_checked(&tenant).await? }).into_response())
 }
 
 #[utoipa::path(put, path = "/v1/connectors/{target}", tag = "connectors", operation_id = "put_connector",
@@ -42,7 +42,7 @@ pub async fn put(
     let tenant = caller.company(WHAT)?;
     let spec: ConnectorSpec = json_body(&body, EXAMPLE)?;
     state.gateway.set_connector(&tenant, &target, spec, ACTOR, Transport::Http).await?;
-    Ok(Json(ConnectorList { items: state.gateway.connectors(&tenant).await? }).into_response())
+    Ok(Json(ConnectorList { items: state.gateway.connectors_checked(&tenant).await? }).into_response())
 }
 
 #[utoipa::path(post, path = "/v1/connectors/{target}/test", tag = "connectors", operation_id = "test_connector",

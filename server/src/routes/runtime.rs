@@ -112,3 +112,31 @@ pub async fn retry(
     let tenant = caller.company(WHAT)?;
     Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
 }
+
+/// How many queued rows a purge ended.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Purged {
+    pub purged: u64,
+}
+
+#[utoipa::path(post, path = "/v1/runtime/commands/purge", tag = "runtime", operation_id = "purge_commands",
+    responses((status = 200, description = "Every command queued for the runtime now ends `purged` and is never sent (a runtime gone for good). Delivered, rejected and dead ones are untouched.", body = Purged)))]
+pub async fn purge(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    let purged = state.gateway.purge_runtime_backlog(&tenant, ACTOR, Transport::Http).await?;
+    Ok(Json(Purged { purged }).into_response())
+}
+
+/// The tenant's outbox queues.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct QueueList {
+    pub items: Vec<gateway::outbox::Queue>,
+}
+
+#[utoipa::path(get, path = "/v1/outbox", tag = "runtime", operation_id = "list_outbox_queues",
+    responses((status = 200, description = "Each queue with rows waiting: the runtime's (`destination` empty) and each webhook endpoint's, with how many wait (of at most `limit`; a runtime write past it is refused `outbox_full`) and when it is next due.", body = QueueList)))]
+pub async fn queues(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    let items = state.gateway.backlogs(&tenant).await?;
+    Ok(Json(QueueList { items }).into_response())
+}

@@ -11,7 +11,7 @@ use gateway::webhooks::{CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery
 
 use crate::auth::Caller;
 use crate::problem::{Path, Problem, Query};
-use crate::routes::profiles::{ACTOR, json_body};
+use crate::routes::profiles::{ACTOR, json_body, secret_bearing};
 use crate::routes::runtime::CommandFilter;
 use crate::startup::AppState;
 
@@ -46,7 +46,9 @@ pub async fn create(
     let tenant = caller.company(WHAT)?;
     let spec: EndpointSpec = json_body(&body, EXAMPLE)?;
     let created = state.gateway.create_webhook(&tenant, spec, ACTOR, Transport::Http).await?;
-    Ok((StatusCode::CREATED, Json(created)).into_response())
+    // The signing secret is shown once: a resend of the same Idempotency-Key learns the
+    // endpoint exists, never the secret.
+    Ok(secret_bearing((StatusCode::CREATED, Json(created)).into_response()))
 }
 
 #[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", operation_id = "delete_webhook",
@@ -97,4 +99,17 @@ pub async fn retry(
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
     Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/webhooks/{id}/purge", tag = "webhooks", operation_id = "purge_webhook",
+    params(("id" = String, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "Every message queued for the endpoint now ends `purged` and is never sent.", body = crate::routes::runtime::Purged)))]
+pub async fn purge(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    let purged = state.gateway.purge_webhook_backlog(&tenant, &id, ACTOR, Transport::Http).await?;
+    Ok(Json(crate::routes::runtime::Purged { purged }).into_response())
 }

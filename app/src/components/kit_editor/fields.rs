@@ -3,7 +3,7 @@
 //! its path. The server renders the field names below and the island reads them back.
 
 use policy::kit::{ApproveLimits, BudgetLimits, Limits, ToolFilter, Toolkits};
-use policy::{CanRule, Kit, KitError, KitVersion, Money, Primitive, PrimitiveSet, RuleEffect};
+use policy::{CanRule, Effect, Kit, KitError, KitVersion, Money, Primitive, PrimitiveSet, RuleEffect};
 
 // The form's field names: the server renders them and `KitText::from_fields` reads them.
 pub(super) const F_PRIMITIVE: &str = "primitive";
@@ -21,6 +21,7 @@ pub(super) const F_RULE_RECIPIENTS: &str = "rule_recipients";
 pub(super) const F_FILTER_TOOLKIT: &str = "filter_toolkit";
 pub(super) const F_FILTER_ONLY: &str = "filter_only";
 pub(super) const F_FILTER_DISABLE: &str = "filter_disable";
+pub(super) const F_FILTER_EFFECTS: &str = "filter_effects";
 
 /// One can rule as typed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -38,6 +39,8 @@ pub struct FilterText {
     pub toolkit: String,
     pub only: String,
     pub disable: String,
+    /// Pinned effects, `tool=effect` comma-separated (`issues.delete=destructive`).
+    pub effects: String,
 }
 
 /// The editor's fields as typed, before they are a kit.
@@ -71,6 +74,34 @@ fn items(s: &str) -> Vec<String> {
 fn opt_items(s: &str) -> Option<Vec<String>> {
     let v = items(s);
     (!v.is_empty()).then_some(v)
+}
+
+/// `tool=effect` pairs, comma-separated; each effect is read, write or destructive.
+fn pins(toolkit: &str, s: &str, errs: &mut Vec<KitError>) -> std::collections::BTreeMap<String, Effect> {
+    let mut pinned = std::collections::BTreeMap::new();
+    for item in items(s) {
+        let parsed = item.split_once('=').and_then(|(tool, effect)| {
+            let effect = match effect.trim() {
+                "read" => Effect::Read,
+                "write" => Effect::Write,
+                "destructive" => Effect::Destructive,
+                _ => return None,
+            };
+            Some((tool.trim().to_string(), effect)).filter(|(t, _)| !t.is_empty())
+        });
+        match parsed {
+            Some((tool, effect)) => {
+                pinned.insert(tool, effect);
+            }
+            None => errs.push(KitError {
+                path: format!("toolkits.filters.{toolkit}.effects"),
+                message: format!(
+                    "\"{item}\" is not tool=effect, where the effect is read, write or destructive"
+                ),
+            }),
+        }
+    }
+    pinned
 }
 
 /// An empty field means "no limit"; anything else must be an amount.
@@ -119,6 +150,12 @@ impl KitText {
                     toolkit: name.clone(),
                     only: f.only.as_deref().map(list_text).unwrap_or_default(),
                     disable: list_text(&f.disable),
+                    effects: f
+                        .effects
+                        .iter()
+                        .map(|(t, e)| format!("{t}={}", e.as_str()))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 })
                 .collect(),
         }
@@ -159,6 +196,7 @@ impl KitText {
                         match name {
                             F_FILTER_ONLY => f.only = v,
                             F_FILTER_DISABLE => f.disable = v,
+                            F_FILTER_EFFECTS => f.effects = v,
                             _ => (),
                         }
                     }
@@ -196,7 +234,9 @@ impl KitText {
                     message: format!("toolkit \"{name}\" is listed twice; merge its filters into one row"),
                 });
             }
-            filters.insert(name, ToolFilter { only: opt_items(&f.only), disable: items(&f.disable) });
+            let effects = pins(&name, &f.effects, &mut errs);
+            filters
+                .insert(name, ToolFilter { only: opt_items(&f.only), disable: items(&f.disable), effects });
         }
         let kit = Kit {
             name: name.to_string(),
@@ -258,6 +298,7 @@ mod tests {
             (F_FILTER_TOOLKIT, "github"),
             (F_FILTER_ONLY, ""),
             (F_FILTER_DISABLE, "delete_repo"),
+            (F_FILTER_EFFECTS, "list_repos=read, merge=destructive"),
         ];
         let t = KitText::from_fields(fields);
         assert_eq!(t.rules.len(), 3);
@@ -272,7 +313,24 @@ mod tests {
             Some(&["a@example.test".to_string(), "b@example.test".to_string()][..])
         );
         assert_eq!(k.toolkits.filters["github"].disable, vec!["delete_repo".to_string()]);
+        assert_eq!(
+            k.toolkits.effect("github", "merge", Some(Effect::Read)),
+            Effect::Destructive,
+            "a pin holds"
+        );
+        assert_eq!(k.toolkits.effect("github", "list_repos", Some(Effect::Write)), Effect::Write, "raised");
+        assert_eq!(
+            k.toolkits.effect("github", "list_repos", None),
+            Effect::Read,
+            "the pin, when none declared"
+        );
+        assert_eq!(k.toolkits.effect("github", "other", None), Effect::Destructive, "unpinned, undeclared");
         assert!(k.toolkits.allow_all);
+        assert_eq!(KitText::of(&k).filters[0].effects, "list_repos=read, merge=destructive", "reads back");
+        let mut bad = KitText::of(&k);
+        bad.filters[0].effects = "merge=harmless".into();
+        let errs = bad.to_kit("Buyers", KitVersion(3)).unwrap_err();
+        assert_eq!(errs[0].path, "toolkits.filters.github.effects");
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     <legend class="text-sm font-semibold">"Toolkits"</legend>
                     <label class="flex items-center gap-2 text-sm">
                         <input type="checkbox" name=F_ALLOW_ALL checked=text.allow_all />
-                        "Every connected-app toolkit is permitted (filters below still apply)"
+                        "Every connected-app toolkit is permitted, apps registered later included (filters below still apply). Unchecked, an app is closed to agents until a row below names its toolkit."
                     </label>
                     <div class="space-y-2" data-rows="filter">
                         {text.filters.into_iter().map(|f| view! { <FilterFields f /> }).collect_view()}
@@ -175,10 +175,11 @@ fn RuleFields(r: RuleText) -> impl IntoView {
 #[component]
 fn FilterFields(f: FilterText) -> impl IntoView {
     view! {
-        <div class="grid items-end gap-2 sm:grid-cols-4" data-row="filter">
+        <div class="grid items-end gap-2 sm:grid-cols-5" data-row="filter">
             <label class=LABEL><span class="text-xs">"Toolkit"</span><input class=INPUT name=F_FILTER_TOOLKIT value=f.toolkit placeholder="github" /></label>
             <label class=LABEL><span class="text-xs">"Only these tools"</span><input class=INPUT name=F_FILTER_ONLY value=f.only placeholder="all" /></label>
             <label class=LABEL><span class="text-xs">"Disable"</span><input class=INPUT name=F_FILTER_DISABLE value=f.disable placeholder="none" /></label>
+            <label class=LABEL><span class="text-xs">"Pin effects (tool=read|write|destructive)"</span><input class=INPUT name=F_FILTER_EFFECTS value=f.effects placeholder="issues.delete=destructive" /></label>
             <button type="button" class=SMALL_BUTTON data-remove="">"Remove"</button>
         </div>
     }
