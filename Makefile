@@ -10,7 +10,8 @@ export CHROMIUM_PATH ?= /usr/bin/chromium
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
-	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} cargo leptos serve
+	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} \
+	  NAIVE_EGRESS_ALLOW=$${NAIVE_EGRESS_ALLOW:-127.0.0.1/32} cargo leptos serve
 
 test: setup-test fmt lint unit wasm api mcp e2e
 	@echo "make test: all checks passed"
@@ -91,10 +92,11 @@ bench-outbox:
 	cargo build --release -p gateway --bin gateway-load
 	cargo build --release -p server --bin server
 	rt=$$(mktemp -d) \
-	  && (NAIVE_RUNTIME_SECRET=bench-runtime-secret-0123 target/release/server team-runtime --listen 127.0.0.1:0 --seed-tasks 64 --board $$rt/board.db > $$rt/log & sleep 1) \
-	  && trap 'pkill -f "board $$rt/board.db"; rm -rf $$rt' EXIT \
-	  && target/release/gateway-load outbox --callers 64 --commands 60000 --rate 1000 \
-	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log)" --runtime-secret bench-runtime-secret-0123
+	  && (NAIVE_RUNTIME_SECRET=bench-runtime-secret-0123 target/release/server team-runtime --listen 127.0.0.1:0 --seed-tasks 64 --board $$rt/board.db > $$rt/log & \
+	      NAIVE_RUNTIME_SECRET=bench-runtime-secret-0123 target/release/server team-runtime --listen 127.0.0.1:0 --seed-tasks 64 --board $$rt/board2.db > $$rt/log2 & sleep 1) \
+	  && trap 'pkill -f "board $$rt/board"; rm -rf $$rt' EXIT \
+	  && target/release/gateway-load outbox --callers 64 --commands 60000 --rate 1000 --backlog 100000 \
+	     --runtime "$$(grep -o 'http://[^ ]*' $$rt/log),$$(grep -o 'http://[^ ]*' $$rt/log2)" --runtime-secret bench-runtime-secret-0123
 
 # Over HTTP: the release server under wrk (saturation) and oha (fixed rates): the sandbox, an
 # HTTP connector to the reference upstream, and the Portkey gateway as the peer on that upstream;

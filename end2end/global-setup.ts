@@ -24,6 +24,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       NAIVE_COMPANY_KEY: COMPANY_KEY,
       // The demo tenant's cards and email run on the reference upstream, as in `make run`.
       NAIVE_DEMO_UPSTREAM: "1",
+      // The reference programs listen on loopback, which egress refuses unless allowed.
+      NAIVE_EGRESS_ALLOW: "127.0.0.1/32",
       // Dead letters within a test's time: two attempts, retried within half a second.
       NAIVE_OUTBOX_MAX_ATTEMPTS: "2",
       NAIVE_OUTBOX_BACKOFF_BASE_MS: "100",

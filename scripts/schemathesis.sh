@@ -15,7 +15,7 @@ dir="$(mktemp -d)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 company=nv_schema01_abcdefghijklmnopqrstuv
 DATABASE_URL="sqlite://$dir/st.db" NAIVE_ADMIN_PASSWORD=schemathesis-admin NAIVE_COMPANY_KEY=$company \
-  NAIVE_OPERATOR_KEY=schemathesis-operator-key-0123 RUST_LOG=warn "$server" --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
+  NAIVE_OPERATOR_KEY=schemathesis-operator-key-0123 NAIVE_EGRESS_ALLOW=127.0.0.1/32 RUST_LOG=warn "$server" --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
 pid=$!
 # The reference team runtime, which the agent's runtime tools reach once it is registered.
 runtime_secret=schemathesis-runtime-secret

@@ -77,10 +77,12 @@ test("the demo's tracker app lists its tools with their effects; an app is conne
   await expect(tracker).toContainText("/mcp");
   await tracker.getByTestId("test-app").click();
   const done = page.getByTestId("form-done");
-  await expect(done).toContainText("Test of tracker: 3 tools");
+  await expect(done).toContainText("Test of tracker: 4 tools");
   await expect(done).toContainText("issues.list (read)");
-  await expect(done).toContainText("issues.create (write)");
+  // It declares no effect: destructive, until a kit pins it.
+  await expect(done).toContainText("issues.create (destructive)");
   await expect(done).toContainText("issues.delete (destructive)");
+  await expect(done).toContainText("issues.export (read)");
 
   const url = (await request("GET", "/v1/connected-apps", COMPANY_KEY)).json.items[0].app.url;
   const form = page.getByTestId("set-app");

@@ -50,7 +50,9 @@ async fn a_connected_apps_tools_are_listed_by_the_kit_and_gated_by_their_annotat
     let (s, probe) = company(&app, "POST", "/v1/connected-apps/tracker/test", None).await;
     assert_eq!(s, 200, "{probe}");
     assert_eq!(probe["ok"], true, "{probe}");
-    app.put_kit(json!({"name": "Apps", "primitives": ["connections"], "toolkits": {"allow_all": false, "filters": {"tracker": {}}}}))
+    // The kit opens the tracker and pins its unannotated `issues.create` as the write it is.
+    app.put_kit(json!({"name": "Apps", "primitives": ["connections"],
+        "toolkits": {"filters": {"tracker": {"effects": {"issues.create": "write"}}}}}))
         .await;
     let (profile, _, key) = app.new_agent("clerk", "Apps", None).await;
 
@@ -73,12 +75,13 @@ async fn a_connected_apps_tools_are_listed_by_the_kit_and_gated_by_their_annotat
             ("tracker/issues.list".to_string(), "read".to_string()),
             ("tracker/issues.create".to_string(), "write".to_string()),
             ("tracker/issues.delete".to_string(), "destructive".to_string()),
+            ("tracker/issues.export".to_string(), "read".to_string()),
         ],
-        "the unannotated tool is a write"
+        "the unannotated tool is what the kit pins"
     );
-    assert_eq!(listed["result"]["withheld_by_policy"], 3, "the wiki toolkit's three tools: {listed}");
+    assert_eq!(listed["result"]["withheld_by_policy"], 4, "the wiki toolkit's four tools: {listed}");
 
-    // The unannotated tool runs as a write; the read-only one reads what it made.
+    // The pinned tool runs as a write; the read-only one reads what it made.
     let (s, made) = act(
         &app,
         &profile,
@@ -192,10 +195,121 @@ async fn registration_is_checked_and_an_app_that_does_not_answer_degrades() {
     let (s, listed) = act(&app, &profile, &key, "tools", json!({})).await;
     assert_eq!(s, 200, "{listed}");
     assert_eq!(listed["result"]["unavailable"][0]["toolkit"], "tracker", "{listed}");
+    // A toolkit no kit names is refused with the step that asks for it, registered or not.
     let (s, b) = act(&app, &profile, &key, "execute", json!({"toolkit": "nothing", "tool": "x"})).await;
-    assert_eq!((s, b["code"].as_str()), (404, Some("not_found")), "{b}");
+    assert_eq!((s, b["recovery"][0]["kind"].as_str()), (403, Some("request_toolkit")), "{b}");
     let (s, b) = company(&app, "DELETE", "/v1/connected-apps/tracker", None).await;
     assert_eq!((s, b["items"].as_array().map(Vec::len)), (200, Some(0)), "{b}");
     let (s, _) = company(&app, "DELETE", "/v1/connected-apps/tracker", None).await;
     assert_eq!(s, 404);
+}
+
+/// #30 finding 4: a new app is closed to agents until a kit names its toolkit; a tool without
+/// annotations is destructive; a pin is the least a tool is gated as, whatever the app says.
+#[tokio::test]
+async fn a_new_app_is_closed_until_a_kit_names_it_and_a_pin_outranks_its_annotations() {
+    let app = spawn_app().await;
+    let up = start_upstream();
+    register(&app, &up, "tracker").await;
+    app.put_kit(json!({"name": "Apps", "primitives": ["connections"]})).await;
+    let (profile, _, key) = app.new_agent("clerk", "Apps", None).await;
+    let (s, listed) = act(&app, &profile, &key, "tools", json!({})).await;
+    assert_eq!(s, 200, "{listed}");
+    assert_eq!(
+        (listed["result"]["tools"].as_array().map(Vec::len), &listed["result"]["withheld_by_policy"]),
+        (Some(0), &json!(4))
+    );
+    let create = json!({"toolkit": "tracker", "tool": "issues.create", "arguments": {"title": "x"}});
+    let (s, refused) = act(&app, &profile, &key, "execute", create.clone()).await;
+    assert_eq!((s, refused["recovery"][0]["kind"].as_str()), (403, Some("request_toolkit")), "{refused}");
+
+    // Named without pins: the tool that declares nothing parks as destructive.
+    app.put_kit(
+        json!({"name": "Apps", "primitives": ["connections"], "toolkits": {"filters": {"tracker": {}}}}),
+    )
+    .await;
+    let (s, parked) = act(&app, &profile, &key, "execute", create).await;
+    assert_eq!(
+        (s, parked["error"]["details"]["reason"].as_str()),
+        (202, Some("destructive_effect")),
+        "{parked}"
+    );
+
+    // Pinned destructive, the read-only `issues.list` parks too: the app cannot lower a pin.
+    app.put_kit(json!({"name": "Apps", "primitives": ["connections"],
+        "toolkits": {"filters": {"tracker": {"effects": {"issues.list": "destructive"}}}}}))
+        .await;
+    let (s, parked) =
+        act(&app, &profile, &key, "execute", json!({"toolkit": "tracker", "tool": "issues.list"})).await;
+    assert_eq!(
+        (s, parked["error"]["details"]["reason"].as_str()),
+        (202, Some("destructive_effect")),
+        "{parked}"
+    );
+    assert!(tracker_records(&up).await.is_empty(), "nothing reached the tracker");
+}
+
+/// #30 finding 5: an app's answers are bounded, in bytes and in tools, with a code that says
+/// which bound was passed.
+#[tokio::test]
+async fn an_app_answer_past_its_bounds_fails_with_a_code_that_says_which() {
+    let app = spawn_app().await;
+    let up = start_upstream();
+    register(&app, &up, "tracker").await;
+    let spec =
+        json!({"url": format!("{}/mcp-sprawling", up.base), "auth": {"kind": "bearer", "secret": "tracker"}});
+    assert_eq!(company(&app, "PUT", "/v1/connected-apps/reports", Some(spec)).await.0, 200);
+    app.put_kit(json!({"name": "Apps", "primitives": ["connections"], "toolkits": {"allow_all": true}}))
+        .await;
+    let (profile, _, key) = app.new_agent("clerk", "Apps", None).await;
+    let big = json!({"toolkit": "tracker", "tool": "issues.export", "arguments": {"bytes": 2_000_000}});
+    let (s, b) = act(&app, &profile, &key, "execute", big).await;
+    assert_eq!(
+        (s, b["error"]["details"]["reason"].as_str()),
+        (503, Some("connected_app_answer_too_large")),
+        "{b}"
+    );
+    let small = json!({"toolkit": "tracker", "tool": "issues.export", "arguments": {"bytes": 1_000}});
+    assert_eq!(act(&app, &profile, &key, "execute", small).await.0, 200);
+    let (s, listed) = act(&app, &profile, &key, "tools", json!({})).await;
+    assert_eq!(s, 200, "{listed}");
+    assert_eq!(
+        listed["result"]["unavailable"],
+        json!([{"toolkit": "reports", "reason": "connected_app_too_many_tools"}])
+    );
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(4), "the tracker still lists");
+    let (s, probe) = company(&app, "POST", "/v1/connected-apps/reports/test", None).await;
+    assert_eq!((s, probe["error"].as_str()), (200, Some("connected_app_too_many_tools")), "{probe}");
+}
+
+/// #30 finding 6: a secret that cannot travel in a header, named by one app, fails only the
+/// calls of that app, with a step for a person, and the console's list says which app.
+#[tokio::test]
+async fn one_broken_setting_fails_only_the_calls_that_use_it() {
+    let app = spawn_app().await;
+    let up = start_upstream();
+    let (s, b) =
+        company(&app, "PUT", "/v1/vault/secrets/broken", Some(json!({ "value": "line one\nline two" })))
+            .await;
+    assert!(s == 200 || s == 201, "{s} {b}");
+    let spec = json!({"url": format!("{}/mcp", up.base), "auth": {"kind": "bearer", "secret": "broken"}});
+    assert_eq!(company(&app, "PUT", "/v1/connected-apps/tracker", Some(spec)).await.0, 200);
+    app.put_kit(json!({"name": "Apps", "primitives": ["connections", "web"], "toolkits": {"filters": {"tracker": {}}}})).await;
+    let (profile, _, key) = app.new_agent("clerk", "Apps", None).await;
+    let (s, read) =
+        app.web_read(&gateway::ProfileId::parse(&profile).unwrap(), &key, "https://x.test/").await;
+    assert_eq!(s, 200, "a sandbox read is untouched by the broken app: {read}");
+    let (s, b) =
+        act(&app, &profile, &key, "execute", json!({"toolkit": "tracker", "tool": "issues.list"})).await;
+    assert_eq!((s, b["verdict"].as_str()), (503, Some("unavailable")), "{b}");
+    assert_eq!(b["error"]["details"]["reason"], "connected_app_secret_unusable", "{b}");
+    assert!(b["recovery"].as_array().unwrap().iter().any(|r| r["kind"] == "escalate_to_human"), "{b}");
+    assert!(!b.to_string().contains("broken"), "no configuration detail reaches the agent: {b}");
+    let (s, listed) = act(&app, &profile, &key, "tools", json!({})).await;
+    assert_eq!(
+        (s, &listed["result"]["unavailable"][0]["reason"]),
+        (200, &json!("connected_app_secret_unusable"))
+    );
+    let (_, apps) = company(&app, "GET", "/v1/connected-apps", None).await;
+    assert_eq!(apps["items"][0]["problem"], "connected_app_secret_unusable", "{apps}");
 }

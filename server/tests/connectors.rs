@@ -456,7 +456,7 @@ async fn the_demo_runs_its_cards_and_email_on_the_reference_upstream() {
     assert_eq!((s, probe["ok"].as_bool()), (200, Some(true)), "{probe}");
     // Its MCP tracker is connected as the `tracker` toolkit, and lists its tools.
     let (s, probe) = call_at(&b, "POST", "/v1/connected-apps/tracker/test", COMPANY_KEY, None).await;
-    assert_eq!((s, probe["tools"].as_array().map(Vec::len)), (200, Some(3)), "{probe}");
+    assert_eq!((s, probe["tools"].as_array().map(Vec::len)), (200, Some(4)), "{probe}");
     let kit =
         json!({"name": KIT, "primitives": ["cards", "email"], "limits": {"budget": {"hard_cap": "100"}}});
     assert_eq!(call_at(&b, "PUT", &format!("/v1/kits/{KIT}"), COMPANY_KEY, Some(kit)).await.0, 201);

@@ -11,6 +11,12 @@ async fn sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_the_session() 
     let res = app.raw_client().get(format!("{}/kits", app.base)).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 303);
     assert_eq!(res.headers()["location"], "/login?next=/kits");
+    // Every view of the navigation does so (#30: /connectors and /runtime did not).
+    for path in ["/connectors", "/runtime", "/users", "/overview"] {
+        let res = app.raw_client().get(format!("{}{path}", app.base)).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), 303, "{path}");
+        assert_eq!(res.headers()["location"], format!("/login?next={path}").as_str());
+    }
 
     let res = app
         .raw_client()

@@ -376,3 +376,66 @@ async fn registration_refuses_bad_urls_and_weak_secrets() {
     assert_eq!((st, env["reason"].clone()), (503, json!("unavailable")), "{env}");
     assert!(env.to_string().contains("runtime_not_registered"), "{env}");
 }
+
+/// #30 finding 8: a runtime's claim binds. A second tenant pointing at a runtime the first
+/// claimed has none of its commands applied: they end as dead letters, refused
+/// `claimed_by_another`. A run id that would climb out of its path is refused before it
+/// leaves the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_claimed_by_one_tenant_applies_no_command_of_another() {
+    let s = start_fresh(&[("NAIVE_OUTBOX_MAX_ATTEMPTS", "2")]).await;
+    let base = &s.server.base;
+    let runtime = start_runtime(3, 0);
+    register(base, &runtime).await;
+    // A second tenant, made by the operator with the same binary and database.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["--database-url", &s.db, "--no-demo", "tenant", "create", "--name", "Other", "--credit", "50"])
+        .env("NAIVE_MASTER_KEY", common::MASTER_KEY)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    let other_key =
+        printed.split_whitespace().find(|w| w.starts_with("nv_")).expect("a company key").to_string();
+    let body = json!({"url": runtime.base, "secret": RUNTIME_SECRET});
+    let (s2, b) = send(base, "PUT", "/v1/runtime", &other_key, Some(body), None).await;
+    assert_eq!(s2, 200, "{b}");
+    assert_eq!(b["claimed"], false, "the first tenant holds the claim: {b}");
+    let kit = json!({"name": "Team", "primitives": ["tasks"]});
+    assert!(send(base, "PUT", "/v1/kits/Team", &other_key, Some(kit), None).await.0 == 201);
+    let (_, p) = send(
+        base,
+        "POST",
+        "/v1/agent-profiles",
+        &other_key,
+        Some(json!({"name": "intruder", "kit": "Team"})),
+        None,
+    )
+    .await;
+    let id = p["id"].as_str().unwrap().to_string();
+    let (_, k) = send(base, "POST", &format!("/v1/agent-profiles/{id}/keys"), &other_key, None, None).await;
+    let intruder = (id, k["secret"].as_str().unwrap().to_string());
+    let (st, queued) =
+        act(base, &intruder, "teams/comment", json!({"task_id": "T-1", "body": "not yours"}), None).await;
+    assert_eq!(st, 200, "{queued}");
+    let cmd = queued["result"]["command_id"].as_str().unwrap().to_string();
+    let mut state = Value::Null;
+    for _ in 0..200 {
+        let (_, b) = send(base, "GET", &format!("/v1/runtime/commands/{cmd}"), &other_key, None, None).await;
+        if b["status"] == "dead" {
+            state = b;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        (state["status"].as_str(), state["last_error"].as_str()),
+        (Some("dead"), Some("claimed_by_another")),
+        "{state}"
+    );
+    assert!(runtime.comments("T-1").await.is_empty(), "nothing was applied");
+
+    let reader = agent(base, "Reader", &["tasks"]).await;
+    let (st, b) = act(base, &reader, "teams/run", json!({"run_id": ".."}), None).await;
+    assert_eq!((st, b["code"].as_str()), (400, Some("invalid_argument")), "{b}");
+}

@@ -172,3 +172,84 @@ async fn registration_refuses_unknown_events_and_bad_urls() {
     let (_, hooks) = send(base, "GET", "/v1/webhooks", COMPANY_KEY, None).await;
     assert_eq!(hooks["items"], json!([]));
 }
+
+/// #30 finding 7: a webhook's signing secret is shown once, a resend of its creation included;
+/// the endpoint cap holds under concurrent creations; an event list names each event once;
+/// and removing an endpoint keeps its secret while a connector uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_shown_once_and_the_caps_hold_under_concurrency() {
+    let app = common::spawn_app().await;
+    let receiver = start_receiver(&[]);
+    let url = format!("{}/hook", receiver.base);
+    let body = json!({"url": url, "events": ["approval.parked"]});
+    let headers = [("idempotency-key", "hook-once")];
+    let (s, _, first) =
+        app.send("POST", "/v1/webhooks", Some(COMPANY_KEY), Some(body.clone()), &headers).await;
+    assert_eq!(s, 201, "{first}");
+    assert!(first["secret"].as_str().unwrap().starts_with("whsec_"), "{first}");
+    let (s, h, again) =
+        app.send("POST", "/v1/webhooks", Some(COMPANY_KEY), Some(body.clone()), &headers).await;
+    assert_eq!((s, h.get("idempotent-replayed").map(|v| v.to_str().unwrap())), (201, Some("true")));
+    assert_eq!((&again["secret"], &again["secret_withheld"]), (&Value::Null, &json!(true)), "{again}");
+    assert_eq!(again["endpoint"]["id"], first["endpoint"]["id"]);
+    let stored: Vec<(Vec<u8>,)> =
+        app.gateway.store().all("SELECT body FROM request_idempotency", &[]).await.unwrap();
+    assert!(
+        !stored.is_empty() && stored.iter().all(|(b,)| !String::from_utf8_lossy(b).contains("whsec_")),
+        "the secret is kept nowhere in clear"
+    );
+
+    let twice = json!({"url": url, "events": ["approval.parked", "approval.parked"]});
+    let (s, _, b) = app.send("POST", "/v1/webhooks", Some(COMPANY_KEY), Some(twice), &[]).await;
+    assert_eq!((s, b["code"].as_str()), (400, Some("duplicate_event")), "{b}");
+
+    // 40 creations at once against a cap of 20 (one exists): 19 more are made.
+    let creations: Vec<_> = (0..40)
+        .map(|_| {
+            let (client, base, body) = (app.client.clone(), app.base.clone(), body.clone());
+            tokio::spawn(async move {
+                let r = client
+                    .post(format!("{base}/v1/webhooks"))
+                    .bearer_auth(COMPANY_KEY)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                r.status().as_u16()
+            })
+        })
+        .collect();
+    let mut made = 0;
+    for c in creations {
+        match c.await.unwrap() {
+            201 => made += 1,
+            409 => {}
+            other => panic!("a creation answered {other}"),
+        }
+    }
+    assert_eq!(made, gateway::webhooks::MAX_ENDPOINTS - 1);
+    let (_, _, list) = app.send("GET", "/v1/webhooks", Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), gateway::webhooks::MAX_ENDPOINTS);
+
+    // An admin points a connector at the first endpoint's signing secret: removing the
+    // endpoint is refused while it does, and the secret stays.
+    let id = first["endpoint"]["id"].as_str().unwrap();
+    let secret_name = first["endpoint"]["secret_name"].as_str().unwrap();
+    let spec = json!({"kind": "http", "url": "https://processor.example.com/", "auth": {"kind": "bearer", "secret": secret_name}});
+    let (s, _, b) = app.send("PUT", "/v1/connectors/cards", Some(COMPANY_KEY), Some(spec), &[]).await;
+    assert_eq!(s, 200, "{b}");
+    let (s, _, b) = app.send("DELETE", &format!("/v1/webhooks/{id}"), Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!((s, b["code"].as_str()), (409, Some("secret_in_use")), "{b}");
+    let (s, _, _) =
+        app.send("GET", &format!("/v1/vault/secrets/{secret_name}"), Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(s, 200, "the secret stays");
+    let (s, _, _) = app
+        .send("PUT", "/v1/connectors/cards", Some(COMPANY_KEY), Some(json!({"kind": "sandbox"})), &[])
+        .await;
+    assert_eq!(s, 200);
+    let (s, _, b) = app.send("DELETE", &format!("/v1/webhooks/{id}"), Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(s, 204, "{b}");
+    let (s, _, _) =
+        app.send("GET", &format!("/v1/vault/secrets/{secret_name}"), Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(s, 404, "its secret went with it");
+}

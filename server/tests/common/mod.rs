@@ -12,6 +12,8 @@ pub const ADMIN_PASSWORD: &str = "test-admin-password";
 pub const COMPANY_KEY: &str = "nv_testco01_abcdefghijklmnopqrstuv";
 /// The deployment's operator key in tests.
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
+/// What tests let outbound calls reach: the reference programs on loopback.
+pub const TEST_EGRESS_ALLOW: &str = "127.0.0.1/32";
 /// The vault's master key in tests: every instance on one database must share it.
 pub const MASTER_KEY: &str = "7e57000000000000000000000000000000000000000000000000000000000001";
 
@@ -45,11 +47,16 @@ pub fn config(db_url: &str) -> Config {
         hold_lease_secs: gateway::leases::DEFAULT_LEASE_SECS,
         sandbox_latency_ms: 0,
         outbox_max_attempts: 10,
+        outbox_retention_days: 7,
+        outbox_max_queued: gateway::outbox::MAX_QUEUED,
         public_url: None,
         outbox_backoff_base_ms: 100,
         outbox_backoff_max_ms: 1_000,
         mcp_allowed_hosts: Vec::new(),
         mcp_allowed_origins: Vec::new(),
+        // The reference programs tests start listen on loopback; the egress tests take this away.
+        egress_allow: vec![TEST_EGRESS_ALLOW.into()],
+        egress_unguarded_for_benchmarks: false,
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),

@@ -149,6 +149,8 @@ def server():
             DATABASE_URL=database_url,
             NAIVE_ADMIN_PASSWORD=ADMIN_PASSWORD,
             NAIVE_COMPANY_KEY=COMPANY,
+            # The reference programs the suite starts listen on loopback.
+            NAIVE_EGRESS_ALLOW="127.0.0.1/32",
             RUST_LOG="warn",
         )
         log = open(os.path.join(dir, "server.log"), "w")

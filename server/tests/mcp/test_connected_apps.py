@@ -40,7 +40,8 @@ def tracker(server):
 def apps_kit(server):
     name = unique("Apps")
     body = {"name": name, "primitives": ["connections"],
-            "toolkits": {"allow_all": False, "filters": {"tracker": {"disable": ["issues.list"]}}}}
+            "toolkits": {"filters": {"tracker": {"disable": ["issues.list"],
+                                                 "effects": {"issues.create": "write"}}}}}
     status, saved = server.put_kit(name, body, None)
     assert status == 201, saved
     return name
@@ -54,10 +55,11 @@ async def test_connected_tools_are_listed_by_the_kit_and_gated_by_their_annotati
         r = await c.call_tool("naive_connections_tools", {})
         assert r.is_error is False, r.structured_content
         result = r.structured_content["result"]
+        # issues.create declares no effect: the kit pins it as a write.
         assert [(t["name"], t["effect"]) for t in result["tools"]] == [
-            ("issues.create", "write"), ("issues.delete", "destructive")]
-        # issues.list is disabled in tracker, and wiki's three tools are not permitted.
-        assert result["withheld_by_policy"] == 4
+            ("issues.create", "write"), ("issues.delete", "destructive"), ("issues.export", "read")]
+        # issues.list is disabled in tracker, and wiki's four tools are not permitted.
+        assert result["withheld_by_policy"] == 5
 
         made = await c.call_tool("naive_connections_execute", {
             "toolkit": "tracker", "tool": "issues.create", "arguments": {"title": unique("jam")}})

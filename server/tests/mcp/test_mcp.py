@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -281,6 +282,43 @@ def test_malformed_oversize_unauthenticated_and_cross_origin_messages(server):
     status, _, _ = raw(server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, key=key,
                        headers={"Host": "evil.example"})
     assert status == 403
+
+
+def test_a_browser_client_on_this_machine_is_served_and_other_origins_are_not(server):
+    # The official inspector runs in a browser on this machine, on a port of its own.
+    _, key, _ = server.agent(server.kit(["web"]))
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    port = server.base.rsplit(":", 1)[1]
+    for origin in (f"http://127.0.0.1:{port}", "http://localhost:6274", "http://127.0.0.1:5173", "http://[::1]:8080"):
+        status, _, text = raw(server, listing, key=key, headers={"Origin": origin})
+        assert status == 200, (origin, text)
+    for origin in ("https://evil.example", "http://localhost.evil.example:6274", "null"):
+        status, _, _ = raw(server, listing, key=key, headers={"Origin": origin})
+        assert status == 403, origin
+
+
+def test_a_key_holds_a_bounded_number_of_sessions(server):
+    _, key, _ = server.agent(server.kit(["web"]))
+    sessions = [_session(server, key, "2025-11-25") for _ in range(32)]
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    _, _, text = raw(server, init, key=key, headers={"MCP-Protocol-Version": "2025-11-25"})
+    assert "too_many_sessions" in text, text
+    # Another key is not affected, and closing a session makes room.
+    _, other, _ = server.agent(server.kit(["web"]))
+    _session(server, other, "2025-11-25")
+    req = urllib.request.Request(server.url, method="DELETE")
+    req.add_header("Authorization", "Bearer " + key)
+    for k, v in sessions[0].items():
+        req.add_header(k, v)
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status in (200, 202, 204)
+    for _ in range(50):
+        _, _, text = raw(server, init, key=key, headers={"MCP-Protocol-Version": "2025-11-25"})
+        if "too_many_sessions" not in text:
+            break
+        time.sleep(0.1)
+    assert "too_many_sessions" not in text, text
 
 
 async def test_a_128_way_race_on_one_hard_cap_over_both_transports(server):
