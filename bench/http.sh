@@ -13,6 +13,9 @@
 # On PostgreSQL (a throwaway cluster from scripts/pg.sh, sharing the same cores):
 #   4. the sandbox web.read on one instance, then 5. on two instances on the same database,
 #   32 connections to each at once, their sum printed.
+# Then the egress guard's cost (#30): the same charge over the HTTP connector on a second
+#   release server whose outbound client is unguarded (a benchmark-only setting), in five
+#   interleaved rounds against the first; the medians and their ratio.
 # ENGINES picks the engines (default "sqlite postgres").
 #   bench/http.sh [seconds]
 set -euo pipefail
@@ -28,7 +31,8 @@ command -v oha >/dev/null || { echo "installing oha from crates.io (a few minute
 cargo build --release -p server --bin server
 source bench/lib.sh
 new_dir dir
-export NAIVE_NO_DEMO=true RUST_LOG=warn
+# The reference upstream listens on loopback, which egress refuses unless allowed.
+export NAIVE_NO_DEMO=true RUST_LOG=warn NAIVE_EGRESS_ALLOW=127.0.0.1/32
 
 new_tenant() {
   company=$(target/release/server tenant create --name "HTTP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
@@ -114,6 +118,40 @@ EOF
     '{"action_id":"portkey-fixed","action":"cards.charge","args":{"amount":"0.01","merchant":"acme"}}' \
     -H "Authorization: Bearer $upstream_secret" -H "x-portkey-provider: openai" -H "x-portkey-custom-host: $upstream"
   echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"
+  egress_runs "$charge_profile" "$charge_key" "$upstream" "$upstream_secret"
+}
+
+# The same charge on a second server whose outbound client is unguarded, rounds interleaved
+# with the first (guarded) one: how much the egress guard costs a governed call.
+egress_runs() {
+  local guarded="$base" profile_on="$1" key_on="$2" upstream="$3" upstream_secret="$4" profile_off key_off round
+  local on=() off=()
+  export DATABASE_URL="sqlite://$dir/unguarded.db" NAIVE_MASTER_KEY_FILE="$dir/unguarded.master-key"
+  new_tenant
+  NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS=1 start_server "$dir/unguarded.log"
+  api PUT /v1/kits/Charges '{"name":"Charges","primitives":["cards"],"limits":{"budget":{"hard_cap":"1000000"},"approve":{"above":"100"}}}' >/dev/null
+  read -r profile_off key_off < <(agent bench-buyer Charges)
+  api PUT /v1/vault/secrets/upstream "{\"value\":\"$upstream_secret\"}" >/dev/null
+  api PUT /v1/connectors/cards "{\"kind\":\"http\",\"url\":\"$upstream/cards/charge\",\"timeout_ms\":10000,\"auth\":{\"kind\":\"bearer\",\"secret\":\"upstream\"}}" >/dev/null
+  governed cards/charge "$profile_off" "$key_off" 3 >/dev/null
+  echo "== egress guard on / off: the HTTP-connector charge, 5 interleaved rounds of ${EGRESS_SECS:-8} s"
+  for round in 1 2 3 4 5; do
+    on+=("$(governed cards/charge "$profile_on" "$key_on" "${EGRESS_SECS:-8}" "$guarded")")
+    off+=("$(governed cards/charge "$profile_off" "$key_off" "${EGRESS_SECS:-8}" "$base")")
+    echo "  round $round: guarded   ${on[-1]}"
+    echo "  round $round: unguarded ${off[-1]}"
+  done
+  python3 - "${on[@]}" "${off[@]}" <<'EOF'
+import re, statistics, sys
+lines = sys.argv[1:]
+rate = lambda l: float(re.search(r"([0-9.]+) \w+/s", l).group(1))
+p99 = lambda l: float(re.search(r"p99 ([0-9.]+) ms", l).group(1))
+on, off = lines[:len(lines) // 2], lines[len(lines) // 2:]
+r_on, r_off = statistics.median(map(rate, on)), statistics.median(map(rate, off))
+print(f"== egress guard on / off: {r_on:.0f} / {r_off:.0f} charges/s = {r_on / r_off:.3f}x "
+      f"(target: within 3 %), p99 {statistics.median(map(p99, on)):.2f} / {statistics.median(map(p99, off)):.2f} ms")
+EOF
+  base="$guarded"
 }
 
 postgres_runs() {

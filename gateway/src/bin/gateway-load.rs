@@ -17,12 +17,14 @@
 //! and prints the admin password and the profile id for the console benchmark
 //! (`bench/console.sh`).
 //!
-//! `gateway-load outbox --runtime URL --runtime-secret S [--callers 64] [--commands 20000] [--rate 1000]`
-//! measures the outbox against a fresh reference runtime (`server team-runtime --seed-tasks 64`):
-//! `teams.comment` queued per second beside `web.read` and a sandbox `cards.charge` on the same
-//! callers, in three interleaved rounds whose medians it prints last, the delivery
-//! worker draining that backlog into the runtime, and enqueue-to-delivered latency at a steady
-//! rate while the runtime is up.
+//! `gateway-load outbox --runtime URL1,URL2 --runtime-secret S [--callers 64] [--commands 20000]
+//! [--rate 1000] [--backlog 100000]` measures the outbox against two fresh reference runtimes
+//! (`server team-runtime --seed-tasks 64`), one for each of two databases: `teams.comment`
+//! queued per second beside `web.read` and a sandbox `cards.charge` on the same callers, with
+//! the delivery worker running, on a database without a backlog and on one where another
+//! tenant's runtime and endpoints are down with `backlog` blocked rows, in three interleaved
+//! rounds whose medians and ratios it prints; then the worker draining a backlog into the
+//! runtime, and enqueue-to-delivered latency at a steady rate while the runtime is up.
 //!
 //! `gateway-load soak --db URL` drives a mixed load (allowed, parked, refused) until killed, and
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
@@ -35,6 +37,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use gateway::egress::Allowance;
 use gateway::pipeline::{ActionCall, Disposition};
 use gateway::vault::MasterKey;
 use gateway::{Gateway, GatewayConfig, Role};
@@ -165,7 +168,12 @@ async fn open(
         Target::Sqlite { max_batch } => vec![
             Gateway::open_with(
                 &format!("sqlite://{}/bench.db", dir.display()),
-                GatewayConfig { max_batch, master_key: Some(MasterKey::generate()), ..Default::default() },
+                GatewayConfig {
+                    max_batch,
+                    master_key: Some(MasterKey::generate()),
+                    egress_allow: Allowance::loopback(),
+                    ..Default::default()
+                },
             )
             .await
             .expect("open"),
@@ -175,7 +183,11 @@ async fn open(
             let key = MasterKey::generate();
             let mut gws = Vec::new();
             for _ in 0..instances {
-                let config = GatewayConfig { master_key: Some(key.clone()), ..Default::default() };
+                let config = GatewayConfig {
+                    master_key: Some(key.clone()),
+                    egress_allow: Allowance::loopback(),
+                    ..Default::default()
+                };
                 gws.push(Gateway::open_with(&url, config).await.expect("open"));
             }
             gws
@@ -307,55 +319,210 @@ async fn bench(
     phase
 }
 
-/// Rounds of the outbox's enqueue comparison: each runs `web.read`, `cards.charge` and
-/// `teams.comment` back to back from the same callers on the same database, so a stretch of
-/// a noisy host and the database's growth weigh on all three alike; the figures are the
-/// rounds' medians.
-const OUTBOX_ROUNDS: u64 = 3;
+/// Rounds of the egress guard's comparison.
+const EGRESS_ROUNDS: usize = 5;
 
-/// The outbox (issue #15): the enqueue rate of `teams.comment` beside `web.read` and a sandbox
-/// `cards.charge` on the same callers, each with its CPU per action, in interleaved rounds;
-/// then the rate at which the delivery worker drains that backlog into the runtime, then
-/// enqueue-to-delivered latency at a steady `rate` per second while the runtime is up.
-async fn outbox_bench(callers: usize, commands: u64, base: String, secret: String, rate: u64) {
-    let group = Target::Sqlite { max_batch: 256 };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let gws = open(group, dir.path(), None).await;
-    let gw = gws[0].clone();
-    let work = Work::Comment { base, secret };
-    // The comment kit has web and cards too: each round's phases share callers and database.
-    let tokens = setup(&gw, callers, work.kit()).await;
-    work.connect(&gw).await;
-    let per_round = commands.div_ceil(OUTBOX_ROUNDS);
-    let mut rounds = Vec::new();
-    for round in 1..=OUTBOX_ROUNDS {
-        println!("round {round} of {OUTBOX_ROUNDS}, {per_round} actions each:");
-        let read = drive(&gws, tokens.clone(), Work::Read, per_round).await;
-        read.report("  web.read (sandbox)", "actions/s ");
-        let charge = drive(&gws, tokens.clone(), Work::Charge, per_round).await;
-        charge.report("  cards.charge (sandbox)", "actions/s ");
-        let queued = drive(&gws, tokens.clone(), work.clone(), per_round).await;
-        queued.report("  teams.comment queued (outbox)", "commands/s");
-        rounds.push([
-            queued.rate(),
-            queued.cpu_us(),
-            queued.cpu_us() / read.cpu_us(),
-            queued.cpu_us() / charge.cpu_us(),
-        ]);
+/// The egress guard's cost (#30): the same $0.01 charge over the HTTP connector to the
+/// upstream at `base`, on a gateway whose outbound client is guarded and on one whose is not,
+/// in interleaved rounds on two fresh databases; the medians and their ratio.
+async fn egress_compare(callers: usize, actions: u64, base: &str, secret: &str) {
+    let work = Work::ChargeOverHttp { base: base.to_string(), secret: secret.to_string() };
+    let mut sides = Vec::new();
+    for unguarded in [false, true] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = GatewayConfig {
+            master_key: Some(MasterKey::generate()),
+            egress_allow: Allowance::loopback(),
+            egress_unguarded_for_benchmarks: unguarded,
+            ..Default::default()
+        };
+        let url = format!("sqlite://{}/bench.db", dir.path().display());
+        let gw = Gateway::open_with(&url, config).await.expect("open");
+        let tokens = setup(&gw, callers, work.kit()).await;
+        work.connect(&gw).await;
+        sides.push((gw, tokens, dir));
     }
-    let median = |i: usize| {
-        let mut v: Vec<f64> = rounds.iter().map(|r| r[i]).collect();
+    let per_round = actions.div_ceil(EGRESS_ROUNDS as u64);
+    let (mut rates, mut cpus) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for round in 1..=EGRESS_ROUNDS {
+        for (i, (gw, tokens, _)) in sides.iter().enumerate() {
+            let phase = drive(std::slice::from_ref(gw), tokens.clone(), work.clone(), per_round).await;
+            let label = if i == 0 { "guarded" } else { "unguarded" };
+            phase.report(&format!("  round {round}, egress {label}"), "actions/s");
+            rates[i].push(phase.rate());
+            cpus[i].push(phase.cpu_us());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    let (on, off) = (median(&mut rates[0]), median(&mut rates[1]));
+    let (on_cpu, off_cpu) = (median(&mut cpus[0]), median(&mut cpus[1]));
     println!(
-        "{:<34} {:>9.0} commands/s, {:.0} µs CPU each; CPU per call {:.2}x a web.read's, {:.2}x a cards.charge's (medians of {OUTBOX_ROUNDS} rounds)",
-        "teams.comment queued (outbox)",
-        median(0),
-        median(1),
-        median(2),
-        median(3)
+        "charge over the HTTP connector, egress guard on / off: {on:.0} / {off:.0} actions/s = {:.3}x; CPU per call {on_cpu:.0} / {off_cpu:.0} µs = {:.3}x   (medians of {EGRESS_ROUNDS} rounds; target: within 3 %)",
+        on / off,
+        on_cpu / off_cpu
     );
+    for (gw, ..) in &sides {
+        gw.store().close().await;
+    }
+}
+
+/// Rounds of the outbox's comparison: each runs `web.read`, `cards.charge` and
+/// `teams.comment` back to back from the same callers, on the database without a backlog and
+/// then on the one with it, so a stretch of a noisy host weighs on both alike; the figures
+/// are the rounds' medians.
+const OUTBOX_ROUNDS: usize = 3;
+
+/// The stuck tenant's blocked rows: its runtime's queue at its bound, the rest spread over
+/// webhook endpoints at theirs.
+const STUCK_ENDPOINTS: usize = 9;
+
+/// One side of the outbox comparison: a fresh database with its delivery worker running,
+/// and the callers' keys.
+struct Side {
+    label: &'static str,
+    gw: Gateway,
+    tokens: Vec<String>,
+    work: Work,
+    _worker: gateway::outbox::delivery::DeliveryHandle,
+    _dir: tempfile::TempDir,
+}
+
+/// A database whose callers' tenant commands the runtime at `base`; with `backlog`, beside
+/// them a tenant whose runtime and endpoints are down holds that many blocked rows.
+async fn outbox_side(label: &'static str, callers: usize, base: &str, secret: &str, backlog: usize) -> Side {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = GatewayConfig {
+        master_key: Some(MasterKey::generate()),
+        egress_allow: Allowance::loopback(),
+        // The rounds queue more than a tenant's runtime queue holds by default; delivery runs
+        // beside them, and the bound is not what is measured.
+        outbox: gateway::outbox::OutboxConfig { max_queued: 10_000_000, ..Default::default() },
+        ..Default::default()
+    };
+    let gw = Gateway::open_with(&format!("sqlite://{}/bench.db", dir.path().display()), config)
+        .await
+        .expect("open");
+    let work = Work::Comment { base: base.to_string(), secret: secret.to_string() };
+    let tokens = setup(&gw, callers, work.kit()).await;
+    work.connect(&gw).await;
+    if backlog > 0 {
+        seed_stuck_tenant(&gw, backlog).await;
+    }
+    let _worker = gw.start_delivery();
+    Side { label, gw, tokens, work, _worker, _dir: dir }
+}
+
+/// A tenant whose runtime and webhook endpoints do not answer (port 9 on loopback), with
+/// `rows` queued rows backing off: a tenth in its runtime's queue, the rest over its endpoints.
+async fn seed_stuck_tenant(gw: &Gateway, rows: usize) {
+    use gateway::activity::Transport;
+    let (t, _) = gw.create_tenant("Stuck", Money::dollars(1_000), None).await.expect("tenant");
+    let dead = "http://127.0.0.1:9/";
+    gw.register_runtime(&t.id, dead, Some("stuck-runtime-secret-0123"), "load", Transport::Http)
+        .await
+        .expect("runtime");
+    let retry_at = chrono::Utc::now() + chrono::Duration::seconds(20);
+    let per_queue = rows / (STUCK_ENDPOINTS + 1);
+    gw.seed_stuck_queue(&t.id, "runtime", "", rows - per_queue * STUCK_ENDPOINTS, retry_at)
+        .await
+        .expect("seed");
+    for i in 0..STUCK_ENDPOINTS {
+        let spec: gateway::webhooks::EndpointSpec =
+            serde_json::from_value(json!({"url": format!("{dead}hook{i}"), "events": ["approval.parked"]}))
+                .expect("spec");
+        let e = gw.create_webhook(&t.id, spec, "load", Transport::Http).await.expect("endpoint");
+        gw.seed_stuck_queue(&t.id, "webhook", &e.endpoint.id, per_queue, retry_at).await.expect("seed");
+    }
+    println!("  {rows} blocked rows of a tenant whose runtime and {STUCK_ENDPOINTS} endpoints are down");
+}
+
+/// The outbox (issues #15 and #30): `teams.comment` queued per second beside `web.read` and a
+/// sandbox `cards.charge` on the same callers, each with its CPU per action, with the delivery
+/// worker running, on a database without a backlog and on one where another tenant holds
+/// `backlog` blocked rows, in interleaved rounds; then the rate at which the worker drains a
+/// backlog into the runtime, and enqueue-to-delivered latency at a steady `rate` per second.
+async fn outbox_bench(
+    callers: usize,
+    commands: u64,
+    runtimes: (String, String),
+    secret: String,
+    rate: u64,
+    backlog: usize,
+) {
+    let clean = outbox_side("without a backlog", callers, &runtimes.0, &secret, 0).await;
+    let stuck = outbox_side("beside the backlog", callers, &runtimes.1, &secret, backlog).await;
+    let per_round = commands.div_ceil(OUTBOX_ROUNDS as u64);
+    let mut rounds: Vec<[[f64; 6]; 2]> = Vec::new();
+    for round in 1..=OUTBOX_ROUNDS {
+        println!("round {round} of {OUTBOX_ROUNDS}, {per_round} actions each:");
+        let mut pair = [[0.0; 6]; 2];
+        for (i, side) in [&clean, &stuck].into_iter().enumerate() {
+            pair[i] = outbox_round(side, per_round).await;
+        }
+        rounds.push(pair);
+    }
+    let median = |side: usize, i: usize| {
+        let mut v: Vec<f64> = rounds.iter().map(|r| r[side][i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for (side, s) in [&clean, &stuck].into_iter().enumerate() {
+        println!(
+            "{:<20} teams.comment {:>7.0}/s {:>4.0} µs CPU ({:.2}x a web.read's) | web.read {:>7.0}/s {:>4.0} µs | cards.charge {:>7.0}/s {:>4.0} µs  (medians of {OUTBOX_ROUNDS})",
+            s.label,
+            median(side, 0),
+            median(side, 1),
+            median(side, 1) / median(side, 3),
+            median(side, 2),
+            median(side, 3),
+            median(side, 4),
+            median(side, 5)
+        );
+    }
+    println!(
+        "beside {backlog} blocked rows / without: teams.comment {:.3}x the rate ({:.3}x the CPU), web.read {:.3}x ({:.3}x), cards.charge {:.3}x ({:.3}x)   (target: within 10 %)",
+        median(1, 0) / median(0, 0),
+        median(1, 1) / median(0, 1),
+        median(1, 2) / median(0, 2),
+        median(1, 3) / median(0, 3),
+        median(1, 4) / median(0, 4),
+        median(1, 5) / median(0, 5),
+    );
+    drain_and_latency(clean, rate, per_round).await;
+    stuck.gw.store().close().await;
+}
+
+/// One round on one side: (comment rate, its CPU µs, read rate, its CPU, charge rate, its CPU).
+async fn outbox_round(side: &Side, actions: u64) -> [f64; 6] {
+    let gws = std::slice::from_ref(&side.gw);
+    let read = drive(gws, side.tokens.clone(), Work::Read, actions).await;
+    let charge = drive(gws, side.tokens.clone(), Work::Charge, actions).await;
+    let queued = drive(gws, side.tokens.clone(), side.work.clone(), actions).await;
+    println!(
+        "  {:<20} comment {:>7.0}/s {:>4.0} µs   read {:>7.0}/s {:>4.0} µs   charge {:>7.0}/s {:>4.0} µs",
+        side.label,
+        queued.rate(),
+        queued.cpu_us(),
+        read.rate(),
+        read.cpu_us(),
+        charge.rate(),
+        charge.cpu_us()
+    );
+    [queued.rate(), queued.cpu_us(), read.rate(), read.cpu_us(), charge.rate(), charge.cpu_us()]
+}
+
+/// On `side`, with its worker stopped: queues `backlog` commands, then measures the worker
+/// draining them, then enqueue-to-delivered latency at `rate` a second.
+async fn drain_and_latency(side: Side, rate: u64, backlog: u64) {
+    let Side { gw, tokens, work, _worker, _dir, .. } = side;
+    _worker.stop().await;
+    while queued_rows(&gw).await > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drive(std::slice::from_ref(&gw), tokens.clone(), work.clone(), backlog).await;
     let backlog = queued_rows(&gw).await;
     let worker = gw.start_delivery();
     let t0 = Instant::now();
@@ -389,9 +556,16 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
 
+/// Rows queued for the callers' tenant (the first), whatever other tenants hold.
 async fn queued_rows(gw: &Gateway) -> i64 {
-    let (n,): (i64,) =
-        gw.store().one("SELECT COUNT(*) FROM outbox WHERE status = 'queued'", &[]).await.expect("count");
+    let (n,): (i64,) = gw
+        .store()
+        .one(
+            "SELECT COUNT(*) FROM outbox WHERE status = 'queued' AND tenant_id = (SELECT MIN(id) FROM tenants WHERE name = 'Load')",
+            &[],
+        )
+        .await
+        .expect("count");
     n
 }
 
@@ -628,7 +802,7 @@ async fn main() {
                 runs.push(("SQLite, charge, sandbox", (group, Work::Charge)));
                 runs.push((
                     "SQLite, charge, http upstream",
-                    (group, Work::ChargeOverHttp { base: upstream, secret }),
+                    (group, Work::ChargeOverHttp { base: upstream.clone(), secret }),
                 ));
             }
             // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
@@ -637,15 +811,23 @@ async fn main() {
             for (label, target) in runs {
                 bench(callers, tenants, actions, target, cluster.as_ref()).await.report(label, "actions/s");
             }
+            if !upstream.is_empty() {
+                egress_compare(callers, actions, &upstream, &arg("--upstream-secret", "")).await;
+            }
         }
         Some("outbox") => {
             let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
             let commands: u64 = arg("--commands", "20000").parse().expect("--commands is a number");
             let rate: u64 = arg("--rate", "1000").parse().expect("--rate is a number");
-            let (base, secret) = (arg("--runtime", ""), arg("--runtime-secret", ""));
-            assert!(!base.is_empty(), "--runtime URL: a fresh `server team-runtime --seed-tasks 64`");
-            println!("the outbox: {callers} callers, {commands} commands, then {rate}/s for five seconds");
-            outbox_bench(callers, commands, base, secret, rate).await;
+            let backlog: usize = arg("--backlog", "100000").parse().expect("--backlog is a number");
+            let (bases, secret) = (arg("--runtime", ""), arg("--runtime-secret", ""));
+            let runtimes = bases.split_once(',').map(|(a, b)| (a.to_string(), b.to_string())).expect(
+                "--runtime URL1,URL2: two fresh `server team-runtime --seed-tasks 64`, one per database",
+            );
+            println!(
+                "the outbox: {callers} callers, {commands} commands, beside {backlog} blocked rows and without, then {rate}/s for five seconds"
+            );
+            outbox_bench(callers, commands, runtimes, secret, rate, backlog).await;
         }
         Some("soak") => soak(&arg("--db", "sqlite://data/soak.db")).await,
         Some("seed-console") => {

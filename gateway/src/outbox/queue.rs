@@ -354,7 +354,8 @@ pub(crate) async fn of_tenant(
     tenant: &TenantId,
     runtime_limit: i64,
 ) -> Result<Vec<Queue>> {
-    let rows: Vec<(String, String, i64, DateTime<Utc>, Option<String>)> = store
+    type QueueRow = (String, String, i64, DateTime<Utc>, Option<String>);
+    let rows: Vec<QueueRow> = store
         .all(
             "SELECT channel, destination, queued, due_at, lease_owner FROM outbox_queues WHERE tenant_id = ? \
              ORDER BY channel DESC, destination",
@@ -644,9 +645,7 @@ mod tests {
                 "{name}"
             );
             let rows: i64 = db
-                .run(|c| {
-                    Ok(c.row("SELECT COUNT(*) FROM outbox WHERE id = 'cmd_over'", &[])?.unwrap().get(0)?)
-                })
+                .run(|c| c.row("SELECT COUNT(*) FROM outbox WHERE id = 'cmd_over'", &[])?.unwrap().get(0))
                 .await
                 .unwrap();
             assert_eq!(rows, 0, "{name}: nothing written past the bound");
@@ -713,17 +712,13 @@ mod tests {
             let stale =
                 Outcome { failed: f.rows.clone(), failure: Some("late".into()), ..Default::default() };
             db.run(move |c| settle(c, &f, &stale, &config())).await.unwrap();
-            let attempts: i64 = db
-                .run(|c| Ok(c.row("SELECT MAX(attempts) FROM outbox", &[])?.unwrap().get(0)?))
-                .await
-                .unwrap();
+            let attempts: i64 =
+                db.run(|c| c.row("SELECT MAX(attempts) FROM outbox", &[])?.unwrap().get(0)).await.unwrap();
             assert_eq!(attempts, 0, "{name}: the lost lease recorded nothing");
             let done = Outcome { delivered: s.rows.iter().map(|r| r.seq).collect(), ..Default::default() };
             db.run(move |c| settle(c, &s, &done, &config())).await.unwrap();
-            let left: i64 = db
-                .run(|c| Ok(c.row("SELECT COUNT(*) FROM outbox_queues", &[])?.unwrap().get(0)?))
-                .await
-                .unwrap();
+            let left: i64 =
+                db.run(|c| c.row("SELECT COUNT(*) FROM outbox_queues", &[])?.unwrap().get(0)).await.unwrap();
             assert_eq!(left, 0, "{name}: an empty queue is gone");
         }
     }

@@ -29,6 +29,8 @@ use crate::startup::AppState;
     responses((status = 200, description = "The action ran.", body = gateway::reserve::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
+        (status = 409, description = "Not queued (`outbox_full`): the tenant's runtime queue is at its bound; wait for the command in `recovery`, then send again. Nothing was charged.", body = policy::Envelope, content_type = "application/json",
+            headers(("Retry-After" = u64, description = "Seconds to wait."))),
         (status = 503, description = "The connector is unavailable; retry after `Retry-After` seconds.", body = policy::Envelope, content_type = "application/json",
             headers(("Retry-After" = u64, description = "Seconds to wait.")))))]
 pub async fn governed(
