@@ -80,7 +80,8 @@ impl Gateway {
     async fn deliver_until(&self, mut stopped: tokio::sync::watch::Receiver<bool>) {
         let owner = format!("dlv_{}", uuid::Uuid::new_v4().simple());
         let mut flying: JoinSet<()> = JoinSet::new();
-        let mut sweep = tokio::time::interval(SWEEP_EVERY);
+        // The first sweep a minute after start, not at once: a restart is busy enough.
+        let mut sweep = tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_EVERY, SWEEP_EVERY);
         let mut swept_to = 0;
         loop {
             // Deliveries that ended free their places, every one of them.
