@@ -287,11 +287,16 @@ def test_malformed_oversize_unauthenticated_and_cross_origin_messages(server):
 def test_a_browser_client_on_this_machine_is_served_and_other_origins_are_not(server):
     # The official inspector runs in a browser on this machine, on a port of its own.
     _, key, _ = server.agent(server.kit(["web"]))
-    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    # A stateless (2026-07-28) request says who it is in its own _meta.
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "inspector", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
     port = server.base.rsplit(":", 1)[1]
     for origin in (f"http://127.0.0.1:{port}", "http://localhost:6274", "http://127.0.0.1:5173", "http://[::1]:8080"):
-        status, _, text = raw(server, listing, key=key, headers={"Origin": origin})
+        status, _, text = raw(server, listing, key=key, headers={"Origin": origin, "Mcp-Method": "tools/list"})
         assert status == 200, (origin, text)
+        assert "web.read" in text, text
     for origin in ("https://evil.example", "http://localhost.evil.example:6274", "null"):
         status, _, _ = raw(server, listing, key=key, headers={"Origin": origin})
         assert status == 403, origin
