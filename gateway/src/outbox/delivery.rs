@@ -261,13 +261,12 @@ fn runtime_outcome(
 
 impl Gateway {
     /// One pass of the retention sweep from `after`; where the next starts (0 again once it
-    /// reached the end).
+    /// reached rows too new to delete, so rows that ended late behind it are found).
     async fn sweep_finished(&self, mut after: i64) -> i64 {
         let before = Utc::now() - Duration::seconds(self.config.outbox.retention_secs);
         for _ in 0..SWEEP_SPANS {
-            match self.write(move |c| queue::sweep_finished(c, after, before)).await {
-                Ok(Some(next)) if next > after => after = next,
-                Ok(Some(_)) => break,
+            match self.write(move |c| queue::sweep_finished(c, after, before, queue::SWEEP_SPAN)).await {
+                Ok(Some(next)) => after = next,
                 Ok(None) => return 0,
                 Err(e) => {
                     tracing::warn!(error = %e, "the outbox's retention sweep failed");

@@ -431,18 +431,23 @@ fn seed_batch(
 /// How many seqs one pass of the retention sweep looks at.
 pub(crate) const SWEEP_SPAN: i64 = 5_000;
 
-/// Deletes delivered and purged rows that ended before `before`, among the seqs in the span
-/// after `after`; where the next pass starts: past this span once every row in it is older
-/// than `before`, else here again; `None` past the last row (the sweep starts over, so a row
-/// that ended late in a span already passed is deleted on a later round).
-pub(crate) fn sweep_finished(c: &dyn Tx, after: i64, before: DateTime<Utc>) -> Result<Option<i64>> {
+/// Deletes delivered and purged rows that ended before `before`, among the `span` seqs after
+/// `after`; where the next pass starts: past this span when every row in it was created
+/// before `before`, else `None`, as past the last row: the sweep starts over from the first
+/// row, so a row that ended late in a span already passed is deleted on a later round.
+pub(crate) fn sweep_finished(
+    c: &dyn Tx,
+    after: i64,
+    before: DateTime<Utc>,
+    span: i64,
+) -> Result<Option<i64>> {
     let first: Option<i64> = c
         .row("SELECT MIN(seq) FROM outbox WHERE seq > ?", &[&after])?
         .map(|r| r.get::<Option<i64>>(0))
         .transpose()?
         .flatten();
     let Some(first) = first else { return Ok(None) };
-    let (lo, hi) = (first - 1, first - 1 + SWEEP_SPAN);
+    let (lo, hi) = (first - 1, first - 1 + span);
     let deleted = c.exec(
         "DELETE FROM outbox WHERE seq > ? AND seq <= ? AND status IN ('delivered', 'purged') AND delivered_at < ?",
         &[&lo, &hi, &before],
@@ -457,8 +462,7 @@ pub(crate) fn sweep_finished(c: &dyn Tx, after: i64, before: DateTime<Utc>) -> R
     if deleted > 0 {
         tracing::debug!(deleted, "the outbox's retention sweep deleted finished rows");
     }
-    let past = newest.is_none_or(|t| t < before);
-    Ok(Some(if past { hi } else { lo }))
+    Ok(newest.is_none_or(|t| t < before).then_some(hi))
 }
 
 #[cfg(test)]
@@ -586,6 +590,82 @@ mod tests {
                 .unwrap();
             let a = claimed.iter().find(|q| q.tenant.as_str() == A).expect("A is due again");
             assert_eq!(ids(a)[0], format!("cmd_{A}_00000"), "{name}: the failed head goes first");
+        }
+    }
+
+    /// Ends row `id` as `status` at `at`, as if it had been created at `created`.
+    fn end_row(c: &dyn Tx, id: &str, status: &str, created: DateTime<Utc>, at: DateTime<Utc>) -> Result<()> {
+        c.exec(
+            "UPDATE outbox SET status = ?, created_at = ?, delivered_at = ? WHERE id = ?",
+            &[&status, &created, &at, &id],
+        )?;
+        Ok(())
+    }
+
+    /// One round of the sweep as the worker runs it, in spans of two seqs from `from`;
+    /// where the next round starts.
+    fn sweep_round(c: &dyn Tx, from: i64, before: DateTime<Utc>) -> Result<i64> {
+        let mut after = from;
+        for _ in 0..100 {
+            match sweep_finished(c, after, before, 2)? {
+                Some(next) if next > after => after = next,
+                Some(_) => return Ok(after),
+                None => return Ok(0),
+            }
+        }
+        Ok(after)
+    }
+
+    fn left(c: &dyn Tx) -> Result<Vec<String>> {
+        c.rows("SELECT id FROM outbox ORDER BY seq", &[])?.iter().map(|r| r.get(0)).collect()
+    }
+
+    /// Finished rows go once retention has passed; queued and dead ones stay; and a row that
+    /// was delivered late, in a span a round had already passed, goes on a later round.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_sweep_deletes_finished_rows_after_retention_and_comes_back_for_late_ones_on_both_engines() {
+        for db in TestDb::both().await {
+            let name = db.name();
+            let (now, old) = (Utc::now(), Utc::now() - Duration::days(10));
+            let before = now - Duration::days(7);
+            let id = |i: usize| format!("cmd_{A}_{i:05}");
+            let first = db
+                .run(move |c| {
+                    setup(c)?;
+                    queue_n(c, A, 8)?;
+                    for (i, status, created, at) in [
+                        (0, "delivered", old, old),
+                        (1, "purged", old, old),
+                        (2, "dead", old, old),
+                        (4, "delivered", old, old),
+                        (5, "delivered", old, old),
+                        (7, "delivered", now, now),
+                    ] {
+                        end_row(c, &id(i), status, created, at)?;
+                    }
+                    // Row 3 was queued ten days ago and is still waiting; row 6 is new.
+                    c.exec("UPDATE outbox SET created_at = ? WHERE id = ?", &[&old, &id(3)])?;
+                    let next = sweep_round(c, 0, before)?;
+                    Ok((next, left(c)?))
+                })
+                .await
+                .unwrap();
+            assert_eq!(
+                first.1,
+                vec![id(2), id(3), id(6), id(7)],
+                "{name}: old finished rows went, the rest stayed"
+            );
+            // Row 3 is delivered now; eight days later both it and row 7 are past retention.
+            let later = now + Duration::days(8);
+            let second = db
+                .run(move |c| {
+                    end_row(c, &id(3), "delivered", old, now)?;
+                    sweep_round(c, first.0, later)?;
+                    left(c)
+                })
+                .await
+                .unwrap();
+            assert_eq!(second, vec![id(2), id(6)], "{name}: the late row went too");
         }
     }
 
