@@ -110,3 +110,25 @@ test.describe("other roles", () => {
     await expect(page.getByText("it needs one of these roles: admin")).toBeVisible();
   });
 });
+
+test("an app whose secret cannot be used shows why on its row, until the secret is stored again", async ({ page }) => {
+  const url = (await request("GET", "/v1/connected-apps", COMPANY_KEY)).json.items[0].app.url;
+  expect((await request("PUT", "/v1/vault/secrets/e2e-broken", COMPANY_KEY, { value: "line one\nline two" })).status).toBeLessThan(300);
+  const spec = { url, auth: { kind: "bearer", secret: "e2e-broken" } };
+  expect((await request("PUT", "/v1/connected-apps/e2e-broken", COMPANY_KEY, spec)).status).toBe(200);
+  try {
+    await page.goto("/connectors");
+    const row = page.getByTestId("apps-table").locator('tr[data-toolkit="e2e-broken"]');
+    await expect(row.getByTestId("connector-problem")).toContainText("connected_app_secret_unusable");
+    // The demo's own app is untouched.
+    await expect(page.getByTestId("apps-table").locator('tr[data-toolkit="tracker"]').getByTestId("connector-problem")).toHaveCount(0);
+    expect((await request("PUT", "/v1/vault/secrets/e2e-broken", COMPANY_KEY, { value: "one line" })).status).toBeLessThan(300);
+    await page.reload();
+    await expect(row).toBeVisible();
+    await expect(row.getByTestId("connector-problem")).toHaveCount(0);
+  } finally {
+    const headers = { authorization: `Bearer ${COMPANY_KEY}` };
+    await fetch(`${process.env.NAIVE_E2E_URL}/v1/connected-apps/e2e-broken`, { method: "DELETE", headers });
+    await fetch(`${process.env.NAIVE_E2E_URL}/v1/vault/secrets/e2e-broken`, { method: "DELETE", headers });
+  }
+});

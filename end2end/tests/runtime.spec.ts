@@ -122,3 +122,28 @@ test("a webhook that never answers ends in a dead letter an admin retries", asyn
     hook.child.kill();
   }
 });
+
+test("an admin purges an endpoint's backlog from the Runtime page, and none of it is sent", async ({ page }) => {
+  // A receiver that takes a minute to answer: the first message is in flight, the rest wait.
+  const hook = await receiver(["--latency-ms", "60000"]);
+  const created = await request("POST", "/v1/webhooks", COMPANY_KEY, { url: `${hook.base}/slow`, events: ["approval.parked"] });
+  expect(created.status).toBe(201);
+  const endpoint = created.json.endpoint.id as string;
+  try {
+    const [profile, key] = await parkingAgent();
+    for (let i = 0; i < 3; i++) {
+      expect((await request("POST", `/v1/users/${profile}/cards/charge`, key, { amount: "75.00", merchant: "acme" })).status).toBe(202);
+    }
+    await page.goto("/runtime");
+    const queue = page.getByTestId("backlog-table").locator('tr[data-backlog="webhook"]', { hasText: endpoint });
+    await expect(queue).toContainText("3 of at most");
+    await queue.getByTestId("purge-backlog").click();
+    await expect(page.getByTestId("form-done")).toContainText(`Purged 3 queued for webhook ${endpoint}`);
+    await expect(queue).toHaveCount(0);
+    const purged = page.getByTestId("deliveries-table").locator('tr[data-status="purged"]', { hasText: "approval.parked" });
+    await expect(purged).toHaveCount(3);
+  } finally {
+    hook.child.kill();
+    await fetch(`${process.env.NAIVE_E2E_URL}/v1/webhooks/${endpoint}`, { method: "DELETE", headers: { authorization: `Bearer ${COMPANY_KEY}` } });
+  }
+});
