@@ -198,15 +198,8 @@ impl Egress {
     /// The client, guarded by `allow`: pooled connections, no Nagle delay, no redirects (a
     /// redirect could carry a credential header elsewhere), no proxy.
     pub fn new(allow: Allowance) -> Egress {
-        // rustls on the ring provider, for https targets (rmcp's reqwest shares it).
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let allow = Arc::new(allow);
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .pool_idle_timeout(Duration::from_secs(30))
+        let client = base_builder()
             .dns_resolver(Arc::new(Resolver { allow: allow.clone() }))
             .connector_layer(GuardLayer { allow: allow.clone() })
             .build()
@@ -219,15 +212,7 @@ impl Egress {
     /// guarded one; nothing a deployment configures reaches it.
     #[doc(hidden)]
     pub fn unguarded_for_benchmarks() -> Egress {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .expect("an HTTP client builds");
+        let client = base_builder().build().expect("an HTTP client builds");
         Egress { allow: Arc::default(), client, guarded: false }
     }
 
@@ -273,6 +258,18 @@ impl Egress {
             _ => Ok(()),
         }
     }
+}
+
+/// What the guarded and the unguarded client share: pooled connections, no Nagle delay, no
+/// redirects, no proxy, rustls on the ring provider for https targets (rmcp's reqwest shares it).
+fn base_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .pool_idle_timeout(Duration::from_secs(30))
 }
 
 fn refused_setting(url: &url::Url, r: &Refused) -> Error {
