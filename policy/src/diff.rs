@@ -44,8 +44,10 @@ fn pin_changes(
     new: &crate::kit::ToolFilter,
     push: &mut impl FnMut(Direction, String),
 ) {
-    let tools = old.effects.keys().chain(new.effects.keys()).collect::<std::collections::BTreeSet<_>>();
-    for tool in tools {
+    // The old kit's pinned tools, then those only the new one pins: no set to build (in the
+    // console's wasm a set would bring a sort of its own).
+    let added = new.effects.keys().filter(|t| !old.effects.contains_key(*t));
+    for tool in old.effects.keys().chain(added) {
         let (o, n) = (old.effects.get(tool), new.effects.get(tool));
         let text = |e: Option<&crate::Effect>| e.map_or("unpinned", |e| e.as_str());
         let direction = match (o, n) {
