@@ -247,8 +247,120 @@ fn required_reason(reason: &str, what: &str) -> Result<String> {
     })
 }
 
-/// Ends a pending approval as denied or expired and voids or expires its hold.
-fn close(
+/// A call, or an agent's accept, that waits for a human: what [`open`] records.
+pub(crate) struct Request<'a> {
+    pub tenant: &'a TenantId,
+    pub profile: &'a ProfileId,
+    /// The hold that keeps the call's money reserved while it waits.
+    pub hold: Option<&'a str>,
+    pub action: &'a str,
+    pub args: &'a Value,
+    pub args_digest: &'a str,
+    pub amount: Money,
+    pub kit: &'a policy::Kit,
+    /// Why it waits: the refusal's stable detail.
+    pub reason: &'a str,
+    /// Who asked, and their words, for the trail's first step.
+    pub actor: &'a str,
+    pub note: &'a str,
+    pub ttl: chrono::Duration,
+}
+
+/// An approval just opened: its id and when it expires.
+pub(crate) struct Opened {
+    pub id: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Opened {
+    /// The handle a parked envelope carries.
+    pub fn handle(&self) -> policy::ApprovalHandle {
+        policy::ApprovalHandle {
+            approval_id: self.id.clone(),
+            expires_at: self.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        }
+    }
+}
+
+/// Opens a pending approval and its trail's `requested` step: the one place a row is added
+/// to `approvals`.
+pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
+    let id = format!("apr_{}", uuid::Uuid::now_v7().simple());
+    let now = Utc::now();
+    let expires = now + r.ttl;
+    c.exec(
+        "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        &[
+            &id,
+            &r.tenant.as_str(),
+            &r.profile.as_str(),
+            &r.hold,
+            &r.action,
+            &r.args.to_string(),
+            &r.args_digest,
+            &r.amount.units(),
+            &r.kit.name,
+            &i64::from(r.kit.version.0),
+            &r.reason,
+            &db::ts(now),
+            &db::ts(expires),
+        ],
+    )?;
+    trail(c, &id, r.actor, "requested", Some(r.note), None)?;
+    Ok(Opened { id, expires_at: expires })
+}
+
+/// The pending approvals of `profiles`, oldest first, locked until commit on PostgreSQL.
+pub(crate) fn pending_for(c: &dyn Tx, profiles: &[ProfileId]) -> Result<Vec<Approval>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at{}",
+        for_update(c)
+    );
+    let mut out = Vec::new();
+    for p in profiles {
+        for r in c.rows(&sql, &[&p.as_str()])? {
+            out.push(from_row(crate::sql::FromRow::from_row(&r)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Denies the agent's accept of `proposal` still waiting on a human, if there is one: the
+/// proposal was decided another way.
+pub(crate) fn deny_accept_of(c: &dyn Tx, proposal: &str, actor: &str, reason: &str) -> Result<()> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE action = ? AND status = 'pending' AND {} = ?{}",
+        crate::sql::json_text(c, "args", "proposal_id"),
+        for_update(c)
+    );
+    for r in c.rows(&sql, &[&crate::brain::DECIDE_TOOL, &proposal])? {
+        let a = from_row(crate::sql::FromRow::from_row(&r)?);
+        close(c, &a, ApprovalStatus::Denied, actor, None, reason)?;
+    }
+    Ok(())
+}
+
+/// Records what an approved call answered, once, with the trail step that says how it ended
+/// (`executed` or `failed`).
+pub(crate) fn record_result(
+    c: &dyn Tx,
+    id: &str,
+    result: &Value,
+    actor: &str,
+    step: &str,
+    note: Option<&str>,
+) -> Result<()> {
+    let sql = "UPDATE approvals SET result = ? WHERE id = ? AND result IS NULL";
+    if c.exec(sql, &[&result.to_string(), &id])? == 0 {
+        return Ok(());
+    }
+    trail(c, id, actor, step, note, None)
+}
+
+/// Ends a pending approval as denied or expired, voids or expires its hold and returns a
+/// proposal parked on it to the reviewers: every deny and expiry goes through here.
+pub(crate) fn close(
     c: &dyn Tx,
     a: &Approval,
     status: ApprovalStatus,
@@ -272,7 +384,7 @@ fn close(
     if let Some(h) = &a.hold_id {
         ledger::end(c, h, hold_end, Money::ZERO, None)?;
     }
-    unpark_proposal(c, &a.id)?;
+    crate::brain::return_parked(c, &a.id, actor, reason)?;
     let mut entry = NewEntry::new(&a.tenant_id, actor, Kind::Approval);
     entry.transport = by.map(|h| h.via);
     Ok(vec![activity::append(
@@ -285,12 +397,6 @@ fn close(
             .kit_version(a.kit_version)
             .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str(), "credential": credential })),
     )?])
-}
-
-/// Puts a proposal parked on approval `id` back in the queue.
-fn unpark_proposal(c: &dyn Tx, id: &str) -> Result<()> {
-    c.exec("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE approval_id = ? AND status = 'parked'", &[&id])?;
-    Ok(())
 }
 
 impl crate::sql::FromRow for ApprovalRow {
@@ -417,9 +523,8 @@ impl Gateway {
         let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
         let actor = by.username.clone();
         self.write(move |c| {
-            c.exec("UPDATE approvals SET result = ? WHERE id = ?", &[&body.to_string(), &id_])?;
             let step = if d == Disposition::Executed { "executed" } else { "failed" };
-            trail(c, &id_, &actor, step, None, None)
+            record_result(c, &id_, &body, &actor, step, None)
         })
         .await?;
         Ok(resp)
@@ -693,7 +798,7 @@ fn refuse_approved(
     if let Some(h) = &a.hold_id {
         ledger::end(c, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
     }
-    unpark_proposal(c, &a.id)?;
+    crate::brain::return_parked(c, &a.id, &by.username, &reason)?;
     Ok(vec![activity::append(
         c,
         NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
@@ -785,11 +890,7 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
         if let Some(a) = &approval {
             let note = "the approved call never completed; its hold expired and nothing was charged";
             let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
-            c.exec(
-                "UPDATE approvals SET result = ? WHERE id = ? AND result IS NULL",
-                &[&result.to_string(), a],
-            )?;
-            trail(c, a, "system", "failed", Some(note), None)?;
+            record_result(c, a, &result, "system", "failed", Some(note))?;
         }
         entries.push(activity::append(
             c,

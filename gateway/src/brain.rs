@@ -5,9 +5,9 @@
 //! a human reviewer's accept canonizes the claim into the tenant's beliefs exactly once; an
 //! agent's accept never canonizes, it parks for a human and returns an approval id.
 
-use crate::sql::{Tx, for_update, json_text};
+use crate::sql::{Tx, for_update};
 use chrono::{DateTime, Duration, Utc};
-use policy::{ActionRequest, ApprovalHandle, DecisionInput, EngineVerdict, Envelope, Money};
+use policy::{ActionRequest, DecisionInput, EngineVerdict, Envelope, Money};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -188,16 +188,16 @@ pub(crate) fn proposer(c: &dyn Tx, proposal: &str) -> Result<Option<ProfileId>> 
     row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()
 }
 
-/// Denies the agent's accept of `proposal` still waiting on a human: the proposal was decided
-/// another way.
-fn deny_parked_accept(c: &dyn Tx, proposal: &str, actor: &str, reason: &str) -> Result<()> {
-    let sql = format!(
-        "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = ? \
-         WHERE action = ? AND status = 'pending' AND {} = ?",
-        json_text(c, "args", "proposal_id")
-    );
-    c.exec(&sql, &[&actor, &db::ts(Utc::now()), &reason, &DECIDE_TOOL, &proposal])?;
-    Ok(())
+/// Puts the proposal parked on approval `approval` back in the reviewers' queue, with a
+/// `returned` step saying why: the approval was denied or expired.
+pub(crate) fn return_parked(c: &dyn Tx, approval: &str, actor: &str, reason: &str) -> Result<()> {
+    let parked =
+        c.row("SELECT id FROM proposals WHERE approval_id = ? AND status = 'parked'", &[&approval])?;
+    let Some(id) = parked.map(|r| r.get::<String>(0)).transpose()? else {
+        return Ok(());
+    };
+    c.exec("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE id = ?", &[&id])?;
+    trail(c, &id, actor, "returned", Some(reason), None)
 }
 
 type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
@@ -505,7 +505,7 @@ impl Gateway {
                             }
                             trail(c, &pid, &a, "rejected", Some(&b), cred.as_deref())?;
                             // A parked accept waiting on a human is moot now.
-                            deny_parked_accept(c, &pid, &a, "proposal rejected")?;
+                            approvals::deny_accept_of(c, &pid, &a, "proposal rejected")?;
                             Ok(vec![
                                 activity::append(
                                     c,
@@ -553,34 +553,32 @@ impl Gateway {
         let (env, _) = self
             .write(move |c| {
                 {
-                    let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
-                    let now = Utc::now();
-                    let expires = now + ttl;
                     let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
-                    c.exec(
-                        "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
-                         VALUES (?, ?, ?, NULL, ?, ?, ?, 0, ?, ?, 'agent_accept_requires_human', 'pending', ?, ?)",
-                        &[
-                            &approval,
-                            &s2.tenant.as_str(),
-                            &s2.profile.as_str(),
-                            &DECIDE_TOOL,
-                            &args.to_string(),
-                            &pipeline::digest(&args),
-                            &kit.name,
-                            &i64::from(kit.version.0),
-                            &db::ts(now),
-                            &db::ts(expires),
-                        ],
+                    let opened = approvals::open(
+                        c,
+                        &approvals::Request {
+                            tenant: &s2.tenant,
+                            profile: &s2.profile,
+                            hold: None,
+                            action: DECIDE_TOOL,
+                            args: &args,
+                            args_digest: &pipeline::digest(&args),
+                            amount: policy::Money::ZERO,
+                            kit: &kit,
+                            reason: "agent_accept_requires_human",
+                            actor: s2.profile.as_str(),
+                            note: &b,
+                            ttl,
+                        },
                     )?;
-                    approvals::trail(c, &approval, s2.profile.as_str(), "requested", Some(&b), None)?;
+                    let approval = opened.id.clone();
                     c.exec("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'", &[&approval, &pid])?;
                     trail(c, &pid, s2.profile.as_str(), "parked", Some(&b), None)?;
                     let env = Envelope::park_for(
                         DECIDE_TOOL,
                         "agent_accept_requires_human",
                         "Accepting a proposal canonizes it into the company's beliefs, so a human reviewer must decide".into(),
-                        ApprovalHandle { approval_id: approval.clone(), expires_at: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) },
+                        opened.handle(),
                     );
                     let e = activity::append(
                         c,
@@ -637,7 +635,7 @@ impl Gateway {
                     )?;
                     c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
                 // An agent's accept still waiting on a human is settled by this decision.
-                deny_parked_accept(c, &pid, &a, "the proposal was decided directly by a reviewer")?;
+                approvals::deny_accept_of(c, &pid, &a, "the proposal was decided directly by a reviewer")?;
                     trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
                     let e = activity::append(
                         c,

@@ -225,14 +225,7 @@ fn finish_approval(c: &dyn Tx, hold: &str, body: &Value, ran: bool) -> Result<()
         return Ok(());
     };
     let id: String = row.get(0)?;
-    c.exec("UPDATE approvals SET result = ? WHERE id = ?", &[&body.to_string(), &id])?;
     let step = if ran { "executed" } else { "failed" };
-    crate::approvals::trail(
-        c,
-        &id,
-        activity::SYSTEM_ACTOR,
-        step,
-        Some("recovered after the approving instance stopped"),
-        None,
-    )
+    let note = "recovered after the approving instance stopped";
+    crate::approvals::record_result(c, &id, body, activity::SYSTEM_ACTOR, step, Some(note))
 }

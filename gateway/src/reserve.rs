@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{Duration, Utc};
 use policy::{
-    ApprovalHandle, CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal,
-    SubjectStatus, ToolSpec, evaluate,
+    CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal, SubjectStatus,
+    ToolSpec, evaluate,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -264,35 +264,26 @@ impl ReserveJob {
     fn park(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
         let s = &self.subject;
         let hold = ledger::reserve(c, &self.new_hold(decision))?;
-        let approval = format!("apr_{}", uuid::Uuid::now_v7().simple());
-        let now = Utc::now();
-        let expires = now + self.ttl;
         let kit = self.kit();
-        c.exec(
-            "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
-            &[
-                &approval,
-                &s.tenant.as_str(),
-                &s.profile.as_str(),
-                &hold,
-                &self.tool.name,
-                &self.args.to_string(),
-                &self.args_digest,
-                &decision.cost.units(),
-                &kit.name,
-                &i64::from(kit.version.0),
-                &refusal.detail(),
-                &db::ts(now),
-                &db::ts(expires),
-            ],
+        let opened = crate::approvals::open(
+            c,
+            &crate::approvals::Request {
+                tenant: &s.tenant,
+                profile: &s.profile,
+                hold: Some(&hold),
+                action: &self.tool.name,
+                args: &self.args,
+                args_digest: &self.args_digest,
+                amount: decision.cost,
+                kit,
+                reason: refusal.detail(),
+                actor: self.actor(),
+                note: refusal.detail(),
+                ttl: self.ttl,
+            },
         )?;
-        crate::approvals::trail(c, &approval, self.actor(), "requested", Some(refusal.detail()), None)?;
-        let handle = ApprovalHandle {
-            approval_id: approval.clone(),
-            expires_at: expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        };
-        let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, handle);
+        let (approval, expires) = (opened.id.clone(), opened.expires_at);
+        let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, opened.handle());
         let body = serde_json::to_value(&env).expect("envelopes serialize");
         activity::append(
             c,

@@ -6,16 +6,15 @@
 //! reads included, because the pipeline checks status on every call.
 
 use crate::sql::{Tx, lock_key};
-use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Gateway;
 use crate::activity::{self, Kind, NewEntry};
-use crate::db;
+use crate::approvals::{self, Approval, ApprovalStatus};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::ledger::{self, HoldEnd};
+use crate::ledger;
 
 /// What a revoke did, or would do.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,9 +25,6 @@ pub struct RevokeReport {
     pub approvals_denied: Vec<String>,
     pub holds_voided: usize,
 }
-
-/// A pending approval and the hold it keeps.
-type PendingApproval = (String, Option<String>);
 
 fn subtree(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<Vec<ProfileId>> {
     c.rows(
@@ -43,24 +39,10 @@ fn subtree(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<Vec<Profil
     .collect()
 }
 
-fn pending_approvals(c: &dyn Tx, profiles: &[ProfileId]) -> Result<Vec<PendingApproval>> {
-    let mut out = Vec::new();
-    for p in profiles {
-        let rows = c.rows(
-            "SELECT id, hold_id FROM approvals WHERE profile_id = ? AND status = 'pending' ORDER BY requested_at",
-            &[&p.as_str()],
-        )?;
-        for r in rows {
-            out.push((r.get(0)?, r.get(1)?));
-        }
-    }
-    Ok(out)
-}
-
 /// What revoking `root` touches, read inside a writer job so it matches what a revoke does.
-fn plan(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<(Vec<ProfileId>, Vec<PendingApproval>)> {
+fn plan(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<(Vec<ProfileId>, Vec<Approval>)> {
     let profiles = subtree(c, tenant, root)?;
-    let approvals = pending_approvals(c, &profiles)?;
+    let approvals = approvals::pending_for(c, &profiles)?;
     Ok((profiles, approvals))
 }
 
@@ -71,8 +53,8 @@ impl Gateway {
         let (t, p) = (tenant.clone(), profile.clone());
         let (profiles, approvals) = self.write(move |c| plan(c, &t, &p)).await?;
         Ok(RevokeReport {
-            holds_voided: approvals.iter().filter(|(_, h)| h.is_some()).count(),
-            approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(),
+            holds_voided: approvals.iter().filter(|a| a.hold_id.is_some()).count(),
+            approvals_denied: approvals.into_iter().map(|a| a.id).collect(),
             profiles,
         })
     }
@@ -134,24 +116,14 @@ pub(crate) fn revoke(
             &[&id.as_str()],
         )?;
     }
-    let approvals = pending_approvals(c, &profiles)?;
-    let mut holds_voided = 0;
-    for (approval, hold) in &approvals {
-        c.exec(
-            "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = 'agent profile revoked' \
-             WHERE id = ? AND status = 'pending'",
-            &[&actor, &db::ts(Utc::now()), approval],
-        )?;
-        crate::approvals::trail(c, approval, actor, "denied", Some("agent profile revoked"), None)?;
-        if let Some(h) = hold {
-            ledger::end(c, h, HoldEnd::Voided, policy::Money::ZERO, None)?;
-            holds_voided += 1;
-        }
+    let approvals = approvals::pending_for(c, &profiles)?;
+    for a in &approvals {
+        approvals::close(c, a, ApprovalStatus::Denied, actor, None, "agent profile revoked")?;
     }
     let report = RevokeReport {
         profiles,
-        approvals_denied: approvals.into_iter().map(|(a, _)| a).collect(),
-        holds_voided,
+        holds_voided: approvals.iter().filter(|a| a.hold_id.is_some()).count(),
+        approvals_denied: approvals.into_iter().map(|a| a.id).collect(),
     };
     activity::append(
         c,

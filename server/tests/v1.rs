@@ -913,3 +913,40 @@ async fn the_openapi_document_covers_every_route() {
     }
     app.stop().await;
 }
+
+/// A revoke denies its profiles' pending approvals through the one deny every other path uses:
+/// an agent's accept parked on a human goes back to the reviewers' queue, and the proposal's
+/// trail says why. It used to stay `parked` for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_returns_a_parked_accept_to_the_reviewers() {
+    let app = spawn_app().await;
+    let (_, profile, key) = agent(&app, "scribe", r#"{"name":"Brainy","primitives":["brain"]}"#).await;
+    let wb = json!({"run_id": "run-9", "source": "notes", "claims": [
+        {"object_type": "fact", "content": {"text": "Rent is due on the 1st"}}]});
+    let (s, _, b) = post(&app, "/v1/brain/writebacks", Some(&key), wb, None).await;
+    assert_eq!(s, 201, "{b}");
+    let id = b["writeback"]["proposals"][0]["id"].as_str().unwrap().to_string();
+    let decide = json!({"decision": "accept", "because": "the lease says so"});
+    let (s, _, parked) =
+        post(&app, &format!("/v1/brain/proposals/{id}/decision"), Some(&key), decide, None).await;
+    assert_eq!((s, parked["verdict"].clone()), (202, json!("park")), "{parked}");
+    let approval = parked["recovery"][0]["approval_id"].as_str().unwrap().to_string();
+
+    let (s, report) =
+        company(&app, reqwest::Method::POST, &format!("/v1/agent-profiles/{profile}/revoke"), None).await;
+    assert_eq!((s, report["approvals_denied"].clone()), (200, json!([approval])), "{report}");
+
+    let (s, p) = company(&app, reqwest::Method::GET, &format!("/v1/brain/proposals/{id}"), None).await;
+    assert_eq!(s, 200, "{p}");
+    assert_eq!(p["status"], "pending", "a revoke returns the parked proposal to the reviewers: {p}");
+    let steps: Vec<(&str, &str)> = p["trail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap(), s["note"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(steps.last(), Some(&("returned", "agent profile revoked")), "{p}");
+    let (s, a) = company(&app, reqwest::Method::GET, &format!("/v1/approvals/{approval}"), None).await;
+    assert_eq!((s, a["status"].clone()), (200, json!("denied")), "{a}");
+    app.stop().await;
+}
