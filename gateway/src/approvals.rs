@@ -582,7 +582,7 @@ impl Gateway {
 
     /// Expires overdue approvals (into denials), ends orphaned holds and deletes expired
     /// console sessions, ended sign-in windows and unclaimed new secrets, in one job. A hold is orphaned when no pending approval keeps it and
-    /// no instance holds a live lease on it ([`crate::leases`]): the instance carrying out
+    /// no instance holds a live lease on it ([`crate::ledger::leases`]): the instance carrying out
     /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
     /// A backlog larger than one job's batch is drained in several jobs, up to
     /// [`MAX_SWEEP_JOBS`] of them.
@@ -606,7 +606,7 @@ impl Gateway {
             return Ok(0);
         }
         let lease = self.leases.lease();
-        self.write(move |c| crate::leases::renew(c, &holds, &lease)).await
+        self.write(move |c| crate::ledger::leases::renew(c, &holds, &lease)).await
     }
 
     /// Every [`SWEEP_INTERVAL_MS`] until the handle is stopped or dropped: renews this
@@ -704,7 +704,7 @@ fn approve_job(
     id: &str,
     by: &Human,
     note: Option<&str>,
-    lease: &crate::leases::Lease,
+    lease: &crate::ledger::leases::Lease,
 ) -> Result<Approved> {
     let a = load(c, tenant, id)?;
     check_decider(c, &a, by)?;
@@ -750,7 +750,7 @@ fn approve_job(
         &[&by.username, &db::ts(Utc::now()), &note, &a.id],
     )?;
     if let Some(h) = &a.hold_id {
-        crate::leases::take(c, h, lease)?;
+        crate::ledger::leases::take(c, h, lease)?;
     }
     trail(c, &a.id, &by.username, "approved", note, Some(&by.credential))?;
     activity::append(
@@ -826,7 +826,7 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
     ledger::lock_for_ending(c, &holds)?;
     expire(c, due, &mut report)?;
     end_orphans(c, orphans, &mut report)?;
-    c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&db::ts(now)])?;
+    crate::sessions::forget_ended(c, now)?;
     crate::logins::forget_ended(c, now)?;
     crate::handovers::forget_unclaimed(c, now)?;
     Ok(report)

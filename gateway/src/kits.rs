@@ -28,6 +28,24 @@ pub struct KitRecord {
 
 type KitRow = (String, String, String, DateTime<Utc>);
 
+/// Stores one version of a kit: the one place a row is added to `kits`. A version that
+/// exists already is a unique violation the caller maps.
+pub(crate) fn insert_version(c: &dyn Tx, tenant: &TenantId, r: &KitRecord) -> Result<()> {
+    c.exec(
+        "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &tenant.as_str(),
+            &r.kit.name,
+            &i64::from(r.kit.version.0),
+            &r.kit.to_json(),
+            &r.author,
+            &serde_json::to_string(&r.diff).expect("diff serializes"),
+            &db::ts(r.created_at),
+        ],
+    )?;
+    Ok(())
+}
+
 impl Gateway {
     /// The newest version of the kit `name`.
     pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
@@ -98,42 +116,29 @@ impl Gateway {
         let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
         let (t, r) = (tenant.clone(), record.clone());
-        self
-            .write(move |c| {
-                c.exec(
-                    "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    &[
-                        &t.as_str(),
-                        &r.kit.name,
-                        &i64::from(r.kit.version.0),
-                        &r.kit.to_json(),
-                        &r.author,
-                        &serde_json::to_string(&r.diff).expect("diff serializes"),
-                        &db::ts(r.created_at),
-                    ],
-                )
-                .map_err(|e| {
-                    if e.is_unique_violation() {
-                        // Two saves raced for the same version: the loser conflicts.
-                        Error::Conflict {
-                            code: "kit_version_conflict",
-                            message: "someone saved this kit at the same moment; reload and save again".into(),
-                        }
-                    } else {
-                        e
+        self.write(move |c| {
+            insert_version(c, &t, &r).map_err(|e| {
+                if e.is_unique_violation() {
+                    // Two saves raced for the same version: the loser conflicts.
+                    Error::Conflict {
+                        code: "kit_version_conflict",
+                        message: "someone saved this kit at the same moment; reload and save again".into(),
                     }
-                })?;
-                activity::append(
-                    c,
-                    NewEntry::new(&t, &r.author, Kind::KitEdit)
-                        .via_actor()
-                        .action(format!("kit:{}", r.kit.name))
-                        .verdict("saved")
-                        .kit_version(r.kit.version.0)
-                        .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
-                )
-            })
-            .await?;
+                } else {
+                    e
+                }
+            })?;
+            activity::append(
+                c,
+                NewEntry::new(&t, &r.author, Kind::KitEdit)
+                    .via_actor()
+                    .action(format!("kit:{}", r.kit.name))
+                    .verdict("saved")
+                    .kit_version(r.kit.version.0)
+                    .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
+            )
+        })
+        .await?;
         // Every cached kit and ancestry may hold the old version.
         self.kit_cache.invalidate();
         self.agents_changed(Some(tenant));

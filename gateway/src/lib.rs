@@ -33,7 +33,6 @@ pub mod idempotency;
 pub mod ids;
 pub mod keys;
 pub mod kits;
-pub mod leases;
 pub mod ledger;
 pub mod logins;
 mod notify;
@@ -108,7 +107,7 @@ impl Default for GatewayConfig {
         GatewayConfig {
             approval_ttl_secs: 15 * 60,
             max_batch: writer::DEFAULT_MAX_BATCH,
-            hold_lease_secs: leases::DEFAULT_LEASE_SECS,
+            hold_lease_secs: ledger::leases::DEFAULT_LEASE_SECS,
             master_key: None,
             outbox: outbox::OutboxConfig::default(),
             public_url: "http://127.0.0.1:3000".into(),
@@ -150,7 +149,7 @@ pub struct Services {
     vault: vault::Vault,
     config: GatewayConfig,
     /// The holds this instance carries out, and its leases on them.
-    leases: Arc<leases::Leases>,
+    leases: Arc<ledger::leases::Leases>,
     /// Current kit versions by (tenant, name). Invalidated on every save; a deciding job
     /// checks the versions it used against the database regardless.
     kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
@@ -235,7 +234,7 @@ impl Gateway {
                 egress::Egress::new(config.egress_allow.clone())
             },
             vault: vault::Vault::new(config.master_key.clone()),
-            leases: Arc::new(leases::Leases::new(config.hold_lease_secs)),
+            leases: Arc::new(ledger::leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),
             links_cache: Arc::default(),
@@ -323,7 +322,7 @@ impl Gateway {
     }
 
     /// This instance's leases on the holds it is carrying out.
-    pub fn leases(&self) -> &leases::Leases {
+    pub fn leases(&self) -> &ledger::leases::Leases {
         &self.leases
     }
 

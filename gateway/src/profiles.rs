@@ -183,11 +183,25 @@ pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
             e
         }
     })?;
-    tx.exec(
-        "INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)",
-        &[&p.id.as_str(), &p.tenant_id.as_str()],
+    crate::ledger::open_account(tx, &p.tenant_id, &p.id)
+}
+
+/// Revokes one profile and stops its runtime slot, reason `revoked`.
+pub(crate) fn mark_revoked(c: &dyn Tx, id: &ProfileId) -> Result<()> {
+    c.exec(
+        "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
+        &[&id.as_str()],
     )?;
     Ok(())
+}
+
+/// Stops a running profile's runtime slot with `reason`; false when it was not running.
+pub(crate) fn stop_running(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId, reason: &str) -> Result<bool> {
+    let changed = c.exec(
+        "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
+        &[&reason, &profile.as_str(), &tenant.as_str()],
+    )?;
+    Ok(changed != 0)
 }
 
 /// Refuses with `parent_not_active` unless `parent` and every profile above it are active.

@@ -30,7 +30,7 @@ use crate::db;
 use crate::error::Result;
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::keys::Subject;
-use crate::leases::{self, Lease};
+use crate::ledger::leases::{self, Lease};
 use crate::pipeline::Carry;
 use crate::sql::{Tx, skip_locked};
 

@@ -29,7 +29,7 @@ use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::keys::Subject;
-use crate::leases::{self, Lease};
+use crate::ledger::leases::{self, Lease};
 use crate::ledger::{self, HoldEnd, NewHold};
 use crate::pipeline::{ActionResponse, Disposition, Link, request};
 use crate::sql::{Tx, lock_key};
@@ -78,7 +78,7 @@ pub(crate) struct ReserveJob {
     pub connector: Arc<dyn Connector>,
     /// The in-process connector's answer, asked once however often the job runs.
     pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
-    /// The lease a hold carried out after this job takes ([`crate::leases`]).
+    /// The lease a hold carried out after this job takes ([`crate::ledger::leases`]).
     pub lease: Lease,
 }
 
@@ -528,11 +528,7 @@ pub(crate) fn stop_runtime(
     profile: &ProfileId,
     reason: &str,
 ) -> Result<Vec<Entry>> {
-    let changed = c.exec(
-        "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
-        &[&reason, &profile.as_str(), &tenant.as_str()],
-    )?;
-    if changed == 0 {
+    if !crate::profiles::stop_running(c, tenant, profile, reason)? {
         return Ok(Vec::new());
     }
     Ok(vec![activity::append(
@@ -553,7 +549,7 @@ mod tests {
     use super::*;
     use crate::connectors::Sandbox;
     use crate::ids::KeyId;
-    use crate::leases::Leases;
+    use crate::ledger::leases::Leases;
     use crate::pipeline::{check_args, digest};
     use crate::profiles::{Profile, RuntimeState, insert_profile};
     use crate::tenants::{Tenant, insert_tenant};

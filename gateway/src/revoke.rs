@@ -111,10 +111,7 @@ pub(crate) fn revoke(
     let deepest_first: Vec<ProfileId> = profiles.iter().rev().cloned().collect();
     ledger::lock_accounts(c, &deepest_first)?;
     for id in &profiles {
-        c.exec(
-            "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
-            &[&id.as_str()],
-        )?;
+        crate::profiles::mark_revoked(c, id)?;
     }
     let approvals = approvals::pending_for(c, &profiles)?;
     for a in &approvals {

@@ -18,6 +18,12 @@ use crate::users::ConsoleUser;
 /// How long a session lasts.
 pub const SESSION_HOURS: i64 = 12;
 
+/// Deletes the sessions that ended by `now`.
+pub(crate) fn forget_ended(c: &dyn crate::sql::Tx, now: chrono::DateTime<chrono::Utc>) -> Result<()> {
+    c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&crate::db::ts(now)])?;
+    Ok(())
+}
+
 impl Gateway {
     /// Starts a session for `user`; returns the token for the cookie, shown nowhere else.
     pub async fn start_session(&self, user: &ConsoleUser) -> Result<String> {

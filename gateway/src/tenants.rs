@@ -228,19 +228,32 @@ pub(crate) fn insert_tenant(
         "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)",
         &[&t.id.as_str(), &t.name, &t.credit.units(), &at],
     )?;
-    tx.exec(
-        "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        &[
-            &t.id.as_str(),
-            &kit.name,
-            &i64::from(kit.version.0),
-            &kit.to_json(),
-            &"system",
-            &serde_json::to_string(&KitDiff::default()).expect("diff serializes"),
-            &at,
-        ],
-    )?;
+    let first = crate::kits::KitRecord {
+        kit: kit.clone(),
+        author: "system".into(),
+        diff: KitDiff::default(),
+        created_at: t.created_at,
+    };
+    crate::kits::insert_version(tx, &t.id, &first)?;
     insert_company_key(tx, &t.id, key_id, key, &at)
+}
+
+/// Moves a tenant's platform credit: `pending` is added to what is held, `available` to what
+/// is left to spend (both negative to release or spend). The ledger decides the amounts.
+pub(crate) fn move_credit(c: &dyn Tx, tenant: &TenantId, pending: i64, available: i64) -> Result<()> {
+    let sql = match (pending, available) {
+        (_, 0) => "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
+        (0, _) => "UPDATE tenants SET credit_units = credit_units + ? WHERE id = ?",
+        _ => {
+            "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?"
+        }
+    };
+    match (pending, available) {
+        (_, 0) => c.exec(sql, &[&pending, &tenant.as_str()])?,
+        (0, _) => c.exec(sql, &[&available, &tenant.as_str()])?,
+        _ => c.exec(sql, &[&pending, &available, &tenant.as_str()])?,
+    };
+    Ok(())
 }
 
 fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey, at: &str) -> Result<()> {

@@ -83,25 +83,16 @@ fn kits_name_their_toolkits(c: &dyn Tx) -> Result<()> {
 
 fn save(c: &dyn Tx, tenant: &TenantId, old: &Kit, new: &Kit) -> Result<()> {
     let diff = KitDiff::between(old, new);
-    c.exec(
-        "INSERT INTO kits (tenant_id, name, version, body, author, diff, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        &[
-            tenant,
-            &new.name,
-            &i64::from(new.version.0),
-            &new.to_json(),
-            &ACTOR,
-            &serde_json::to_string(&diff).expect("diffs serialize"),
-            &Utc::now(),
-        ],
-    )?;
+    let record =
+        crate::kits::KitRecord { kit: new.clone(), author: ACTOR.into(), diff, created_at: Utc::now() };
+    crate::kits::insert_version(c, tenant, &record)?;
     activity::append(
         c,
         NewEntry::new(tenant, ACTOR, Kind::KitEdit)
             .action(format!("kit:{}", new.name))
             .verdict("saved")
             .kit_version(new.version.0)
-            .detail(serde_json::json!({ "kit": new.name, "diff": diff.changes, "upgrade": KITS_NAME_THEIR_TOOLKITS })),
+            .detail(serde_json::json!({ "kit": new.name, "diff": record.diff.changes, "upgrade": KITS_NAME_THEIR_TOOLKITS })),
     )?;
     Ok(())
 }

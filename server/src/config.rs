@@ -213,7 +213,7 @@ pub struct Config {
     /// How long a hold whose call is in flight stays leased to this instance without a
     /// renewal (renewed every second while the call runs). After a crash, its holds end this
     /// long after its last renewal, whichever instance sweeps.
-    #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::leases::DEFAULT_LEASE_SECS, global = true)]
+    #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::ledger::leases::DEFAULT_LEASE_SECS, global = true)]
     pub hold_lease_secs: i64,
 
     /// Delay every action the built-in sandbox connector carries out by this many

@@ -120,6 +120,16 @@ pub(crate) fn full(
     Ok(Full { queued, limit, oldest })
 }
 
+/// Ends a removed destination's queue: every queued row dead with `why`, the queue forgotten.
+pub(crate) fn bury(c: &dyn Tx, tenant: &TenantId, channel: &str, destination: &str, why: &str) -> Result<()> {
+    lock(c, tenant, channel, destination)?;
+    c.exec(
+        "UPDATE outbox SET status = 'dead', last_error = ?, lease_until = NULL WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = 'queued'",
+        &[&why, &tenant.as_str(), &channel, &destination],
+    )?;
+    forget(c, tenant, channel, destination)
+}
+
 /// Deletes a queue whose rows are all gone (purged, or their endpoint removed); the caller
 /// [`lock`]ed it before ending its rows.
 pub(crate) fn forget(c: &dyn Tx, tenant: &TenantId, channel: &str, destination: &str) -> Result<()> {

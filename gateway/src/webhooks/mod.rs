@@ -273,18 +273,22 @@ impl Gateway {
     ) -> Result<()> {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
         self.write(move |c| {
-            let secret: Option<String> = c.row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?.map(|r| r.get(0)).transpose()?;
+            let secret: Option<String> = c
+                .row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?
+                .map(|r| r.get(0))
+                .transpose()?;
             let Some(secret) = secret else { return Err(Error::NotFound { what: "webhook" }) };
             c.exec("DELETE FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?;
             // Its signing secret goes with it, unless a connector has been pointed at it since.
             crate::vault::delete_in(c, &t, &secret, &a, via)?;
-            crate::outbox::queue::lock(c, &t, CHANNEL, &i)?;
-            c.exec(
-                "UPDATE outbox SET status = 'dead', last_error = 'endpoint_removed', lease_until = NULL WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = 'queued'",
-                &[&t, &CHANNEL, &i],
+            crate::outbox::queue::bury(c, &t, CHANNEL, &i, "endpoint_removed")?;
+            activity::append(
+                c,
+                NewEntry::new(&t, &a, Kind::Connector)
+                    .via(via)
+                    .verdict("webhook_removed")
+                    .detail(json!({ "webhook_id": i })),
             )?;
-            crate::outbox::queue::forget(c, &t, CHANNEL, &i)?;
-            activity::append(c, NewEntry::new(&t, &a, Kind::Connector).via(via).verdict("webhook_removed").detail(json!({ "webhook_id": i })))?;
             Ok(())
         })
         .await

@@ -44,7 +44,7 @@ pub fn config(db_url: &str) -> Config {
         demo_agent_per_minute: 20,
         secure_cookies: server::config::SecureCookies::Auto,
         approval_ttl_secs: 900,
-        hold_lease_secs: gateway::leases::DEFAULT_LEASE_SECS,
+        hold_lease_secs: gateway::ledger::leases::DEFAULT_LEASE_SECS,
         sandbox_latency_ms: 0,
         outbox_max_attempts: 10,
         outbox_retention_days: 7,

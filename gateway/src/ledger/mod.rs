@@ -10,6 +10,8 @@
 //! running totals. These functions run inside a writer job, so the reads and updates of a
 //! reservation have nothing in between.
 
+pub mod leases;
+
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
 use serde::{Deserialize, Serialize};
@@ -171,12 +173,18 @@ pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
     // A call that takes no credit leaves the tenant's row alone: on PostgreSQL every write
     // to it would make the tenant's calls queue on that one row until commit.
     if h.credit.units() != 0 {
-        c.exec(
-            "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
-            &[&h.credit.units(), &h.tenant.as_str()],
-        )?;
+        crate::tenants::move_credit(c, &h.tenant, h.credit.units(), 0)?;
     }
     Ok(id)
+}
+
+/// Opens the budget account of a new profile, with nothing pending or posted.
+pub(crate) fn open_account(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId) -> Result<()> {
+    c.exec(
+        "INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)",
+        &[&profile.as_str(), &tenant.as_str()],
+    )?;
+    Ok(())
 }
 
 /// Makes a hold and posts it in one step, for a call carried out within the transaction that
@@ -204,10 +212,7 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
     }
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
     if credit_posted != 0 {
-        c.exec(
-            "UPDATE tenants SET credit_units = credit_units - ? WHERE id = ?",
-            &[&credit_posted, &h.tenant.as_str()],
-        )?;
+        crate::tenants::move_credit(c, &h.tenant, 0, -credit_posted)?;
     }
     Ok((id, money(posted_units)))
 }
@@ -323,10 +328,7 @@ pub(crate) fn end(
     }
     let credit_posted = credit_share(credit, posted_units, amount);
     if credit != 0 || credit_posted != 0 {
-        c.exec(
-            "UPDATE tenants SET credit_pending_units = credit_pending_units - ?, credit_units = credit_units - ? WHERE id = ?",
-            &[&credit, &credit_posted, &tenant.as_str()],
-        )?;
+        crate::tenants::move_credit(c, &tenant, -credit, -credit_posted)?;
     }
     Ok(money(posted_units))
 }
