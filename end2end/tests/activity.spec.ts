@@ -76,7 +76,7 @@ test.describe("activity feed", () => {
     const done = await read(agent, "https://example.test/live");
     expect(done.status).toBe(200);
     const row = page.locator("tr[data-kind=action]", { hasText: agent.name }).first();
-    // SPEC: the feed shows an action within a second of it happening.
+    // The feed shows an action within a second of it happening.
     await expect(row).toBeVisible({ timeout: 1_000 });
     await expect(row).toContainText("web.read");
     // A row the stream delivered names its agent the same way.

@@ -1,6 +1,6 @@
 //! The activity log: every action, refusal, hold change, approval step, kit edit, key change,
 //! revoke and console decision, appended with actor, tenant, profile, verdict, amount and kit
-//! version (SPEC §11).
+//! version (docs/architecture.md#the-activity-log).
 //!
 //! Tamper-evident: each entry stores the hash of the previous entry in its tenant's chain and
 //! its own hash over its fields; [`Gateway::verify_log`] recomputes the chain and names the
@@ -507,7 +507,7 @@ impl Gateway {
         Ok(rows.into_iter().map(entry_from_row).collect())
     }
 
-    /// Every tenant's entries (the operator's view, SPEC §3: the one read that crosses
+    /// Every tenant's entries (the operator's view: the one read that crosses
     /// tenants), newest first unless `after` is given, optionally narrowed to one tenant.
     pub async fn log_all(&self, tenant: Option<&TenantId>, q: &LogQuery) -> Result<Vec<Entry>> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);

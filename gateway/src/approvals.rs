@@ -1,4 +1,4 @@
-//! Approvals (SPEC §7): a parked call waits for a human.
+//! Approvals (docs/architecture.md#approvals): a parked call waits for a human.
 //!
 //! Guarantees: an approval binds the exact call (subject, action, argument digest, kit version
 //! and amount) and approving executes that call once; the hold stays reserved while parked;

@@ -1,4 +1,5 @@
-//! Brain governance (SPEC §9): writeback envelopes become proposals; proposals are decided.
+//! Brain governance (docs/architecture.md#brain-governance): writeback envelopes become proposals;
+//! proposals are decided.
 //!
 //! Guarantees: every proposal keeps a decision trail (proposed, parked, accepted, rejected;
 //! who, when, because); `because` is required for every decision; a reject applies at once;

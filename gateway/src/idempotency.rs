@@ -1,4 +1,5 @@
-//! `Idempotency-Key` for requests other than governed actions (SPEC §12: mutating calls
+//! `Idempotency-Key` for requests other than governed actions (docs/architecture.md#surfaces: mutating
+//! calls
 //! accept one).
 //!
 //! A transport claims `(scope, key)` before running a request, where the scope is the

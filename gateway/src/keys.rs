@@ -1,4 +1,5 @@
-//! Scoped agent keys (SPEC §3): `nv_<prefix>_<secret>`, sealed to one agent profile.
+//! Scoped agent keys (docs/architecture.md#identities-and-roles): `nv_<prefix>_<secret>`, sealed to one
+//! agent profile.
 //!
 //! Guarantees: only a hash is stored and the token is returned once, at issue or rotation;
 //! a revoked key, or a rotated one past its grace period, never authenticates; every key

@@ -1,4 +1,4 @@
-//! Versioned AccountKits (SPEC §4).
+//! Versioned AccountKits (docs/architecture.md#accountkits).
 //!
 //! Guarantees: every save makes a new version with its author and the `KitDiff` from the
 //! previous one; a save that names a stale version is refused with a conflict, never merged;

@@ -78,10 +78,10 @@ use events::Bus;
 use policy::{Catalog, Kit};
 use writer::Writer;
 
-/// Tunables, with the SPEC's defaults.
+/// Tunables, with the product's defaults.
 #[derive(Clone, Debug)]
 pub struct GatewayConfig {
-    /// How long a parked action waits for a human (SPEC §7: 15 minutes).
+    /// How long a parked action waits for a human (15 minutes by default).
     pub approval_ttl_secs: i64,
     /// The most jobs committed together; 1 means one transaction per job.
     pub max_batch: usize,

@@ -1,4 +1,5 @@
-//! Agent profiles: the acting identities, forming a tree of sub-agents (SPEC §3).
+//! Agent profiles: the acting identities, forming a tree of sub-agents
+//! (docs/architecture.md#identities-and-roles).
 //!
 //! Guarantees: a parent is always in the same tenant as its child; every read is scoped by
 //! tenant; a profile's kit exists when the profile is created.

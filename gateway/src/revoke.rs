@@ -1,4 +1,5 @@
-//! Revoke (SPEC §5.2, §3): suspends an agent profile and cascades to all of its sub-agents.
+//! Revoke (docs/architecture.md#identities-and-roles): suspends an agent profile and cascades to all of
+//! its sub-agents.
 //!
 //! Guarantees, in one transaction: every profile in the subtree becomes `revoked`, its runtime
 //! slot is released (stopped, reason `revoked`), its pending approvals are denied and their

@@ -1,4 +1,5 @@
-//! Console sessions (SPEC §3): a signed-in browser holds a random token in an HttpOnly
+//! Console sessions (docs/architecture.md#identities-and-roles): a signed-in browser holds a random token
+//! in an HttpOnly
 //! cookie; only its SHA-256 is stored, with the user and an expiry. Signing in checks the
 //! argon2id password ([`Gateway::verify_login`]); every request re-reads the user, so a role
 //! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the

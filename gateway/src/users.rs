@@ -1,4 +1,4 @@
-//! Console users: humans with argon2id passwords and roles (SPEC §3).
+//! Console users: humans with argon2id passwords and roles (docs/architecture.md#identities-and-roles).
 //!
 //! Guarantees: usernames are unique; passwords are stored only as argon2id hashes; every user
 //! has at least one role; every read is scoped by tenant.

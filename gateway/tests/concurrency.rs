@@ -1,5 +1,6 @@
 //! Randomized concurrency: 256 tasks issue mixed actions against a small shared cap while
-//! approvers approve and deny and the sweeper expires. At checkpoints and at the end, SPEC §6's
+//! approvers approve and deny and the sweeper expires. At checkpoints and at the end,
+//! docs/architecture.md#money-and-the-ledger's
 //! invariants must hold: posted + pending ≤ hard cap, entries sum to the running totals, and
 //! no hold ends twice. The seed is printed so a failure replays (NAIVE_SEED=<n>).
 

@@ -1,4 +1,5 @@
-//! The tool catalog: every tool declares its name, primitive, effect and price (SPEC §5.3, §5.5).
+//! The tool catalog: every tool declares its name, primitive, effect and price
+//! (docs/architecture.md#the-decision-pipeline).
 //!
 //! Guarantees: a tool cannot be registered without a primitive, so the primitive gate binds
 //! on every transport; and one classifier, [`Effect::classify`], turns declarations into
@@ -120,7 +121,7 @@ impl Catalog {
         self.tools.is_empty()
     }
 
-    /// The built-in tools with the default prices of SPEC §6.
+    /// The built-in tools with the default prices (docs/architecture.md#money-and-the-ledger).
     pub fn builtin() -> Catalog {
         let mut c = Catalog::default();
         for (name, primitive, effect, price_units) in BUILTIN_TOOLS {

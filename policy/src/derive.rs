@@ -1,4 +1,5 @@
-//! Sub-agent narrowing (SPEC §4): a child's kit is derived from its parent's and can only
+//! Sub-agent narrowing (docs/architecture.md#accountkits): a child's kit is derived from its parent's and
+//! can only
 //! narrow it.
 //!
 //! Guarantee (property-tested): for any action and budget, if the derived kit allows or

@@ -1,4 +1,4 @@
-//! KitDiff: what an edit widens and what it narrows, in words (SPEC §4, §13).
+//! KitDiff: what an edit widens and what it narrows, in words (docs/architecture.md#accountkits).
 //!
 //! The console shows it before a save and the gateway stores it with every kit version.
 //! Each change says which way it moves authority, so a reviewer can read the widening ones

@@ -1,8 +1,9 @@
-//! The decision engine: SPEC §5 steps 2–8 as pure functions.
+//! The decision engine: steps 2–8 of the decision pipeline (docs/architecture.md#the-decision-pipeline) as
+//! pure functions.
 //!
 //! The gateway supplies every fact (subject status, kit, action, budget views, company
 //! credit); the engine does no IO and allocates nothing in [`evaluate`]. Checks run in the
-//! SPEC's order: revocation, primitive, capability, effect, price, budget (hard cap, company
+//! the pipeline's order: revocation, primitive, capability, effect, price, budget (hard cap, company
 //! credit, soft cap), approval thresholds. The first `deny` decides. A `freeze` never hides a
 //! later `deny`: approval can release a freeze but never a deny, so an action that would
 //! exceed a hard cap is refused outright even when it would also need approval. [`explain`]
@@ -95,7 +96,7 @@ pub struct DecisionInput<'a> {
     pub company_credit: Money,
 }
 
-/// The SPEC §5 step that produced a refusal.
+/// The decision pipeline's step that produced a refusal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
@@ -159,7 +160,8 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    /// Deny or freeze, per SPEC §8: only what a human can release for this exact call freezes.
+    /// Deny or freeze, as docs/architecture.md#verdicts-and-the-refusal-envelope says: only what a human
+    /// can release for this exact call freezes.
     pub const fn verdict(self) -> EngineVerdict {
         match self {
             Refusal::DestructiveNeedsApproval
@@ -307,7 +309,7 @@ pub fn explain(input: &DecisionInput<'_>) -> Explanation {
     Explanation { verdict: explain_verdict(engine), reasons, cost, effect: input.action.tool.effect }
 }
 
-/// The checks in SPEC order. `emit` returns whether to go on; returns the cost.
+/// The checks in the pipeline's order. `emit` returns whether to go on; returns the cost.
 fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) -> Money {
     let kit = input.kit;
     let action = &input.action;

@@ -1,7 +1,9 @@
-//! The refusal envelope (SPEC §8): one structured verdict for every refused, parked or
+//! The refusal envelope (docs/architecture.md#verdicts-and-the-refusal-envelope): one structured verdict
+//! for every refused, parked or
 //! unavailable call, on every transport.
 //!
-//! Guarantees: fields serialize in the SPEC's order; `retryable` is true only for
+//! Guarantees: fields serialize in one fixed order
+//! (docs/architecture.md#verdicts-and-the-refusal-envelope); `retryable` is true only for
 //! `unavailable`, which always carries a `retry_after` step; a park carries
 //! `wait_for_approval` with `on_expiry: "deny"`; from the third identical refusal on, the
 //! envelope carries exactly one `escalate_to_human` step and no alternatives. Recovery steps
@@ -78,7 +80,8 @@ pub struct ErrorBody {
     pub details: ErrorDetails,
 }
 
-/// The verdict envelope, field for field as SPEC §8 shows it.
+/// The verdict envelope, field for field in the documented order
+/// (docs/architecture.md#verdicts-and-the-refusal-envelope).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Envelope {

@@ -1,4 +1,4 @@
-//! AccountKit: the policy a tenant declares (SPEC §4).
+//! AccountKit: the policy a tenant declares (docs/architecture.md#accountkits).
 //!
 //! Guarantees: a [`Kit`] obtained from [`Kit::from_json`] or [`Kit::validate`] is well formed:
 //! no unknown fields or primitives, no negative money, a soft cap no higher than the hard cap,

@@ -4,15 +4,16 @@
 //! console's server functions call it, and the kit editor runs it in the browser compiled to
 //! wasm. It takes the facts it needs as arguments and returns decisions.
 //!
-//! - [`money`]: exact amounts in $0.0001 units (SPEC §6).
-//! - [`kit`]: the AccountKit and its strict validation (SPEC §4).
-//! - [`derive`]: sub-agent narrowing (SPEC §4).
-//! - [`diff`]: what a kit edit widens and narrows (SPEC §4, §13).
-//! - [`catalog`]: tools with primitive, effect and price (SPEC §5).
+//! - [`money`]: exact amounts in $0.0001 units (docs/architecture.md#money-and-the-ledger).
+//! - [`kit`]: the AccountKit and its strict validation (docs/architecture.md#accountkits).
+//! - [`derive`]: sub-agent narrowing (docs/architecture.md#accountkits).
+//! - [`diff`]: what a kit edit widens and narrows (docs/architecture.md#accountkits).
+//! - [`catalog`]: tools with primitive, effect and price (docs/architecture.md#the-decision-pipeline).
 //! - [`args`]: each action's declared arguments, checked before anything is decided.
-//! - [`engine`]: the decision pipeline, steps 2–8 (SPEC §5).
-//! - [`verdict`]: the three vocabularies and their mappings (SPEC §8).
-//! - [`envelope`]: the refusal envelope (SPEC §8).
+//! - [`engine`]: the decision pipeline, steps 2–8 (docs/architecture.md#the-decision-pipeline).
+//! - [`verdict`]: the three vocabularies and their mappings
+//! (docs/architecture.md#verdicts-and-the-refusal-envelope).
+//! - [`envelope`]: the refusal envelope (docs/architecture.md#verdicts-and-the-refusal-envelope).
 
 pub mod args;
 pub mod catalog;

@@ -1,4 +1,4 @@
-//! Money: an exact count of 1/10,000 of the currency unit (SPEC §6).
+//! Money: an exact count of 1/10,000 of the currency unit (docs/architecture.md#money-and-the-ledger).
 //!
 //! Guarantees: a [`Money`] is never negative, never rounded and never above [`Money::MAX`]
 //! ($1,000,000,000,000), so no sum the gateway keeps (a balance, a cap, a hold) can overflow
@@ -19,11 +19,11 @@ const MAX_UNITS: i64 = 1_000_000_000_000 * UNITS_PER_DOLLAR;
 /// [`Money::MAX`], so a thousand of the largest actions still fit in one balance.
 pub const MAX_ACTION_AMOUNT: Money = Money::units_const(1_000_000_000 * UNITS_PER_DOLLAR);
 
-/// Default platform price of reading one URL: 0.25¢ (SPEC §6).
+/// Default platform price of reading one URL: 0.25¢ (docs/architecture.md#money-and-the-ledger).
 pub const DEFAULT_WEB_READ_PRICE_UNITS: i64 = 25;
-/// Default platform price of sending one email: 0.08¢ (SPEC §6).
+/// Default platform price of sending one email: 0.08¢ (docs/architecture.md#money-and-the-ledger).
 pub const DEFAULT_EMAIL_SEND_PRICE_UNITS: i64 = 8;
-/// Default platform price of one brain query: 0.4¢ (SPEC §6).
+/// Default platform price of one brain query: 0.4¢ (docs/architecture.md#money-and-the-ledger).
 pub const DEFAULT_BRAIN_QUERY_PRICE_UNITS: i64 = 40;
 
 /// An amount in units of $0.0001. Construct it with [`Money::parse`] or

@@ -1,4 +1,4 @@
-//! Primitives: the coarse families of actions a kit switches on or off (SPEC §4).
+//! Primitives: the coarse families of actions a kit switches on or off (docs/architecture.md#accountkits).
 
 use std::fmt;
 

@@ -1,4 +1,5 @@
-//! The three verdict vocabularies and the explicit mappings between them (SPEC §8).
+//! The three verdict vocabularies and the explicit mappings between them
+//! (docs/architecture.md#verdicts-and-the-refusal-envelope).
 //!
 //! The decision engine answers [`EngineVerdict`] (`allow | deny | freeze`), explain answers
 //! [`ExplainVerdict`] (`allow | deny | park`) and the refusal envelope carries an

@@ -71,7 +71,7 @@ fn source_example_envelope_field_for_field() {
     });
     assert_eq!(got, want);
     assert!(!hint.as_str().unwrap().is_empty());
-    // Field order is the SPEC's.
+    // Field order is the documented one (docs/architecture.md#verdicts-and-the-refusal-envelope).
     let text = serde_json::to_string(&env).unwrap();
     let order = [
         "\"ok\"",

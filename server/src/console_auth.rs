@@ -1,4 +1,4 @@
-//! Console sign-in, sign-out and the guards around the console (SPEC §3, issue #6).
+//! Console sign-in, sign-out and the guards around the console (docs/architecture.md#identities-and-roles).
 //!
 //! - `POST /login` checks the password (argon2id) and starts a server-side session: the
 //!   browser gets a random token in an HttpOnly, SameSite=Strict cookie, Secure and named

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on every mutating `/v1` route (SPEC §12).
+//! `Idempotency-Key` on every mutating `/v1` route (docs/architecture.md#surfaces).
 //!
 //! A layer around the routes, inside authentication: only a request whose credential was
 //! resolved (and, for an agent, whose profile is active) is ever claimed or answered from the

@@ -81,7 +81,8 @@ async fn main() -> ExitCode {
     }
 }
 
-/// `server check`: SPEC §6's ledger invariants and every tenant's audit chain, on the
+/// `server check`: the ledger's invariants (every account's entries sum to its running totals,
+/// no hold ends twice) and every tenant's audit chain, on the
 /// database at DATABASE_URL (a running server's too). Exits 1 when anything is broken.
 async fn check(config: &server::config::Config) -> ExitCode {
     let result = async {

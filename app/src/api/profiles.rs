@@ -1,7 +1,8 @@
 //! Server functions for one agent profile: its keys (issue, rotate, revoke) and revoking the
 //! profile after a preview of the cascade.
 //!
-//! Guarantees: every action is an admin's (SPEC §3) and is a POST; a key's secret leaves the
+//! Guarantees: every action is an admin's (docs/architecture.md#identities-and-roles) and is a POST; a
+//! key's secret leaves the
 //! server exactly once. Because the forms work without JavaScript, a new secret cannot travel
 //! in a response body the browser keeps: it waits, sealed, for the issuing session and key
 //! (`gateway::handovers`, in the database, so the redirected page may reach any instance),

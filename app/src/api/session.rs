@@ -38,7 +38,8 @@ pub struct View {
 
 const EVERYONE: &[&str] = &["admin", "approver", "reviewer", "finance"];
 
-/// The console's views in navigation order, and who may open each (SPEC §3): admins
+/// The console's views in navigation order, and who may open each
+/// (docs/architecture.md#identities-and-roles): admins
 /// everything, approvers the inbox, reviewers the proposals, finance spend and caps and
 /// read-only elsewhere; the beliefs and the activity feed are for everyone signed in. The
 /// navigation offers a user only the views their roles open; the server checks again.

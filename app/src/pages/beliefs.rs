@@ -1,5 +1,6 @@
 //! The company's beliefs (`/beliefs`): the source of truth that accepted proposals canonize
-//! (SPEC §9), newest first, each with who accepted it and why, the agent that proposed it, and
+//! (docs/architecture.md#brain-governance), newest first, each with who accepted it and why, the agent
+//! that proposed it, and
 //! links back to its proposal (with the writeback envelope) and its run. A plain GET form
 //! filters by object type and searches the content, so it works without JavaScript.
 

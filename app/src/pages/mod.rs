@@ -1,4 +1,4 @@
-//! One module per console view (SPEC §13).
+//! One module per console view (docs/architecture.md#console-views).
 
 pub mod account;
 pub mod activity;

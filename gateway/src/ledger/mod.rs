@@ -1,4 +1,5 @@
-//! Holds, running balances and ledger entries (SPEC §6), in the style of TigerBeetle.
+//! Holds, running balances and ledger entries (docs/architecture.md#money-and-the-ledger), in the style of
+//! TigerBeetle.
 //!
 //! Every profile has one budget account holding the running totals (posted, pending) of
 //! itself and all of its sub-agents, so a parent's account is the pool its sub-agents share.
@@ -404,7 +405,7 @@ impl Gateway {
         Ok(days.into_iter().filter(|(_, u)| *u != 0).map(|(d, u)| (d, money(u))).collect())
     }
 
-    /// Checks SPEC §6's invariants for a tenant: every account's entries sum to its running
+    /// Checks the ledger's invariants for a tenant: every account's entries sum to its running
     /// totals, pending totals equal the open holds beneath it, posted + pending stays within
     /// each hard cap, and no hold has more than one ending entry per account.
     pub async fn check_ledger(&self, tenant: &TenantId) -> Result<InvariantReport> {

@@ -3,7 +3,8 @@
 //! `inputSchema` is its argument declaration in `policy`, the one `/v1` validates against, and
 //! each call goes to the same gateway function as its `/v1` route.
 //!
-//! Results follow SPEC §8: a result is `structuredContent` (and the same JSON as text); a park
+//! Results follow docs/architecture.md#verdicts-and-the-refusal-envelope: a result is `structuredContent`
+//! (and the same JSON as text); a park
 //! is the envelope with `isError: false`; a deny or an outage is the envelope with `isError:
 //! true`. Arguments the declaration refuses answer `isError: true` with the problem's `code`
 //! and what to fix (a JSON-RPC `-32602` for clients on 2025-06-18 and older, as that spec

@@ -1,4 +1,4 @@
-//! Approvals over HTTP (SPEC §7).
+//! Approvals over HTTP (docs/architecture.md#approvals).
 //!
 //! `GET /v1/approvals/{id}`: an agent polls its own approval; the company sees any of its
 //! tenant's. `GET /v1/approvals?status=&profile=`: the company's list. Deciding needs a human

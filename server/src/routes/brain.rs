@@ -1,4 +1,4 @@
-//! Brain governance over HTTP (SPEC §9).
+//! Brain governance over HTTP (docs/architecture.md#brain-governance).
 //!
 //! Agents submit writeback envelopes and read and decide proposals, all gated by the `brain`
 //! primitive of their kit. An agent's accept parks for a human (202 with the approval to

@@ -1,4 +1,4 @@
-//! `GET /v1/events`: the activity stream as Server-Sent Events (SPEC §11).
+//! `GET /v1/events`: the activity stream as Server-Sent Events (docs/architecture.md#the-activity-log).
 //!
 //! Each event's `id` is its activity-log sequence number. A client that reconnects with
 //! `Last-Event-ID` first gets what it missed, read back from the log, then the live stream;
