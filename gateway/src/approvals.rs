@@ -22,6 +22,7 @@ use crate::ids::{ProfileId, TenantId, UserId};
 use crate::keys::Subject;
 use crate::ledger::{self, HoldEnd};
 use crate::pipeline::{ActionResponse, Disposition};
+use crate::users::Role;
 
 /// How often the sweeper looks for overdue approvals and orphaned holds.
 pub const SWEEP_INTERVAL_MS: u64 = 1_000;
@@ -100,7 +101,14 @@ pub struct Human {
     pub credential: String,
     /// The transport it came by.
     pub via: crate::activity::Transport,
+    /// The roles the credential carries: a personal token's are at most its owner's.
+    pub roles: Vec<Role>,
 }
+
+/// Who may decide a parked call.
+pub const APPROVERS: &[Role] = &[Role::Approver, Role::Admin];
+/// Who may decide a brain proposal.
+pub const REVIEWERS: &[Role] = &[Role::Reviewer, Role::Admin];
 
 impl Human {
     /// A console user deciding in the console, signed in with a session.
@@ -110,7 +118,25 @@ impl Human {
             username: user.username.clone(),
             credential: "console session".into(),
             via: crate::activity::Transport::Console,
+            roles: user.roles.clone(),
         }
+    }
+
+    /// Refuses with `role_required` unless the credential carries one of `roles`.
+    pub fn require(&self, roles: &[Role]) -> Result<()> {
+        if self.roles.iter().any(|r| roles.contains(r)) {
+            return Ok(());
+        }
+        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+        Err(Error::Forbidden {
+            code: "role_required",
+            message: format!(
+                "{} ({}) needs one of these roles: {}",
+                self.username,
+                self.credential,
+                names.join(", ")
+            ),
+        })
     }
 }
 
@@ -508,6 +534,7 @@ impl Gateway {
         by: &Human,
         note: Option<&str>,
     ) -> Result<ActionResponse> {
+        by.require(APPROVERS)?;
         let note = optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
         let lease = self.leases.lease();
@@ -567,8 +594,24 @@ impl Gateway {
         self.carry_out(carry, connector).await
     }
 
+    /// Why `by` may not decide `a`, as the error approving or denying it would give: the
+    /// roles their credential carries, and that they own neither the profile that asked nor
+    /// one above it (nor, for an agent's accept, the proposer's). The console asks before
+    /// showing the buttons; the deciding job checks again in its transaction.
+    pub async fn may_decide(&self, a: &Approval, by: &Human) -> Result<()> {
+        by.require(APPROVERS)?;
+        self.ensure_not_owner(&a.profile_id, by).await?;
+        if let Some((proposal, _)) = crate::brain::proposal_in(a)
+            && let Some(proposer) = self.proposer(&proposal).await?
+        {
+            self.ensure_not_owner(&proposer, by).await?;
+        }
+        Ok(())
+    }
+
     /// Denies with a required reason; voids the hold.
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
+        by.require(APPROVERS)?;
         let reason = required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
         self.write(move |c| {

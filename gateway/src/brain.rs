@@ -182,12 +182,12 @@ fn trail(
 
 /// The profile whose writeback carried `proposal`.
 pub(crate) fn proposer(c: &dyn Tx, proposal: &str) -> Result<Option<ProfileId>> {
-    let row = c.row(
-        "SELECT w.profile_id FROM proposals p JOIN writebacks w ON w.id = p.writeback_id WHERE p.id = ?",
-        &[&proposal],
-    )?;
+    let row = c.row(PROPOSER, &[&proposal])?;
     row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()
 }
+
+const PROPOSER: &str =
+    "SELECT w.profile_id FROM proposals p JOIN writebacks w ON w.id = p.writeback_id WHERE p.id = ?";
 
 /// Puts the proposal parked on approval `approval` back in the reviewers' queue, with a
 /// `returned` step saying why: the approval was denied or expired.
@@ -227,6 +227,22 @@ pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
 }
 
 impl Gateway {
+    /// Why `by` may not decide `proposal`, as deciding it would say: the roles their credential
+    /// carries, and that they do not own the profile that proposed it or one above it.
+    pub async fn may_review(&self, proposal: &str, by: &approvals::Human) -> Result<()> {
+        by.require(approvals::REVIEWERS)?;
+        if let Some(p) = self.proposer(proposal).await? {
+            self.ensure_not_owner(&p, by).await?;
+        }
+        Ok(())
+    }
+
+    /// The profile whose writeback carried `proposal`, on committed rows.
+    pub(crate) async fn proposer(&self, proposal: &str) -> Result<Option<ProfileId>> {
+        let row: Option<(String,)> = self.store.opt(PROPOSER, &[&proposal]).await?;
+        Ok(row.map(|r| ProfileId::from_db(r.0)))
+    }
+
     /// Accepts a writeback envelope: each claim becomes a pending proposal. Governed by the
     /// kit like any brain tool; a refusal comes back as the envelope.
     pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
@@ -453,6 +469,9 @@ impl Gateway {
         decision: Decision,
         because_text: &str,
     ) -> Result<ActionResponse> {
+        if let Decider::Human(h) = by {
+            h.require(approvals::REVIEWERS)?;
+        }
         let because = because(because_text)?;
         let p = self.proposal(tenant, id).await?;
         let pid = p.id.clone();

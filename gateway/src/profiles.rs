@@ -72,6 +72,16 @@ type ProfileRow = (
 const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
 
 impl Gateway {
+    /// [`ensure_not_owner`] outside a job, on committed rows: for pages that say who may decide.
+    pub(crate) async fn ensure_not_owner(
+        &self,
+        profile: &ProfileId,
+        by: &crate::approvals::Human,
+    ) -> Result<()> {
+        let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
+        refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
+    }
+
     pub async fn create_profile(
         &self,
         tenant: &TenantId,
@@ -128,16 +138,21 @@ impl Gateway {
 /// nobody decides what their own agent asked for.
 pub(crate) fn ensure_not_owner(c: &dyn Tx, profile: &ProfileId, by: &crate::approvals::Human) -> Result<()> {
     let owners = c
-        .rows(
-            "WITH RECURSIVE chain(id, parent, owner) AS ( \
-               SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
-               UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-             SELECT owner FROM chain",
-            &[&profile.as_str()],
-        )?
+        .rows(OWNER_CHAIN, &[&profile.as_str()])?
         .iter()
         .map(|r| r.get::<Option<String>>(0))
         .collect::<Result<Vec<_>>>()?;
+    refuse_owner(&owners, by)
+}
+
+/// The owners of a profile and of every profile above it.
+const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS ( \
+       SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
+       UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+     SELECT owner FROM chain";
+
+/// Refuses with `requester_cannot_decide` when `by` is one of `owners`.
+fn refuse_owner(owners: &[Option<String>], by: &crate::approvals::Human) -> Result<()> {
     if owners.iter().flatten().any(|o| o == by.user.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",

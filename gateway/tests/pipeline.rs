@@ -195,6 +195,11 @@ async fn deny_needs_a_reason_and_voids_the_hold() {
     let a = w.agent("buyer", "Cards", None).await;
     let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.body);
     assert_eq!(w.gw.deny(&w.tenant, &id, &w.approver, "  ").await.unwrap_err().code(), "reason_required");
+    // The gateway checks the decider's roles itself, whichever transport asks: finance reads
+    // the inbox but decides nothing.
+    let finance = gateway::approvals::Human { roles: vec![gateway::Role::Finance], ..w.approver.clone() };
+    assert_eq!(w.gw.deny(&w.tenant, &id, &finance, "no").await.unwrap_err().code(), "role_required");
+    assert_eq!(w.gw.approve(&w.tenant, &id, &finance, None).await.unwrap_err().code(), "role_required");
     let denied = w.gw.deny(&w.tenant, &id, &w.approver, "not this month").await.unwrap();
     assert_eq!(denied.status, ApprovalStatus::Denied);
     assert_eq!(denied.decision_reason.as_deref(), Some("not this month"));
@@ -428,7 +433,12 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     );
     assert_eq!(b.writeback_id, p.writeback_id);
 
+    // Deciding a proposal is a reviewer's: the gateway checks the role whoever asks.
     let human = Decider::Human(w.approver.clone());
+    let refused = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await;
+    assert_eq!(refused.unwrap_err().code(), "role_required");
+    let reviewer = gateway::approvals::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
+    let human = Decider::Human(reviewer);
     let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();
     assert_eq!(r.body["proposal"]["status"], "rejected");
     assert_eq!(

@@ -20,7 +20,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use gateway::keys::Subject;
-use gateway::{ConsoleUser, Credential, KeyId, Role, TenantId};
+use gateway::{ConsoleUser, Credential, KeyId, TenantId};
 
 use crate::problem::Problem;
 use crate::startup::AppState;
@@ -213,7 +213,6 @@ impl FromRequestParts<AppState> for Agent {
 pub struct Human {
     pub tenant: TenantId,
     pub user: gateway::approvals::Human,
-    pub roles: Vec<Role>,
 }
 
 impl Human {
@@ -240,32 +239,14 @@ impl Human {
         };
         Ok(Human {
             tenant: user.tenant_id.clone(),
-            roles: user.roles.clone(),
             user: gateway::approvals::Human {
+                roles: user.roles.clone(),
                 user: user.id.clone(),
                 username: user.username.clone(),
                 credential,
                 via: gateway::activity::Transport::Http,
             },
         })
-    }
-
-    /// Refuses unless the credential carries one of `roles`.
-    pub fn require(&self, roles: &[Role]) -> Result<(), Problem> {
-        if self.roles.iter().any(|r| roles.contains(r)) {
-            return Ok(());
-        }
-        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
-        Err(Problem::new(
-            StatusCode::FORBIDDEN,
-            "role_required",
-            format!(
-                "{} ({}) needs one of these roles: {}",
-                self.user.username,
-                self.user.credential,
-                names.join(", ")
-            ),
-        ))
     }
 }
 

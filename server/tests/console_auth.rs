@@ -598,3 +598,35 @@ async fn the_console_stream_needs_a_session_and_carries_console_rows() {
     drop(stream);
     app.stop().await;
 }
+
+/// Someone who owns a profile above the one that asked may not decide it, and the inbox says so
+/// before they try: the page asks the gateway, which checks the whole chain of owners.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_tells_the_owner_of_a_parent_profile_that_they_cannot_decide() {
+    let app = spawn_app().await;
+    let gw = &app.gateway;
+    let tenant = gw.tenants().await.unwrap().remove(0).id;
+    let approver = gw.user_named(&tenant, "approver").await.unwrap();
+    let kit = r#"{"name":"Parking","primitives":["cards"],"limits":{"approve":{"above":"25"}}}"#;
+    gw.save_kit(&tenant, policy::Kit::from_json(kit).unwrap(), None, "test").await.unwrap();
+    let lead = gw.create_profile(&tenant, "lead", Some(&approver.id), None, "Parking").await.unwrap();
+    let helper = gw.create_profile(&tenant, "helper", None, Some(&lead.id), "Parking").await.unwrap();
+    let (_, key) = gw.issue_key(&tenant, &helper.id, "test").await.unwrap();
+    let r = app
+        .client
+        .post(format!("{}/v1/users/{}/cards/charge", app.base, helper.id))
+        .bearer_auth(&key.token)
+        .json(&serde_json::json!({"amount": "30", "merchant": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202, "the helper's charge parks");
+
+    let session = app.sign_in("approver", common::ADMIN_PASSWORD).await;
+    let (_, html) = app.get_signed_in("/", &session).await;
+    assert!(
+        html.contains("You own this agent"),
+        "the lead's owner is told they cannot decide the helper's call"
+    );
+    app.stop().await;
+}

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "ssr")]
 use crate::api::{
     forms::{back_with_notice, form},
-    session::{require_roles, require_view},
+    session::require_view,
 };
 
 /// The most inbox items one page shows.
@@ -73,54 +73,61 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
         })?,
     };
     let q = ApprovalQuery { status: Some(status), limit: Some(INBOX_PAGE as i64), ..Default::default() };
-    let may_decide = user.has(gateway::Role::Approver) || user.has(gateway::Role::Admin);
+    let human = gateway::approvals::Human::in_console(&user);
     let now = chrono::Utc::now();
-    Ok(gw
-        .approvals(&tenant.id, &q)
-        .await
-        .map_err(to_fn_error)?
-        .into_iter()
-        .map(|a| {
-            let profile = profiles.iter().find(|p| p.id == a.profile_id);
-            // The gateway refuses these decisions too; the page says why before anyone tries.
-            let why_not = if a.status != ApprovalStatus::Pending {
-                Some(match (&a.decided_by, &a.decision_reason) {
-                    (Some(by), Some(why)) => format!("{} by {by}: {why}", a.status.as_str()),
-                    (Some(by), None) => format!("{} by {by}", a.status.as_str()),
-                    _ => a.status.as_str().to_string(),
-                })
-            } else if !may_decide {
-                Some("Deciding needs the approver or admin role.".to_string())
-            } else if profile.and_then(|p| p.owner.as_ref()) == Some(&user.id) {
-                Some("You own this agent's profile, so another approver must decide.".to_string())
-            } else {
-                None
-            };
-            InboxRow {
-                can_decide: why_not.is_none(),
-                why_not,
-                agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
-                agent_id: a.profile_id.to_string(),
-                summary: summarize_args(&a.args),
-                seconds_left: a.seconds_left(now),
-                id: a.id,
-                action: a.action,
-                amount: a.amount,
-                kit: format!("{} v{}", a.kit_name, a.kit_version),
-                reason: a.reason,
-                requested_at: a.requested_at.to_rfc3339(),
-                expires_at: a.expires_at.to_rfc3339(),
-            }
-        })
-        .collect())
+    let mut rows = Vec::new();
+    for a in gw.approvals(&tenant.id, &q).await.map_err(to_fn_error)? {
+        let profile = profiles.iter().find(|p| p.id == a.profile_id);
+        // The page asks the gateway what deciding would answer, and says why before anyone tries.
+        let why_not = if a.status != ApprovalStatus::Pending {
+            Some(match (&a.decided_by, &a.decision_reason) {
+                (Some(by), Some(why)) => format!("{} by {by}: {why}", a.status.as_str()),
+                (Some(by), None) => format!("{} by {by}", a.status.as_str()),
+                _ => a.status.as_str().to_string(),
+            })
+        } else {
+            why_not(gw.may_decide(&a, &human).await, "approver")?
+        };
+        rows.push(InboxRow {
+            can_decide: why_not.is_none(),
+            why_not,
+            agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
+            agent_id: a.profile_id.to_string(),
+            summary: summarize_args(&a.args),
+            seconds_left: a.seconds_left(now),
+            id: a.id,
+            action: a.action,
+            amount: a.amount,
+            kit: format!("{} v{}", a.kit_name, a.kit_version),
+            reason: a.reason,
+            requested_at: a.requested_at.to_rfc3339(),
+            expires_at: a.expires_at.to_rfc3339(),
+        });
+    }
+    Ok(rows)
 }
 
-/// The signed-in human, for an approval decision: approver or admin.
+/// What the page says for the gateway's answer to "may this human decide?": nothing when they
+/// may, the reason in the console's words when the gateway would refuse, an error otherwise.
+#[cfg(feature = "ssr")]
+pub(crate) fn why_not(may: gateway::Result<()>, decider: &str) -> Result<Option<String>, ServerFnError> {
+    match may {
+        Ok(()) => Ok(None),
+        Err(e) if e.code() == "role_required" => {
+            Ok(Some(format!("Deciding needs the {decider} or admin role.")))
+        }
+        Err(e) if e.code() == "requester_cannot_decide" => Ok(Some(
+            "You own this agent's profile or one above it, so another person must decide.".to_string(),
+        )),
+        Err(e) => Err(crate::api::to_fn_error(e)),
+    }
+}
+
+/// The signed-in human, for an approval decision; the gateway checks their roles.
 #[cfg(feature = "ssr")]
 async fn require_approver()
 -> Result<(gateway::Gateway, gateway::Tenant, gateway::approvals::Human), ServerFnError> {
-    let (gw, tenant, user) =
-        require_roles(&[gateway::Role::Approver, gateway::Role::Admin], "deciding").await?;
+    let (gw, tenant, user) = require_view("inbox").await?;
     Ok((gw, tenant, gateway::approvals::Human::in_console(&user)))
 }
 

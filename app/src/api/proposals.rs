@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "ssr")]
 use crate::api::{
     forms::{back_with_notice, form},
-    session::{require_roles, require_view},
+    session::require_view,
 };
 
 /// One step of a decision trail: who, when, what, because.
@@ -147,15 +147,14 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
     let wb = gw.writeback(&tenant.id, &p.writeback_id).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    let why_not = if !(user.has(gateway::Role::Reviewer) || user.has(gateway::Role::Admin)) {
-        Some("Deciding needs the reviewer or admin role.".to_string())
-    } else if !matches!(
+    let human = gateway::approvals::Human::in_console(&user);
+    let why_not = if !matches!(
         p.status,
         gateway::brain::ProposalStatus::Pending | gateway::brain::ProposalStatus::Parked
     ) {
         Some(format!("Already {}.", p.status.as_str()))
     } else {
-        None
+        crate::api::inbox::why_not(gw.may_review(&p.id, &human).await, "reviewer")?
     };
     let content = pretty(&p.content);
     let row = proposal_row(p, wb.profile_id.as_str(), &profiles);
@@ -171,8 +170,7 @@ pub async fn decide_proposal_form(
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     form(async {
-        let (gw, tenant, user) =
-            require_roles(&[gateway::Role::Reviewer, gateway::Role::Admin], "deciding proposals").await?;
+        let (gw, tenant, user) = require_view("proposals").await?;
         let decision = match decision.as_str() {
             "accept" => gateway::brain::Decision::Accept,
             "reject" => gateway::brain::Decision::Reject,

@@ -13,7 +13,6 @@ use crate::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use gateway::Role;
 use gateway::brain::{Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
 use serde::Deserialize;
 use serde_json::json;
@@ -199,10 +198,7 @@ pub async fn decide(
     })?;
     let (tenant, decider) = match caller {
         DecidingCaller::Agent(s) => (s.tenant.clone(), Decider::Agent(s)),
-        DecidingCaller::Human(h) => {
-            h.require(&[Role::Reviewer, Role::Admin])?;
-            (h.tenant.clone(), Decider::Human(h.user))
-        }
+        DecidingCaller::Human(h) => (h.tenant.clone(), Decider::Human(h.user)),
     };
     Ok(respond(state.gateway.decide_proposal(&tenant, &id, &decider, b.decision, &b.because).await?))
 }
