@@ -71,8 +71,8 @@ const LONG_FNS: &[&str] = &[
     "gateway/src/users.rs:create_user_as",
     "gateway/src/writer.rs:run",
     "policy/src/engine.rs:run_checks",
-    "server/src/idempotency.rs:layer",
-    "server/src/openapi.rs:connector_schemas",
+    "server/src/http/idempotency.rs:layer",
+    "server/src/v1/openapi.rs:connector_schemas",
     "server/src/startup.rs:build",
 ];
 

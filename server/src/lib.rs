@@ -1,22 +1,19 @@
-//! `server`: the binary's parts. Configuration ([`config`]), the router and startup
-//! ([`startup`]) the HTTP routes outside the console ([`routes`]) and
-//! the MCP transport ([`mcp`]). Tests build the same
-//! [`startup::Application`] that `main` runs.
+//! `server`: the transports and the binary, in layers that depend downwards only:
+//!
+//! - [`state`]: what every handler reaches (a leaf); [`config`], [`error`] and [`master_key`]
+//!   beside it;
+//! - [`http`]: the machinery every surface shares (authentication, idempotency, the problem
+//!   body, limits, the connection loop);
+//! - [`v1`] (the JSON API and its OpenAPI document) and [`mcp`]: the surfaces;
+//! - [`startup`]: the router and the application that `main` runs and the tests build;
+//! - [`reference`]: the reference programs the gateway talks to, each its own process.
 
-pub mod auth;
 pub mod config;
-pub mod console_auth;
-pub mod demo_agent;
-pub mod demo_upstream;
-pub mod idempotency;
+pub mod error;
+pub mod http;
 pub mod master_key;
 pub mod mcp;
-pub mod openapi;
-pub mod problem;
-pub mod routes;
-pub mod serve;
+pub mod reference;
 pub mod startup;
-pub mod team_runtime;
-pub mod upstream;
-pub mod upstream_tracker;
-pub mod webhook_receiver;
+pub mod state;
+pub mod v1;

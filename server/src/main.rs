@@ -31,9 +31,9 @@ async fn main() -> ExitCode {
         Command::Check => check(&cli.config).await,
         Command::Upstream { listen, records, secret, latency_ms, exit_with_stdin } => {
             if exit_with_stdin {
-                server::upstream::exit_when_stdin_closes();
+                server::reference::upstream::exit_when_stdin_closes();
             }
-            match server::upstream::serve(listen, &records, &secret, latency_ms).await {
+            match server::reference::upstream::serve(listen, &records, &secret, latency_ms).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -43,9 +43,11 @@ async fn main() -> ExitCode {
         }
         Command::TeamRuntime { listen, board, secret, seed_tasks, latency_ms, exit_with_stdin } => {
             if exit_with_stdin {
-                server::upstream::exit_when_stdin_closes();
+                server::reference::upstream::exit_when_stdin_closes();
             }
-            match server::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms).await {
+            match server::reference::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms)
+                .await
+            {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -55,10 +57,10 @@ async fn main() -> ExitCode {
         }
         Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {
             if exit_with_stdin {
-                server::upstream::exit_when_stdin_closes();
+                server::reference::upstream::exit_when_stdin_closes();
             }
-            let how = server::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };
-            match server::webhook_receiver::serve(listen, secret, how).await {
+            let how = server::reference::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };
+            match server::reference::webhook_receiver::serve(listen, secret, how).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -153,7 +155,7 @@ async fn create_tenant(
 
 /// `server demo-agent`: the demo tenant's agents at work against a running server.
 async fn demo_agent(config: &server::config::Config, base_url: &str) -> ExitCode {
-    use server::demo_agent::{drive, keys_over_http, revoke_over_http};
+    use server::reference::demo_agent::{drive, keys_over_http, revoke_over_http};
     let Some(company_key) = &config.company_key else {
         eprintln!(
             "error: the demo agent needs the demo tenant's company key: pass --company-key or set NAIVE_COMPANY_KEY"

@@ -9,7 +9,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::extract::FromRef;
 use axum::routing::get;
 use gateway::Gateway;
 use gateway::demo::{DemoCredentials, DemoOptions};
@@ -19,61 +18,9 @@ use tokio::net::TcpListener;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
-
-/// The largest request body accepted.
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// What every handler can reach. Cloned for every request (axum hands each middleware layer
-/// its own copy), so it is one reference count.
-#[derive(Clone, Debug)]
-pub struct AppState(std::sync::Arc<Shared>);
-
-impl AppState {
-    pub fn new(shared: Shared) -> AppState {
-        AppState(std::sync::Arc::new(shared))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
-
-/// The parts of [`AppState`].
-#[derive(Debug)]
-pub struct Shared {
-    pub leptos_options: LeptosOptions,
-    pub gateway: Gateway,
-    /// Bounds concurrent `/v1/events` subscribers.
-    pub subscribers: std::sync::Arc<tokio::sync::Semaphore>,
-    /// Turns true when the server starts shutting down, so long-lived streams end.
-    pub stopping: tokio::sync::watch::Receiver<bool>,
-    /// SHA-256 of the operator's key, when one is configured.
-    pub operator_key_hash: Option<std::sync::Arc<str>>,
-    /// Failed console sign-ins by username.
-    /// How the session cookie is named and marked (`--secure-cookies`).
-    pub cookies: app::api::session::CookieSettings,
-}
-
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(s: &AppState) -> LeptosOptions {
-        s.leptos_options.clone()
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Database(#[from] gateway::Error),
-    #[error(
-        "cannot listen on {addr}: {source} (is another server running? pick another address with --bind or NAIVE_BIND)"
-    )]
-    Bind { addr: SocketAddr, source: std::io::Error },
-    #[error("{0}")]
-    Config(String),
-}
+use crate::error::StartError;
+use crate::http::limits::{MAX_BODY_BYTES, too_large_as_problem};
+use crate::state::{AppState, Shared};
 
 pub struct Application {
     listener: TcpListener,
@@ -90,16 +37,16 @@ pub struct Application {
     /// Set when this start seeded the demo tenant.
     pub demo: Option<DemoCredentials>,
     /// The demo's reference upstream, a child process stopped with the application.
-    demo_upstream: Option<crate::demo_upstream::DemoUpstream>,
+    demo_upstream: Option<crate::reference::demo_upstream::DemoUpstream>,
 }
 
 impl Application {
     pub async fn build(config: &Config) -> Result<Application, StartError> {
         let operator_key_hash = match &config.operator_key {
-            Some(k) if k.trim().len() < crate::auth::MIN_OPERATOR_KEY_LEN => {
+            Some(k) if k.trim().len() < crate::http::auth::MIN_OPERATOR_KEY_LEN => {
                 return Err(StartError::Config(format!(
                     "the operator key (--operator-key or NAIVE_OPERATOR_KEY) must be at least {} characters",
-                    crate::auth::MIN_OPERATOR_KEY_LEN
+                    crate::http::auth::MIN_OPERATOR_KEY_LEN
                 )));
             }
             Some(k) => Some(gateway::secrets::hash_token(k.trim()).into()),
@@ -145,8 +92,8 @@ impl Application {
         // After the demo's seed calls, which need not wait.
         gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
         let demo_upstream = if config.demo_upstream {
-            let records = crate::demo_upstream::records_path(&config.database_url);
-            crate::demo_upstream::start(&gateway, records).await?
+            let records = crate::reference::demo_upstream::records_path(&config.database_url);
+            crate::reference::demo_upstream::start(&gateway, records).await?
         } else {
             None
         };
@@ -169,7 +116,7 @@ impl Application {
             AppState::new(Shared {
                 leptos_options,
                 gateway: gateway.clone(),
-                subscribers: crate::routes::events::subscriber_limit(),
+                subscribers: crate::v1::events::subscriber_limit(),
                 stopping,
                 operator_key_hash,
                 cookies: app::api::session::CookieSettings { secure: config.secure_cookies.applies(&addr) },
@@ -215,7 +162,7 @@ impl Application {
             // Event streams never end on their own; tell them to, so draining can finish.
             let _ = stop_tx.send(true);
         };
-        crate::serve::serve(self.listener, self.router, shutdown).await?;
+        crate::http::serve::serve(self.listener, self.router, shutdown).await?;
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
         }
@@ -235,37 +182,15 @@ async fn start_demo_agent(
     per_minute: u32,
     stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Option<tokio::task::JoinHandle<()>>, StartError> {
-    let Some((tenant, agents)) = crate::demo_agent::keys_in_process(gateway).await? else {
+    let Some((tenant, agents)) = crate::reference::demo_agent::keys_in_process(gateway).await? else {
         tracing::warn!("--demo-agent: there is no demo tenant in this database, so no demo agent runs");
         return Ok(None);
     };
     let gw = gateway.clone();
     Ok(Some(tokio::spawn(async move {
-        crate::demo_agent::drive(&format!("http://{addr}"), &agents, per_minute, stopping).await;
-        crate::demo_agent::revoke_in_process(&gw, &tenant, &agents).await;
+        crate::reference::demo_agent::drive(&format!("http://{addr}"), &agents, per_minute, stopping).await;
+        crate::reference::demo_agent::revoke_in_process(&gw, &tenant, &agents).await;
     })))
-}
-
-/// A body refused for its size, by the limit layer or an extractor, answers with the one
-/// problem body like every other refusal (they answer plain text).
-async fn too_large_as_problem(res: axum::response::Response) -> axum::response::Response {
-    let problem =
-        res.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().ends_with(b"json"));
-    if res.status() != axum::http::StatusCode::PAYLOAD_TOO_LARGE || problem {
-        return res;
-    }
-    too_large()
-}
-
-/// The answer to a body over [`MAX_BODY_BYTES`].
-pub(crate) fn too_large() -> axum::response::Response {
-    use axum::response::IntoResponse;
-    crate::problem::Problem::new(
-        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-        "body_too_large",
-        format!("request bodies are at most {MAX_BODY_BYTES} bytes"),
-    )
-    .into_response()
 }
 
 /// The console's icon where a browser looks for it by itself: on a page without a
@@ -289,18 +214,18 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
     let gw = state.gateway.clone();
     let cookies = state.cookies;
     Router::new()
-        .route("/healthz", get(crate::routes::health::healthz))
+        .route("/healthz", get(crate::v1::health::healthz))
         .route("/favicon.ico", get(favicon))
-        .route("/login", axum::routing::post(crate::console_auth::login))
-        .route("/logout", axum::routing::post(crate::console_auth::logout))
-        .route("/spend/export.csv", get(crate::routes::console::export_ledger_csv))
-        .route("/console/events", get(crate::routes::console::events))
+        .route("/login", axum::routing::post(crate::http::console_auth::login))
+        .route("/logout", axum::routing::post(crate::http::console_auth::logout))
+        .route("/spend/export.csv", get(crate::v1::console::export_ledger_csv))
+        .route("/console/events", get(crate::v1::console::events))
         // Authentication wraps the Idempotency-Key claim: nothing is claimed or replayed for
         // a request whose credential did not resolve.
-        .merge(
-            crate::routes::v1(&state)
-                .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::authenticate)),
-        )
+        .merge(crate::v1::v1(&state).route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::auth::authenticate,
+        )))
         .nest_service("/mcp", crate::mcp::endpoint(&state, mcp))
         .leptos_routes_with_context(
             &state,
@@ -329,8 +254,11 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::map_response(too_large_as_problem))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::console_auth::require_sign_in))
-        .layer(axum::middleware::from_fn(crate::console_auth::same_origin_writes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::console_auth::require_sign_in,
+        ))
+        .layer(axum::middleware::from_fn(crate::http::console_auth::same_origin_writes))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::{config, spawn_app, spawn_with};
-use server::startup::{Application, StartError};
+use server::{error::StartError, startup::Application};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_reports_the_database() {

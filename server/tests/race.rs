@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::COMPANY_KEY;
 use policy::Money;
 use serde_json::{Value, json};
-use server::demo_agent::Dice;
+use server::reference::demo_agent::Dice;
 use tokio::sync::Mutex;
 
 const CALLS: u64 = 256;

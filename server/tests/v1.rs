@@ -882,7 +882,7 @@ async fn the_openapi_document_covers_every_route() {
     assert_eq!(status, 200);
     let doc: Value = serde_json::from_str(&body).unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
-    let source = include_str!("../src/routes/mod.rs");
+    let source = include_str!("../src/v1/mod.rs");
     let mut served: Vec<(String, String)> = Vec::new();
     for line in source.lines().filter(|l| l.trim_start().starts_with(".route(\"")) {
         let path = line.split('"').nth(1).unwrap().to_string();

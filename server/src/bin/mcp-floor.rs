@@ -65,5 +65,5 @@ async fn main() -> std::io::Result<()> {
     let router = axum::Router::new()
         .route("/read", axum::routing::post(|Json(args): Json<Value>| async move { Json(page(&args)) }))
         .nest_service("/mcp", mcp);
-    server::serve::serve(listener, router, std::future::pending()).await
+    server::http::serve::serve(listener, router, std::future::pending()).await
 }

@@ -39,8 +39,8 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::problem::Problem;
-use crate::startup::{AppState, MAX_BODY_BYTES};
+use crate::http::problem::Problem;
+use crate::{http::limits::MAX_BODY_BYTES, state::AppState};
 
 /// Who may reach `/mcp` from where.
 #[derive(Clone, Debug, Default)]
@@ -150,7 +150,7 @@ fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> R
 
 /// Checks the scoped key on every HTTP request to `/mcp` and hands the agent to the session.
 async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
-    let Some(token) = crate::auth::bearer(req.headers()) else {
+    let Some(token) = crate::http::auth::bearer(req.headers()) else {
         return unauthorized(
             "missing_key",
             "send the agent's scoped key as `Authorization: Bearer nv_<prefix>_<secret>` on every request",
@@ -200,7 +200,7 @@ async fn forward(req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     // The router's body limit has already bounded this.
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return crate::startup::too_large();
+        return crate::http::limits::too_large();
     };
     // `Bytes` clones share the buffer; the body is looked at again only if the SDK refused it.
     let res = next.run(Request::from_parts(parts, axum::body::Body::from(bytes.clone()))).await;

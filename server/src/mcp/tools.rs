@@ -21,7 +21,7 @@ use rmcp::model::{CallToolResult, ErrorData, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use crate::problem::Problem;
+use crate::http::problem::Problem;
 
 pub const INSTRUCTIONS: &str = "Every tool here is governed by your company's AccountKit and budget. \
 A result arrives in structuredContent. A refusal is a verdict envelope (isError true): read retryable, \
@@ -291,7 +291,7 @@ async fn explain(
     };
     let args = if args.is_null() { json!({}) } else { args.clone() };
     let e = gw.explain_call(subject, &action, &args).await?;
-    let body = crate::routes::actions::explained(action, e);
+    let body = crate::v1::dto::explained(action, e);
     Ok(CallToolResult::structured(serde_json::to_value(body).expect("serializes")))
 }
 

@@ -12,8 +12,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use crate::problem::{Problem, Query};
-use crate::startup::AppState;
+use crate::http::problem::{Problem, Query};
+use crate::state::AppState;
 
 #[derive(Deserialize)]
 pub struct ExportParams {
@@ -39,7 +39,7 @@ pub async fn export_ledger_csv(
     headers: HeaderMap,
     Query(q): Query<ExportParams>,
 ) -> Result<Response, Problem> {
-    let user = crate::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
+    let user = crate::http::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
         Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to export the ledger")
     })?;
     if !(user.has(gateway::Role::Finance) || user.has(gateway::Role::Admin)) {
@@ -72,19 +72,18 @@ pub async fn export_ledger_csv(
 }
 
 pub async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
-    let user = crate::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
+    let user = crate::http::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
         Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to follow its activity")
     })?;
-    let names =
-        crate::routes::events::ConsoleNames::load(state.gateway.clone(), user.tenant_id.clone()).await?;
-    let token = crate::console_auth::token(&state, &headers).unwrap_or_default().to_string();
-    crate::routes::events::open(
+    let names = crate::v1::events::ConsoleNames::load(state.gateway.clone(), user.tenant_id.clone()).await?;
+    let token = crate::http::console_auth::token(&state, &headers).unwrap_or_default().to_string();
+    crate::v1::events::open(
         &state,
         user.tenant_id,
         None,
-        crate::routes::events::Holder::Session(token),
+        crate::v1::events::Holder::Session(token),
         &headers,
-        crate::routes::events::Render::Console(Box::new(names)),
+        crate::v1::events::Render::Console(Box::new(names)),
     )
     .await
 }

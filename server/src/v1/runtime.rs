@@ -10,10 +10,10 @@ use gateway::outbox::{CommandState, DeliveryStatus};
 use gateway::runtime::RuntimeInfo;
 use serde::Deserialize;
 
-use crate::auth::Caller;
-use crate::problem::{Path, Problem, Query};
-use crate::routes::profiles::{ACTOR, json_body};
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem, Query};
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body};
 
 const WHAT: &str = "managing the team runtime";
 const EXAMPLE: &str =

@@ -9,16 +9,17 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::problem::Path;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use crate::http::problem::Path;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use gateway::pipeline::{ActionResponse, Disposition};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::auth::Agent;
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::auth::Agent;
+use crate::http::problem::Problem;
+use crate::state::AppState;
+use crate::v1::dto::explained;
+use crate::v1::reply::respond;
 
 /// The document writes this route out once per catalog action, with that action's arguments
 /// (`openapi::document`).
@@ -50,31 +51,9 @@ pub async fn governed(
             Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not JSON: {e}"))
         })?
     };
-    let idem = crate::idempotency::idempotency_key(&headers)?;
+    let idem = crate::http::idempotency::idempotency_key(&headers)?;
     let resp = state.gateway.perform_as(&subject, format!("{primitive}.{verb}"), args, idem).await?;
     Ok(respond(resp))
-}
-
-/// The HTTP form of a pipeline answer.
-pub fn respond(r: ActionResponse) -> Response {
-    let status = match r.disposition {
-        Disposition::Executed => StatusCode::OK,
-        Disposition::Parked => StatusCode::ACCEPTED,
-        Disposition::Refused => StatusCode::FORBIDDEN,
-        Disposition::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        Disposition::Full => StatusCode::CONFLICT,
-    };
-    let retry_after = matches!(r.disposition, Disposition::Unavailable | Disposition::Full)
-        .then(|| r.body["recovery"][0]["seconds"].as_u64())
-        .flatten();
-    let mut res = (status, Json(r.body)).into_response();
-    if let Some(secs) = retry_after {
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    if r.replayed {
-        res.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
-    }
-    res
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -92,7 +71,7 @@ fn no_args() -> Value {
 
 #[utoipa::path(post, path = "/v1/policy/explain", tag = "actions",
     request_body = ExplainRequest,
-    responses((status = 200, description = "What the call would meet now, with every reason; nothing is reserved.", body = crate::openapi::Explained),
+    responses((status = 200, description = "What the call would meet now, with every reason; nothing is reserved.", body = crate::v1::dto::Explained),
         (status = 403, description = "The profile is revoked or suspended.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn explain(
     State(state): State<AppState>,
@@ -108,19 +87,4 @@ pub async fn explain(
     })?;
     let e = state.gateway.explain_call(&subject, &req.action, &req.args).await?;
     Ok(Json(explained(req.action, e)).into_response())
-}
-
-/// The dry run's answer, as `/v1` and MCP give it.
-pub(crate) fn explained(action: String, e: policy::Explanation) -> crate::openapi::Explained {
-    let reasons = e
-        .reasons
-        .iter()
-        .map(|r| crate::openapi::ExplainReason {
-            step: r.step(),
-            reason: r.reason().into(),
-            detail: r.detail().into(),
-            verdict: r.verdict().as_str().into(),
-        })
-        .collect();
-    crate::openapi::Explained { verdict: e.verdict, action, cost: e.cost, effect: e.effect, reasons }
 }

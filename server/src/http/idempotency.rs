@@ -24,8 +24,8 @@ use gateway::idempotency::{Claim, Stored};
 use gateway::pipeline::MAX_IDEMPOTENCY_KEY_LEN;
 use sha2::{Digest, Sha256};
 
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 /// Routes that keep their own idempotency (or change nothing).
 const OWN_CLAIMS: [&str; 2] = ["/v1/users/{user_id}/{primitive}/{verb}", "/v1/policy/explain"];
@@ -86,16 +86,17 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
         Err(p) => return p.into_response(),
     };
     // The scope is the credential authentication resolved: two callers never share a key.
-    let Some(scope) = req.extensions().get::<crate::auth::Resolved>().map(crate::auth::Resolved::scope)
+    let Some(scope) =
+        req.extensions().get::<crate::http::auth::Resolved>().map(crate::http::auth::Resolved::scope)
     else {
         return next.run(req).await;
     };
     let (parts, body) = req.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::startup::MAX_BODY_BYTES).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, crate::http::limits::MAX_BODY_BYTES).await else {
         return Problem::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
-            format!("request bodies are at most {} bytes", crate::startup::MAX_BODY_BYTES),
+            format!("request bodies are at most {} bytes", crate::http::limits::MAX_BODY_BYTES),
         )
         .into_response();
     };

@@ -8,11 +8,14 @@ pub mod company_keys;
 pub mod connected_apps;
 pub mod connectors;
 pub mod console;
+pub mod dto;
 pub mod events;
 pub mod health;
 pub mod kits;
 pub mod ledger;
+pub mod openapi;
 pub mod profiles;
+pub mod reply;
 pub mod runtime;
 pub mod vault;
 pub mod webhooks;
@@ -20,12 +23,12 @@ pub mod webhooks;
 use axum::Router;
 use axum::routing::{MethodRouter, get, post};
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Wraps a route's methods in the `Idempotency-Key` layer. A method the route does not have
 /// never reaches it, so it answers 405 whatever the header says.
 fn idem(state: &AppState, m: MethodRouter<AppState>) -> MethodRouter<AppState> {
-    m.route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
+    m.route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::http::idempotency::layer))
 }
 
 /// The `/v1` API.
@@ -90,5 +93,5 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))
         .route("/v1/approvals/{id}/deny", idem(state, post(approvals::deny)))
-        .route("/v1/openapi.json", get(crate::openapi::openapi_json))
+        .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
 }

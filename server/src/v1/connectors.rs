@@ -8,10 +8,10 @@ use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
 use gateway::connectors::ConnectorSpec;
 
-use crate::auth::Caller;
-use crate::problem::{Path, Problem};
-use crate::routes::profiles::{ACTOR, json_body};
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem};
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body};
 
 const WHAT: &str = "managing connectors";
 const EXAMPLE: &str = r#"{"kind": "http", "url": "https://processor.example.com/charge", "timeout_ms": 10000, "auth": {"kind": "bearer", "secret": "card-processor"}}"#;

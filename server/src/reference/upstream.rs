@@ -16,7 +16,7 @@
 //!   `test-negative` reports a negative cost, `test-malformed` answers text that is not JSON,
 //!   and `test-partial` charges half the amount. Anything else succeeds at the full amount.
 //! - `/mcp` is a connected app: a small issue tracker as an MCP server, behind the same bearer
-//!   credential ([`crate::upstream_tracker`]).
+//!   credential ([`crate::reference::upstream_tracker`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -80,8 +80,10 @@ pub async fn serve(listen: SocketAddr, db: &str, secret: &str, latency_ms: u64) 
         records: Arc::new(Mutex::new(conn)),
         latency: Duration::from_millis(latency_ms),
     };
-    let tracker = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), false)?;
-    let sprawling = crate::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), true)?;
+    let tracker =
+        crate::reference::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), false)?;
+    let sprawling =
+        crate::reference::upstream_tracker::endpoint(state.records.clone(), secret.to_string(), true)?;
     let app = axum::Router::new()
         .route("/cards/charge", post(cards))
         .route("/mail/send", post(mail))

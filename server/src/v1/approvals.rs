@@ -9,16 +9,16 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::problem::{Path, Query};
+use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::approvals::{ApprovalQuery, ApprovalStatus};
 use serde::Deserialize;
 
-use crate::auth::{Caller, Human};
-use crate::problem::Problem;
-use crate::routes::actions::respond;
-use crate::startup::AppState;
+use crate::http::auth::{Caller, Human};
+use crate::http::problem::Problem;
+use crate::state::AppState;
+use crate::v1::reply::respond;
 
 /// The most approvals one list returns.
 const MAX_PAGE: i64 = 200;
@@ -52,7 +52,7 @@ pub struct ListQuery {
 }
 
 #[utoipa::path(get, path = "/v1/approvals", tag = "approvals", params(ListQuery),
-    responses((status = 200, description = "The tenant's approvals, newest first.", body = crate::openapi::ApprovalList)))]
+    responses((status = 200, description = "The tenant's approvals, newest first.", body = crate::v1::dto::ApprovalList)))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -74,14 +74,14 @@ pub async fn list(
     };
     let limit = q.limit.map(|l| l.clamp(1, MAX_PAGE));
     let items = state.gateway.approvals(&tenant, &ApprovalQuery { status, profile, limit }).await?;
-    Ok(Json(crate::openapi::ApprovalList { items }).into_response())
+    Ok(Json(crate::v1::dto::ApprovalList { items }).into_response())
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveBody {
     /// Why, for the trail: at most 2000 characters.
-    #[schema(schema_with = crate::openapi::decision_note)]
+    #[schema(schema_with = crate::v1::dto::decision_note)]
     note: Option<String>,
 }
 
@@ -109,7 +109,7 @@ pub async fn approve(
 #[serde(deny_unknown_fields)]
 pub struct DenyBody {
     /// Why, for the agent and the trail: required, at most 2000 characters.
-    #[schema(schema_with = crate::openapi::decision_text)]
+    #[schema(schema_with = crate::v1::dto::decision_text)]
     reason: String,
 }
 

@@ -9,11 +9,11 @@ use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
 use gateway::webhooks::{CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, WebhookProbe};
 
-use crate::auth::Caller;
-use crate::problem::{Path, Problem, Query};
-use crate::routes::profiles::{ACTOR, json_body, secret_bearing};
-use crate::routes::runtime::CommandFilter;
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem, Query};
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body, secret_bearing};
+use crate::v1::runtime::CommandFilter;
 
 const WHAT: &str = "managing webhooks";
 const EXAMPLE: &str = r#"{"url": "https://hooks.example.com/naive", "events": ["approval.parked", "approval.decided"], "format": "standard"}"#;
@@ -103,7 +103,7 @@ pub async fn retry(
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/purge", tag = "webhooks", operation_id = "purge_webhook",
     params(("id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 200, description = "Every message queued for the endpoint now ends `purged` and is never sent.", body = crate::routes::runtime::Purged)))]
+    responses((status = 200, description = "Every message queued for the endpoint now ends `purged` and is never sent.", body = crate::v1::runtime::Purged)))]
 pub async fn purge(
     State(state): State<AppState>,
     caller: Caller,
@@ -111,5 +111,5 @@ pub async fn purge(
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
     let purged = state.gateway.purge_webhook_backlog(&tenant, &id, ACTOR, Transport::Http).await?;
-    Ok(Json(crate::routes::runtime::Purged { purged }).into_response())
+    Ok(Json(crate::v1::runtime::Purged { purged }).into_response())
 }

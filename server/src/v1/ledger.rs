@@ -8,16 +8,16 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::problem::{Path, Query};
+use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::ProfileId;
 use gateway::activity::LogQuery;
 use serde::Deserialize;
 
-use crate::auth::{Caller, Operator};
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::auth::{Caller, Operator};
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 /// The profile a caller may read: an agent only its own, the company any of its tenant's.
 async fn readable_profile(state: &AppState, caller: &Caller, user_id: &str) -> Result<ProfileId, Problem> {
@@ -56,7 +56,7 @@ pub struct LogParams {
 
 #[utoipa::path(get, path = "/v1/users/{user_id}/logs", tag = "activity",
     params(("user_id" = String, Path, description = "A profile id."), LogParams),
-    responses((status = 200, description = "The profile's activity, keyset-paged.", body = crate::openapi::LogPage),
+    responses((status = 200, description = "The profile's activity, keyset-paged.", body = crate::v1::dto::LogPage),
         (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn logs(
     State(state): State<AppState>,
@@ -81,7 +81,7 @@ fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response 
     let next = entries
         .last()
         .map(|e| if resuming { format!("after={}", e.seq) } else { format!("before={}", e.seq) });
-    Json(crate::openapi::LogPage { items: entries, next }).into_response()
+    Json(crate::v1::dto::LogPage { items: entries, next }).into_response()
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -116,7 +116,7 @@ fn instant(v: Option<&str>, field: &str) -> Result<Option<chrono::DateTime<chron
 #[utoipa::path(get, path = "/v1/users/{user_id}/ledger", tag = "spend",
     params(("user_id" = String, Path, description = "A profile id."), LedgerParams),
     responses((status = 200, description = "Entries oldest first; with `Accept: text/csv`, every entry the filter matches as CSV.",
-            content((crate::openapi::LedgerPage = "application/json"), (String = "text/csv"))),
+            content((crate::v1::dto::LedgerPage = "application/json"), (String = "text/csv"))),
         (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn ledger(
     State(state): State<AppState>,
@@ -156,7 +156,7 @@ pub async fn ledger(
     let items =
         state.gateway.ledger_entries(caller.tenant(), &id, &query, gateway::ledger::MAX_LEDGER_PAGE).await?;
     let next = items.last().map(|e| format!("after={}", e.seq));
-    Ok(Json(crate::openapi::LedgerPage { items, next }).into_response())
+    Ok(Json(crate::v1::dto::LedgerPage { items, next }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/logs/verify", tag = "activity",
@@ -186,7 +186,7 @@ pub struct AllLogParams {
 /// `GET /v1/logs`: every tenant's activity for the operator, keyset-paginated like a
 /// profile's log.
 #[utoipa::path(get, path = "/v1/logs", tag = "activity", params(AllLogParams),
-    responses((status = 200, description = "Every tenant's activity, for the operator key only.", body = crate::openapi::LogPage)))]
+    responses((status = 200, description = "Every tenant's activity, for the operator key only.", body = crate::v1::dto::LogPage)))]
 pub async fn all_logs(
     State(state): State<AppState>,
     _operator: Operator,

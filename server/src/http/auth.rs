@@ -22,8 +22,8 @@ use axum::response::{IntoResponse, Response};
 use gateway::keys::Subject;
 use gateway::{ConsoleUser, Credential, KeyId, TenantId};
 
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 /// Routes that take no gateway credential: the API document, and the operator's read, which
 /// takes the operator key ([`Operator`]).
@@ -132,7 +132,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
 
 async fn resolve(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Resolved, Problem> {
     let Some(token) = bearer(headers) else {
-        return match crate::console_auth::session_user(state, headers).await? {
+        return match crate::http::console_auth::session_user(state, headers).await? {
             Some(user) => Ok(Resolved::Session(user)),
             None => Err(missing_key()),
         };

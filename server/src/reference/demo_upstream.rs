@@ -16,7 +16,7 @@ use gateway::activity::Transport;
 use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::startup::StartError;
+use crate::error::StartError;
 
 /// The vault secret the demo's connectors use.
 pub const SECRET_NAME: &str = "demo-upstream";

@@ -8,16 +8,16 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::problem::{Path, Query};
+use crate::http::problem::{Path, Query};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gateway::{KitRecord, TenantId};
 use policy::{Kit, KitDiff, KitVersion};
 use serde::Deserialize;
 
-use crate::auth::Caller;
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 fn with_etag(r: KitRecord) -> Response {
     let etag = format!("\"{}\"", r.kit.version.0);
@@ -29,10 +29,10 @@ fn with_etag(r: KitRecord) -> Response {
 }
 
 #[utoipa::path(get, path = "/v1/kits", tag = "kits",
-    responses((status = 200, description = "The current version of every kit.", body = crate::openapi::KitList)))]
+    responses((status = 200, description = "The current version of every kit.", body = crate::v1::dto::KitList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing kits")?;
-    Ok(Json(crate::openapi::KitList { items: state.gateway.kits(&tenant).await? }).into_response())
+    Ok(Json(crate::v1::dto::KitList { items: state.gateway.kits(&tenant).await? }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/kits/{name}", tag = "kits",
@@ -50,7 +50,7 @@ pub async fn current(
 
 #[utoipa::path(get, path = "/v1/kits/{name}/versions", tag = "kits",
     params(("name" = String, Path, description = "The kit's name.")),
-    responses((status = 200, description = "Every version with its author and diff.", body = crate::openapi::KitList)))]
+    responses((status = 200, description = "Every version with its author and diff.", body = crate::v1::dto::KitList)))]
 pub async fn versions(
     State(state): State<AppState>,
     caller: Caller,
@@ -61,7 +61,7 @@ pub async fn versions(
     if items.is_empty() {
         return Err(Problem::new(StatusCode::NOT_FOUND, "not_found", format!("no kit named \"{name}\"")));
     }
-    Ok(Json(crate::openapi::KitList { items }).into_response())
+    Ok(Json(crate::v1::dto::KitList { items }).into_response())
 }
 
 async fn version_of(state: &AppState, tenant: &TenantId, name: &str, v: u32) -> Result<KitRecord, Problem> {
@@ -126,7 +126,7 @@ pub async fn put(
             format!("the body's name \"{}\" is not \"{name}\"", kit.name),
         ));
     }
-    let saved = state.gateway.save_kit(&tenant, kit, expected, crate::routes::profiles::ACTOR).await?;
+    let saved = state.gateway.save_kit(&tenant, kit, expected, crate::v1::reply::ACTOR).await?;
     let status = if expected.is_none() { StatusCode::CREATED } else { StatusCode::OK };
     let mut res = with_etag(saved);
     *res.status_mut() = status;

@@ -9,11 +9,11 @@ use axum::response::{IntoResponse, Response};
 use gateway::KeyId;
 use serde::Deserialize;
 
-use crate::auth::Caller;
-use crate::openapi::{CompanyKeyList, IssuedCompanyKey};
-use crate::problem::{Path, Problem};
-use crate::routes::profiles::{ACTOR, json_body, secret_bearing};
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem};
+use crate::state::AppState;
+use crate::v1::dto::{CompanyKeyList, IssuedCompanyKey};
+use crate::v1::reply::{ACTOR, json_body, secret_bearing};
 
 const WHAT: &str = "managing company keys";
 
@@ -42,7 +42,7 @@ pub async fn create(State(state): State<AppState>, caller: Caller) -> Result<Res
 pub struct RotateCompanyKey {
     /// How long the old key keeps working, 0 to 604800 seconds; 0 or none stops it at once.
     #[schema(minimum = 0, maximum = 604800)]
-    #[serde(default, deserialize_with = "crate::routes::profiles::whole_seconds")]
+    #[serde(default, deserialize_with = "crate::v1::profiles::whole_seconds")]
     grace_secs: Option<i64>,
 }
 

@@ -8,133 +8,14 @@
 
 use axum::Json;
 use axum::response::IntoResponse;
-use serde::Serialize;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
-use crate::problem::Problem;
-use crate::routes;
-
-/// One reason an explained call would be refused or parked.
-#[derive(Serialize, ToSchema)]
-pub struct ExplainReason {
-    /// The pipeline step that decided: `revocation`, `primitive`, `capability`, …
-    #[schema(value_type = String)]
-    pub step: policy::Step,
-    pub reason: String,
-    pub detail: String,
-    pub verdict: String,
-}
-
-/// What `POST /v1/policy/explain` answers.
-#[derive(Serialize, ToSchema)]
-pub struct Explained {
-    pub verdict: policy::ExplainVerdict,
-    pub action: String,
-    pub cost: policy::Money,
-    pub effect: policy::Effect,
-    pub reasons: Vec<ExplainReason>,
-}
-
-/// A page of the activity log; `next` is the query string of the following page.
-#[derive(Serialize, ToSchema)]
-pub struct LogPage {
-    pub items: Vec<gateway::activity::Entry>,
-    pub next: Option<String>,
-}
-
-/// A page of ledger entries; `next` is the query string of the following page.
-#[derive(Serialize, ToSchema)]
-pub struct LedgerPage {
-    pub items: Vec<gateway::ledger::LedgerEntry>,
-    pub next: Option<String>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ApprovalList {
-    pub items: Vec<gateway::approvals::Approval>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ProposalList {
-    pub items: Vec<gateway::brain::Proposal>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct BeliefList {
-    pub items: Vec<gateway::brain::Belief>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct WritebackList {
-    pub items: Vec<gateway::brain::Writeback>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct KitList {
-    pub items: Vec<gateway::KitRecord>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ProfileTree {
-    pub items: Vec<gateway::TreeEntry>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct KeyList {
-    pub items: Vec<gateway::keys::KeyInfo>,
-}
-
-/// A new or rotated key. The secret is in this response only; a replay of it (same
-/// Idempotency-Key) withholds it.
-#[derive(Serialize, ToSchema)]
-pub struct IssuedKeyBody {
-    pub key: gateway::keys::KeyInfo,
-    /// `nv_<prefix>_<secret>`; null in a replay.
-    pub secret: Option<String>,
-    /// True in a replay, where the secret is withheld.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret_withheld: Option<bool>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct CompanyKeyList {
-    pub items: Vec<gateway::tenants::CompanyKeyInfo>,
-}
-
-/// A new or rotated company key. The secret is in this response only; a replay of it (same
-/// Idempotency-Key) withholds it.
-#[derive(Serialize, ToSchema)]
-pub struct IssuedCompanyKey {
-    pub key: gateway::tenants::CompanyKeyInfo,
-    /// `nv_<prefix>_<secret>`; null in a replay.
-    pub secret: Option<String>,
-    /// True in a replay, where the secret is withheld.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret_withheld: Option<bool>,
-}
-
-/// The data of one Server-Sent Event: an activity entry, or the final `lagged` marker of a
-/// subscriber that fell behind (resume with `Last-Event-ID: resume_after`).
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum StreamEvent {
-    Entry(Box<gateway::activity::Entry>),
-    Lagged { missed: u64, resume_after: i64 },
-}
-
-/// One Server-Sent Event as it arrives: its `id` (the sequence number, for `Last-Event-ID`),
-/// its name (the entry's kind, or `lagged`), and its data, the JSON of a [`StreamEvent`].
-#[derive(Serialize, ToSchema)]
-pub struct SseFrame {
-    pub id: Option<String>,
-    pub event: Option<String>,
-    /// JSON: an activity entry, or `{"missed": n, "resume_after": seq}` for `lagged`.
-    #[schema(content_media_type = "application/json")]
-    pub data: String,
-}
+use crate::http::problem::Problem;
+use crate::v1;
+use crate::v1::dto::StreamEvent;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -146,71 +27,71 @@ pub struct SseFrame {
             `Idempotency-Key`."
     ),
     paths(
-        routes::actions::governed,
-        routes::actions::explain,
-        routes::approvals::list,
-        routes::approvals::get,
-        routes::approvals::approve,
-        routes::approvals::deny,
-        routes::ledger::budget,
-        routes::ledger::logs,
-        routes::ledger::ledger,
-        routes::ledger::all_logs,
-        routes::ledger::verify,
-        routes::brain::writebacks,
-        routes::brain::submit,
-        routes::brain::writeback,
-        routes::brain::proposals,
-        routes::brain::proposal,
-        routes::brain::decide,
-        routes::brain::beliefs,
-        routes::events::stream,
-        routes::kits::list,
-        routes::kits::current,
-        routes::kits::put,
-        routes::kits::versions,
-        routes::kits::version,
-        routes::kits::diff,
-        routes::profiles::list,
-        routes::profiles::create,
-        routes::profiles::get,
-        routes::profiles::revoke_preview,
-        routes::profiles::revoke,
-        routes::profiles::keys,
-        routes::profiles::create_key,
-        routes::profiles::rotate_key,
-        routes::profiles::revoke_key,
-        routes::company_keys::list,
-        routes::company_keys::create,
-        routes::company_keys::rotate,
-        routes::company_keys::revoke,
-        routes::vault::list,
-        routes::vault::get,
-        routes::vault::put,
-        routes::vault::delete,
-        routes::connectors::list,
-        routes::connectors::put,
-        routes::connectors::test,
-        routes::connected_apps::list,
-        routes::connected_apps::put,
-        routes::connected_apps::delete,
-        routes::connected_apps::test,
-        routes::runtime::get,
-        routes::runtime::put,
-        routes::runtime::delete,
-        routes::runtime::commands,
-        routes::runtime::command,
-        routes::runtime::retry,
-        routes::runtime::purge,
-        routes::runtime::queues,
-        routes::webhooks::list,
-        routes::webhooks::create,
-        routes::webhooks::delete,
-        routes::webhooks::test,
-        routes::webhooks::deliveries,
-        routes::webhooks::retry,
-        routes::webhooks::purge,
-        routes::health::healthz,
+        v1::actions::governed,
+        v1::actions::explain,
+        v1::approvals::list,
+        v1::approvals::get,
+        v1::approvals::approve,
+        v1::approvals::deny,
+        v1::ledger::budget,
+        v1::ledger::logs,
+        v1::ledger::ledger,
+        v1::ledger::all_logs,
+        v1::ledger::verify,
+        v1::brain::writebacks,
+        v1::brain::submit,
+        v1::brain::writeback,
+        v1::brain::proposals,
+        v1::brain::proposal,
+        v1::brain::decide,
+        v1::brain::beliefs,
+        v1::events::stream,
+        v1::kits::list,
+        v1::kits::current,
+        v1::kits::put,
+        v1::kits::versions,
+        v1::kits::version,
+        v1::kits::diff,
+        v1::profiles::list,
+        v1::profiles::create,
+        v1::profiles::get,
+        v1::profiles::revoke_preview,
+        v1::profiles::revoke,
+        v1::profiles::keys,
+        v1::profiles::create_key,
+        v1::profiles::rotate_key,
+        v1::profiles::revoke_key,
+        v1::company_keys::list,
+        v1::company_keys::create,
+        v1::company_keys::rotate,
+        v1::company_keys::revoke,
+        v1::vault::list,
+        v1::vault::get,
+        v1::vault::put,
+        v1::vault::delete,
+        v1::connectors::list,
+        v1::connectors::put,
+        v1::connectors::test,
+        v1::connected_apps::list,
+        v1::connected_apps::put,
+        v1::connected_apps::delete,
+        v1::connected_apps::test,
+        v1::runtime::get,
+        v1::runtime::put,
+        v1::runtime::delete,
+        v1::runtime::commands,
+        v1::runtime::command,
+        v1::runtime::retry,
+        v1::runtime::purge,
+        v1::runtime::queues,
+        v1::webhooks::list,
+        v1::webhooks::create,
+        v1::webhooks::delete,
+        v1::webhooks::test,
+        v1::webhooks::deliveries,
+        v1::webhooks::retry,
+        v1::webhooks::purge,
+        v1::health::healthz,
         openapi_json,
     ),
     components(schemas(Problem, policy::Envelope, policy::Kit, StreamEvent)),
@@ -287,26 +168,6 @@ impl Modify for Common {
             }
         }
     }
-}
-
-/// A profile's name in the document: what the gateway accepts.
-pub fn profile_name() -> utoipa::openapi::Object {
-    policy::args::name_schema(gateway::profiles::MAX_NAME_LEN)
-}
-
-/// A decision's reason or `because`: required text, at most 2000 characters.
-pub fn decision_text() -> utoipa::openapi::Object {
-    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, true)
-}
-
-/// An optional note on a decision: text, at most 2000 characters.
-pub fn decision_note() -> utoipa::openapi::Object {
-    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, false)
-}
-
-/// A kit's name in the document.
-pub fn kit_name() -> utoipa::openapi::Object {
-    policy::args::name_schema(policy::kit::MAX_KIT_NAME_LEN)
 }
 
 /// The document: what utoipa generates from the handlers and types, with the governed route
@@ -470,9 +331,9 @@ fn idempotency_key_parameter() -> utoipa::openapi::path::Parameter {
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some(crate::idempotency::KEY_PATTERN))
+                .pattern(Some(crate::http::idempotency::KEY_PATTERN))
                 .min_length(Some(1))
-                .max_length(Some(crate::idempotency::MAX_KEY_LEN)),
+                .max_length(Some(crate::http::idempotency::MAX_KEY_LEN)),
         ))
         .build()
 }

@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::{FromRequestParts, State};
 
-use crate::problem::{Path, Query};
+use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -17,10 +17,10 @@ use gateway::brain::{Decider, Decision, ProposalQuery, ProposalStatus, Writeback
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{Agent, Caller, Human, Resolved};
-use crate::problem::Problem;
-use crate::routes::actions::respond;
-use crate::startup::AppState;
+use crate::http::auth::{Agent, Caller, Human, Resolved};
+use crate::http::problem::Problem;
+use crate::state::AppState;
+use crate::v1::reply::respond;
 
 /// Lets an agent through only if its kit allows `tool`; the company always passes.
 async fn gated(state: &AppState, caller: &Caller, tool: &str) -> Result<Option<Response>, Problem> {
@@ -56,13 +56,13 @@ pub async fn submit(
 }
 
 #[utoipa::path(get, path = "/v1/brain/writebacks", tag = "brain",
-    responses((status = 200, description = "Writebacks, newest first.", body = crate::openapi::WritebackList)))]
+    responses((status = 200, description = "Writebacks, newest first.", body = crate::v1::dto::WritebackList)))]
 pub async fn writebacks(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     if let Some(refused) = gated(&state, &caller, "naive_brain_writebacks").await? {
         return Ok(refused);
     }
     let items = state.gateway.writebacks(caller.tenant(), None).await?;
-    Ok(Json(crate::openapi::WritebackList { items }).into_response())
+    Ok(Json(crate::v1::dto::WritebackList { items }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/brain/writebacks/{id}", tag = "brain",
@@ -90,7 +90,7 @@ pub struct ProposalParams {
 }
 
 #[utoipa::path(get, path = "/v1/brain/proposals", tag = "brain", params(ProposalParams),
-    responses((status = 200, description = "Proposals with their trails.", body = crate::openapi::ProposalList)))]
+    responses((status = 200, description = "Proposals with their trails.", body = crate::v1::dto::ProposalList)))]
 pub async fn proposals(
     State(state): State<AppState>,
     caller: Caller,
@@ -102,7 +102,7 @@ pub async fn proposals(
     let query =
         ProposalQuery { status: q.status, object_type: q.object_type, run_id: q.run_id, limit: q.limit };
     let items = state.gateway.proposals(caller.tenant(), &query).await?;
-    Ok(Json(crate::openapi::ProposalList { items }).into_response())
+    Ok(Json(crate::v1::dto::ProposalList { items }).into_response())
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -119,7 +119,7 @@ pub struct BeliefParams {
 }
 
 #[utoipa::path(get, path = "/v1/brain/beliefs", tag = "brain", params(BeliefParams),
-    responses((status = 200, description = "The company's beliefs, newest first, each with who accepted it and where it came from.", body = crate::openapi::BeliefList)))]
+    responses((status = 200, description = "The company's beliefs, newest first, each with who accepted it and where it came from.", body = crate::v1::dto::BeliefList)))]
 pub async fn beliefs(
     State(state): State<AppState>,
     caller: Caller,
@@ -130,7 +130,7 @@ pub async fn beliefs(
     }
     let query = gateway::brain::BeliefQuery { object_type: q.object_type, search: q.q, limit: q.limit };
     let items = state.gateway.beliefs(caller.tenant(), &query).await?;
-    Ok(Json(crate::openapi::BeliefList { items }).into_response())
+    Ok(Json(crate::v1::dto::BeliefList { items }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/brain/proposals/{id}", tag = "brain",
@@ -152,7 +152,7 @@ pub async fn proposal(
 pub struct DecisionBody {
     decision: Decision,
     /// Why, for the decision trail: required, at most 2000 characters.
-    #[schema(schema_with = crate::openapi::decision_text)]
+    #[schema(schema_with = crate::v1::dto::decision_text)]
     because: String,
 }
 

@@ -9,10 +9,10 @@ use axum::response::{IntoResponse, Response};
 use gateway::activity::Transport;
 use serde::Deserialize;
 
-use crate::auth::Caller;
-use crate::problem::{Path, Problem};
-use crate::routes::profiles::{ACTOR, json_body};
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem};
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body};
 
 const WHAT: &str = "managing the vault";
 

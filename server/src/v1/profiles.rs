@@ -7,18 +7,16 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::problem::Path;
+use crate::http::problem::Path;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::{KeyId, ProfileId};
 use serde::Deserialize;
 
-use crate::auth::Caller;
-use crate::problem::Problem;
-use crate::startup::AppState;
-
-/// What administrative changes are recorded as, when made with the company key.
-pub(crate) const ACTOR: &str = gateway::activity::COMPANY_KEY_ACTOR;
+use crate::http::auth::Caller;
+use crate::http::problem::Problem;
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body, secret_bearing};
 
 fn profile_id(s: &str) -> Result<ProfileId, Problem> {
     ProfileId::parse(s)
@@ -29,27 +27,21 @@ fn key_id(s: &str) -> Result<KeyId, Problem> {
     KeyId::parse(s).ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such key"))
 }
 
-pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, Problem> {
-    serde_json::from_slice(if body.is_empty() { b"{}" } else { body }).map_err(|e| {
-        Problem::new(StatusCode::BAD_REQUEST, "invalid_json", format!("expected {example}: {e}"))
-    })
-}
-
 #[utoipa::path(get, path = "/v1/agent-profiles", tag = "profiles",
-    responses((status = 200, description = "The profile tree, depth first.", body = crate::openapi::ProfileTree)))]
+    responses((status = 200, description = "The profile tree, depth first.", body = crate::v1::dto::ProfileTree)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let tree = state.gateway.profile_tree(&tenant).await?;
-    Ok(Json(crate::openapi::ProfileTree { items: tree }).into_response())
+    Ok(Json(crate::v1::dto::ProfileTree { items: tree }).into_response())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProfile {
-    #[schema(schema_with = crate::openapi::profile_name)]
+    #[schema(schema_with = crate::v1::dto::profile_name)]
     name: String,
     /// The kit the profile acts under (by name).
-    #[schema(schema_with = crate::openapi::kit_name)]
+    #[schema(schema_with = crate::v1::dto::kit_name)]
     kit: String,
     /// Its parent's id, for a sub-agent.
     #[schema(pattern = "^prf_[A-Za-z0-9]{1,64}$")]
@@ -123,7 +115,7 @@ pub async fn revoke(
 
 #[utoipa::path(get, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "The profile's keys, never their secrets.", body = crate::openapi::KeyList)))]
+    responses((status = 200, description = "The profile's keys, never their secrets.", body = crate::v1::dto::KeyList)))]
 pub async fn keys(
     State(state): State<AppState>,
     caller: Caller,
@@ -131,22 +123,16 @@ pub async fn keys(
 ) -> Result<Response, Problem> {
     let tenant = caller.company("managing profiles and keys")?;
     let items = state.gateway.keys(&tenant, &profile_id(&id)?).await?;
-    Ok(Json(crate::openapi::KeyList { items }).into_response())
+    Ok(Json(crate::v1::dto::KeyList { items }).into_response())
 }
 
-fn issued_body(key: gateway::keys::KeyInfo, issued: gateway::IssuedKey) -> crate::openapi::IssuedKeyBody {
-    crate::openapi::IssuedKeyBody { key, secret: Some(issued.token), secret_withheld: None }
-}
-
-/// Marks a response that shows a secret, which is never stored for an Idempotency-Key replay.
-pub(crate) fn secret_bearing(mut res: Response) -> Response {
-    res.extensions_mut().insert(crate::idempotency::SecretBearing);
-    res
+fn issued_body(key: gateway::keys::KeyInfo, issued: gateway::IssuedKey) -> crate::v1::dto::IssuedKeyBody {
+    crate::v1::dto::IssuedKeyBody { key, secret: Some(issued.token), secret_withheld: None }
 }
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 201, description = "A new key; the secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
+    responses((status = 201, description = "A new key; the secret is shown here once.", body = crate::v1::dto::IssuedKeyBody)))]
 pub async fn create_key(
     State(state): State<AppState>,
     caller: Caller,
@@ -177,7 +163,7 @@ pub(crate) fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Op
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/keys/{key_id}/rotate", tag = "profiles",
     params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id.")),
     request_body(content = Rotate, description = "How long the old key keeps working."),
-    responses((status = 200, description = "The replacement; its secret is shown here once.", body = crate::openapi::IssuedKeyBody)))]
+    responses((status = 200, description = "The replacement; its secret is shown here once.", body = crate::v1::dto::IssuedKeyBody)))]
 pub async fn rotate_key(
     State(state): State<AppState>,
     caller: Caller,

@@ -25,8 +25,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 #[derive(Deserialize)]
 pub struct LoginForm {

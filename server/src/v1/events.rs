@@ -25,9 +25,9 @@ use gateway::activity::{Entry, LogQuery, MAX_PAGE};
 use gateway::events::{BusItem, Subscription};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::Caller;
-use crate::problem::Problem;
-use crate::startup::AppState;
+use crate::http::auth::Caller;
+use crate::http::problem::Problem;
+use crate::state::AppState;
 
 /// The most concurrent event-stream subscribers one server holds.
 pub const MAX_SUBSCRIBERS: usize = 4_096;
@@ -87,12 +87,12 @@ impl Holder {
 
 #[utoipa::path(get, path = "/v1/events", tag = "activity",
     params(("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id.")),
-    responses((status = 200, description = "Server-Sent Events of the activity log: each event's id is its sequence number, its name the entry's kind, its data the entry.", content_type = "text/event-stream", body = crate::openapi::SseFrame),
+    responses((status = 200, description = "Server-Sent Events of the activity log: each event's id is its sequence number, its name the entry's kind, its data the entry.", content_type = "text/event-stream", body = crate::v1::dto::SseFrame),
         (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn stream(
     State(state): State<AppState>,
     caller: Caller,
-    axum::Extension(resolved): axum::Extension<crate::auth::Resolved>,
+    axum::Extension(resolved): axum::Extension<crate::http::auth::Resolved>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let profile = match &caller {

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 #[utoipa::path(get, path = "/healthz", tag = "meta",
     responses((status = 200, description = "Up, and the database answers.", body = Object),

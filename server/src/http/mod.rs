@@ -1,0 +1,10 @@
+//! The HTTP machinery every surface shares: who is calling ([`auth`], [`console_auth`]),
+//! `Idempotency-Key` ([`idempotency`]), the problem body ([`problem`]), request limits
+//! ([`limits`]) and the connection loop ([`serve`]).
+
+pub mod auth;
+pub mod console_auth;
+pub mod idempotency;
+pub mod limits;
+pub mod problem;
+pub mod serve;

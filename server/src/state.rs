@@ -1,0 +1,54 @@
+//! What every handler can reach: the application's shared state. A leaf: it imports nothing
+//! of this crate, so every layer above (the HTTP machinery, `/v1`, MCP, the console's routes,
+//! startup) can depend on it without a cycle. Handlers that need only the gateway take
+//! `State<Gateway>`, which [`FromRef`] cuts out of [`AppState`].
+
+use axum::extract::FromRef;
+use gateway::Gateway;
+use leptos::prelude::LeptosOptions;
+
+/// What every handler can reach. Cloned for every request (axum hands each middleware layer
+/// its own copy), so it is one reference count.
+#[derive(Clone, Debug)]
+pub struct AppState(std::sync::Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> AppState {
+        AppState(std::sync::Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+#[derive(Debug)]
+pub struct Shared {
+    pub leptos_options: LeptosOptions,
+    pub gateway: Gateway,
+    /// Bounds concurrent `/v1/events` subscribers.
+    pub subscribers: std::sync::Arc<tokio::sync::Semaphore>,
+    /// Turns true when the server starts shutting down, so long-lived streams end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// SHA-256 of the operator's key, when one is configured.
+    pub operator_key_hash: Option<std::sync::Arc<str>>,
+    /// Failed console sign-ins by username.
+    /// How the session cookie is named and marked (`--secure-cookies`).
+    pub cookies: app::api::session::CookieSettings,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(s: &AppState) -> LeptosOptions {
+        s.leptos_options.clone()
+    }
+}
+
+impl FromRef<AppState> for Gateway {
+    fn from_ref(s: &AppState) -> Gateway {
+        s.gateway.clone()
+    }
+}
