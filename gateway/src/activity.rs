@@ -290,6 +290,13 @@ pub(crate) mod appended {
         });
     }
 
+    /// Those kept after `mark`, in append order.
+    pub(crate) fn since(mark: usize) -> Vec<Entry> {
+        APPENDED.with(|a| {
+            a.borrow().as_ref().map(|v| v.get(mark..).unwrap_or_default().to_vec()).unwrap_or_default()
+        })
+    }
+
     /// Hands over everything kept (after a commit), leaving none.
     pub(crate) fn take() -> Vec<Entry> {
         APPENDED.with(|a| a.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
@@ -351,7 +358,6 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
     if tx.engine() == Engine::Sqlite {
         HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
     }
-    crate::webhooks::on_entry(tx, &e)?;
     appended::keep(&e);
     Ok(e)
 }

@@ -297,12 +297,12 @@ impl Gateway {
         F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
     {
         match &self.writes {
-            Writes::Sqlite(w) => w.run(move |c| f(c)).await,
+            Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
             Writes::Postgres { pg, instance } => {
                 let instance = instance.clone();
                 pg.run(move |tx| {
                     activity::appended::start();
-                    let v = f(tx)?;
+                    let v = with_webhooks(tx, &f)?;
                     notify::announce(tx, &instance, &activity::appended::take())?;
                     Ok(v)
                 })
@@ -389,6 +389,24 @@ impl Gateway {
         let ms = self.cache_fill_pause_ms.load(Ordering::Relaxed);
         if ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+    }
+}
+
+/// Runs the job `f`, then queues in the same transaction the webhook events of every log
+/// entry it appended (and of any entry that queuing appends in turn): no entry is committed
+/// without its notifications, and appending an entry does nothing but append it.
+fn with_webhooks<T>(c: &dyn sql::Tx, f: &dyn Fn(&dyn sql::Tx) -> Result<T>) -> Result<T> {
+    let mut next = activity::appended::len();
+    let v = f(c)?;
+    loop {
+        let entries = activity::appended::since(next);
+        if entries.is_empty() {
+            return Ok(v);
+        }
+        next += entries.len();
+        for e in &entries {
+            webhooks::on_entry(c, e)?;
         }
     }
 }

@@ -7,7 +7,8 @@
 //!
 //! Guarantees:
 //! - An event is queued for every endpoint that subscribes to it in the same transaction as
-//!   the activity entry it reports ([`on_entry`]): no entry without its notifications, no
+//!   the activity entry it reports ([`on_entry`], which `Gateway::write` runs for every entry
+//!   a job appends): no entry without its notifications, no
 //!   notification of something that rolled back.
 //! - Each delivery is signed the Standard Webhooks way ([`sign`]): `webhook-id` (the message
 //!   id, the same on every retry, for the receiver's deduplication), `webhook-timestamp` and
