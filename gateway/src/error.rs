@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub use crate::store_error::{StoreError, StoreErrorKind};
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The thing does not exist in the caller's tenant (never "exists elsewhere").
@@ -32,19 +34,34 @@ pub enum Error {
     #[error("cannot create the database directory {}: {source}", path.display())]
     DatabaseDirectory { path: PathBuf, source: std::io::Error },
     #[error("cannot open the database at {url}: {source}")]
-    DatabaseOpen { url: String, source: sqlx::Error },
+    DatabaseOpen { url: String, source: StoreError },
     #[error("cannot migrate the database: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(StoreError),
     #[error("storage error: {0}")]
-    Storage(#[from] sqlx::Error),
+    Storage(StoreError),
     /// The vault's master key is not the one the database was sealed with.
     #[error(
         "the master key ({given}) is not the one this database's vault was sealed with ({expected}); start with that key (NAIVE_MASTER_KEY or the key file)"
     )]
     MasterKeyMismatch { given: String, expected: String },
-    /// An error from the writer's own connection.
-    #[error("storage error: {0}")]
-    Sql(#[from] rusqlite::Error),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Error {
+        Error::Storage(e.into())
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error::Storage(e.into())
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Error {
+        Error::Migrate(e.into())
+    }
 }
 
 impl Error {
@@ -62,7 +79,7 @@ impl Error {
             Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
                 "database_unavailable"
             }
-            Error::Storage(_) | Error::Sql(_) => "storage_error",
+            Error::Storage(_) => "storage_error",
             Error::MasterKeyMismatch { .. } => "master_key_mismatch",
         }
     }
@@ -81,11 +98,7 @@ impl Error {
 
     /// Whether a statement failed on a UNIQUE or PRIMARY KEY constraint, on either engine.
     pub fn is_unique_violation(&self) -> bool {
-        match self {
-            Error::Sql(e) => is_unique_violation(e),
-            Error::Storage(sqlx::Error::Database(db)) => db.is_unique_violation(),
-            _ => false,
-        }
+        matches!(self, Error::Storage(e) if e.kind() == StoreErrorKind::UniqueViolation)
     }
 
     /// Whether this is the gateway's own failure (a 5xx), which a caller may retry and which
@@ -100,16 +113,9 @@ impl Error {
                 | Error::DatabaseOpen { .. }
                 | Error::Migrate(_)
                 | Error::Storage(_)
-                | Error::Sql(_)
                 | Error::MasterKeyMismatch { .. }
         )
     }
-}
-
-/// Whether a writer statement failed on a UNIQUE or PRIMARY KEY constraint.
-fn is_unique_violation(e: &rusqlite::Error) -> bool {
-    matches!(e, rusqlite::Error::SqliteFailure(f, _)
-        if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -50,6 +50,7 @@ pub mod sessions;
 pub mod sql;
 pub mod sqlite_memory;
 pub mod store;
+mod store_error;
 pub mod tenants;
 #[doc(hidden)]
 pub mod testing;

@@ -96,7 +96,7 @@ impl Postgres {
             .max_connections(max_connections)
             .connect(url)
             .await
-            .map_err(|source| Error::DatabaseOpen { url: redact(url), source })?;
+            .map_err(|source| Error::DatabaseOpen { url: redact(url), source: source.into() })?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
         Ok(Postgres { pool, runners: start_runners(url)? })
     }
@@ -155,7 +155,7 @@ fn run_on<T>(runner: &mut Runner, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T>
     let Runner { rt, conn, .. } = runner;
     let result = run_blocking(conn.as_mut().expect("connected above"), rt, f);
     if let Err(Error::Storage(e)) = &result
-        && !matches!(e, sqlx::Error::Database(_))
+        && e.kind() == crate::error::StoreErrorKind::Driver
     {
         runner.conn = None;
     }
@@ -204,8 +204,7 @@ fn backoff(attempt: u32) -> std::time::Duration {
 
 /// Whether PostgreSQL refused the transaction for a conflict that running it again resolves.
 fn is_conflict(e: &Error) -> bool {
-    let Error::Storage(sqlx::Error::Database(db)) = e else { return false };
-    matches!(db.code().as_deref(), Some("40001" | "40P01"))
+    matches!(e, Error::Storage(s) if s.kind() == crate::error::StoreErrorKind::Conflict)
 }
 
 /// An open PostgreSQL transaction, driven from a blocking thread.

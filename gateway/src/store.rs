@@ -75,7 +75,7 @@ impl Store {
             writer_target = format!("file:naive-mem-{name}?mode=memory&cache=shared");
             index_target = format!("file:naive-idx-{name}?mode=memory&cache=shared");
             SqliteConnectOptions::from_str(&format!("sqlite:{writer_target}"))
-                .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?
+                .map_err(|source| Error::DatabaseOpen { url: url.into(), source: source.into() })?
         } else {
             let path = rest.trim_start_matches("//");
             let path = path.split('?').next().unwrap_or(path);
@@ -110,7 +110,7 @@ impl Store {
             .min_connections(1)
             .connect_with(opts)
             .await
-            .map_err(|source| Error::DatabaseOpen { url: url.into(), source })?;
+            .map_err(|source| Error::DatabaseOpen { url: url.into(), source: source.into() })?;
         migrate_sqlite(&pool).await?;
         drop(index_conn);
         Ok(Store(Backend::Sqlite(Sqlite { pool, writer_target, index_target })))

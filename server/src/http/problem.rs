@@ -83,7 +83,7 @@ impl From<gateway::Error> for Problem {
             | E::DatabaseDirectory { .. }
             | E::DatabaseOpen { .. }
             | E::Migrate(_) => StatusCode::SERVICE_UNAVAILABLE,
-            E::Storage(_) | E::Sql(_) | E::MasterKeyMismatch { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            E::Storage(_) | E::MasterKeyMismatch { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(error = %e, "request failed");
