@@ -12,7 +12,7 @@
 //! - [`args`]: each action's declared arguments, checked before anything is decided.
 //! - [`engine`]: the decision pipeline, steps 2–8 (docs/architecture.md#the-decision-pipeline).
 //! - [`verdict`]: the three vocabularies and their mappings
-//! (docs/architecture.md#verdicts-and-the-refusal-envelope).
+//!   (docs/architecture.md#verdicts-and-the-refusal-envelope).
 //! - [`envelope`]: the refusal envelope (docs/architecture.md#verdicts-and-the-refusal-envelope).
 
 pub mod args;
