@@ -191,28 +191,30 @@ struct ApprovalRow {
 const COLUMNS: &str = "id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, \
                        requested_at, expires_at, decided_by, decided_at, decision_reason, result";
 
-fn from_row(r: ApprovalRow) -> Approval {
-    Approval {
+fn from_row(r: ApprovalRow) -> Result<Approval> {
+    Ok(Approval {
         id: r.id,
         tenant_id: TenantId::from_db(r.tenant_id),
         profile_id: ProfileId::from_db(r.profile_id),
         hold_id: r.hold_id,
         action: r.action,
-        args: serde_json::from_str(&r.args).unwrap_or(Value::Null),
+        args: db::json("approval's arguments", &r.args)?,
         args_digest: r.args_digest,
-        amount: Money::from_units(r.amount_units).unwrap_or(Money::ZERO),
+        amount: Money::from_units(r.amount_units)
+            .ok_or_else(|| db::corrupt("amount", &r.amount_units.to_string()))?,
         kit_name: r.kit_name,
-        kit_version: u32::try_from(r.kit_version).unwrap_or(0),
+        kit_version: u32::try_from(r.kit_version)
+            .map_err(|_| db::corrupt("kit version", &r.kit_version.to_string()))?,
         reason: r.reason,
-        status: ApprovalStatus::parse(&r.status).unwrap_or(ApprovalStatus::Expired),
+        status: db::named("approval status", &r.status, ApprovalStatus::parse)?,
         requested_at: r.requested_at,
         expires_at: r.expires_at,
         decided_by: r.decided_by,
         decided_at: r.decided_at,
         decision_reason: r.decision_reason,
-        result: r.result.and_then(|s| serde_json::from_str(&s).ok()),
+        result: r.result.map(|s| db::json("approval's result", &s)).transpose()?,
         trail: Vec::new(),
-    }
+    })
 }
 
 /// A trail step as read back: when, who, what, the note, the credential.
@@ -346,7 +348,7 @@ pub(crate) fn pending_for(c: &dyn Tx, profiles: &[ProfileId]) -> Result<Vec<Appr
     let mut out = Vec::new();
     for p in profiles {
         for r in c.rows(&sql, &[&p.as_str()])? {
-            out.push(from_row(crate::sql::FromRow::from_row(&r)?));
+            out.push(from_row(crate::sql::FromRow::from_row(&r)?)?);
         }
     }
     Ok(out)
@@ -361,7 +363,7 @@ pub(crate) fn deny_accept_of(c: &dyn Tx, proposal: &str, actor: &str, reason: &s
         for_update(c)
     );
     for r in c.rows(&sql, &[&crate::brain::DECIDE_TOOL, &proposal])? {
-        let a = from_row(crate::sql::FromRow::from_row(&r)?);
+        let a = from_row(crate::sql::FromRow::from_row(&r)?)?;
         close(c, &a, ApprovalStatus::Denied, actor, None, reason)?;
     }
     Ok(())
@@ -454,7 +456,7 @@ impl crate::sql::FromRow for ApprovalRow {
 fn load(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Approval> {
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?{}", for_update(c));
     let row = c.row(&sql, &[&tenant.as_str(), &id])?.ok_or(Error::NotFound { what: "approval" })?;
-    Ok(from_row(crate::sql::FromRow::from_row(&row)?))
+    from_row(crate::sql::FromRow::from_row(&row)?)
 }
 
 impl Gateway {
@@ -462,7 +464,7 @@ impl Gateway {
     pub async fn approval(&self, tenant: &TenantId, id: &str) -> Result<Approval> {
         let sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ? AND id = ?");
         let row: Option<ApprovalRow> = self.store.opt(&sql, &[&tenant.as_str(), &id]).await?;
-        let mut a = row.map(from_row).ok_or(Error::NotFound { what: "approval" })?;
+        let mut a = row.map(from_row).transpose()?.ok_or(Error::NotFound { what: "approval" })?;
         let steps: Vec<TrailRow> = self
             .store
             .all(
@@ -519,7 +521,7 @@ impl Gateway {
         }
         args.push(&limit);
         let rows: Vec<ApprovalRow> = self.store.all(&sql, &args).await?;
-        Ok(rows.into_iter().map(from_row).collect())
+        rows.into_iter().map(from_row).collect()
     }
 
     /// Approves and executes the bound call exactly once, if the kit and caps in force now
@@ -882,7 +884,7 @@ fn due_approvals(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
         skip_locked(c, "approvals")
     );
     let rows = c.rows(&sql, &[&db::ts(now)])?;
-    rows.iter().map(|r| crate::sql::FromRow::from_row(r).map(from_row)).collect()
+    rows.iter().map(|r| crate::sql::FromRow::from_row(r).and_then(from_row)).collect()
 }
 
 /// Expires `due` into denials that void their holds.

@@ -204,18 +204,18 @@ pub(crate) fn return_parked(c: &dyn Tx, approval: &str, actor: &str, reason: &st
 type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
 const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
 
-fn from_row(r: ProposalRow) -> Proposal {
-    Proposal {
+fn from_row(r: ProposalRow) -> Result<Proposal> {
+    Ok(Proposal {
         id: r.0,
         writeback_id: r.1,
         run_id: r.2,
         object_type: r.3,
-        content: serde_json::from_str(&r.4).unwrap_or(Value::Null),
-        status: ProposalStatus::parse(&r.5).unwrap_or(ProposalStatus::Pending),
+        content: db::json("proposal's content", &r.4)?,
+        status: db::named("proposal status", &r.5, ProposalStatus::parse)?,
         approval_id: r.6,
         created_at: r.7,
         trail: Vec::new(),
-    }
+    })
 }
 
 /// The proposal an approval would canonize, with the agent's `because`.
@@ -371,7 +371,7 @@ impl Gateway {
         let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
         let rows: Vec<ProposalRow> =
             self.store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await?;
-        Ok(rows.into_iter().map(from_row).collect())
+        rows.into_iter().map(from_row).collect()
     }
 
     /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
@@ -392,7 +392,7 @@ impl Gateway {
     pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
         let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
         let row: Option<ProposalRow> = self.store.opt(&sql, &[tenant, &id]).await?;
-        let mut p = row.map(from_row).ok_or(Error::NotFound { what: "proposal" })?;
+        let mut p = row.map(from_row).transpose()?.ok_or(Error::NotFound { what: "proposal" })?;
         let steps: Vec<approvals::TrailRow> = self
             .store
             .all(
@@ -455,7 +455,7 @@ impl Gateway {
             source,
             envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
             received_at,
-            proposals: proposals.into_iter().map(from_row).collect(),
+            proposals: proposals.into_iter().map(from_row).collect::<Result<_>>()?,
         })
     }
 

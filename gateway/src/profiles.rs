@@ -119,13 +119,13 @@ impl Gateway {
     pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
         let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
         let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
-        row.map(profile_from_row).ok_or(Error::NotFound { what: "agent profile" })
+        row.map(profile_from_row).transpose()?.ok_or(Error::NotFound { what: "agent profile" })
     }
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
         let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
         let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(profile_from_row).collect())
+        rows.into_iter().map(profile_from_row).collect()
     }
 
     /// The tenant's profiles in tree order: each parent followed by its sub-agents.
@@ -262,18 +262,18 @@ pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
     out
 }
 
-fn profile_from_row(r: ProfileRow) -> Profile {
+fn profile_from_row(r: ProfileRow) -> Result<Profile> {
     let (id, tenant, name, owner, parent, kit_name, status, runtime, reason, created_at) = r;
-    Profile {
+    Ok(Profile {
         id: ProfileId::from_db(id),
         tenant_id: TenantId::from_db(tenant),
         name,
         owner: owner.map(UserId::from_db),
         parent: parent.map(ProfileId::from_db),
         kit_name,
-        status: SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Suspended),
+        status: db::named("profile status", &status, SubjectStatus::parse)?,
         runtime: if runtime == "running" { RuntimeState::Running } else { RuntimeState::Stopped },
         runtime_reason: reason,
         created_at,
-    }
+    })
 }

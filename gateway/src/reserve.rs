@@ -126,7 +126,7 @@ pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectSta
     for l in links {
         let r = c.row(sql, &[&l.profile.as_str()])?.ok_or(Error::NotFound { what: "agent profile" })?;
         let (s, v): (String, Option<i64>) = (r.get(0)?, r.get(1)?);
-        let s = SubjectStatus::parse(&s).unwrap_or(SubjectStatus::Suspended);
+        let s = db::named("profile status", &s, SubjectStatus::parse)?;
         if status == SubjectStatus::Active {
             status = s;
         }

@@ -730,3 +730,18 @@ async fn an_index_without_ledger_days_is_rebuilt_when_the_gateway_opens() {
     reopened.index_recent().await.unwrap();
     assert_eq!(reopened.ledger_entries(&w.tenant, &a.profile, &q, 100).await.unwrap().len(), 3);
 }
+
+/// A stored value the gateway did not write (an approval's arguments edited by hand) reads as
+/// one internal error naming it, never as a default such as `null` that a human would approve.
+#[tokio::test]
+async fn a_corrupt_row_is_an_error_not_a_default() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let id = approval_id(&w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await.body);
+    w.gw.store().exec(r#"UPDATE approvals SET args = '{"amount": ' WHERE id = ?"#, &[&id]).await.unwrap();
+    let err = w.gw.approval(&w.tenant, &id).await.unwrap_err();
+    assert_eq!(err.code(), "corrupt_row");
+    assert!(err.to_string().contains("approval's arguments"), "{err}");
+    assert!(err.is_internal(), "a 5xx, never cached");
+}

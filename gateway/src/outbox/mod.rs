@@ -279,10 +279,10 @@ type StateRow = (
     Option<DateTime<Utc>>,
 );
 
-fn state(r: StateRow) -> CommandState {
+fn state(r: StateRow) -> Result<CommandState> {
     let (command_id, task_id, kind, author, status, attempts, next, last_error, created_at, delivered_at) = r;
-    let status = DeliveryStatus::parse(&status).unwrap_or(DeliveryStatus::Queued);
-    CommandState {
+    let status = crate::db::named("delivery status", &status, DeliveryStatus::parse)?;
+    Ok(CommandState {
         command_id,
         task_id,
         kind,
@@ -293,14 +293,14 @@ fn state(r: StateRow) -> CommandState {
         last_error,
         created_at,
         delivered_at,
-    }
+    })
 }
 
 /// One command's state, in a job (the `teams.command` tool reads it in its own transaction).
 pub(crate) fn command_in(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Option<CommandState>> {
     let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND id = ?");
     match c.row(&sql, &[tenant, &RUNTIME, &id])? {
-        Some(r) => Ok(Some(state(crate::sql::FromRow::from_row(&r)?))),
+        Some(r) => Ok(Some(state(crate::sql::FromRow::from_row(&r)?)?)),
         None => Ok(None),
     }
 }
@@ -325,7 +325,7 @@ pub(crate) async fn read_row(
             store.opt(&sql, &[tenant, &CHANNELS[0], &CHANNELS[1], &id]).await?
         }
     };
-    Ok(row.map(state))
+    row.map(state).transpose()
 }
 
 /// One runtime command's state, read outside any job.
@@ -352,7 +352,7 @@ pub(crate) async fn rows(
     );
     let status = status.map(DeliveryStatus::as_str);
     let rows: Vec<StateRow> = store.all(&sql, &[tenant, &channel, &status]).await?;
-    Ok(rows.into_iter().map(state).collect())
+    rows.into_iter().map(state).collect()
 }
 
 impl Gateway {
