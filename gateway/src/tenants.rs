@@ -241,18 +241,10 @@ pub(crate) fn insert_tenant(
 /// Moves a tenant's platform credit: `pending` is added to what is held, `available` to what
 /// is left to spend (both negative to release or spend). The ledger decides the amounts.
 pub(crate) fn move_credit(c: &dyn Tx, tenant: &TenantId, pending: i64, available: i64) -> Result<()> {
-    let sql = match (pending, available) {
-        (_, 0) => "UPDATE tenants SET credit_pending_units = credit_pending_units + ? WHERE id = ?",
-        (0, _) => "UPDATE tenants SET credit_units = credit_units + ? WHERE id = ?",
-        _ => {
-            "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?"
-        }
-    };
-    match (pending, available) {
-        (_, 0) => c.exec(sql, &[&pending, &tenant.as_str()])?,
-        (0, _) => c.exec(sql, &[&available, &tenant.as_str()])?,
-        _ => c.exec(sql, &[&pending, &available, &tenant.as_str()])?,
-    };
+    c.exec(
+        "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?",
+        &[&pending, &available, &tenant.as_str()],
+    )?;
     Ok(())
 }
 
