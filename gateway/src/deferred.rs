@@ -27,42 +27,6 @@ use crate::sql::Engine;
 /// How often the indexer copies what was appended since the last time.
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The index database's tables, created when the store opens.
-pub(crate) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS profile_numbers (
-    no         INTEGER PRIMARY KEY,
-    profile_id TEXT NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS activity_by_profile (
-    profile_no INTEGER NOT NULL,
-    seq        INTEGER NOT NULL,
-    PRIMARY KEY (profile_no, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger_by_account (
-    account_no INTEGER NOT NULL,
-    seq        INTEGER NOT NULL,
-    PRIMARY KEY (account_no, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS spend_by_day (
-    account_no   INTEGER NOT NULL,
-    day          TEXT NOT NULL,
-    posted_units INTEGER NOT NULL,
-    PRIMARY KEY (account_no, day)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger_days (
-    account_no INTEGER NOT NULL,
-    day        TEXT NOT NULL,
-    first_seq  INTEGER NOT NULL,
-    last_seq   INTEGER NOT NULL,
-    PRIMARY KEY (account_no, day)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS index_marks (
-    name TEXT PRIMARY KEY CHECK (name IN ('activity', 'ledger')),
-    seq  INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO index_marks (name, seq) VALUES ('activity', 0), ('ledger', 0);
-";
-
 /// Indexes every row above the marks, in one transaction on `idx`.
 pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
     // Deferred: the main database is only read, so only `idx` is ever locked for writing.
@@ -323,7 +287,9 @@ mod tests {
         }
         c.execute_batch("ATTACH DATABASE ':memory:' AS idx").unwrap();
         c.execute_batch(
-            &SCHEMA.replace("EXISTS ", "EXISTS idx.").replace("INTO index_marks", "INTO idx.index_marks"),
+            &crate::store::INDEX_SCHEMA
+                .replace("EXISTS ", "EXISTS idx.")
+                .replace("INTO index_marks", "INTO idx.index_marks"),
         )
         .unwrap();
         c

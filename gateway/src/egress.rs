@@ -284,6 +284,55 @@ fn refused_setting(url: &url::Url, r: &Refused) -> Error {
     )
 }
 
+/// The stable code of a call egress refused: the target is in the operator's network.
+pub const EGRESS_REFUSED: &str = "egress_refused";
+
+/// Why a request through the client failed in transport, for the caller's own codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failed {
+    /// Egress refused the target ([`EGRESS_REFUSED`]).
+    Refused,
+    Timeout,
+    Unreachable,
+}
+
+/// What a transport error of the client means.
+pub fn failed(e: &reqwest::Error) -> Failed {
+    if refusal(e).is_some() {
+        Failed::Refused
+    } else if e.is_timeout() {
+        Failed::Timeout
+    } else {
+        Failed::Unreachable
+    }
+}
+
+/// The largest answer body a caller reads by default: a connector's, the runtime's.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// Why an answer's body was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Over the caller's limit, refused before it was all read.
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+/// The body of `res`, refusing one over `max` bytes without reading it all.
+pub async fn read_limited(mut res: reqwest::Response, max: usize) -> std::result::Result<Vec<u8>, ReadError> {
+    if res.content_length().is_some_and(|n| n > max as u64) {
+        return Err(ReadError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = res.chunk().await.map_err(ReadError::Transport)? {
+        if body.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// The egress refusal inside an error the client returned, if that is why it failed.
 pub fn refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refused> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);

@@ -258,3 +258,34 @@ fn follow_loop(conn: &Connection, bus: &Bus, stop: &AtomicBool) {
         }
     }
 }
+
+/// The writer's transactions, as the log sees them: each tenant's cached chain head and the
+/// entries the open batch appended ([`crate::activity`]) live on the writer's thread; what
+/// commits goes out on the bus.
+impl crate::writer::Journal for Bus {
+    fn opened(&self, conn: &Connection) -> Result<()> {
+        // What the log holds now is history; the bus carries what commits from here on.
+        self.start_after(activity::last_seq(conn)?);
+        Ok(())
+    }
+
+    fn begin(&self, stale: bool) {
+        if stale {
+            activity::forget_heads();
+        }
+        activity::appended::start();
+    }
+
+    fn mark(&self) -> usize {
+        activity::appended::len()
+    }
+
+    fn undo(&self, mark: usize) {
+        activity::forget_heads();
+        activity::appended::truncate(mark);
+    }
+
+    fn committed(&self, conn: &Connection) {
+        self.publish_commit(conn, activity::appended::take());
+    }
+}

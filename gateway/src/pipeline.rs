@@ -415,7 +415,7 @@ impl Gateway {
             let j = job.clone();
             match self.write(move |c| j.run(c)).await? {
                 Reserved::Final(resp) => {
-                    if crate::runtime::connector::queues_command(&job.tool) {
+                    if crate::connectors::runtime::queues_command(&job.tool) {
                         self.wake_delivery();
                     }
                     return Ok(resp);
@@ -449,7 +449,7 @@ impl Gateway {
         let _carrying = self.leases.carry(&carry.hold);
         let call = carry.call();
         let kind = connector.kind();
-        if crate::runtime::connector::queues_command(&carry.tool) {
+        if crate::connectors::runtime::queues_command(&carry.tool) {
             // A runtime write queues its command in the job that settles the hold.
             let resp = self.write(move |c| settle_in_job(c, &carry, &connector)).await?;
             self.wake_delivery();

@@ -23,7 +23,7 @@ use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
 use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
-use crate::store::redact;
+use crate::store_error::redact;
 
 /// How many times a job runs when PostgreSQL keeps reporting conflicts.
 pub const MAX_ATTEMPTS: u32 = 8;

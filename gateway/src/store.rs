@@ -17,6 +17,7 @@ use sqlx::sqlite::{
 
 use crate::error::{Error, Result};
 use crate::postgres::Postgres;
+pub use crate::store_error::redact;
 
 /// The schemes [`Store::open`] accepts, for error messages.
 pub const ACCEPTED_SCHEMES: &str =
@@ -95,7 +96,7 @@ impl Store {
         // The index database exists with its tables before any connection attaches it; the
         // indexer keeps a connection to it open, which also keeps an in-memory one alive.
         let index_conn = open_rusqlite(&index_target)?;
-        index_conn.execute_batch(crate::deferred::SCHEMA)?;
+        index_conn.execute_batch(INDEX_SCHEMA)?;
         let attach = index_target.clone();
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
@@ -278,13 +279,8 @@ fn ensure_parent_dir(path: &Path) -> Result<()> {
     }
 }
 
-/// Keeps passwords out of error messages for URLs like `postgres://user:pw@host/db`.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
-    }
-}
+/// The index database's tables ([`crate::deferred`]), created when the store opens.
+pub(crate) const INDEX_SCHEMA: &str = include_str!("../../migrations/sqlite_index.sql");
 
 #[cfg(test)]
 mod tests {

@@ -63,3 +63,11 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
         StoreError { kind: StoreErrorKind::Migration, message: e.to_string() }
     }
 }
+
+/// Keeps passwords out of error messages for URLs like `postgres://user:pw@host/db`.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_string(),
+    }
+}

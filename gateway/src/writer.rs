@@ -32,9 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::activity::appended;
 use crate::error::{Error, Result};
-use crate::events::Bus;
 use crate::store::Store;
 
 /// Queued jobs beyond this make callers wait: a bound on memory and on latency.
@@ -88,6 +86,24 @@ pub struct Writer {
     stats: Arc<Stats>,
 }
 
+/// What the writer tells whoever keeps state about its transactions: the audit log keeps its
+/// chain heads and the entries a batch appended, and publishes them once they commit. The
+/// writer calls it on its own thread, in this order per batch: [`Journal::begin`], then
+/// [`Journal::mark`] and [`Journal::undo`] around undone writes, then [`Journal::committed`]
+/// or [`Journal::undo`]`(0)`.
+pub trait Journal: Send + 'static {
+    /// The writer's connection is open and no job has run: what is in the database is history.
+    fn opened(&self, conn: &Connection) -> Result<()>;
+    /// A batch begins; `stale` when another connection committed since the last one.
+    fn begin(&self, stale: bool);
+    /// A mark of what the batch has done so far, for [`Journal::undo`].
+    fn mark(&self) -> usize;
+    /// The batch's writes after `mark` were rolled back (all of them for 0).
+    fn undo(&self, mark: usize);
+    /// The batch committed on `conn`.
+    fn committed(&self, conn: &Connection);
+}
+
 /// Counters for monitoring group commit: how many commits, and how many jobs they carried.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -98,12 +114,11 @@ pub struct Stats {
 }
 
 impl Writer {
-    /// Starts the writer thread on its own connection to `store`'s database; what each of
-    /// its transactions appends to the activity log goes out on `bus` once it commits.
-    pub fn start(store: &Store, max_batch: usize, bus: Bus) -> Result<Writer> {
+    /// Starts the writer thread on its own connection to `store`'s database, telling
+    /// `journal` of every transaction it begins, undoes and commits.
+    pub fn start(store: &Store, max_batch: usize, journal: impl Journal) -> Result<Writer> {
         let conn = store.sqlite_side("the single writer")?.open_writer_connection()?;
-        // What the log holds now is history; the bus carries what commits from here on.
-        bus.start_after(crate::activity::last_seq(&conn)?);
+        journal.opened(&conn)?;
         // Checkpoints run on their own thread and connection, off the writer's path.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0")?;
         let checkpointer = store.sqlite_side("the single writer")?.open_writer_connection()?;
@@ -122,8 +137,7 @@ impl Writer {
         std::thread::Builder::new()
             .name("naive-writer".into())
             .spawn(move || {
-                appended::start();
-                run(conn, rx, max_batch.max(1), &s, &copied, &bus);
+                run(conn, rx, max_batch.max(1), &s, &copied, &journal);
                 stop.store(true, Ordering::Relaxed);
             })
             .map_err(|e| {
@@ -174,7 +188,7 @@ fn run(
     max_batch: usize,
     stats: &Stats,
     copied: &AtomicBool,
-    bus: &Bus,
+    journal: &dyn Journal,
 ) {
     let mut batch: Vec<Job> = Vec::with_capacity(max_batch);
     let mut data_version = -1;
@@ -190,13 +204,11 @@ fn run(
             // Another connection's commit (an operator's repair, a second process) makes
             // what this thread remembers about the log stale.
             let v: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
-            if v != data_version {
-                data_version = v;
-                crate::activity::forget_heads();
-            }
-            Ok(())
+            let stale = v != data_version;
+            data_version = v;
+            Ok(stale)
         });
-        appended::take();
+        journal.begin(matches!(begun, Ok(true)));
         if let Err(e) = begun {
             let _ = conn.execute_batch("ROLLBACK");
             // Without a transaction nothing runs; dropping the jobs tells their callers.
@@ -208,8 +220,7 @@ fn run(
             // A job failed after writing: its writes are mixed into the transaction, so undo
             // all of it and run the batch again, now with each job inside its own savepoint.
             // Jobs are deterministic on the same state, so the others give the same answers.
-            crate::activity::forget_heads();
-            appended::take();
+            journal.undo(0);
             let retried = conn.execute_batch("ROLLBACK").and_then(|_| conn.execute_batch("BEGIN IMMEDIATE"));
             if let Err(e) = retried {
                 tracing::error!(error = %e, jobs = batch.len(), "writer could not restart a batch");
@@ -217,20 +228,19 @@ fn run(
                 continue;
             }
             stats.replays.fetch_add(1, Ordering::Relaxed);
-            run_batch_isolated(&conn, &mut batch);
+            run_batch_isolated(&conn, &mut batch, journal);
         }
         let commit = exec(&conn, "COMMIT").err().map(|e| e.to_string());
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        let committed = appended::take();
         if let Some(e) = &commit {
             tracing::error!(error = %e, "group commit failed; rolling back the batch");
             let _ = conn.execute_batch("ROLLBACK");
-            crate::activity::forget_heads();
+            journal.undo(0);
         } else {
             // In commit order, before any caller hears back: a caller that then reads the
             // stream finds its own entries there.
-            bus.publish_commit(&conn, committed);
+            journal.committed(&conn);
         }
         for job in batch.drain(..) {
             job.reply(commit.as_deref());
@@ -265,9 +275,9 @@ fn run_batch(conn: &Connection, batch: &mut [Job]) -> bool {
 }
 
 /// Runs every job of the batch inside its own savepoint: one that fails rolls back alone.
-fn run_batch_isolated(conn: &Connection, batch: &mut [Job]) {
+fn run_batch_isolated(conn: &Connection, batch: &mut [Job], journal: &dyn Journal) {
     for job in batch.iter_mut() {
-        let mark = appended::len();
+        let mark = journal.mark();
         let sp = exec(conn, "SAVEPOINT job");
         // A panicking job must not take the writer down with it: roll it back and go on.
         let ok =
@@ -278,8 +288,7 @@ fn run_batch_isolated(conn: &Connection, batch: &mut [Job]) {
         let end = if ok && sp.is_ok() {
             exec(conn, "RELEASE job")
         } else {
-            crate::activity::forget_heads();
-            appended::truncate(mark);
+            journal.undo(mark);
             exec(conn, "ROLLBACK TO job").and_then(|_| exec(conn, "RELEASE job"))
         };
         if let Err(e) = end {

@@ -38,7 +38,7 @@ impl Watched {
 
     fn note<T>(&self, r: Result<T, Failed>) -> Result<T, Failed> {
         if let Err(e) = &r {
-            *self.last.lock().expect("not poisoned") = Some(super::apps::chain_text(e));
+            *self.last.lock().expect("not poisoned") = Some(chain_text(e));
         }
         r
     }
@@ -50,7 +50,7 @@ impl Watched {
         events
             .inspect(move |e| {
                 if let Err(e) = e {
-                    *last.lock().expect("not poisoned") = Some(super::apps::chain_text(e));
+                    *last.lock().expect("not poisoned") = Some(chain_text(e));
                 }
             })
             .boxed()
@@ -161,4 +161,17 @@ impl StreamableHttpClient for Watched {
             .await;
         Ok(self.watch(self.note(got)?))
     }
+}
+
+/// The text of an error and every error under it, lowercase, to recognise a bound's failure
+/// through the SDK's wrapping.
+pub(crate) fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        text.push_str(": ");
+        text.push_str(&err.to_string());
+        cur = err.source();
+    }
+    text.to_lowercase()
 }

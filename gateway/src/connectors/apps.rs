@@ -40,7 +40,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::app_http::Watched;
+use super::app_http::{Watched, chain_text};
 use super::{Call, Connector, ConnectorKind, Done, Failure};
 
 /// A session with a connected app.
@@ -123,7 +123,7 @@ impl AppClient {
     async fn connect(&self) -> Result<(Session, Watched), Failure> {
         self.egress
             .check_url(&self.url)
-            .map_err(|_| Failure::new(super::http::EGRESS_REFUSED, RETRY_AFTER_SECS))?;
+            .map_err(|_| Failure::new(crate::egress::EGRESS_REFUSED, RETRY_AFTER_SECS))?;
         let mut headers = HashMap::new();
         if let Some((name, value)) = &self.credential {
             headers.insert(name.clone(), value.clone());
@@ -148,7 +148,7 @@ impl AppClient {
         tracing::warn!(toolkit = %self.toolkit, error = %e, http = %under, "a connected app {what}");
         let text = format!("{}: {under}", chain_text(e));
         let code = if crate::egress::refusal(e).is_some() || text.contains("egress refused") {
-            super::http::EGRESS_REFUSED
+            crate::egress::EGRESS_REFUSED
         } else if text.contains("too large") || text.contains("exceed") {
             "connected_app_answer_too_large"
         } else if what.starts_with("did not open") {
@@ -292,19 +292,6 @@ impl Apps {
             _ => None,
         }
     }
-}
-
-/// The text of an error and every error under it, lowercase, to recognise a bound's failure
-/// through the SDK's wrapping.
-pub(crate) fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        text.push_str(": ");
-        text.push_str(&err.to_string());
-        cur = err.source();
-    }
-    text.to_lowercase()
 }
 
 impl Connector for Apps {

@@ -33,10 +33,10 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{Call, Connector, ConnectorKind, Done, Failure};
-use crate::egress::Egress;
+use crate::egress::{Egress, Failed, ReadError};
 
 /// The largest upstream answer read; a larger one is a failure.
-pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
+pub const MAX_RESPONSE_BYTES: usize = crate::egress::MAX_ANSWER_BYTES;
 /// How long an agent is told to wait after a failure the upstream gave no hint for.
 const RETRY_AFTER_SECS: u32 = 5;
 /// The longest `Retry-After` passed on to an agent.
@@ -179,32 +179,23 @@ pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
     format!("t={t},v1={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-/// The stable code of a call egress refused: the target is in the operator's network.
-pub const EGRESS_REFUSED: &str = "egress_refused";
+pub use crate::egress::EGRESS_REFUSED;
 
 fn transport_failure(e: &reqwest::Error) -> Failure {
-    if crate::egress::refusal(e).is_some() {
-        Failure::new(EGRESS_REFUSED, RETRY_AFTER_SECS)
-    } else if e.is_timeout() {
-        Failure::new("connector_timeout", RETRY_AFTER_SECS)
-    } else {
-        Failure::new("connector_unreachable", RETRY_AFTER_SECS)
-    }
+    let code = match crate::egress::failed(e) {
+        Failed::Refused => EGRESS_REFUSED,
+        Failed::Timeout => "connector_timeout",
+        Failed::Unreachable => "connector_unreachable",
+    };
+    Failure::new(code, RETRY_AFTER_SECS)
 }
 
 /// The body, refusing one over [`MAX_RESPONSE_BYTES`] without reading it all.
-pub(crate) async fn read_limited(mut res: reqwest::Response) -> Result<Vec<u8>, Failure> {
-    if res.content_length().is_some_and(|n| n > MAX_RESPONSE_BYTES as u64) {
-        return Err(Failure::new("connector_response_too_large", RETRY_AFTER_SECS));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(|e| transport_failure(&e))? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(Failure::new("connector_response_too_large", RETRY_AFTER_SECS));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+pub(crate) async fn read_limited(res: reqwest::Response) -> Result<Vec<u8>, Failure> {
+    crate::egress::read_limited(res, MAX_RESPONSE_BYTES).await.map_err(|e| match e {
+        ReadError::TooLarge => Failure::new("connector_response_too_large", RETRY_AFTER_SECS),
+        ReadError::Transport(e) => transport_failure(&e),
+    })
 }
 
 /// The wait an upstream asked for, bounded, or the default.

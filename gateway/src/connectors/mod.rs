@@ -20,6 +20,7 @@ mod app_http;
 pub mod apps;
 pub mod config;
 pub mod http;
+pub(crate) mod runtime;
 mod sandbox;
 
 use std::collections::HashMap;
@@ -171,7 +172,7 @@ pub(crate) struct TenantConnectors {
     /// The connected apps, which carry out the `connections` primitive.
     pub(crate) apps: Arc<apps::Apps>,
     /// The team runtime, which carries out the `tasks` primitive.
-    pub(crate) runtime: Arc<crate::runtime::connector::TeamRuntime>,
+    pub(crate) runtime: Arc<runtime::TeamRuntime>,
 }
 
 impl TenantConnectors {

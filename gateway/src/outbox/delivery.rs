@@ -128,7 +128,7 @@ impl Gateway {
             let mut claimed = queue::claim(c, super::RUNTIME, now, now + lease, &owner, room)?;
             let left = room - claimed.len();
             if left > 0 {
-                claimed.extend(queue::claim(c, crate::webhooks::CHANNEL, now, now + lease, &owner, left)?);
+                claimed.extend(queue::claim(c, super::WEBHOOK, now, now + lease, &owner, left)?);
             }
             Ok(claimed)
         })

@@ -47,6 +47,8 @@ pub use queue::{ClaimedQueue, Queue};
 
 /// The channel of runtime commands.
 pub const RUNTIME: &str = "runtime";
+/// The channel of webhook messages (the webhooks module writes its rows).
+pub const WEBHOOK: &str = "webhook";
 /// The most queued rows one queue holds: each webhook endpoint's, and by default a tenant's
 /// runtime's ([`OutboxConfig::max_queued`]).
 pub const MAX_QUEUED: i64 = 10_000;
@@ -55,7 +57,7 @@ pub const LIST_LIMIT: usize = 200;
 /// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id), so
 /// [`ANY_CHANNEL`] names each, bound from [`CHANNELS`] after the tenant.
 const ANY_CHANNEL: &str = "channel IN (?, ?)";
-const CHANNELS: [&str; 2] = [RUNTIME, crate::webhooks::CHANNEL];
+const CHANNELS: [&str; 2] = [RUNTIME, WEBHOOK];
 
 /// How deliveries are retried, and how long finished rows are kept.
 #[derive(Clone, Copy, Debug)]
@@ -410,7 +412,7 @@ fn retry_in(
     if status != DeliveryStatus::Dead.as_str() {
         return Err(not_dead());
     }
-    if channel == crate::webhooks::CHANNEL
+    if channel == WEBHOOK
         && c.row("SELECT 1 FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[tenant, &destination])?
             .is_none()
     {
@@ -496,7 +498,7 @@ impl Gateway {
     ) -> Result<u64> {
         self.webhook(tenant, endpoint).await?;
         let (t, e, a) = (tenant.clone(), endpoint.to_string(), actor.to_string());
-        self.write(move |c| purge_in(c, &t, crate::webhooks::CHANNEL, &e, &a, via)).await
+        self.write(move |c| purge_in(c, &t, WEBHOOK, &e, &a, via)).await
     }
 
     /// How many rows wait in each of the tenant's queues: the runtime's, then each endpoint's.

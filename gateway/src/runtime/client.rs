@@ -7,7 +7,7 @@ use reqwest::header::CONTENT_TYPE;
 use serde::de::DeserializeOwned;
 
 use super::wire::{self, Batch, BatchAnswer, Board, Run, Status};
-use crate::connectors::http::EGRESS_REFUSED;
+use crate::egress::{EGRESS_REFUSED, Failed, ReadError};
 
 /// How long a read of the runtime may take.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -128,18 +128,20 @@ impl RuntimeClient {
             .send()
             .await
             .map_err(|e| {
-                let code = if crate::egress::refusal(&e).is_some() {
-                    EGRESS_REFUSED
-                } else if e.is_timeout() {
-                    "runtime_timeout"
-                } else {
-                    "runtime_unreachable"
-                };
-                WireError::Unreachable(code.into())
+                WireError::Unreachable(transport_code(&e, "runtime_timeout", "runtime_unreachable").into())
             })?;
         let status = res.status();
-        let bytes =
-            crate::connectors::http::read_limited(res).await.map_err(|f| WireError::Unreachable(f.detail))?;
+        let bytes = crate::egress::read_limited(res, crate::egress::MAX_ANSWER_BYTES).await.map_err(|e| {
+            WireError::Unreachable(
+                match e {
+                    ReadError::TooLarge => "connector_response_too_large",
+                    ReadError::Transport(e) => {
+                        transport_code(&e, "connector_timeout", "connector_unreachable")
+                    }
+                }
+                .into(),
+            )
+        })?;
         if status.is_client_error() && status.as_u16() != 408 && status.as_u16() != 429 {
             let code = serde_json::from_slice::<serde_json::Value>(&bytes)
                 .ok()
@@ -151,5 +153,14 @@ impl RuntimeClient {
             return Err(WireError::Unreachable(format!("runtime_http_{}", status.as_u16())));
         }
         serde_json::from_slice(&bytes).map_err(|_| WireError::Unreachable("runtime_malformed_answer".into()))
+    }
+}
+
+/// The code of a request or read that failed in transport.
+fn transport_code(e: &reqwest::Error, timeout: &'static str, unreachable: &'static str) -> &'static str {
+    match crate::egress::failed(e) {
+        Failed::Refused => EGRESS_REFUSED,
+        Failed::Timeout => timeout,
+        Failed::Unreachable => unreachable,
     }
 }

@@ -1,10 +1,9 @@
 //! The team runtime: a tenant's runtime reached over the control wire ([`wire`]), registered
 //! by an admin ([`registry`]), read and commanded through the pipeline as the `tasks`
-//! primitive ([`connector`]). Its commands wait in the durable outbox ([`crate::outbox`])
+//! primitive (`connectors::runtime`). Its commands wait in the durable outbox ([`crate::outbox`])
 //! until the delivery worker has handed them over.
 
 pub mod client;
-pub(crate) mod connector;
 pub mod registry;
 pub mod wire;
 

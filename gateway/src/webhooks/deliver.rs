@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use super::{Endpoint, Format, sign};
 use crate::Gateway;
 use crate::connectors::Failure;
-use crate::connectors::http::{EGRESS_REFUSED, probe_answer};
+use crate::connectors::http::probe_answer;
+use crate::egress::{EGRESS_REFUSED, Failed};
 use crate::error::Result;
 use crate::ids::TenantId;
 use crate::outbox::queue::{ClaimedQueue, Outcome};
@@ -150,12 +151,10 @@ impl Gateway {
             .send()
             .await
             .map_err(|err| {
-                if crate::egress::refusal(&err).is_some() {
-                    EGRESS_REFUSED
-                } else if err.is_timeout() {
-                    "webhook_timeout"
-                } else {
-                    "webhook_unreachable"
+                match crate::egress::failed(&err) {
+                    Failed::Refused => EGRESS_REFUSED,
+                    Failed::Timeout => "webhook_timeout",
+                    Failed::Unreachable => "webhook_unreachable",
                 }
                 .to_string()
             })

@@ -36,7 +36,7 @@ pub use events::EVENTS;
 pub(crate) use events::on_entry;
 
 /// The outbox channel of webhook messages.
-pub const CHANNEL: &str = "webhook";
+pub const CHANNEL: &str = crate::outbox::WEBHOOK;
 /// The most endpoints a tenant may have.
 pub const MAX_ENDPOINTS: usize = 20;
 

@@ -12,12 +12,12 @@ use futures_util::future::BoxFuture;
 use policy::RecoveryStep;
 use serde_json::{Value, json};
 
-use super::client::{RuntimeClient, WireError};
-use super::wire::{Command, CommandKind};
-use crate::connectors::{Call, Connector, ConnectorKind, Done, Failure};
+use super::{Call, Connector, ConnectorKind, Done, Failure};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::outbox::{self, DeliveryStatus};
+use crate::runtime::client::{RuntimeClient, WireError};
+use crate::runtime::wire::{Command, CommandKind};
 use crate::sql::Tx;
 use crate::store::Store;
 
@@ -50,7 +50,7 @@ fn unreachable(e: &WireError) -> Failure {
 
 impl TeamRuntime {
     fn client(&self) -> std::result::Result<&RuntimeClient, Failure> {
-        self.client.as_ref().ok_or_else(|| crate::connectors::misconfigured(self.missing))
+        self.client.as_ref().ok_or_else(|| super::misconfigured(self.missing))
     }
 
     /// Which runtime, whether it is claimed, reachable now or when last seen.
@@ -59,7 +59,7 @@ impl TeamRuntime {
             return json!({ "registered": false, "reachable": false, "error": self.missing,
                 "hint": "no team runtime is usable for this tenant; an admin registers one on the console's Runtime page" });
         };
-        let row = super::registry::runtime_row(&self.store, &self.tenant).await.ok().flatten();
+        let row = crate::runtime::registry::runtime_row(&self.store, &self.tenant).await.ok().flatten();
         let (url, last_seen_at, last_error) =
             row.map(|(url, _, _, seen, error, ..)| (url, seen, error)).unwrap_or_default();
         match client.status().await {
@@ -128,7 +128,7 @@ impl Connector for TeamRuntime {
         }
         let Some(kind) = command_kind(call) else { return Ok(None) };
         if self.client.is_none() {
-            return Ok(Some(Err(crate::connectors::misconfigured(self.missing))));
+            return Ok(Some(Err(super::misconfigured(self.missing))));
         }
         let command = Command {
             command_id: outbox::command_id(),
