@@ -3,79 +3,59 @@
 //! It owns storage (sqlx) and calls `policy` for every decision. It knows nothing of HTTP:
 //! the `/v1` API, MCP and the console's server functions are thin callers of [`Gateway`].
 //!
-//! - [`store`]: the storage boundary, chosen by URL scheme; [`sql`]: the statement interface
-//!   domain code writes to once for both engines; [`writer`]: SQLite's single writer with
-//!   group commit that every state change goes through; [`postgres`]: the PostgreSQL engine.
-//! - [`tenants`], [`users`], [`profiles`], [`kits`], [`keys`]: identities and policy documents.
-//! - [`pipeline`]: the governed action pipeline, [`reserve`] its writer side; [`ledger`]:
-//!   holds and balances; [`connectors`]: what carries actions out (the sandbox, or a
-//!   tenant's HTTP upstream); [`vault`]: the provider credentials they use, encrypted.
-//! - [`approvals`], [`revoke`], [`brain`]: the human decisions.
-//! - [`activity`], [`events`]: the tamper-evident log and the live bus.
-//! - [`credentials`]: every credential resolved in one place; [`tokens`]: console users'
-//!   personal API tokens; [`cache`]: hot-path caches where invalidation wins.
-//! - [`secrets`]: key tokens and password hashing; [`demo`]: the demo tenant.
+//! The layers, lowest first; a module names only its own layer and those below
+//! (`gateway/tests/tidy.rs` checks it, `docs/architecture.md` says why):
+//! - the store: [`store`] (the engine chosen by URL scheme), [`sql`] (the statement interface
+//!   written once for both engines), [`writer`] (SQLite's single writer with group commit),
+//!   [`postgres`]; with [`error`], [`ids`], [`cache`] and [`secrets`] beside it.
+//! - [`audit`]: the tamper-evident log and the live bus.
+//! - [`domain`]: the rules and their SQL, one owner per table: tenants, users, profiles, kits,
+//!   keys, the pipeline's vocabulary, the ledger, approvals, the brain, the vault.
+//! - [`delivery`]: what leaves the process, through one guarded client.
+//! - [`ops`]: operations that compose several domains; the rest of `impl Gateway` moves
+//!   there family by family.
+//! - this file: [`Gateway`], its configuration, and `Gateway::write`, the one way to change
+//!   state.
 
-pub mod activity;
-pub mod approvals;
-pub mod brain;
+pub mod audit;
 pub mod cache;
-pub mod connectors;
-pub mod credentials;
 mod db;
 mod deferred;
-pub mod demo;
-pub mod egress;
+pub mod delivery;
+pub mod domain;
 pub mod error;
-pub mod events;
-pub mod handovers;
-pub mod idempotency;
 pub mod ids;
-pub mod keys;
-pub mod kits;
-pub mod ledger;
-pub mod logins;
-mod notify;
-pub mod outbox;
-pub mod pipeline;
+pub mod ops;
 pub mod postgres;
-pub mod profiles;
 mod reads;
-pub mod recovery;
-pub mod reserve;
-pub mod revoke;
-pub mod runtime;
 pub mod secrets;
-pub mod sessions;
 pub mod sql;
 pub mod sqlite_memory;
 pub mod store;
 mod store_error;
-pub mod tenants;
 #[doc(hidden)]
 pub mod testing;
-pub mod tokens;
-mod upgrades;
-pub mod users;
-pub mod vault;
-pub mod webhooks;
 pub mod writer;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use credentials::{Credential, Person};
+pub use domain::credentials::{Credential, Person};
+pub use domain::kits::KitRecord;
+pub use domain::profiles::{Profile, RuntimeState, TreeEntry};
+pub use domain::tenants::{IssuedKey, Tenant};
+pub use domain::users::{ConsoleUser, Role};
 pub use error::{Error, Result};
 pub use ids::{KeyId, ProfileId, TenantId, TokenId, UserId};
-pub use kits::KitRecord;
-pub use profiles::{Profile, RuntimeState, TreeEntry};
 pub use store::Store;
-pub use tenants::{IssuedKey, Tenant};
-pub use users::{ConsoleUser, Role};
 
+use audit::bus::{self, Bus};
+use audit::{activity, pg_listen};
 use cache::GenCache;
-use connectors::{Sandbox, TenantConnectors};
-use events::Bus;
+use delivery::connectors::{Sandbox, TenantConnectors};
+use delivery::{egress, outbox, webhooks};
+use domain::{credentials, ledger, pipeline, users, vault};
+use ops::upgrades;
 use policy::{Catalog, Kit};
 use writer::Writer;
 
@@ -138,8 +118,8 @@ pub struct Services {
     writes: Writes,
     /// SQLite's per-profile index builder ([`deferred`]); PostgreSQL indexes in place.
     indexer: Option<deferred::Indexer>,
-    /// Publishes what other instances commit ([`events`]); `None` for an in-memory database.
-    _follower: Option<events::Follower>,
+    /// Publishes what other instances commit ([`bus`]); `None` for an in-memory database.
+    _follower: Option<bus::Follower>,
     bus: Bus,
     catalog: Arc<Catalog>,
     sandbox: Arc<Sandbox>,
@@ -175,7 +155,7 @@ pub struct Services {
     /// Verifications running now, and the most that ever ran at once.
     password_checks_running: Arc<std::sync::atomic::AtomicUsize>,
     password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
-    /// Wakes the outbox's delivery worker ([`runtime::delivery`]).
+    /// Wakes the outbox's delivery worker ([`outbox::delivery`]).
     outbox_wake: Arc<tokio::sync::Notify>,
 }
 
@@ -210,13 +190,13 @@ impl Gateway {
         let (writes, indexer, follower) = match store.postgres() {
             Some(pg) => {
                 let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-                notify::start(pg.pool().clone(), bus.clone(), instance.to_string());
+                pg_listen::start(pg.pool().clone(), bus.clone(), instance.to_string());
                 (Writes::Postgres { pg: pg.clone(), instance }, None, None)
             }
             None => (
                 Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
                 Some(deferred::Indexer::start(&store)?),
-                events::start_follower(&store, bus.clone())?,
+                bus::start_follower(&store, bus.clone())?,
             ),
         };
         let sandbox = Arc::new(Sandbox::default());
@@ -304,7 +284,7 @@ impl Gateway {
                 pg.run(move |tx| {
                     activity::appended::start();
                     let v = with_webhooks(tx, &f)?;
-                    notify::announce(tx, &instance, &activity::appended::take())?;
+                    pg_listen::announce(tx, &instance, &activity::appended::take())?;
                     Ok(v)
                 })
                 .await

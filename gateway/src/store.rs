@@ -203,7 +203,7 @@ impl Sqlite {
         Ok(c)
     }
 
-    /// The follower's connection ([`crate::events`]): read-only, with SQLite's default small
+    /// The follower's connection ([`crate::audit::bus`]): read-only, with SQLite's default small
     /// page cache and no memory map, since it reads each new entry once.
     pub(crate) fn open_follower_connection(&self) -> Result<rusqlite::Connection> {
         let c = rusqlite::Connection::open_with_flags(

@@ -85,7 +85,7 @@ impl TestDb {
     /// SQLite and PostgreSQL, each on a fresh database.
     pub(crate) async fn both() -> Vec<TestDb> {
         let store = crate::Store::open("sqlite::memory:").await.expect("SQLite opens");
-        let bus = crate::events::Bus::default();
+        let bus = crate::audit::bus::Bus::default();
         let writer =
             crate::writer::Writer::start(&store, crate::writer::DEFAULT_MAX_BATCH, bus).expect("writer");
         let cluster = Cluster::get();

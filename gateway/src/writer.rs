@@ -360,7 +360,7 @@ mod tests {
     async fn writer() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&format!("sqlite://{}/w.db", dir.path().display())).await.unwrap();
-        let w = Writer::start(&store, 64, crate::events::Bus::default()).unwrap();
+        let w = Writer::start(&store, 64, crate::audit::bus::Bus::default()).unwrap();
         w.run(|c| Ok(c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)")?)).await.unwrap();
         (dir, w)
     }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use gateway::GatewayConfig;
-use gateway::approvals::{ApprovalQuery, ApprovalStatus};
-use gateway::pipeline::Disposition;
+use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
+use gateway::domain::pipeline::Disposition;
 use policy::Money;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -9,8 +9,8 @@ mod support;
 
 use std::sync::Arc;
 
-use gateway::activity::LogQuery;
-use gateway::events::BusItem;
+use gateway::audit::activity::LogQuery;
+use gateway::audit::bus::BusItem;
 use serde_json::json;
 use support::world;
 

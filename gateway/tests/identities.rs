@@ -129,5 +129,5 @@ async fn password_checks_are_bounded_however_many_sign_ins_arrive() {
         futures_util::future::join_all(tries).await.into_iter().map(|r| r.unwrap().unwrap()).collect();
     assert_eq!(results.iter().filter(|r| r.is_some()).count(), 1, "only the right password signs in");
     let peak = gw.password_check_peak();
-    assert!((1..=gateway::users::MAX_PASSWORD_CHECKS).contains(&peak), "{peak} checks ran at once");
+    assert!((1..=gateway::domain::users::MAX_PASSWORD_CHECKS).contains(&peak), "{peak} checks ran at once");
 }

@@ -2,9 +2,9 @@
 
 mod support;
 
-use gateway::approvals::{ApprovalQuery, ApprovalStatus};
-use gateway::brain::{ClaimInput, Decider, Decision, ProposalStatus, WritebackInput};
-use gateway::pipeline::Disposition;
+use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
+use gateway::domain::brain::{ClaimInput, Decider, Decision, ProposalStatus, WritebackInput};
+use gateway::domain::pipeline::Disposition;
 use gateway::{Error, GatewayConfig, RuntimeState};
 use policy::{Money, SubjectStatus};
 use serde_json::json;
@@ -90,7 +90,7 @@ async fn bad_input_is_refused_before_any_write() {
         assert_eq!(err.code(), code, "{action}");
     }
     let err =
-        w.gw.perform(gateway::pipeline::ActionCall {
+        w.gw.perform(gateway::domain::pipeline::ActionCall {
             token: "nv_bad".into(),
             action: "web.read".into(),
             args: json!({}),
@@ -197,7 +197,8 @@ async fn deny_needs_a_reason_and_voids_the_hold() {
     assert_eq!(w.gw.deny(&w.tenant, &id, &w.approver, "  ").await.unwrap_err().code(), "reason_required");
     // The gateway checks the decider's roles itself, whichever transport asks: finance reads
     // the inbox but decides nothing.
-    let finance = gateway::approvals::Human { roles: vec![gateway::Role::Finance], ..w.approver.clone() };
+    let finance =
+        gateway::domain::approvals::Human { roles: vec![gateway::Role::Finance], ..w.approver.clone() };
     assert_eq!(w.gw.deny(&w.tenant, &id, &finance, "no").await.unwrap_err().code(), "role_required");
     assert_eq!(w.gw.approve(&w.tenant, &id, &finance, None).await.unwrap_err().code(), "role_required");
     let denied = w.gw.deny(&w.tenant, &id, &w.approver, "not this month").await.unwrap();
@@ -240,7 +241,7 @@ async fn one_sweep_drains_a_backlog_larger_than_a_batch() {
     let w = world_with(GatewayConfig { approval_ttl_secs: 0, ..Default::default() }).await;
     w.kit(r#"{"name":"Park","primitives":["web"],"limits":{"approve":{"always":["web.read"]}}}"#).await;
     let a = w.agent("reader", "Park", None).await;
-    let n = gateway::approvals::SWEEP_BATCH + 37;
+    let n = gateway::domain::approvals::SWEEP_BATCH + 37;
     let calls = (0..n).map(|i| w.call(&a, "web.read", json!({ "url": format!("https://x.test/{i}") })));
     for r in futures_util::future::join_all(calls).await {
         assert_eq!(r.disposition, Disposition::Parked);
@@ -359,7 +360,7 @@ async fn an_entrys_transport_is_recorded_and_covered_by_the_chain() {
     let w = world().await;
     let a = w.agent("bot", "Default", None).await;
     let mut over_mcp = a.subject.clone();
-    over_mcp.via = gateway::activity::Transport::Mcp;
+    over_mcp.via = gateway::audit::activity::Transport::Mcp;
     w.call(&a, "web.read", json!({"url": "u-http"})).await;
     let r = w.gw.perform_as(&over_mcp, "web.read".into(), json!({"url": "u-mcp"}), None).await.unwrap();
     assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
@@ -437,7 +438,8 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     let human = Decider::Human(w.approver.clone());
     let refused = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await;
     assert_eq!(refused.unwrap_err().code(), "role_required");
-    let reviewer = gateway::approvals::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
+    let reviewer =
+        gateway::domain::approvals::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
     let human = Decider::Human(reviewer);
     let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();
     assert_eq!(r.body["proposal"]["status"], "rejected");
@@ -448,7 +450,10 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     let filtered =
         w.gw.proposals(
             &w.tenant,
-            &gateway::brain::ProposalQuery { status: Some(ProposalStatus::Rejected), ..Default::default() },
+            &gateway::domain::brain::ProposalQuery {
+                status: Some(ProposalStatus::Rejected),
+                ..Default::default()
+            },
         )
         .await
         .unwrap();
@@ -524,8 +529,8 @@ async fn keys_rotate_with_a_grace_period_and_revoke() {
 /// it; paging across the mark must neither skip nor repeat an entry.
 #[tokio::test]
 async fn per_profile_pages_are_whole_across_the_index_mark() {
-    use gateway::activity::LogQuery;
-    use gateway::ledger::LedgerQuery;
+    use gateway::audit::activity::LogQuery;
+    use gateway::domain::ledger::LedgerQuery;
     let w = world().await;
     let a = w.agent("alpha", "Default", None).await;
     let b = w.agent("beta", "Default", None).await;
@@ -593,7 +598,7 @@ async fn per_profile_pages_are_whole_across_the_index_mark() {
 
 #[tokio::test]
 async fn a_request_key_is_claimed_once_replayed_and_released_on_failure() {
-    use gateway::idempotency::{Claim, Stored};
+    use gateway::domain::idempotency::{Claim, Stored};
     let w = world().await;
     let gw = &w.gw;
     assert_eq!(gw.claim_request("cred", "k", "d1").await.unwrap(), Claim::New);
@@ -639,7 +644,7 @@ async fn an_index_without_daily_sums_is_rebuilt_when_the_gateway_opens() {
 #[tokio::test]
 async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mark() {
     use chrono::{Days, TimeZone, Utc};
-    use gateway::ledger::LedgerQuery;
+    use gateway::domain::ledger::LedgerQuery;
     let w = world().await;
     let a = w.agent("days", "Default", None).await;
     let today = Utc::now().date_naive();
@@ -712,7 +717,7 @@ async fn ledger_periods_read_exactly_their_entries_across_days_and_the_index_mar
 /// opens, so a period read never skips the entries it indexed earlier.
 #[tokio::test]
 async fn an_index_without_ledger_days_is_rebuilt_when_the_gateway_opens() {
-    use gateway::ledger::LedgerQuery;
+    use gateway::domain::ledger::LedgerQuery;
     let w = sqlite_world().await;
     let a = w.agent("older-index", "Default", None).await;
     for i in 0..3 {

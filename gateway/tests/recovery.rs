@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use gateway::GatewayConfig;
-use gateway::activity::Transport;
-use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
-use gateway::vault::MasterKey;
+use gateway::audit::activity::Transport;
+use gateway::delivery::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+use gateway::domain::vault::MasterKey;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -51,7 +51,7 @@ async fn a_lost_call_is_sent_again_and_settles_on_the_upstreams_answer() {
         master_key: Some(MasterKey::generate()),
         hold_lease_secs: 1,
         // The upstream is this test's own listener on loopback.
-        egress_allow: gateway::egress::Allowance::loopback(),
+        egress_allow: gateway::delivery::egress::Allowance::loopback(),
         ..Default::default()
     };
     let w = support::world_with(config).await;
@@ -70,7 +70,7 @@ async fn a_lost_call_is_sent_again_and_settles_on_the_upstreams_answer() {
     let call = tokio::spawn({
         let (w_gw, token) = (w.gw.clone(), agent.token.clone());
         async move {
-            w_gw.perform(gateway::pipeline::ActionCall {
+            w_gw.perform(gateway::domain::pipeline::ActionCall {
                 token,
                 action: "cards.charge".into(),
                 args: json!({"amount": "5.00", "merchant": "acme"}),

@@ -8,6 +8,10 @@
 //!   [`LONG_FNS`]; the list can only shrink, because a listed function that has become short
 //!   (or gone) fails the test until its line is deleted.
 //!
+//! - a file of `gateway/src` names (`crate::…`) only its own layer and the layers below it
+//!   ([`LAYERS`]); the upward paths of today are listed in [`UPWARD`], which can only shrink
+//!   the same way.
+//!
 //! Test modules (`#[cfg(test)] mod tests`) and the load generator (`gateway/src/bin`, which
 //! seeds rows directly to be fast) are outside the ownership rule.
 
@@ -18,40 +22,40 @@ const MAX_FN_LINES: usize = 70;
 
 /// Each table, and the module (a file, or a folder ending in `/`) that alone writes it.
 const OWNERS: &[(&str, &str)] = &[
-    ("activity", "activity.rs"),
-    ("agent_keys", "keys.rs"),
-    ("agent_profiles", "profiles.rs"),
-    ("approval_trail", "approvals.rs"),
-    ("approvals", "approvals.rs"),
-    ("beliefs", "brain.rs"),
-    ("budget_accounts", "ledger/"),
-    ("carries", "recovery.rs"),
-    ("company_keys", "tenants.rs"),
-    ("connected_apps", "connectors/app_config.rs"),
-    ("connectors", "connectors/config.rs"),
-    ("console_sessions", "sessions.rs"),
-    ("console_users", "users.rs"),
-    ("holds", "ledger/"),
-    ("idempotency", "reserve.rs"),
-    ("kits", "kits.rs"),
-    ("ledger_entries", "ledger/"),
-    ("login_attempts", "logins.rs"),
-    ("outbox", "outbox/"),
-    ("outbox_queues", "outbox/"),
-    ("pending_upgrades", "upgrades.rs"),
-    ("proposal_trail", "brain.rs"),
-    ("proposals", "brain.rs"),
-    ("refusal_repeats", "reserve.rs"),
-    ("request_idempotency", "idempotency.rs"),
-    ("runtimes", "runtime/registry.rs"),
-    ("secret_handovers", "handovers.rs"),
-    ("tenants", "tenants.rs"),
-    ("user_tokens", "tokens.rs"),
-    ("vault_keys", "vault.rs"),
-    ("vault_master", "vault.rs"),
-    ("vault_secrets", "vault.rs"),
-    ("webhook_endpoints", "webhooks/"),
-    ("writebacks", "brain.rs"),
+    ("activity", "audit/activity.rs"),
+    ("agent_keys", "domain/keys.rs"),
+    ("agent_profiles", "domain/profiles.rs"),
+    ("approval_trail", "domain/approvals.rs"),
+    ("approvals", "domain/approvals.rs"),
+    ("beliefs", "domain/brain.rs"),
+    ("budget_accounts", "domain/ledger/"),
+    ("carries", "domain/recovery.rs"),
+    ("company_keys", "domain/tenants.rs"),
+    ("connected_apps", "delivery/connectors/app_config.rs"),
+    ("connectors", "delivery/connectors/config.rs"),
+    ("console_sessions", "domain/sessions.rs"),
+    ("console_users", "domain/users.rs"),
+    ("holds", "domain/ledger/"),
+    ("idempotency", "domain/reserve.rs"),
+    ("kits", "domain/kits.rs"),
+    ("ledger_entries", "domain/ledger/"),
+    ("login_attempts", "domain/logins.rs"),
+    ("outbox", "delivery/outbox/"),
+    ("outbox_queues", "delivery/outbox/"),
+    ("pending_upgrades", "ops/upgrades.rs"),
+    ("proposal_trail", "domain/brain.rs"),
+    ("proposals", "domain/brain.rs"),
+    ("refusal_repeats", "domain/reserve.rs"),
+    ("request_idempotency", "domain/idempotency.rs"),
+    ("runtimes", "delivery/runtime/registry.rs"),
+    ("secret_handovers", "domain/handovers.rs"),
+    ("tenants", "domain/tenants.rs"),
+    ("user_tokens", "domain/tokens.rs"),
+    ("vault_keys", "domain/vault.rs"),
+    ("vault_master", "domain/vault.rs"),
+    ("vault_secrets", "domain/vault.rs"),
+    ("webhook_endpoints", "delivery/webhooks/"),
+    ("writebacks", "domain/brain.rs"),
 ];
 
 /// Functions longer than [`MAX_FN_LINES`] today, as `path:name`. Shorten one, then delete its
@@ -65,15 +69,76 @@ const LONG_FNS: &[&str] = &[
     "app/src/pages/spend.rs:Ledger",
     "app/src/pages/users.rs:UsersPage",
     "gateway/src/bin/gateway-load.rs:seed_console",
-    "gateway/src/brain.rs:decide_proposal",
-    "gateway/src/demo.rs:seed_demo_if_empty",
-    "gateway/src/tokens.rs:issue_user_token",
-    "gateway/src/users.rs:create_user_as",
+    "gateway/src/domain/brain.rs:decide_proposal",
+    "gateway/src/ops/demo.rs:seed_demo_if_empty",
+    "gateway/src/domain/tokens.rs:issue_user_token",
+    "gateway/src/domain/users.rs:create_user_as",
     "gateway/src/writer.rs:run",
     "policy/src/engine.rs:run_checks",
     "server/src/http/idempotency.rs:layer",
     "server/src/v1/openapi.rs:connector_schemas",
     "server/src/startup.rs:build",
+];
+
+/// The layers of `gateway/src`, lowest first, each with the top-level modules (or folders) in
+/// it. The crate root's own items (`Gateway`, its config) sit above them all.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "cache",
+        "db",
+        "deferred",
+        "error",
+        "ids",
+        "postgres",
+        "reads",
+        "secrets",
+        "sql",
+        "sqlite_memory",
+        "store",
+        "store_error",
+        "writer",
+    ],
+    &["audit"],
+    &["domain"],
+    &["delivery"],
+    &["ops"],
+];
+
+/// Upward paths of today, as `file -> what it names` (a layer's folder, or a crate-root item).
+/// Move the code that needs them into the layer above, then delete the line; never add one.
+const UPWARD: &[&str] = &[
+    "audit/activity.rs -> Gateway",
+    "deferred.rs -> Gateway",
+    "delivery/connectors/app_config.rs -> Gateway",
+    "delivery/connectors/config.rs -> Gateway",
+    "delivery/connectors/runtime.rs -> Gateway",
+    "delivery/outbox/delivery.rs -> Gateway",
+    "delivery/outbox/mod.rs -> Gateway",
+    "delivery/outbox/queue.rs -> Gateway",
+    "delivery/runtime/registry.rs -> Gateway",
+    "delivery/webhooks/deliver.rs -> Gateway",
+    "delivery/webhooks/mod.rs -> Gateway",
+    "domain/approvals.rs -> Gateway",
+    "domain/approvals.rs -> delivery",
+    "domain/brain.rs -> Gateway",
+    "domain/credentials.rs -> Gateway",
+    "domain/handovers.rs -> Gateway",
+    "domain/idempotency.rs -> Gateway",
+    "domain/keys.rs -> Gateway",
+    "domain/kits.rs -> Gateway",
+    "domain/ledger/mod.rs -> Gateway",
+    "domain/logins.rs -> Gateway",
+    "domain/pipeline.rs -> Gateway",
+    "domain/pipeline.rs -> delivery",
+    "domain/profiles.rs -> Gateway",
+    "domain/recovery.rs -> Gateway",
+    "domain/recovery.rs -> delivery",
+    "domain/reserve.rs -> delivery",
+    "domain/sessions.rs -> Gateway",
+    "domain/tenants.rs -> Gateway",
+    "domain/tokens.rs -> Gateway",
+    "domain/users.rs -> Gateway",
+    "domain/vault.rs -> Gateway",
 ];
 
 fn root() -> PathBuf {
@@ -211,6 +276,80 @@ fn no_function_grows_past_seventy_lines() {
     );
 }
 
+/// The layer of a top-level module or folder of `gateway/src`. The crate root's own items
+/// (`Gateway`, its config, and anything unknown) belong to the operations, the top layer:
+/// `ops/` is where `impl Gateway` lives.
+fn layer_of(name: &str, reexports: &BTreeMap<String, String>) -> usize {
+    let name = reexports.get(name).map_or(name, String::as_str);
+    LAYERS.iter().position(|l| l.contains(&name)).unwrap_or(LAYERS.len() - 1)
+}
+
+/// The names the crate root re-exports (`pub use error::{Error, Result};`), with the
+/// top-level module each comes from.
+fn root_reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("pub use ")) {
+        let module = line.split("::").next().unwrap_or_default().to_string();
+        let names = line.rsplit("::").next().unwrap_or_default();
+        for name in names.trim_matches(|c| "{};".contains(c)).split(',') {
+            out.insert(name.trim().to_string(), module.clone());
+        }
+    }
+    out
+}
+
+/// The first segment of every `crate::` path in a file's code (not its comments).
+fn crate_paths(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (at, _) in line.match_indices("crate::") {
+            let name: String =
+                line[at + 7..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_module_names_a_layer_above_its_own() {
+    let src = root().join("gateway/src");
+    let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut upward = BTreeSet::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        // The composition root sits above every layer; the load generator and the test
+        // support (`testing`, doc-hidden) are callers, not layers.
+        if rel.starts_with("bin/") || rel == "lib.rs" || rel == "testing.rs" {
+            continue;
+        }
+        let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        let own = layer_of(top, &reexports);
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in crate_paths(without_tests(&text)) {
+            if layer_of(&name, &reexports) > own {
+                upward.insert(format!("{rel} -> {name}"));
+            }
+        }
+    }
+    let listed: BTreeSet<String> = UPWARD.iter().map(|s| s.to_string()).collect();
+    let added: Vec<_> = upward.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&upward).collect();
+    assert!(
+        added.is_empty(),
+        "paths that name a layer above their own (see docs/architecture.md); move the code that \
+         needs them up, or pass what it needs down:\n{added:#?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "these point down now (or are gone): delete their lines from UPWARD:\n{gone:#?}"
+    );
+}
+
 #[test]
 fn the_scanners_see_what_they_look_for() {
     let sql = "c.exec(\"UPDATE holds SET x = 1\", &[])?; c.exec(\"INSERT INTO refusal_repeats AS r (a)\")\n\
@@ -218,4 +357,10 @@ fn the_scanners_see_what_they_look_for() {
     assert_eq!(written_tables(sql), ["holds", "outbox", "refusal_repeats"].map(String::from).into());
     let code = "fn short() {\n}\n    pub(crate) async fn long(\n        a: u8,\n    ) -> u8 {\n        a\n    }\n    fn decl(&self);\n";
     assert_eq!(functions(code), [("short".to_string(), 2), ("long".to_string(), 5)]);
+    let paths = "use crate::domain::keys::Subject;\n/// [`crate::ops`]\nlet g: crate::Gateway = x(crate::error::Error::a);";
+    assert_eq!(crate_paths(paths), ["Gateway", "domain", "error"].map(String::from).into());
+    let reexports = root_reexports("pub use error::{Error, Result};\npub use domain::kits::KitRecord;\n");
+    assert_eq!(layer_of("Error", &reexports), 0);
+    assert_eq!(layer_of("KitRecord", &reexports), 2);
+    assert_eq!(layer_of("Gateway", &reexports), LAYERS.len() - 1);
 }

@@ -4,9 +4,9 @@
 //! minimal in-process HTTP listener (a unit-test fake; the server's tests use the real
 //! reference upstream).
 
-use gateway::activity::Transport;
-use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
-use gateway::vault::MasterKey;
+use gateway::audit::activity::Transport;
+use gateway::delivery::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+use gateway::domain::vault::MasterKey;
 use gateway::{Gateway, GatewayConfig, TenantId};
 use policy::Money;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -36,7 +36,7 @@ async fn catcher() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
 
 async fn open(url: &str, key: Option<&MasterKey>) -> gateway::Result<Gateway> {
     // The upstreams these tests stand up listen on loopback.
-    let egress_allow = gateway::egress::Allowance::loopback();
+    let egress_allow = gateway::delivery::egress::Allowance::loopback();
     Gateway::open_with(url, GatewayConfig { master_key: key.cloned(), egress_allow, ..Default::default() })
         .await
 }

@@ -183,7 +183,7 @@ pub struct Config {
 
     /// The most commands a tenant's runtime queue holds: an agent's runtime write past it is
     /// refused `outbox_full` until earlier ones are delivered (or an admin purges them).
-    #[arg(long, env = "NAIVE_OUTBOX_MAX_QUEUED", default_value_t = gateway::outbox::MAX_QUEUED, global = true)]
+    #[arg(long, env = "NAIVE_OUTBOX_MAX_QUEUED", default_value_t = gateway::delivery::outbox::MAX_QUEUED, global = true)]
     pub outbox_max_queued: i64,
 
     /// How many days delivered and purged outbox rows are kept before they are deleted (dead
@@ -213,7 +213,7 @@ pub struct Config {
     /// How long a hold whose call is in flight stays leased to this instance without a
     /// renewal (renewed every second while the call runs). After a crash, its holds end this
     /// long after its last renewal, whichever instance sweeps.
-    #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::ledger::leases::DEFAULT_LEASE_SECS, global = true)]
+    #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::domain::ledger::leases::DEFAULT_LEASE_SECS, global = true)]
     pub hold_lease_secs: i64,
 
     /// Delay every action the built-in sandbox connector carries out by this many

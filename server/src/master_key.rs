@@ -15,7 +15,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use gateway::vault::MasterKey;
+use gateway::domain::vault::MasterKey;
 
 use crate::config::Config;
 

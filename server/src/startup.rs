@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use axum::Router;
 use axum::routing::get;
 use gateway::Gateway;
-use gateway::demo::{DemoCredentials, DemoOptions};
+use gateway::ops::demo::{DemoCredentials, DemoOptions};
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tokio::net::TcpListener;
@@ -27,9 +27,9 @@ pub struct Application {
     router: Router,
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
-    sweeper: gateway::approvals::SweeperHandle,
+    sweeper: gateway::domain::approvals::SweeperHandle,
     /// Delivers the outbox; stops when the application does.
-    delivery: gateway::outbox::delivery::DeliveryHandle,
+    delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
     /// The in-process demo agent, if started; it finishes (revoking its keys) before the
     /// database closes.
@@ -62,14 +62,14 @@ impl Application {
             public_url: config.public_url.clone().unwrap_or_else(|| format!("http://{addr}")),
             approval_ttl_secs: config.approval_ttl_secs.max(1),
             hold_lease_secs: config.hold_lease_secs.max(1),
-            outbox: gateway::outbox::OutboxConfig {
+            outbox: gateway::delivery::outbox::OutboxConfig {
                 max_attempts: config.outbox_max_attempts.max(1),
                 backoff_base_ms: config.outbox_backoff_base_ms.max(1),
                 backoff_max_ms: config.outbox_backoff_max_ms.max(1),
                 retention_secs: i64::from(config.outbox_retention_days) * 86_400,
                 max_queued: config.outbox_max_queued.max(1),
             },
-            egress_allow: gateway::egress::Allowance::parse(&config.egress_allow)
+            egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
                 .map_err(StartError::Config)?,
             egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
             ..Default::default()

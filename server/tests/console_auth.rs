@@ -209,7 +209,7 @@ async fn pages_carry_a_content_security_policy_with_the_scripts_nonce() {
 /// The inbox's decisions are plain form posts to server functions, checked on the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approver_decides_from_the_inbox_and_the_owner_cannot() {
-    use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+    use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
     let app = spawn_app().await;
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
     let pending = |app: &common::TestApp| {
@@ -282,7 +282,7 @@ async fn an_approver_decides_from_the_inbox_and_the_owner_cannot() {
 /// accept and reject (each with a required `because`) growing the trail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_accepts_and_rejects_proposals_and_the_trail_grows() {
-    use gateway::brain::{ProposalQuery, ProposalStatus};
+    use gateway::domain::brain::{ProposalQuery, ProposalStatus};
     let app = spawn_app().await;
     let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
     let pending = ProposalQuery { status: Some(ProposalStatus::Pending), ..Default::default() };
@@ -498,8 +498,8 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
         .gateway
         .approvals(
             &tenant,
-            &gateway::approvals::ApprovalQuery {
-                status: Some(gateway::approvals::ApprovalStatus::Pending),
+            &gateway::domain::approvals::ApprovalQuery {
+                status: Some(gateway::domain::approvals::ApprovalStatus::Pending),
                 ..Default::default()
             },
         )

@@ -24,7 +24,7 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
     for _ in 0..600 {
         let log = app
             .gateway
-            .log(&tenant, &gateway::activity::LogQuery { limit: Some(500), ..Default::default() })
+            .log(&tenant, &gateway::audit::activity::LogQuery { limit: Some(500), ..Default::default() })
             .await
             .unwrap();
         seen = log
@@ -55,7 +55,7 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
             let by_agent = gw
                 .log(
                     &tenant,
-                    &gateway::activity::LogQuery {
+                    &gateway::audit::activity::LogQuery {
                         profile: Some(p.id.clone()),
                         limit: Some(500),
                         ..Default::default()

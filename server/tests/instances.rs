@@ -305,14 +305,14 @@ async fn failed_sign_ins_on_one_instance_count_on_the_other() {
         let req = c.post(format!("{base}/login")).form(&[("username", "approver"), ("password", password)]);
         async move { req.send().await.unwrap() }
     };
-    for _ in 0..gateway::logins::MAX_FAILED_LOGINS {
+    for _ in 0..gateway::domain::logins::MAX_FAILED_LOGINS {
         let r = sign_in(&a.base, "wrong password").await;
         assert_eq!(r.status().as_u16(), 303, "a wrong password is sent back to the form");
     }
     let r = sign_in(&b.base, common::ADMIN_PASSWORD).await;
     assert_eq!(r.status().as_u16(), 429, "B counts A's failures");
     let wait: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
-    assert!(wait > 0 && wait <= gateway::logins::LOGIN_WINDOW_SECS as u64, "{wait}");
+    assert!(wait > 0 && wait <= gateway::domain::logins::LOGIN_WINDOW_SECS as u64, "{wait}");
     a.kill();
     b.kill();
 }

@@ -188,7 +188,7 @@ async fn a_kit_without_tasks_refuses_every_runtime_tool_and_status_degrades_when
 /// Unsigned, wrongly signed and stale requests are refused by the reference runtime.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runtime_refuses_unsigned_and_stale_requests() {
-    use gateway::runtime::wire;
+    use gateway::delivery::runtime::wire;
     let runtime = start_runtime(1, 0);
     let c = reqwest::Client::new();
     let url = format!("{}/control/status", runtime.base);

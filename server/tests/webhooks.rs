@@ -227,9 +227,9 @@ async fn secrets_are_shown_once_and_the_caps_hold_under_concurrency() {
             other => panic!("a creation answered {other}"),
         }
     }
-    assert_eq!(made, gateway::webhooks::MAX_ENDPOINTS - 1);
+    assert_eq!(made, gateway::delivery::webhooks::MAX_ENDPOINTS - 1);
     let (_, _, list) = app.send("GET", "/v1/webhooks", Some(COMPANY_KEY), None, &[]).await;
-    assert_eq!(list["items"].as_array().unwrap().len(), gateway::webhooks::MAX_ENDPOINTS);
+    assert_eq!(list["items"].as_array().unwrap().len(), gateway::delivery::webhooks::MAX_ENDPOINTS);
 
     // An admin points a connector at the first endpoint's signing secret: removing the
     // endpoint is refused while it does, and the secret stays.

@@ -68,7 +68,7 @@ pub async fn activity_feed(
                 .ok_or_else(|| ServerFnError::new(format!("not_found: no agent named {name}")))?,
         ),
     };
-    let q = gateway::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
+    let q = gateway::audit::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
     let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
     let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
     let (kind, verdict, transport) =
@@ -94,7 +94,7 @@ pub async fn activity_feed(
 /// One log entry as the console shows it, with agent names in place of profile ids. The
 /// activity page and the live stream (`/console/events`) both use it.
 #[cfg(feature = "ssr")]
-pub fn activity_row(e: gateway::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
+pub fn activity_row(e: gateway::audit::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
     let (actor, actor_id) = crate::api::named(profiles, e.actor);
     let agent = e.profile_id.as_ref().and_then(|id| profiles.iter().find(|p| &p.id == id));
     ActivityRow {

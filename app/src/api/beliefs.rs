@@ -30,8 +30,11 @@ pub async fn beliefs_view(object_type: String, q: String) -> Result<Vec<BeliefRo
     use crate::api::to_fn_error;
     let (gw, tenant, _) = require_view("beliefs").await?;
     let opt = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
-    let query =
-        gateway::brain::BeliefQuery { object_type: opt(object_type), search: opt(q), limit: Some(200) };
+    let query = gateway::domain::brain::BeliefQuery {
+        object_type: opt(object_type),
+        search: opt(q),
+        limit: Some(200),
+    };
     let beliefs = gw.beliefs(&tenant.id, &query).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let agent_of = |id: &gateway::ProfileId| {

@@ -58,10 +58,10 @@ pub struct ConnectorsData {
 #[cfg(feature = "ssr")]
 fn row(
     target: String,
-    spec: &gateway::connectors::ConnectorSpec,
+    spec: &gateway::delivery::connectors::ConnectorSpec,
     updated: Option<(String, String)>,
 ) -> ConnectorRow {
-    use gateway::connectors::{AuthSpec, ConnectorSpec};
+    use gateway::delivery::connectors::{AuthSpec, ConnectorSpec};
     let ConnectorSpec::Http(h) = spec else {
         return ConnectorRow {
             target,
@@ -97,11 +97,12 @@ fn row(
 
 #[server]
 pub async fn connectors_page() -> Result<ConnectorsData, ServerFnError> {
-    use gateway::connectors::ConnectorSpec;
+    use gateway::delivery::connectors::ConnectorSpec;
     let (gw, tenant, _) = require_view("connectors").await?;
     let stored = gw.connectors_checked(&tenant.id).await.map_err(to_fn_error)?;
-    let updated =
-        |r: &gateway::connectors::ConnectorRecord| Some((r.updated_by.clone(), r.updated_at.to_rfc3339()));
+    let updated = |r: &gateway::delivery::connectors::ConnectorRecord| {
+        Some((r.updated_by.clone(), r.updated_at.to_rfc3339()))
+    };
     let mut rows: Vec<ConnectorRow> = policy::Primitive::ALL
         .iter()
         .map(|p| match stored.iter().find(|r| r.target == p.as_str()) {
@@ -156,8 +157,8 @@ fn spec_from_form(
     auth: &str,
     secret: String,
     header: String,
-) -> Result<gateway::connectors::ConnectorSpec, ServerFnError> {
-    use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+) -> Result<gateway::delivery::connectors::ConnectorSpec, ServerFnError> {
+    use gateway::delivery::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
     let bad = |m: &str| ServerFnError::new(format!("invalid_connector: {m}"));
     if kind == "sandbox" {
         return Ok(ConnectorSpec::Sandbox {});
@@ -196,12 +197,20 @@ pub async fn save_connector(
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "setting connectors").await?;
         let spec = spec_from_form(&kind, url, timeout_ms, &auth, secret, header)?;
         let said = match &spec {
-            gateway::connectors::ConnectorSpec::Http(h) => format!("{target} now runs on {}.", h.url),
+            gateway::delivery::connectors::ConnectorSpec::Http(h) => {
+                format!("{target} now runs on {}.", h.url)
+            }
             _ => format!("{target} now runs on the sandbox."),
         };
-        gw.set_connector(&tenant.id, &target, spec, &by.username, gateway::activity::Transport::Console)
-            .await
-            .map_err(to_fn_error)?;
+        gw.set_connector(
+            &tenant.id,
+            &target,
+            spec,
+            &by.username,
+            gateway::audit::activity::Transport::Console,
+        )
+        .await
+        .map_err(to_fn_error)?;
         back_with_notice(&said).await;
         Ok(())
     })
@@ -233,7 +242,13 @@ pub async fn store_secret(name: String, value: String) -> Result<(), ServerFnErr
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing the vault").await?;
         let (info, created) = gw
-            .put_secret(&tenant.id, name.trim(), &value, &by.username, gateway::activity::Transport::Console)
+            .put_secret(
+                &tenant.id,
+                name.trim(),
+                &value,
+                &by.username,
+                gateway::audit::activity::Transport::Console,
+            )
             .await
             .map_err(to_fn_error)?;
         let verb = if created { "Stored" } else { "Replaced" };
@@ -252,7 +267,7 @@ pub async fn store_secret(name: String, value: String) -> Result<(), ServerFnErr
 pub async fn delete_secret(name: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing the vault").await?;
-        gw.delete_secret(&tenant.id, &name, &by.username, gateway::activity::Transport::Console)
+        gw.delete_secret(&tenant.id, &name, &by.username, gateway::audit::activity::Transport::Console)
             .await
             .map_err(to_fn_error)?;
         back_with_notice(&format!("Deleted secret {name}.")).await;
@@ -273,7 +288,7 @@ pub async fn save_connected_app(
 ) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing connected apps").await?;
-        let gateway::connectors::ConnectorSpec::Http(spec) =
+        let gateway::delivery::connectors::ConnectorSpec::Http(spec) =
             spec_from_form("http", url, timeout_ms, &auth, secret, header)?
         else {
             unreachable!("an http form is an http spec")
@@ -283,9 +298,15 @@ pub async fn save_connected_app(
             "Connected app {toolkit} now reaches {}; its tools are connections tools from the next call.",
             spec.url
         );
-        gw.set_connected_app(&tenant.id, &toolkit, spec, &by.username, gateway::activity::Transport::Console)
-            .await
-            .map_err(to_fn_error)?;
+        gw.set_connected_app(
+            &tenant.id,
+            &toolkit,
+            spec,
+            &by.username,
+            gateway::audit::activity::Transport::Console,
+        )
+        .await
+        .map_err(to_fn_error)?;
         back_with_notice(&said).await;
         Ok(())
     })
@@ -317,9 +338,14 @@ pub async fn test_connected_app(toolkit: String) -> Result<(), ServerFnError> {
 pub async fn delete_connected_app(toolkit: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing connected apps").await?;
-        gw.delete_connected_app(&tenant.id, &toolkit, &by.username, gateway::activity::Transport::Console)
-            .await
-            .map_err(to_fn_error)?;
+        gw.delete_connected_app(
+            &tenant.id,
+            &toolkit,
+            &by.username,
+            gateway::audit::activity::Transport::Console,
+        )
+        .await
+        .map_err(to_fn_error)?;
         back_with_notice(&format!("Removed connected app {toolkit}.")).await;
         Ok(())
     })

@@ -5,7 +5,7 @@
 //! key's secret leaves the
 //! server exactly once. Because the forms work without JavaScript, a new secret cannot travel
 //! in a response body the browser keeps: it waits, sealed, for the issuing session and key
-//! (`gateway::handovers`, in the database, so the redirected page may reach any instance),
+//! (`gateway::domain::handovers`, in the database, so the redirected page may reach any instance),
 //! the page it redirects to takes it (and so deletes it), and a reload shows only the key's
 //! prefix.
 
@@ -127,7 +127,7 @@ fn parse_key(id: &str) -> Result<gateway::KeyId, ServerFnError> {
 }
 
 #[cfg(feature = "ssr")]
-fn key_row(k: gateway::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>) -> KeyRow {
+fn key_row(k: gateway::domain::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>) -> KeyRow {
     let state = match (k.revoked_at, k.expires_at) {
         (Some(_), _) => "revoked",
         (None, Some(e)) if e <= now => "expired",
@@ -150,7 +150,7 @@ fn key_row(k: gateway::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>) -> Key
 #[cfg(feature = "ssr")]
 async fn hand_over(
     profile: &gateway::ProfileId,
-    issued: gateway::tenants::IssuedKey,
+    issued: gateway::domain::tenants::IssuedKey,
     done: &str,
 ) -> Result<(), ServerFnError> {
     let session = crate::api::session::token()

@@ -72,7 +72,11 @@ pub(crate) fn claim_text(content: &serde_json::Value) -> String {
 /// A proposal as the queue shows it, with agents named where the trail records their
 /// profile ids (the proposer, and an agent whose accept parked it).
 #[cfg(feature = "ssr")]
-fn proposal_row(p: gateway::brain::Proposal, agent_id: &str, profiles: &[gateway::Profile]) -> ProposalRow {
+fn proposal_row(
+    p: gateway::domain::brain::Proposal,
+    agent_id: &str,
+    profiles: &[gateway::Profile],
+) -> ProposalRow {
     let agent = profiles.iter().find(|p| p.id.as_str() == agent_id);
     ProposalRow {
         claim: claim_text(&p.content),
@@ -106,11 +110,11 @@ pub async fn proposals_view(
     let opt = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let status = match opt(status) {
         None => None,
-        Some(s) => Some(gateway::brain::ProposalStatus::parse(&s).ok_or_else(|| {
+        Some(s) => Some(gateway::domain::brain::ProposalStatus::parse(&s).ok_or_else(|| {
             ServerFnError::new("invalid_filter: status is pending, parked, accepted or rejected")
         })?),
     };
-    let q = gateway::brain::ProposalQuery {
+    let q = gateway::domain::brain::ProposalQuery {
         status,
         object_type: opt(object_type),
         run_id: opt(run_id),
@@ -147,10 +151,10 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
     let wb = gw.writeback(&tenant.id, &p.writeback_id).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    let human = gateway::approvals::Human::in_console(&user);
+    let human = gateway::domain::approvals::Human::in_console(&user);
     let why_not = if !matches!(
         p.status,
-        gateway::brain::ProposalStatus::Pending | gateway::brain::ProposalStatus::Parked
+        gateway::domain::brain::ProposalStatus::Pending | gateway::domain::brain::ProposalStatus::Parked
     ) {
         Some(format!("Already {}.", p.status.as_str()))
     } else {
@@ -172,11 +176,11 @@ pub async fn decide_proposal_form(
     form(async {
         let (gw, tenant, user) = require_view("proposals").await?;
         let decision = match decision.as_str() {
-            "accept" => gateway::brain::Decision::Accept,
-            "reject" => gateway::brain::Decision::Reject,
+            "accept" => gateway::domain::brain::Decision::Accept,
+            "reject" => gateway::domain::brain::Decision::Reject,
             _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
         };
-        let by = gateway::brain::Decider::Human(gateway::approvals::Human::in_console(&user));
+        let by = gateway::domain::brain::Decider::Human(gateway::domain::approvals::Human::in_console(&user));
         let r = gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
         let done = match r.body["belief_id"].as_str() {
             Some(belief) => format!("Accepted: the claim is now belief {belief}, listed under Beliefs."),

@@ -87,7 +87,7 @@ pub struct RuntimeData {
 }
 
 #[cfg(feature = "ssr")]
-fn runtime_view(r: gateway::runtime::RuntimeInfo) -> RuntimeView {
+fn runtime_view(r: gateway::delivery::runtime::RuntimeInfo) -> RuntimeView {
     RuntimeView {
         url: r.url,
         fingerprint: r.secret.fingerprint,
@@ -105,7 +105,7 @@ fn runtime_view(r: gateway::runtime::RuntimeInfo) -> RuntimeView {
 }
 
 #[cfg(feature = "ssr")]
-fn delivery_row(s: gateway::outbox::CommandState) -> DeliveryRow {
+fn delivery_row(s: gateway::delivery::outbox::CommandState) -> DeliveryRow {
     DeliveryRow {
         id: s.command_id,
         key: s.task_id,
@@ -158,7 +158,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         }
         _ => None,
     };
-    let events = gateway::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
+    let events = gateway::delivery::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
     let backlogs = gw
         .backlogs(t)
         .await
@@ -182,7 +182,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
 pub async fn purge_backlog(channel: String, destination: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "purging the outbox").await?;
-        let via = gateway::activity::Transport::Console;
+        let via = gateway::audit::activity::Transport::Console;
         let (n, what) = match channel.as_str() {
             "runtime" => (
                 gw.purge_runtime_backlog(&tenant.id, &by.username, via).await,
@@ -212,7 +212,7 @@ pub async fn register_runtime(url: String, secret: String) -> Result<(), ServerF
                 url.trim(),
                 secret,
                 &by.username,
-                gateway::activity::Transport::Console,
+                gateway::audit::activity::Transport::Console,
             )
             .await
             .map_err(to_fn_error)?;
@@ -232,7 +232,7 @@ pub async fn register_runtime(url: String, secret: String) -> Result<(), ServerF
 pub async fn retry_delivery(id: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "retrying deliveries").await?;
-        gw.retry_delivery(&tenant.id, &id, &by.username, gateway::activity::Transport::Console)
+        gw.retry_delivery(&tenant.id, &id, &by.username, gateway::audit::activity::Transport::Console)
             .await
             .map_err(to_fn_error)?;
         back_with_notice(&format!("Queued {id} again.")).await;
@@ -268,20 +268,20 @@ pub async fn create_webhook(
             runtime_stopped,
             profile_revoked,
         ];
-        let events = gateway::webhooks::EVENTS
+        let events = gateway::delivery::webhooks::EVENTS
             .iter()
             .zip(ticks)
             .filter(|(_, t)| t.is_some())
             .map(|(e, _)| e.to_string())
             .collect();
         let format = if format == "slack" {
-            gateway::webhooks::Format::Slack
+            gateway::delivery::webhooks::Format::Slack
         } else {
-            gateway::webhooks::Format::Standard
+            gateway::delivery::webhooks::Format::Standard
         };
-        let spec = gateway::webhooks::EndpointSpec { url: url.trim().to_string(), events, format };
+        let spec = gateway::delivery::webhooks::EndpointSpec { url: url.trim().to_string(), events, format };
         let created = gw
-            .create_webhook(&tenant.id, spec, &by.username, gateway::activity::Transport::Console)
+            .create_webhook(&tenant.id, spec, &by.username, gateway::audit::activity::Transport::Console)
             .await
             .map_err(to_fn_error)?;
         let session = crate::api::session::token()
@@ -321,7 +321,7 @@ pub async fn test_webhook(id: String) -> Result<(), ServerFnError> {
 pub async fn delete_webhook(id: String) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing webhooks").await?;
-        gw.delete_webhook(&tenant.id, &id, &by.username, gateway::activity::Transport::Console)
+        gw.delete_webhook(&tenant.id, &id, &by.username, gateway::audit::activity::Transport::Console)
             .await
             .map_err(to_fn_error)?;
         back_with_notice(&format!("Removed webhook {id}.")).await;

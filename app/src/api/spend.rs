@@ -159,7 +159,7 @@ pub async fn ledger_page(
     let id = gateway::ProfileId::parse(&profile)
         .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
     let p = gw.profile(&tenant.id, &id).await.map_err(to_fn_error)?;
-    let q = gateway::ledger::LedgerQuery {
+    let q = gateway::domain::ledger::LedgerQuery {
         from: day(&from, "from")?,
         to: day(&to, "to")?,
         after,

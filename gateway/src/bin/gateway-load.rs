@@ -37,9 +37,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use gateway::egress::Allowance;
-use gateway::pipeline::{ActionCall, Disposition};
-use gateway::vault::MasterKey;
+use gateway::delivery::egress::Allowance;
+use gateway::domain::pipeline::{ActionCall, Disposition};
+use gateway::domain::vault::MasterKey;
 use gateway::{Gateway, GatewayConfig, Role};
 use policy::{Kit, Money};
 use serde_json::json;
@@ -124,7 +124,7 @@ impl Work {
     /// Points each tenant's `cards` at the upstream, with its credential in the vault, or
     /// registers its runtime.
     async fn connect(&self, gw: &Gateway) {
-        use gateway::activity::Transport;
+        use gateway::audit::activity::Transport;
         if let Work::Comment { base, secret } = self {
             for t in gw.tenants().await.expect("tenants") {
                 let info = gw.register_runtime(&t.id, base, Some(secret), "load", Transport::Http).await;
@@ -136,7 +136,7 @@ impl Work {
             return;
         }
         let Work::ChargeOverHttp { base, secret } = self else { return };
-        use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+        use gateway::delivery::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
         for t in gw.tenants().await.expect("tenants") {
             gw.put_secret(&t.id, "upstream", secret, "load", Transport::Http).await.expect("secret");
             let spec = ConnectorSpec::Http(HttpSpec {
@@ -386,7 +386,7 @@ struct Side {
     gw: Gateway,
     tokens: Vec<String>,
     work: Work,
-    _worker: gateway::outbox::delivery::DeliveryHandle,
+    _worker: gateway::delivery::outbox::delivery::DeliveryHandle,
     _dir: tempfile::TempDir,
 }
 
@@ -399,7 +399,7 @@ async fn outbox_side(label: &'static str, callers: usize, base: &str, secret: &s
         egress_allow: Allowance::loopback(),
         // The rounds queue more than a tenant's runtime queue holds by default; delivery runs
         // beside them, and the bound is not what is measured.
-        outbox: gateway::outbox::OutboxConfig { max_queued: 10_000_000, ..Default::default() },
+        outbox: gateway::delivery::outbox::OutboxConfig { max_queued: 10_000_000, ..Default::default() },
         ..Default::default()
     };
     let gw = Gateway::open_with(&format!("sqlite://{}/bench.db", dir.path().display()), config)
@@ -418,7 +418,7 @@ async fn outbox_side(label: &'static str, callers: usize, base: &str, secret: &s
 /// A tenant whose runtime and webhook endpoints do not answer (port 9 on loopback), with
 /// `rows` queued rows backing off: a tenth in its runtime's queue, the rest over its endpoints.
 async fn seed_stuck_tenant(gw: &Gateway, rows: usize) {
-    use gateway::activity::Transport;
+    use gateway::audit::activity::Transport;
     let (t, _) = gw.create_tenant("Stuck", Money::dollars(1_000), None).await.expect("tenant");
     let dead = "http://127.0.0.1:9/";
     gw.register_runtime(&t.id, dead, Some("stuck-runtime-secret-0123"), "load", Transport::Http)
@@ -430,7 +430,7 @@ async fn seed_stuck_tenant(gw: &Gateway, rows: usize) {
         .await
         .expect("seed");
     for i in 0..STUCK_ENDPOINTS {
-        let spec: gateway::webhooks::EndpointSpec =
+        let spec: gateway::delivery::webhooks::EndpointSpec =
             serde_json::from_value(json!({"url": format!("{dead}hook{i}"), "events": ["approval.parked"]}))
                 .expect("spec");
         let e = gw.create_webhook(&t.id, spec, "load", Transport::Http).await.expect("endpoint");
@@ -654,7 +654,7 @@ async fn seed_console(path: &str, approvals: u64, entries: u64) {
     let gw = Gateway::open(&url).await.expect("open");
     let password = "console-bench-password";
     let creds = gw
-        .seed_demo_if_empty(&gateway::demo::DemoOptions {
+        .seed_demo_if_empty(&gateway::ops::demo::DemoOptions {
             admin_password: Some(password.into()),
             company_key: None,
         })

@@ -2,9 +2,9 @@
 //! database with `NAIVE_TEST_ENGINE=postgres`), with one tenant, kits and profiles to act as.
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
-use gateway::approvals::Human;
-use gateway::keys::Subject;
-use gateway::pipeline::{ActionCall, ActionResponse};
+use gateway::domain::approvals::Human;
+use gateway::domain::keys::Subject;
+use gateway::domain::pipeline::{ActionCall, ActionResponse};
 use gateway::{Gateway, GatewayConfig, ProfileId, Role, TenantId, UserId};
 use policy::{Kit, Money};
 use serde_json::Value;

@@ -19,7 +19,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use gateway::keys::Subject;
+use gateway::domain::keys::Subject;
 use gateway::{ConsoleUser, Credential, KeyId, TenantId};
 
 use crate::http::problem::Problem;
@@ -98,7 +98,7 @@ fn action_of(matched: &str, method: &axum::http::Method, path: &str) -> String {
         "/v1/policy/explain" => "naive_policy_explain".into(),
         "/v1/brain/proposals" => "naive_brain_proposals".into(),
         "/v1/brain/proposals/{id}" => "naive_brain_proposal".into(),
-        "/v1/brain/proposals/{id}/decision" => gateway::brain::DECIDE_TOOL.into(),
+        "/v1/brain/proposals/{id}/decision" => gateway::domain::brain::DECIDE_TOOL.into(),
         "/v1/brain/writebacks" if method == axum::http::Method::POST => "brain.writeback".into(),
         "/v1/brain/writebacks" => "naive_brain_writebacks".into(),
         "/v1/brain/writebacks/{id}" => "naive_brain_writeback".into(),
@@ -212,7 +212,7 @@ impl FromRequestParts<AppState> for Agent {
 /// A human deciding with their own credential.
 pub struct Human {
     pub tenant: TenantId,
-    pub user: gateway::approvals::Human,
+    pub user: gateway::domain::approvals::Human,
 }
 
 impl Human {
@@ -239,12 +239,12 @@ impl Human {
         };
         Ok(Human {
             tenant: user.tenant_id.clone(),
-            user: gateway::approvals::Human {
+            user: gateway::domain::approvals::Human {
                 roles: user.roles.clone(),
                 user: user.id.clone(),
                 username: user.username.clone(),
                 credential,
-                via: gateway::activity::Transport::Http,
+                via: gateway::audit::activity::Transport::Http,
             },
         })
     }

@@ -84,7 +84,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
         Some(user) => {
             state.gateway.login_succeeded(&username).await?;
             let token = state.gateway.start_session(&user).await?;
-            let max_age = gateway::sessions::SESSION_HOURS * 3600;
+            let max_age = gateway::domain::sessions::SESSION_HOURS * 3600;
             // Without a page to return to, each user starts at their own work.
             let roles: Vec<&str> = user.roles.iter().map(|r| r.as_str()).collect();
             let next = if next == "/" { app::api::session::landing(&roles).to_string() } else { next };

@@ -28,7 +28,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use gateway::Credential;
-use gateway::keys::Subject;
+use gateway::domain::keys::Subject;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, InitializeRequestParams,
@@ -159,7 +159,7 @@ async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next:
     };
     match shared.gateway.credential(token).await {
         Ok(Some(Credential::Agent(mut subject))) => {
-            subject.via = gateway::activity::Transport::Mcp;
+            subject.via = gateway::audit::activity::Transport::Mcp;
             req.extensions_mut().insert(subject);
             next.run(req).await
         }

@@ -12,9 +12,9 @@
 //! not the result's shape, and a client checks `structuredContent` against one.
 
 use gateway::Gateway;
-use gateway::brain::{BeliefQuery, Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
-use gateway::keys::Subject;
-use gateway::pipeline::{ActionResponse, Disposition};
+use gateway::domain::brain::{BeliefQuery, Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
+use gateway::domain::keys::Subject;
+use gateway::domain::pipeline::{ActionResponse, Disposition};
 use policy::args::ArgsDecl;
 use policy::{Effect, ToolSpec};
 use rmcp::model::{CallToolResult, ErrorData, Tool, ToolAnnotations};
@@ -138,7 +138,7 @@ fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effe
     };
     if spec.is_some() {
         schema["properties"][IDEMPOTENCY_ARG] = json!({
-            "type": "string", "minLength": 1, "maxLength": gateway::pipeline::MAX_IDEMPOTENCY_KEY_LEN,
+            "type": "string", "minLength": 1, "maxLength": gateway::domain::pipeline::MAX_IDEMPOTENCY_KEY_LEN,
             "description": "Your key for this call: sending the same call again with the same key does it once and answers what the first did.",
         });
     }

@@ -164,7 +164,8 @@ pub async fn drive(base: &str, agents: &[Agent], per_minute: u32, mut stop: watc
 pub async fn keys_in_process(
     gw: &gateway::Gateway,
 ) -> gateway::Result<Option<(gateway::TenantId, Vec<Agent>)>> {
-    let Some(tenant) = gw.tenants().await?.into_iter().find(|t| t.name == gateway::demo::DEMO_TENANT) else {
+    let Some(tenant) = gw.tenants().await?.into_iter().find(|t| t.name == gateway::ops::demo::DEMO_TENANT)
+    else {
         return Ok(None);
     };
     let mut agents = Vec::new();
@@ -187,7 +188,7 @@ pub async fn revoke_in_process(gw: &gateway::Gateway, tenant: &gateway::TenantId
 }
 
 /// Who the activity log names for the keys the demo agent mints and revokes.
-pub const ACTOR: &str = gateway::activity::DEMO_AGENT_ACTOR;
+pub const ACTOR: &str = gateway::audit::activity::DEMO_AGENT_ACTOR;
 
 /// An error of the standalone demo agent, said so that the operator knows what to fix.
 #[derive(Debug, thiserror::Error)]

@@ -12,8 +12,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use gateway::Gateway;
-use gateway::activity::Transport;
-use gateway::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
+use gateway::audit::activity::Transport;
+use gateway::delivery::connectors::{AuthSpec, ConnectorSpec, HttpSpec};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::error::StartError;
@@ -52,7 +52,7 @@ pub fn records_path(database_url: &str) -> PathBuf {
 /// there is no demo tenant.
 pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUpstream>, StartError> {
     let tenants = gateway.tenants().await?;
-    let Some(tenant) = tenants.into_iter().find(|t| t.name == gateway::demo::DEMO_TENANT) else {
+    let Some(tenant) = tenants.into_iter().find(|t| t.name == gateway::ops::demo::DEMO_TENANT) else {
         tracing::warn!(
             "--demo-upstream: there is no demo tenant in this database, so nothing is wired to it"
         );
@@ -86,10 +86,10 @@ async fn subscribe(gateway: &Gateway, tenant: &gateway::TenantId, base: &str) ->
     for old in earlier {
         gateway.delete_webhook(tenant, &old.id, ACTOR, Transport::Console).await?;
     }
-    let spec = gateway::webhooks::EndpointSpec {
+    let spec = gateway::delivery::webhooks::EndpointSpec {
         url: format!("{base}/hook"),
-        events: gateway::webhooks::EVENTS.iter().map(|e| e.to_string()).collect(),
-        format: gateway::webhooks::Format::Standard,
+        events: gateway::delivery::webhooks::EVENTS.iter().map(|e| e.to_string()).collect(),
+        format: gateway::delivery::webhooks::Format::Standard,
     };
     let created = gateway.create_webhook(tenant, spec, ACTOR, Transport::Console).await?;
     let res = reqwest::Client::new()

@@ -1,5 +1,5 @@
 //! `server team-runtime`: the reference team runtime. It keeps a board of tasks, their runs
-//! and comments in its own SQLite file and speaks the control wire (`gateway::runtime::wire`),
+//! and comments in its own SQLite file and speaks the control wire (`gateway::delivery::runtime::wire`),
 //! so it is what `make run` points the demo tenant at, what the tests start and stop as a
 //! separate process, and what a newcomer reads before writing a runtime of their own.
 //!
@@ -19,7 +19,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use gateway::runtime::wire::{
+use gateway::delivery::runtime::wire::{
     self, Applied, Batch, BatchAnswer, Board, Command, CommandKind, Comment, Outcome, Run, Status, Task,
     TaskDetail,
 };
@@ -92,7 +92,7 @@ pub async fn serve(
     seed_tasks: usize,
     latency_ms: u64,
 ) -> Result<(), String> {
-    if secret.chars().count() < gateway::runtime::registry::MIN_SECRET_LEN {
+    if secret.chars().count() < gateway::delivery::runtime::registry::MIN_SECRET_LEN {
         return Err("the shared secret (NAIVE_RUNTIME_SECRET) is at least 16 characters".into());
     }
     let conn = Connection::open(db).map_err(|e| format!("cannot open {db}: {e}"))?;

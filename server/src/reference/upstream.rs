@@ -119,7 +119,7 @@ fn signature_ok(headers: &HeaderMap, secret: &str, body: &[u8]) -> bool {
     if (chrono::Utc::now().timestamp() - t).abs() > MAX_SIGNATURE_AGE_SECS {
         return false;
     }
-    gateway::secrets::digest_eq(&gateway::connectors::http::signature(secret, t, body), sig)
+    gateway::secrets::digest_eq(&gateway::delivery::connectors::http::signature(secret, t, body), sig)
 }
 
 async fn cards(State(u): State<Upstream>, headers: HeaderMap, body: axum::body::Bytes) -> Response {

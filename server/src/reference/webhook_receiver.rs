@@ -79,7 +79,7 @@ fn verified(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
     if (chrono::Utc::now().timestamp() - t).abs() > 300 {
         return false;
     }
-    let expected = gateway::webhooks::sign(secret, id, t, body);
+    let expected = gateway::delivery::webhooks::sign(secret, id, t, body);
     header("webhook-signature").split(' ').any(|s| gateway::secrets::digest_eq(s, &expected))
 }
 

@@ -12,7 +12,7 @@ use axum::extract::State;
 use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use gateway::approvals::{ApprovalQuery, ApprovalStatus};
+use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
 use serde::Deserialize;
 
 use crate::http::auth::{Caller, Human};
@@ -25,7 +25,7 @@ const MAX_PAGE: i64 = 200;
 
 #[utoipa::path(get, path = "/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path, description = "The approval id.")),
-    responses((status = 200, description = "The approval, its result and its trail.", body = gateway::approvals::Approval),
+    responses((status = 200, description = "The approval, its result and its trail.", body = gateway::domain::approvals::Approval),
         (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn get(
     State(state): State<AppState>,
@@ -88,7 +88,7 @@ pub struct ApproveBody {
 #[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
     params(("id" = String, Path, description = "The approval id.")),
     request_body(content = ApproveBody, description = "An optional note."),
-    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::reserve::Executed),
+    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::domain::reserve::Executed),
         (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn approve(
     State(state): State<AppState>,
@@ -116,7 +116,7 @@ pub struct DenyBody {
 #[utoipa::path(post, path = "/v1/approvals/{id}/deny", tag = "approvals",
     params(("id" = String, Path, description = "The approval id.")),
     request_body = DenyBody,
-    responses((status = 200, description = "Denied; the hold is voided.", body = gateway::approvals::Approval)))]
+    responses((status = 200, description = "Denied; the hold is voided.", body = gateway::domain::approvals::Approval)))]
 pub async fn deny(
     State(state): State<AppState>,
     human: Human,

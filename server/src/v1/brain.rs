@@ -13,7 +13,7 @@ use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use gateway::brain::{Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
+use gateway::domain::brain::{Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -32,8 +32,8 @@ async fn gated(state: &AppState, caller: &Caller, tool: &str) -> Result<Option<R
     Ok(None)
 }
 
-#[utoipa::path(post, path = "/v1/brain/writebacks", tag = "brain", request_body = gateway::brain::WritebackInput,
-    responses((status = 201, description = "Recorded; each claim became a proposal.", body = gateway::brain::WritebackAccepted),
+#[utoipa::path(post, path = "/v1/brain/writebacks", tag = "brain", request_body = gateway::domain::brain::WritebackInput,
+    responses((status = 201, description = "Recorded; each claim became a proposal.", body = gateway::domain::brain::WritebackAccepted),
         (status = 403, description = "The kit does not enable brain, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn submit(
     State(state): State<AppState>,
@@ -67,7 +67,7 @@ pub async fn writebacks(State(state): State<AppState>, caller: Caller) -> Result
 
 #[utoipa::path(get, path = "/v1/brain/writebacks/{id}", tag = "brain",
     params(("id" = String, Path, description = "The writeback id.")),
-    responses((status = 200, description = "The writeback with its proposals.", body = gateway::brain::Writeback)))]
+    responses((status = 200, description = "The writeback with its proposals.", body = gateway::domain::brain::Writeback)))]
 pub async fn writeback(
     State(state): State<AppState>,
     caller: Caller,
@@ -128,14 +128,15 @@ pub async fn beliefs(
     if let Some(refused) = gated(&state, &caller, "naive_brain_beliefs").await? {
         return Ok(refused);
     }
-    let query = gateway::brain::BeliefQuery { object_type: q.object_type, search: q.q, limit: q.limit };
+    let query =
+        gateway::domain::brain::BeliefQuery { object_type: q.object_type, search: q.q, limit: q.limit };
     let items = state.gateway.beliefs(caller.tenant(), &query).await?;
     Ok(Json(crate::v1::dto::BeliefList { items }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/brain/proposals/{id}", tag = "brain",
     params(("id" = String, Path, description = "The proposal id.")),
-    responses((status = 200, description = "The proposal with its decision trail.", body = gateway::brain::Proposal)))]
+    responses((status = 200, description = "The proposal with its decision trail.", body = gateway::domain::brain::Proposal)))]
 pub async fn proposal(
     State(state): State<AppState>,
     caller: Caller,
@@ -159,7 +160,7 @@ pub struct DecisionBody {
 /// An agent, or a human reviewer with their own credential (a personal token or the console
 /// session).
 pub enum DecidingCaller {
-    Agent(gateway::keys::Subject),
+    Agent(gateway::domain::keys::Subject),
     Human(Human),
 }
 
@@ -180,7 +181,7 @@ impl FromRequestParts<AppState> for DecidingCaller {
 #[utoipa::path(post, path = "/v1/brain/proposals/{id}/decision", tag = "brain",
     params(("id" = String, Path, description = "The proposal id.")),
     request_body = DecisionBody,
-    responses((status = 200, description = "Decided.", body = gateway::brain::ProposalDecided),
+    responses((status = 200, description = "Decided.", body = gateway::domain::brain::ProposalDecided),
         (status = 202, description = "An agent's accept parks for a human.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused by the kit, or the profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn decide(

@@ -66,7 +66,7 @@ pub async fn rotate(
 
 #[utoipa::path(delete, path = "/v1/company-keys/{id}", tag = "company",
     params(("id" = String, Path, description = "A company key id.")),
-    responses((status = 200, description = "Revoked; it stops at once, and its open streams close.", body = gateway::tenants::CompanyKeyInfo)))]
+    responses((status = 200, description = "Revoked; it stops at once, and its open streams close.", body = gateway::domain::tenants::CompanyKeyInfo)))]
 pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,

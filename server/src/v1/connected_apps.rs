@@ -5,8 +5,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use gateway::activity::Transport;
-use gateway::connectors::HttpSpec;
+use gateway::audit::activity::Transport;
+use gateway::delivery::connectors::HttpSpec;
 
 use crate::http::auth::Caller;
 use crate::http::problem::{Path, Problem};
@@ -19,7 +19,7 @@ const EXAMPLE: &str = r#"{"url": "https://tracker.example.com/mcp", "timeout_ms"
 /// The registered connected apps.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct AppList {
-    pub items: Vec<gateway::connectors::apps::AppRecord>,
+    pub items: Vec<gateway::delivery::connectors::apps::AppRecord>,
 }
 
 async fn all(state: &AppState, tenant: &gateway::TenantId) -> Result<Response, Problem> {
@@ -35,7 +35,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 
 #[utoipa::path(put, path = "/v1/connected-apps/{toolkit}", tag = "connectors", operation_id = "put_connected_app",
     params(("toolkit" = String, Path, description = "The toolkit name its tools go by (`tracker`).")),
-    request_body = gateway::connectors::HttpSpec,
+    request_body = gateway::delivery::connectors::HttpSpec,
     responses((status = 200, description = "Registered; its tools are listed from the next call. The whole list.", body = AppList)))]
 pub async fn put(
     State(state): State<AppState>,
@@ -64,7 +64,7 @@ pub async fn delete(
 
 #[utoipa::path(post, path = "/v1/connected-apps/{toolkit}/test", tag = "connectors", operation_id = "test_connected_app",
     params(("toolkit" = String, Path, description = "The toolkit name.")),
-    responses((status = 200, description = "The app's tools as the gateway lists them now, each with its effect, or why it did not answer.", body = gateway::connectors::app_config::AppProbe)))]
+    responses((status = 200, description = "The app's tools as the gateway lists them now, each with its effect, or why it did not answer.", body = gateway::delivery::connectors::app_config::AppProbe)))]
 pub async fn test(
     State(state): State<AppState>,
     caller: Caller,

@@ -5,8 +5,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use gateway::activity::Transport;
-use gateway::connectors::ConnectorSpec;
+use gateway::audit::activity::Transport;
+use gateway::delivery::connectors::ConnectorSpec;
 
 use crate::http::auth::Caller;
 use crate::http::problem::{Path, Problem};
@@ -19,7 +19,7 @@ const EXAMPLE: &str = r#"{"kind": "http", "url": "https://processor.example.com/
 /// The configured connectors; every primitive and action not listed runs on the sandbox.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ConnectorList {
-    pub items: Vec<gateway::connectors::ConnectorRecord>,
+    pub items: Vec<gateway::delivery::connectors::ConnectorRecord>,
 }
 
 #[utoipa::path(get, path = "/v1/connectors", tag = "connectors", operation_id = "list_connectors",
@@ -31,7 +31,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 
 #[utoipa::path(put, path = "/v1/connectors/{target}", tag = "connectors", operation_id = "put_connector",
     params(("target" = String, Path, description = "A primitive (`cards`) or an action (`cards.charge`); the action's connector wins.")),
-    request_body = gateway::connectors::ConnectorSpec,
+    request_body = gateway::delivery::connectors::ConnectorSpec,
     responses((status = 200, description = "Saved; the next call of the target runs on it. The whole list.", body = ConnectorList)))]
 pub async fn put(
     State(state): State<AppState>,
@@ -47,7 +47,7 @@ pub async fn put(
 
 #[utoipa::path(post, path = "/v1/connectors/{target}/test", tag = "connectors", operation_id = "test_connector",
     params(("target" = String, Path, description = "A primitive or an action.")),
-    responses((status = 200, description = "What the upstream answered a test probe (the sandbox always answers).", body = gateway::connectors::http::Probe)))]
+    responses((status = 200, description = "What the upstream answered a test probe (the sandbox always answers).", body = gateway::delivery::connectors::http::Probe)))]
 pub async fn test(
     State(state): State<AppState>,
     caller: Caller,

@@ -51,7 +51,7 @@ pub async fn export_ledger_csv(
     }
     let id = gateway::ProfileId::parse(&q.profile)
         .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "no such agent profile"))?;
-    let query = gateway::ledger::LedgerQuery {
+    let query = gateway::domain::ledger::LedgerQuery {
         from: day(&q.from, "from")?,
         to: day(&q.to, "to")?,
         after: None,
@@ -59,14 +59,14 @@ pub async fn export_ledger_csv(
     };
     let rows = state
         .gateway
-        .ledger_entries(&user.tenant_id, &id, &query, gateway::ledger::MAX_LEDGER_EXPORT)
+        .ledger_entries(&user.tenant_id, &id, &query, gateway::domain::ledger::MAX_LEDGER_EXPORT)
         .await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (header::CONTENT_DISPOSITION, format!("attachment; filename=\"ledger-{id}.csv\"")),
         ],
-        gateway::ledger::to_csv(&rows),
+        gateway::domain::ledger::to_csv(&rows),
     )
         .into_response())
 }

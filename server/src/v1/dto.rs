@@ -28,35 +28,35 @@ pub struct Explained {
 /// A page of the activity log; `next` is the query string of the following page.
 #[derive(Serialize, ToSchema)]
 pub struct LogPage {
-    pub items: Vec<gateway::activity::Entry>,
+    pub items: Vec<gateway::audit::activity::Entry>,
     pub next: Option<String>,
 }
 
 /// A page of ledger entries; `next` is the query string of the following page.
 #[derive(Serialize, ToSchema)]
 pub struct LedgerPage {
-    pub items: Vec<gateway::ledger::LedgerEntry>,
+    pub items: Vec<gateway::domain::ledger::LedgerEntry>,
     pub next: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct ApprovalList {
-    pub items: Vec<gateway::approvals::Approval>,
+    pub items: Vec<gateway::domain::approvals::Approval>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct ProposalList {
-    pub items: Vec<gateway::brain::Proposal>,
+    pub items: Vec<gateway::domain::brain::Proposal>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct BeliefList {
-    pub items: Vec<gateway::brain::Belief>,
+    pub items: Vec<gateway::domain::brain::Belief>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct WritebackList {
-    pub items: Vec<gateway::brain::Writeback>,
+    pub items: Vec<gateway::domain::brain::Writeback>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -71,14 +71,14 @@ pub struct ProfileTree {
 
 #[derive(Serialize, ToSchema)]
 pub struct KeyList {
-    pub items: Vec<gateway::keys::KeyInfo>,
+    pub items: Vec<gateway::domain::keys::KeyInfo>,
 }
 
 /// A new or rotated key. The secret is in this response only; a replay of it (same
 /// Idempotency-Key) withholds it.
 #[derive(Serialize, ToSchema)]
 pub struct IssuedKeyBody {
-    pub key: gateway::keys::KeyInfo,
+    pub key: gateway::domain::keys::KeyInfo,
     /// `nv_<prefix>_<secret>`; null in a replay.
     pub secret: Option<String>,
     /// True in a replay, where the secret is withheld.
@@ -88,14 +88,14 @@ pub struct IssuedKeyBody {
 
 #[derive(Serialize, ToSchema)]
 pub struct CompanyKeyList {
-    pub items: Vec<gateway::tenants::CompanyKeyInfo>,
+    pub items: Vec<gateway::domain::tenants::CompanyKeyInfo>,
 }
 
 /// A new or rotated company key. The secret is in this response only; a replay of it (same
 /// Idempotency-Key) withholds it.
 #[derive(Serialize, ToSchema)]
 pub struct IssuedCompanyKey {
-    pub key: gateway::tenants::CompanyKeyInfo,
+    pub key: gateway::domain::tenants::CompanyKeyInfo,
     /// `nv_<prefix>_<secret>`; null in a replay.
     pub secret: Option<String>,
     /// True in a replay, where the secret is withheld.
@@ -108,7 +108,7 @@ pub struct IssuedCompanyKey {
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
 pub enum StreamEvent {
-    Entry(Box<gateway::activity::Entry>),
+    Entry(Box<gateway::audit::activity::Entry>),
     Lagged { missed: u64, resume_after: i64 },
 }
 
@@ -125,17 +125,17 @@ pub struct SseFrame {
 
 /// A profile's name in the document: what the gateway accepts.
 pub fn profile_name() -> utoipa::openapi::Object {
-    policy::args::name_schema(gateway::profiles::MAX_NAME_LEN)
+    policy::args::name_schema(gateway::domain::profiles::MAX_NAME_LEN)
 }
 
 /// A decision's reason or `because`: required text, at most 2000 characters.
 pub fn decision_text() -> utoipa::openapi::Object {
-    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, true)
+    policy::args::text_schema(gateway::domain::approvals::MAX_REASON_LEN, true)
 }
 
 /// An optional note on a decision: text, at most 2000 characters.
 pub fn decision_note() -> utoipa::openapi::Object {
-    policy::args::text_schema(gateway::approvals::MAX_REASON_LEN, false)
+    policy::args::text_schema(gateway::domain::approvals::MAX_REASON_LEN, false)
 }
 
 /// A kit's name in the document.

@@ -21,8 +21,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use gateway::ProfileId;
-use gateway::activity::{Entry, LogQuery, MAX_PAGE};
-use gateway::events::{BusItem, Subscription};
+use gateway::audit::activity::{Entry, LogQuery, MAX_PAGE};
+use gateway::audit::bus::{BusItem, Subscription};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::http::auth::Caller;

@@ -12,7 +12,7 @@ use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::ProfileId;
-use gateway::activity::LogQuery;
+use gateway::audit::activity::LogQuery;
 use serde::Deserialize;
 
 use crate::http::auth::{Caller, Operator};
@@ -34,7 +34,7 @@ async fn readable_profile(state: &AppState, caller: &Caller, user_id: &str) -> R
 
 #[utoipa::path(get, path = "/v1/users/{user_id}/budget", tag = "spend",
     params(("user_id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "Posted, pending and caps, with the shared pools above.", body = gateway::ledger::Budget),
+    responses((status = 200, description = "Posted, pending and caps, with the shared pools above.", body = gateway::domain::ledger::Budget),
         (status = 403, description = "The agent's profile is revoked.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn budget(
     State(state): State<AppState>,
@@ -77,7 +77,7 @@ pub async fn logs(
 
 /// A page of the log with its cursor: older entries before the last one, or newer ones after
 /// it when resuming.
-fn log_page(entries: Vec<gateway::activity::Entry>, resuming: bool) -> Response {
+fn log_page(entries: Vec<gateway::audit::activity::Entry>, resuming: bool) -> Response {
     let next = entries
         .last()
         .map(|e| if resuming { format!("after={}", e.seq) } else { format!("before={}", e.seq) });
@@ -126,7 +126,7 @@ pub async fn ledger(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Problem> {
     let id = readable_profile(&state, &caller, &user_id).await?;
-    let query = gateway::ledger::LedgerQuery {
+    let query = gateway::domain::ledger::LedgerQuery {
         from: instant(q.from.as_deref(), "from")?,
         to: instant(q.to.as_deref(), "to")?,
         after: q.after,
@@ -137,12 +137,12 @@ pub async fn ledger(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("text/csv"));
     if csv {
-        let all = gateway::ledger::LedgerQuery { limit: None, ..query };
+        let all = gateway::domain::ledger::LedgerQuery { limit: None, ..query };
         let rows = state
             .gateway
-            .ledger_entries(caller.tenant(), &id, &all, gateway::ledger::MAX_LEDGER_EXPORT)
+            .ledger_entries(caller.tenant(), &id, &all, gateway::domain::ledger::MAX_LEDGER_EXPORT)
             .await?;
-        let out = gateway::ledger::to_csv(&rows);
+        let out = gateway::domain::ledger::to_csv(&rows);
         let disposition = format!("attachment; filename=\"ledger-{id}.csv\"");
         return Ok((
             [
@@ -153,14 +153,16 @@ pub async fn ledger(
         )
             .into_response());
     }
-    let items =
-        state.gateway.ledger_entries(caller.tenant(), &id, &query, gateway::ledger::MAX_LEDGER_PAGE).await?;
+    let items = state
+        .gateway
+        .ledger_entries(caller.tenant(), &id, &query, gateway::domain::ledger::MAX_LEDGER_PAGE)
+        .await?;
     let next = items.last().map(|e| format!("after={}", e.seq));
     Ok(Json(crate::v1::dto::LedgerPage { items, next }).into_response())
 }
 
 #[utoipa::path(get, path = "/v1/logs/verify", tag = "activity",
-    responses((status = 200, description = "The audit chain's state and its first broken link.", body = gateway::activity::ChainReport)))]
+    responses((status = 200, description = "The audit chain's state and its first broken link.", body = gateway::audit::activity::ChainReport)))]
 pub async fn verify(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let Caller::Company(tenant) = caller else {
         return Err(Problem::new(

@@ -281,10 +281,10 @@ fn connector_schemas(doc: &mut serde_json::Value) {
     });
     let http_props = |auth: Value| {
         json!({
-            "url": { "type": "string", "minLength": 1, "maxLength": gateway::connectors::config::MAX_URL_LEN,
+            "url": { "type": "string", "minLength": 1, "maxLength": gateway::delivery::connectors::config::MAX_URL_LEN,
                      "description": "http:// or https://, with no credentials in it." },
-            "timeout_ms": { "type": "integer", "minimum": gateway::connectors::config::MIN_TIMEOUT_MS,
-                            "maximum": gateway::connectors::config::MAX_TIMEOUT_MS },
+            "timeout_ms": { "type": "integer", "minimum": gateway::delivery::connectors::config::MIN_TIMEOUT_MS,
+                            "maximum": gateway::delivery::connectors::config::MAX_TIMEOUT_MS },
             "auth": auth,
         })
     };

@@ -91,7 +91,7 @@ pub async fn get(
 
 #[utoipa::path(get, path = "/v1/agent-profiles/{id}/revoke-preview", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "What a revoke would touch.", body = gateway::revoke::RevokeReport)))]
+    responses((status = 200, description = "What a revoke would touch.", body = gateway::ops::revoke::RevokeReport)))]
 pub async fn revoke_preview(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,7 +103,7 @@ pub async fn revoke_preview(
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/revoke", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "Revoked, with the cascade.", body = gateway::revoke::RevokeReport)))]
+    responses((status = 200, description = "Revoked, with the cascade.", body = gateway::ops::revoke::RevokeReport)))]
 pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
@@ -126,7 +126,10 @@ pub async fn keys(
     Ok(Json(crate::v1::dto::KeyList { items }).into_response())
 }
 
-fn issued_body(key: gateway::keys::KeyInfo, issued: gateway::IssuedKey) -> crate::v1::dto::IssuedKeyBody {
+fn issued_body(
+    key: gateway::domain::keys::KeyInfo,
+    issued: gateway::IssuedKey,
+) -> crate::v1::dto::IssuedKeyBody {
     crate::v1::dto::IssuedKeyBody { key, secret: Some(issued.token), secret_withheld: None }
 }
 
@@ -179,7 +182,7 @@ pub async fn rotate_key(
 
 #[utoipa::path(delete, path = "/v1/agent-profiles/{id}/keys/{key_id}", tag = "profiles",
     params(("id" = String, Path, description = "A profile id."), ("key_id" = String, Path, description = "A key id.")),
-    responses((status = 200, description = "Revoked.", body = gateway::keys::KeyInfo)))]
+    responses((status = 200, description = "Revoked.", body = gateway::domain::keys::KeyInfo)))]
 pub async fn revoke_key(
     State(state): State<AppState>,
     caller: Caller,

@@ -4,12 +4,12 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use gateway::pipeline::{ActionResponse, Disposition};
+use gateway::domain::pipeline::{ActionResponse, Disposition};
 
 use crate::http::problem::Problem;
 
 /// What administrative changes are recorded as, when made with the company key.
-pub(crate) const ACTOR: &str = gateway::activity::COMPANY_KEY_ACTOR;
+pub(crate) const ACTOR: &str = gateway::audit::activity::COMPANY_KEY_ACTOR;
 
 /// The HTTP form of a pipeline answer.
 pub fn respond(r: ActionResponse) -> Response {

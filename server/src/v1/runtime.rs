@@ -5,9 +5,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use gateway::activity::Transport;
-use gateway::outbox::{CommandState, DeliveryStatus};
-use gateway::runtime::RuntimeInfo;
+use gateway::audit::activity::Transport;
+use gateway::delivery::outbox::{CommandState, DeliveryStatus};
+use gateway::delivery::runtime::RuntimeInfo;
 use serde::Deserialize;
 
 use crate::http::auth::Caller;
@@ -130,7 +130,7 @@ pub async fn purge(State(state): State<AppState>, caller: Caller) -> Result<Resp
 /// The tenant's outbox queues.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct QueueList {
-    pub items: Vec<gateway::outbox::Queue>,
+    pub items: Vec<gateway::delivery::outbox::Queue>,
 }
 
 #[utoipa::path(get, path = "/v1/outbox", tag = "runtime", operation_id = "list_outbox_queues",

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use gateway::activity::Transport;
+use gateway::audit::activity::Transport;
 use serde::Deserialize;
 
 use crate::http::auth::Caller;
@@ -18,7 +18,7 @@ const WHAT: &str = "managing the vault";
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct SecretList {
-    pub items: Vec<gateway::vault::SecretInfo>,
+    pub items: Vec<gateway::domain::vault::SecretInfo>,
 }
 
 /// A secret's value, written once.
@@ -39,7 +39,7 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 
 #[utoipa::path(get, path = "/v1/vault/secrets/{name}", tag = "vault", operation_id = "get_secret",
     params(("name" = String, Path, description = "The secret's name, such as `card-processor`.")),
-    responses((status = 200, description = "What may be known of the secret: never its value.", body = gateway::vault::SecretInfo)))]
+    responses((status = 200, description = "What may be known of the secret: never its value.", body = gateway::domain::vault::SecretInfo)))]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -52,8 +52,8 @@ pub async fn get(
 #[utoipa::path(put, path = "/v1/vault/secrets/{name}", tag = "vault", operation_id = "put_secret",
     params(("name" = String, Path, description = "1 to 64 of a-z, 0-9, '.', '_' and '-'.")),
     request_body = PutSecret,
-    responses((status = 201, description = "Stored; the value is never shown again.", body = gateway::vault::SecretInfo),
-        (status = 200, description = "Replaced; connectors using it use the new value from their next call.", body = gateway::vault::SecretInfo)))]
+    responses((status = 201, description = "Stored; the value is never shown again.", body = gateway::domain::vault::SecretInfo),
+        (status = 200, description = "Replaced; connectors using it use the new value from their next call.", body = gateway::domain::vault::SecretInfo)))]
 pub async fn put(
     State(state): State<AppState>,
     caller: Caller,

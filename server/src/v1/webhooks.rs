@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use gateway::activity::Transport;
-use gateway::webhooks::{CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, WebhookProbe};
+use gateway::audit::activity::Transport;
+use gateway::delivery::webhooks::{CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, WebhookProbe};
 
 use crate::http::auth::Caller;
 use crate::http::problem::{Path, Problem, Query};
@@ -91,7 +91,7 @@ pub async fn deliveries(
 
 #[utoipa::path(post, path = "/v1/webhooks/deliveries/{message_id}/retry", tag = "webhooks", operation_id = "retry_webhook_delivery",
     params(("message_id" = String, Path, description = "A dead letter's message id.")),
-    responses((status = 200, description = "Queued again with its attempts reset.", body = gateway::outbox::CommandState)))]
+    responses((status = 200, description = "Queued again with its attempts reset.", body = gateway::delivery::outbox::CommandState)))]
 pub async fn retry(
     State(state): State<AppState>,
     caller: Caller,

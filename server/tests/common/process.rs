@@ -204,7 +204,7 @@ impl TeamRuntime {
 
     /// A signed GET of the control wire, as the gateway sends it.
     pub async fn get(&self, path: &str) -> (u16, serde_json::Value) {
-        use gateway::runtime::wire;
+        use gateway::delivery::runtime::wire;
         let t = chrono::Utc::now().timestamp();
         let res = reqwest::Client::new()
             .get(format!("{}{path}", self.base))

@@ -1,0 +1,109 @@
+//! Which activity entries are events, and queueing them for the endpoints that want them.
+
+use serde_json::{Value, json};
+
+use super::CHANNEL;
+use crate::audit::activity::Entry;
+use crate::delivery::outbox::{self, NewRow};
+use crate::error::Result;
+use crate::sql::Tx;
+
+/// Every event an endpoint may subscribe to.
+pub const EVENTS: [&str; 8] = [
+    "approval.parked",
+    "approval.decided",
+    "approval.expired",
+    "proposal.created",
+    "budget.soft_cap_crossed",
+    "budget.exhausted",
+    "runtime.stopped",
+    "profile.revoked",
+];
+
+/// The events an entry reports, each with its data.
+fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
+    let d = &e.detail;
+    // Built only for an entry that is an event: most entries (every action) are not.
+    let with = |extra: Value| {
+        let mut v = json!({
+            "tenant_id": e.tenant_id, "profile_id": e.profile_id, "action": e.action,
+            "amount": e.amount, "actor": e.actor, "at": e.at, "activity_seq": e.seq,
+        });
+        if let (Some(o), Value::Object(x)) = (v.as_object_mut(), extra) {
+            o.extend(x);
+        }
+        v
+    };
+    let verdict = e.verdict.as_deref().unwrap_or_default();
+    match (e.kind.as_str(), verdict) {
+        ("park", "park") => {
+            let data = with(
+                json!({ "approval_id": d["approval_id"], "reason": d["reason"], "expires_at": d["expires_at"] }),
+            );
+            let mut out = vec![("approval.parked", data.clone())];
+            if d["reason"] == "soft_cap_crossed" {
+                out.push(("budget.soft_cap_crossed", data));
+            }
+            out
+        }
+        ("approval", "approved" | "denied" | "refused") => vec![(
+            "approval.decided",
+            with(json!({ "approval_id": d["approval_id"], "decision": verdict, "reason": d["reason"] })),
+        )],
+        ("approval", "expired") => {
+            vec![("approval.expired", with(json!({ "approval_id": d["approval_id"], "on_expiry": "deny" })))]
+        }
+        ("writeback", "allow") => vec![(
+            "proposal.created",
+            with(
+                json!({ "writeback_id": d["writeback_id"], "run_id": d["run_id"], "proposals": d["proposals"] }),
+            ),
+        )],
+        ("profile", "runtime_stopped") => {
+            let data = with(json!({ "reason": d["reason"] }));
+            let mut out = vec![("runtime.stopped", data.clone())];
+            if d["reason"] == "budget_exhausted" {
+                out.insert(0, ("budget.exhausted", data));
+            }
+            out
+        }
+        ("revoke", "revoked") => vec![("profile.revoked", with(json!({ "cascade": d["cascade"] })))],
+        _ => Vec::new(),
+    }
+}
+
+/// Queues the events `e` reports for every endpoint of its tenant that subscribes to them, in
+/// the transaction that appends `e`.
+pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
+    let events = events_of(e);
+    if events.is_empty() {
+        return Ok(());
+    }
+    let endpoints: Vec<(String, String)> = c
+        .rows("SELECT id, events FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id", &[&e.tenant_id])?
+        .iter()
+        .map(crate::sql::FromRow::from_row)
+        .collect::<Result<_>>()?;
+    for (endpoint, wanted) in endpoints {
+        let wanted: Vec<String> = serde_json::from_str(&wanted).unwrap_or_default();
+        for (event, data) in events.iter().filter(|(ev, _)| wanted.iter().any(|w| w == ev)) {
+            let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
+            let payload = json!({ "type": event, "timestamp": e.at, "data": data }).to_string();
+            let row = NewRow {
+                id: &id,
+                channel: CHANNEL,
+                destination: &endpoint,
+                key: &endpoint,
+                kind: event,
+                author: &e.actor,
+                payload: &payload,
+            };
+            // A full endpoint never fails what the event reports: the message is kept as a
+            // dead letter an admin can queue again.
+            if outbox::insert(c, &e.tenant_id, &row, outbox::MAX_QUEUED)?.is_err() {
+                outbox::insert_dead(c, &e.tenant_id, &row)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,772 @@
+//! Brain governance (docs/architecture.md#brain-governance): writeback envelopes become proposals;
+//! proposals are decided.
+//!
+//! Guarantees: every proposal keeps a decision trail (proposed, parked, accepted, rejected;
+//! who, when, because); `because` is required for every decision; a reject applies at once;
+//! a human reviewer's accept canonizes the claim into the tenant's beliefs exactly once; an
+//! agent's accept never canonizes, it parks for a human and returns an approval id.
+
+use crate::sql::{Tx, for_update};
+use chrono::{DateTime, Duration, Utc};
+use policy::{ActionRequest, DecisionInput, EngineVerdict, Envelope, Money};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::Gateway;
+use crate::audit::activity::{self, Kind, NewEntry};
+use crate::db;
+use crate::domain::approvals::{self, Approval, Human};
+use crate::domain::keys::Subject;
+use crate::domain::pipeline::{self, ActionResponse, Disposition};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+
+/// The MCP/HTTP tool name an agent's accept is parked under.
+pub const DECIDE_TOOL: &str = "naive_brain_decide_proposal";
+const MAX_CLAIMS: usize = 100;
+const MAX_CLAIM_BYTES: usize = 8 * 1024;
+const MAX_LABEL_LEN: usize = 200;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WritebackInput {
+    #[cfg_attr(feature = "openapi", schema(schema_with = label_schema))]
+    pub run_id: String,
+    #[cfg_attr(feature = "openapi", schema(schema_with = label_schema))]
+    pub source: String,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 100))]
+    pub claims: Vec<ClaimInput>,
+}
+
+/// A writeback's labels in the API document: what [`label`] accepts.
+#[cfg(feature = "openapi")]
+fn label_schema() -> utoipa::openapi::Object {
+    policy::args::name_schema(MAX_LABEL_LEN)
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClaimInput {
+    /// A lowercase word: fact, entity, preference, skill…
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[a-z_]{1,40}$"))]
+    pub object_type: String,
+    /// The claim itself: a JSON object of at most 8 KiB.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub content: Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    Pending,
+    Parked,
+    Accepted,
+    Rejected,
+}
+
+impl ProposalStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::Parked => "parked",
+            ProposalStatus::Accepted => "accepted",
+            ProposalStatus::Rejected => "rejected",
+        }
+    }
+    pub fn parse(s: &str) -> Option<ProposalStatus> {
+        [ProposalStatus::Pending, ProposalStatus::Parked, ProposalStatus::Accepted, ProposalStatus::Rejected]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Accept,
+    Reject,
+}
+
+/// Who decides a proposal.
+#[derive(Clone, Debug)]
+pub enum Decider {
+    Human(Human),
+    Agent(Subject),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Proposal {
+    pub id: String,
+    pub writeback_id: String,
+    pub run_id: String,
+    pub object_type: String,
+    pub content: Value,
+    pub status: ProposalStatus,
+    pub approval_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub trail: Vec<approvals::TrailStep>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Writeback {
+    pub id: String,
+    pub profile_id: ProfileId,
+    pub run_id: String,
+    pub source: String,
+    pub envelope: Value,
+    pub received_at: DateTime<Utc>,
+    pub proposals: Vec<Proposal>,
+}
+
+/// A writeback that was recorded: each of its claims is now a pending proposal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WritebackAccepted {
+    pub ok: bool,
+    pub writeback: Writeback,
+}
+
+/// A decided proposal: the proposal with its trail, and, on accept, the belief it became.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProposalDecided {
+    pub ok: bool,
+    pub proposal: Proposal,
+    /// Present when the proposal was accepted into a belief.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub belief_id: Option<String>,
+}
+
+fn decided(proposal: Proposal, belief_id: Option<String>) -> Value {
+    serde_json::to_value(ProposalDecided { ok: true, proposal, belief_id }).expect("serializes")
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ProposalQuery {
+    pub status: Option<ProposalStatus>,
+    pub object_type: Option<String>,
+    pub run_id: Option<String>,
+    pub limit: Option<i64>,
+}
+
+fn label(v: &str, field: &str) -> Result<String> {
+    crate::ids::display_name(v, MAX_LABEL_LEN, "invalid_writeback", &format!("`{field}`"))
+}
+
+fn because(b: &str) -> Result<String> {
+    approvals::decision_text(b, "`because`", "because_too_long")?.ok_or_else(|| {
+        Error::invalid("because_required", "a decision needs `because`: say why, for the trail")
+    })
+}
+
+fn trail(
+    c: &dyn Tx,
+    proposal: &str,
+    actor: &str,
+    step: &str,
+    because: Option<&str>,
+    credential: Option<&str>,
+) -> Result<()> {
+    c.exec(
+        "INSERT INTO proposal_trail (proposal_id, at, actor, step, because, credential) VALUES (?, ?, ?, ?, ?, ?)",
+        &[&proposal, &db::ts(Utc::now()), &actor, &step, &because, &credential],
+    )?;
+    Ok(())
+}
+
+/// The profile whose writeback carried `proposal`.
+pub(crate) fn proposer(c: &dyn Tx, proposal: &str) -> Result<Option<ProfileId>> {
+    let row = c.row(PROPOSER, &[&proposal])?;
+    row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()
+}
+
+const PROPOSER: &str =
+    "SELECT w.profile_id FROM proposals p JOIN writebacks w ON w.id = p.writeback_id WHERE p.id = ?";
+
+/// Puts the proposal parked on approval `approval` back in the reviewers' queue, with a
+/// `returned` step saying why: the approval was denied or expired.
+pub(crate) fn return_parked(c: &dyn Tx, approval: &str, actor: &str, reason: &str) -> Result<()> {
+    let parked =
+        c.row("SELECT id FROM proposals WHERE approval_id = ? AND status = 'parked'", &[&approval])?;
+    let Some(id) = parked.map(|r| r.get::<String>(0)).transpose()? else {
+        return Ok(());
+    };
+    c.exec("UPDATE proposals SET status = 'pending', approval_id = NULL WHERE id = ?", &[&id])?;
+    trail(c, &id, actor, "returned", Some(reason), None)
+}
+
+type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
+const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
+
+fn from_row(r: ProposalRow) -> Result<Proposal> {
+    Ok(Proposal {
+        id: r.0,
+        writeback_id: r.1,
+        run_id: r.2,
+        object_type: r.3,
+        content: db::json("proposal's content", &r.4)?,
+        status: db::named("proposal status", &r.5, ProposalStatus::parse)?,
+        approval_id: r.6,
+        created_at: r.7,
+        trail: Vec::new(),
+    })
+}
+
+/// The proposal an approval would canonize, with the agent's `because`.
+pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
+    (a.action == DECIDE_TOOL).then(|| {
+        let s = |k: &str| a.args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        (s("proposal_id"), s("because"))
+    })
+}
+
+impl Gateway {
+    /// Why `by` may not decide `proposal`, as deciding it would say: the roles their credential
+    /// carries, and that they do not own the profile that proposed it or one above it.
+    pub async fn may_review(&self, proposal: &str, by: &approvals::Human) -> Result<()> {
+        by.require(approvals::REVIEWERS)?;
+        if let Some(p) = self.proposer(proposal).await? {
+            self.ensure_not_owner(&p, by).await?;
+        }
+        Ok(())
+    }
+
+    /// The profile whose writeback carried `proposal`, on committed rows.
+    pub(crate) async fn proposer(&self, proposal: &str) -> Result<Option<ProfileId>> {
+        let row: Option<(String,)> = self.store.opt(PROPOSER, &[&proposal]).await?;
+        Ok(row.map(|r| ProfileId::from_db(r.0)))
+    }
+
+    /// Accepts a writeback envelope: each claim becomes a pending proposal. Governed by the
+    /// kit like any brain tool; a refusal comes back as the envelope.
+    pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
+        let run_id = label(&input.run_id, "run_id")?;
+        let source = label(&input.source, "source")?;
+        if input.claims.is_empty() || input.claims.len() > MAX_CLAIMS {
+            return Err(Error::invalid(
+                "invalid_writeback",
+                format!("a writeback carries 1 to {MAX_CLAIMS} claims"),
+            ));
+        }
+        for (i, c) in input.claims.iter().enumerate() {
+            let t = &c.object_type;
+            if t.is_empty() || t.len() > 40 || !t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                return Err(Error::invalid(
+                    "invalid_writeback",
+                    format!(
+                        "claims[{i}].object_type must be a lowercase word such as fact, entity, preference or skill"
+                    ),
+                ));
+            }
+            if !c.content.is_object() || c.content.to_string().len() > MAX_CLAIM_BYTES {
+                return Err(Error::invalid(
+                    "invalid_writeback",
+                    format!("claims[{i}].content must be a JSON object of at most {MAX_CLAIM_BYTES} bytes"),
+                ));
+            }
+        }
+        if let Some(refused) = self.gate(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
+            return Ok(refused);
+        }
+        let envelope = serde_json::to_value(&input).expect("input serializes");
+        let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
+        let (wid, _) = self
+            .write(move |c| {
+                {
+                    let now = Utc::now();
+                    c.exec(
+                        "INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &db::ts(now)],
+                    )?;
+                    let mut ids = Vec::new();
+                    for claim in &input.claims {
+                        let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
+                        c.exec(
+                            "INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &db::ts(now)],
+                        )?;
+                        trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
+                        ids.push(pid);
+                    }
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
+                            .via(s.via)
+                            .profile(&s.profile)
+                            .action("brain.writeback")
+                            .verdict("allow")
+                            .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
+                    )?;
+                    Ok((id.clone(), vec![e]))
+                }
+            })
+            .await?;
+        let wb = self.writeback(&subject.tenant, &wid).await?;
+        Ok(ActionResponse {
+            disposition: Disposition::Executed,
+            body: serde_json::to_value(WritebackAccepted { ok: true, writeback: wb }).expect("serializes"),
+            replayed: false,
+        })
+    }
+
+    /// Decides whether `subject` may use `tool` at all right now, without reserving anything
+    /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
+    pub async fn gate(&self, subject: &Subject, tool: &str, args: &Value) -> Result<Option<ActionResponse>> {
+        let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
+        let links = self.links(&subject.tenant, &subject.profile).await?;
+        let request = ActionRequest {
+            tool: &spec,
+            amount: Money::ZERO,
+            recipient: None,
+            merchant: None,
+            toolkit: None,
+        };
+        let d = policy::evaluate(&DecisionInput {
+            subject: crate::domain::pipeline::chain_status(&links),
+            kit: &links[0].kit,
+            action: request,
+            budgets: &[],
+            company_credit: Money::MAX,
+        });
+        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
+        let (s, name, digest, kit) =
+            (subject.clone(), spec.name.clone(), pipeline::digest(args), links[0].kit.clone());
+        let (env, _) = self
+            .write(move |c| {
+                {
+                    let repeat = crate::domain::reserve::count_repeat(c, &s.profile, &name, &digest)?;
+                    let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
+                            .via(s.via)
+                            .profile(&s.profile)
+                            .action(&name)
+                            .verdict("deny")
+                            .kit_version(kit.version.0)
+                            .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
+                    )?;
+                    Ok((env, vec![e]))
+                }
+            })
+            .await?;
+        Ok(Some(ActionResponse {
+            disposition: Disposition::Refused,
+            body: serde_json::to_value(env).expect("serializes"),
+            replayed: false,
+        }))
+    }
+
+    pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR object_type = ?3) \
+             AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
+        );
+        let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
+        let rows: Vec<ProposalRow> =
+            self.store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await?;
+        rows.into_iter().map(from_row).collect()
+    }
+
+    /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
+    pub async fn proposals_waiting(&self, tenant: &TenantId) -> Result<(u64, u64)> {
+        let (pending, parked): (i64, i64) = self
+            .store
+            .one(
+                "SELECT CAST(COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                 CAST(COALESCE(SUM(CASE WHEN status = 'parked' THEN 1 ELSE 0 END), 0) AS BIGINT) FROM proposals \
+                 WHERE tenant_id = ? AND status IN ('pending', 'parked')",
+                &[tenant],
+            )
+            .await?;
+        Ok((pending as u64, parked as u64))
+    }
+
+    /// One proposal with its decision trail.
+    pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
+        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
+        let row: Option<ProposalRow> = self.store.opt(&sql, &[tenant, &id]).await?;
+        let mut p = row.map(from_row).transpose()?.ok_or(Error::NotFound { what: "proposal" })?;
+        let steps: Vec<approvals::TrailRow> = self
+            .store
+            .all(
+                "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
+                &[&id],
+            )
+            .await?;
+        p.trail = steps
+            .into_iter()
+            .map(|(at, actor, step, note, credential)| approvals::TrailStep {
+                at,
+                actor,
+                step,
+                note,
+                credential,
+            })
+            .collect();
+        Ok(p)
+    }
+
+    pub async fn writebacks(&self, tenant: &TenantId, limit: Option<i64>) -> Result<Vec<Writeback>> {
+        let limit = limit.unwrap_or(100).clamp(1, 500);
+        let rows: Vec<(String, String, String, String, String, DateTime<Utc>)> = self
+            .store
+            .all(
+                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?",
+                &[tenant, &limit],
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, profile, run_id, source, envelope, received_at)| Writeback {
+                id,
+                profile_id: ProfileId::from_db(profile),
+                run_id,
+                source,
+                envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
+                received_at,
+                proposals: Vec::new(),
+            })
+            .collect())
+    }
+
+    /// One writeback envelope and every proposal it carried.
+    pub async fn writeback(&self, tenant: &TenantId, id: &str) -> Result<Writeback> {
+        let (id, profile, run_id, source, envelope, received_at): (String, String, String, String, String, DateTime<Utc>) = self
+            .store
+            .opt(
+                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? AND id = ?",
+                &[tenant, &id],
+            )
+            .await?
+            .ok_or(Error::NotFound { what: "writeback" })?;
+        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id");
+        let proposals: Vec<ProposalRow> = self.store.all(&sql, &[&id]).await?;
+        Ok(Writeback {
+            id,
+            profile_id: ProfileId::from_db(profile),
+            run_id,
+            source,
+            envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
+            received_at,
+            proposals: proposals.into_iter().map(from_row).collect::<Result<_>>()?,
+        })
+    }
+
+    /// Decides a proposal. Reject applies at once; a human's accept canonizes; an agent's
+    /// accept parks for a human and answers with the approval to poll.
+    pub async fn decide_proposal(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        by: &Decider,
+        decision: Decision,
+        because_text: &str,
+    ) -> Result<ActionResponse> {
+        if let Decider::Human(h) = by {
+            h.require(approvals::REVIEWERS)?;
+        }
+        let because = because(because_text)?;
+        let p = self.proposal(tenant, id).await?;
+        let pid = p.id.clone();
+        let proposer =
+            self.write(move |c| proposer(c, &pid)).await?.ok_or(Error::NotFound { what: "proposal" })?;
+        match by {
+            Decider::Agent(s) => {
+                if &s.tenant != tenant {
+                    return Err(Error::NotFound { what: "proposal" });
+                }
+                if let Some(refused) =
+                    self.gate(s, DECIDE_TOOL, &json!({ "proposal_id": id, "decision": decision })).await?
+                {
+                    return Ok(refused);
+                }
+                self.ensure_proposer_or_above(s, &proposer).await?;
+            }
+            Decider::Human(h) => {
+                let h = h.clone();
+                self.write(move |c| crate::domain::profiles::ensure_not_owner(c, &proposer, &h)).await?;
+            }
+        }
+        let credential = match by {
+            Decider::Human(h) => Some(h.credential.clone()),
+            Decider::Agent(_) => None,
+        };
+        if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::Parked) {
+            return Err(Error::Conflict {
+                code: "proposal_already_decided",
+                message: format!("this proposal is already {}", p.status.as_str()),
+            });
+        }
+        let actor = match by {
+            Decider::Human(h) => h.username.clone(),
+            Decider::Agent(s) => s.profile.to_string(),
+        };
+        let via = match by {
+            Decider::Human(h) => h.via,
+            Decider::Agent(s) => s.via,
+        };
+        match (decision, by) {
+            (Decision::Reject, _) => {
+                let (t, pid, a, b, cred) =
+                    (tenant.clone(), p.id.clone(), actor.clone(), because.clone(), credential.clone());
+                self
+                    .write(move |c| {
+                        {
+                            let changed = c.exec("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')", &[&pid])?;
+                            if changed == 0 {
+                                return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
+                            }
+                            trail(c, &pid, &a, "rejected", Some(&b), cred.as_deref())?;
+                            // A parked accept waiting on a human is moot now.
+                            approvals::deny_accept_of(c, &pid, &a, "proposal rejected")?;
+                            Ok(vec![
+                                activity::append(
+                                    c,
+                                    NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
+                                )?,
+                            ])
+                        }
+                    })
+                    .await?;
+                Ok(ActionResponse {
+                    disposition: Disposition::Executed,
+                    body: decided(self.proposal(tenant, id).await?, None),
+                    replayed: false,
+                })
+            }
+            (Decision::Accept, Decider::Human(h)) => {
+                self.canonize(tenant, &p.id, &h.username, &because, credential.as_deref(), via).await
+            }
+            (Decision::Accept, Decider::Agent(s)) => self.park_accept(s, &p, &because).await,
+        }
+    }
+
+    /// An agent decides only proposals it made itself or a sub-agent of its made.
+    async fn ensure_proposer_or_above(&self, s: &Subject, proposer: &ProfileId) -> Result<()> {
+        let chain = self.links(&s.tenant, proposer).await?;
+        if chain.iter().any(|l| l.profile == s.profile) {
+            return Ok(());
+        }
+        Err(Error::Forbidden {
+            code: "not_the_proposer",
+            message: "an agent decides only the proposals it (or one of its sub-agents) made; a human reviewer decides the others".into(),
+        })
+    }
+
+    async fn park_accept(&self, s: &Subject, p: &Proposal, because: &str) -> Result<ActionResponse> {
+        if p.status == ProposalStatus::Parked {
+            return Err(Error::Conflict {
+                code: "proposal_already_parked",
+                message: "an accept for this proposal already waits for a human; poll its approval".into(),
+            });
+        }
+        let links = self.links(&s.tenant, &s.profile).await?;
+        let ttl = Duration::seconds(self.config.approval_ttl_secs);
+        let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
+        let (env, _) = self
+            .write(move |c| {
+                {
+                    let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
+                    let opened = approvals::open(
+                        c,
+                        &approvals::Request {
+                            tenant: &s2.tenant,
+                            profile: &s2.profile,
+                            hold: None,
+                            action: DECIDE_TOOL,
+                            args: &args,
+                            args_digest: &pipeline::digest(&args),
+                            amount: policy::Money::ZERO,
+                            kit: &kit,
+                            reason: "agent_accept_requires_human",
+                            actor: s2.profile.as_str(),
+                            note: &b,
+                            ttl,
+                        },
+                    )?;
+                    let approval = opened.id.clone();
+                    c.exec("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'", &[&approval, &pid])?;
+                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b), None)?;
+                    let env = Envelope::park_for(
+                        DECIDE_TOOL,
+                        "agent_accept_requires_human",
+                        "Accepting a proposal canonizes it into the company's beliefs, so a human reviewer must decide".into(),
+                        opened.handle(),
+                    );
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&s2.tenant, s2.profile.as_str(), Kind::Park)
+                            .via(s2.via)
+                            .profile(&s2.profile)
+                            .action(DECIDE_TOOL)
+                            .verdict("park")
+                            .kit_version(kit.version.0)
+                            .detail(json!({ "approval_id": approval, "proposal_id": pid })),
+                    )?;
+                    Ok((env, vec![e]))
+                }
+            })
+            .await?;
+        Ok(ActionResponse {
+            disposition: Disposition::Parked,
+            body: serde_json::to_value(env).expect("serializes"),
+            replayed: false,
+        })
+    }
+
+    /// Turns a proposal into a belief, once.
+    pub(crate) async fn canonize(
+        &self,
+        tenant: &TenantId,
+        proposal: &str,
+        actor: &str,
+        because: &str,
+        credential: Option<&str>,
+        via: crate::audit::activity::Transport,
+    ) -> Result<ActionResponse> {
+        let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
+        let cred = credential.map(str::to_string);
+        let (belief, _) = self
+            .write(move |c| {
+                {
+                    // Locked on PostgreSQL, so a reject at the same moment waits and then finds it decided.
+                    let sql = format!(
+                        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked'){}",
+                        for_update(c)
+                    );
+                    let row = match c.row(&sql, &[&pid, &t.as_str()])? {
+                        Some(r) => Some((r.get::<String>(0)?, r.get::<String>(1)?)),
+                        None => None,
+                    };
+                    let Some((object_type, content)) = row else {
+                        return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was already decided".into() });
+                    };
+                    let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
+                    c.exec(
+                        "INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        &[&belief, &t.as_str(), &pid, &object_type, &content, &db::ts(Utc::now())],
+                    )?;
+                    c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
+                // An agent's accept still waiting on a human is settled by this decision.
+                approvals::deny_accept_of(c, &pid, &a, "the proposal was decided directly by a reviewer")?;
+                    trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
+                    let e = activity::append(
+                        c,
+                        NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
+                    )?;
+                    Ok((belief, vec![e]))
+                }
+            })
+            .await?;
+        Ok(ActionResponse {
+            disposition: Disposition::Executed,
+            body: decided(self.proposal(tenant, proposal).await?, Some(belief)),
+            replayed: false,
+        })
+    }
+
+    /// The tenant's canonized beliefs, newest first: the company's source of truth, each with
+    /// who accepted it, why, and the proposal, writeback and run it came from.
+    pub async fn beliefs(&self, tenant: &TenantId, q: &BeliefQuery) -> Result<Vec<Belief>> {
+        if q.search.as_ref().is_some_and(|s| s.chars().count() > MAX_BELIEF_SEARCH) {
+            let message = format!("`q` is at most {MAX_BELIEF_SEARCH} characters");
+            return Err(Error::Invalid { code: "search_too_long", message });
+        }
+        // A LIKE pattern both engines read alike: the text's own `%`, `_` and `\` escaped.
+        let pattern = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|s| {
+            let escaped = s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+            format!("%{escaped}%")
+        });
+        let limit = q.limit.unwrap_or(100).clamp(1, 500);
+        let rows: Vec<BeliefRow> = self
+            .store
+            .all(
+                "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
+                 w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+                 JOIN writebacks w ON w.id = p.writeback_id \
+                 LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
+                 WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
+                 AND (?3 IS NULL OR lower(b.content) LIKE lower(?3) ESCAPE '\\') \
+                 ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
+                &[tenant, &q.object_type, &pattern, &limit],
+            )
+            .await?;
+        Ok(rows.into_iter().map(Belief::from_row).collect())
+    }
+}
+
+/// The longest text a beliefs search may carry.
+pub const MAX_BELIEF_SEARCH: usize = 200;
+
+/// Which beliefs to list: one object type, a text the content contains (any case), at most
+/// `limit` (1 to 500, default 100).
+#[derive(Clone, Debug, Default)]
+pub struct BeliefQuery {
+    pub object_type: Option<String>,
+    pub search: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// A claim a reviewer accepted into the company's beliefs, and where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Belief {
+    pub id: String,
+    pub object_type: String,
+    pub content: Value,
+    /// When it was accepted.
+    pub since: DateTime<Utc>,
+    /// Who accepted it (a console user's name), and why.
+    pub accepted_by: Option<String>,
+    pub because: Option<String>,
+    pub proposal_id: String,
+    pub writeback_id: String,
+    pub run_id: String,
+    /// The agent whose writeback proposed it.
+    pub profile_id: ProfileId,
+}
+
+type BeliefRow =
+    (String, String, String, DateTime<Utc>, String, String, String, String, Option<String>, Option<String>);
+
+impl Belief {
+    fn from_row(r: BeliefRow) -> Belief {
+        let (
+            id,
+            object_type,
+            content,
+            since,
+            proposal_id,
+            writeback_id,
+            run_id,
+            profile,
+            accepted_by,
+            because,
+        ) = r;
+        let content = serde_json::from_str(&content).unwrap_or(Value::String(content));
+        let profile_id = ProfileId::from_db(profile);
+        Belief {
+            id,
+            object_type,
+            content,
+            since,
+            accepted_by,
+            because,
+            proposal_id,
+            writeback_id,
+            run_id,
+            profile_id,
+        }
+    }
+}
+
+fn request_for(spec: &policy::ToolSpec) -> ActionRequest<'_> {
+    ActionRequest { tool: spec, amount: Money::ZERO, recipient: None, merchant: None, toolkit: None }
+}

@@ -1,0 +1,716 @@
+//! Holds, running balances and ledger entries (docs/architecture.md#money-and-the-ledger), in the style of
+//! TigerBeetle.
+//!
+//! Every profile has one budget account holding the running totals (posted, pending) of
+//! itself and all of its sub-agents, so a parent's account is the pool its sub-agents share.
+//! A hold reserves its cost on the acting profile's account and on every ancestor's, plus
+//! its platform-credit part on the tenant's credit. A hold is `pending` and ends exactly once
+//! as `posted` (at most the held amount), `voided` or `expired`: the ending update only
+//! matches a pending hold, and a second ending is an error, not a second release.
+//! Every change writes one ledger entry per account touched, so the entries always sum to the
+//! running totals. These functions run inside a writer job, so the reads and updates of a
+//! reservation have nothing in between.
+
+pub mod leases;
+
+use chrono::{DateTime, Utc};
+use policy::{BudgetView, Kit, Money};
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+use crate::db;
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Tx, locked};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HoldEnd {
+    Posted,
+    Voided,
+    Expired,
+}
+
+impl HoldEnd {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HoldEnd::Posted => "posted",
+            HoldEnd::Voided => "voided",
+            HoldEnd::Expired => "expired",
+        }
+    }
+    const fn entry_kind(self) -> &'static str {
+        match self {
+            HoldEnd::Posted => "post",
+            HoldEnd::Voided => "void",
+            HoldEnd::Expired => "expire",
+        }
+    }
+}
+
+/// A reservation to make.
+#[derive(Clone, Debug)]
+pub struct NewHold {
+    pub tenant: TenantId,
+    /// The acting profile first, then each ancestor up to the root.
+    pub chain: Vec<ProfileId>,
+    pub action: String,
+    pub amount: Money,
+    pub credit: Money,
+    pub kit_version: u32,
+}
+
+/// An account's running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Totals {
+    pub posted: Money,
+    pub pending: Money,
+}
+
+/// The running totals of each account in `chain`, in order, locked until commit on
+/// PostgreSQL. A chain runs from the acting profile up to its root, so two chains share a
+/// suffix and take its locks in the same order: reservations never deadlock on each other.
+pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
+    let sql = locked!(tx, "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?");
+    let mut out = Vec::with_capacity(chain.len());
+    for p in chain {
+        let (posted, pending) = match tx.row(sql, &[&p.as_str()])? {
+            Some(r) => (r.get(0)?, r.get(1)?),
+            None => (0, 0),
+        };
+        out.push(Totals { posted: money(posted), pending: money(pending) });
+    }
+    Ok(out)
+}
+
+/// Locks the accounts of `chain` (leaf to root) until commit on PostgreSQL, before a job
+/// reads what it decides on; nothing on SQLite. Whoever locks several accounts takes the
+/// deeper ones first, so lockers never wait on each other in a circle.
+pub(crate) fn lock_accounts(tx: &dyn Tx, chain: &[ProfileId]) -> Result<()> {
+    if tx.engine() == crate::sql::Engine::Postgres {
+        for p in chain {
+            tx.exec(
+                "SELECT profile_id FROM budget_accounts WHERE profile_id = ? FOR UPDATE",
+                &[&p.as_str()],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Locks, on PostgreSQL, every account that ending all of `holds` touches and then their
+/// tenants' credit rows, in the one order every locker of several follows: deeper accounts
+/// first, by id within a depth, tenants last, by id. A job that ends many holds (the sweep)
+/// would otherwise take a second hold's accounts after the first one's tenant row, while a
+/// reservation takes accounts and then that row: a circle. One hold's ending takes its
+/// chain leaf to root and then its tenant, which is already in order. Nothing on SQLite.
+pub(crate) fn lock_for_ending(tx: &dyn Tx, holds: &[&str]) -> Result<()> {
+    if tx.engine() != crate::sql::Engine::Postgres || holds.len() < 2 {
+        return Ok(());
+    }
+    let (mut accounts, mut tenants) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for hold in holds {
+        let Some(r) = tx.row("SELECT tenant_id, chain FROM holds WHERE id = ?", &[hold])? else { continue };
+        let (tenant, chain): (String, String) = (r.get(0)?, r.get(1)?);
+        let links: Vec<&str> = chain.split(',').collect();
+        for (i, account) in links.iter().enumerate() {
+            accounts.insert((std::cmp::Reverse(links.len() - i), account.to_string()));
+        }
+        tenants.insert(tenant);
+    }
+    for (_, account) in &accounts {
+        tx.exec("SELECT profile_id FROM budget_accounts WHERE profile_id = ? FOR UPDATE", &[account])?;
+    }
+    for tenant in &tenants {
+        tx.exec("SELECT id FROM tenants WHERE id = ? FOR UPDATE", &[tenant])?;
+    }
+    Ok(())
+}
+
+/// The company's platform credit left: balance minus pending credit holds. Read after the
+/// accounts and, when `lock` (the caller may take credit), locked until commit on PostgreSQL,
+/// as every ending that gives credit back takes it too.
+pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId, lock: bool) -> Result<Money> {
+    let plain = "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?";
+    let sql = if lock {
+        locked!(tx, "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
+    } else {
+        plain
+    };
+    let r = tx.row(sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
+    Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
+}
+
+/// Budget views for the engine: each account's totals with the caps of that level's kit.
+pub fn views(totals: &[Totals], kits: &[&Kit]) -> Vec<BudgetView> {
+    totals.iter().zip(kits).map(|(t, k)| BudgetView::from_kit(k, t.posted, t.pending)).collect()
+}
+
+/// A stored balance. Balances are never negative (a CHECK constraint) and never above
+/// `Money::MAX` (every reservation is decided against that bound).
+pub(crate) fn money(units: i64) -> Money {
+    Money::from_units(units).expect("balances are never negative nor above Money::MAX")
+}
+
+/// Reserves a hold. The caller has already decided, on totals read in this same job.
+pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
+    let now = db::ts(Utc::now());
+    let id = insert_hold(c, h, None, &now)?;
+    for account in &h.chain {
+        move_balance(
+            c,
+            &h.tenant,
+            account.as_str(),
+            &id,
+            &h.action,
+            h.kit_version,
+            "hold",
+            h.amount.units(),
+            0,
+            &now,
+        )?;
+    }
+    // A call that takes no credit leaves the tenant's row alone: on PostgreSQL every write
+    // to it would make the tenant's calls queue on that one row until commit.
+    if h.credit.units() != 0 {
+        crate::domain::tenants::move_credit(c, &h.tenant, h.credit.units(), 0)?;
+    }
+    Ok(id)
+}
+
+/// Opens the budget account of a new profile, with nothing pending or posted.
+pub(crate) fn open_account(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId) -> Result<()> {
+    c.exec(
+        "INSERT INTO budget_accounts (profile_id, tenant_id) VALUES (?, ?)",
+        &[&profile.as_str(), &tenant.as_str()],
+    )?;
+    Ok(())
+}
+
+/// Makes a hold and posts it in one step, for a call carried out within the transaction that
+/// decided it: no reader could ever see it pending, so it is written once, already posted,
+/// with one `post` entry per account. Returns the hold id and the amount posted (at most the
+/// held amount).
+pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String, Money)> {
+    let now = db::ts(Utc::now());
+    let amount = h.amount.units();
+    let posted_units = posted.units().min(amount);
+    let id = insert_hold(c, h, Some(posted_units), &now)?;
+    for account in &h.chain {
+        move_balance(
+            c,
+            &h.tenant,
+            account.as_str(),
+            &id,
+            &h.action,
+            h.kit_version,
+            "post",
+            0,
+            posted_units,
+            &now,
+        )?;
+    }
+    let credit_posted = credit_share(h.credit.units(), posted_units, amount);
+    if credit_posted != 0 {
+        crate::domain::tenants::move_credit(c, &h.tenant, 0, -credit_posted)?;
+    }
+    Ok((id, money(posted_units)))
+}
+
+/// Writes a hold row: pending, or (with `posted`) already posted and ended. Returns its id.
+fn insert_hold(c: &dyn Tx, h: &NewHold, posted: Option<i64>, now: &str) -> Result<String> {
+    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
+    let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
+    c.exec(
+        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &id,
+            &h.tenant.as_str(),
+            &h.chain[0].as_str(),
+            &chain,
+            &h.action,
+            &h.amount.units(),
+            &h.credit.units(),
+            &i64::from(h.kit_version),
+            &if posted.is_some() { "posted" } else { "pending" },
+            &posted,
+            &now,
+            &posted.map(|_| now),
+        ],
+    )?;
+    Ok(id)
+}
+
+/// Platform credit is consumed in proportion to what was posted; the rest is released.
+/// Computed in 128 bits: the product of two amounts does not fit in 64.
+fn credit_share(credit: i64, posted: i64, amount: i64) -> i64 {
+    if amount == 0 {
+        return 0;
+    }
+    let share = i128::from(credit) * i128::from(posted) / i128::from(amount);
+    i64::try_from(share).expect("a share of the credit is at most the credit")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn move_balance(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    account: &str,
+    hold: &str,
+    action: &str,
+    kit_version: u32,
+    kind: &str,
+    pending_delta: i64,
+    posted_delta: i64,
+    at: &str,
+) -> Result<()> {
+    c.exec(
+        "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
+        &[&pending_delta, &posted_delta, &account],
+    )?;
+    c.exec(
+        "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[&tenant.as_str(), &account, &hold, &action, &i64::from(kit_version), &kind, &pending_delta, &posted_delta, &at],
+    )?;
+    Ok(())
+}
+
+/// Ends a pending hold exactly once. `posted` is what is posted (clamped to the held
+/// amount) for [`HoldEnd::Posted`], and ignored otherwise. The entries carry `decided_under`
+/// (the kit version of the decision that ended it, such as an approval's) or else the
+/// hold's own. Returns the amount posted.
+pub(crate) fn end(
+    c: &dyn Tx,
+    hold: &str,
+    how: HoldEnd,
+    posted: Money,
+    decided_under: Option<u32>,
+) -> Result<Money> {
+    // Locked on PostgreSQL: a second ending waits here, then finds the hold ended.
+    let sql = locked!(
+        c,
+        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'"
+    );
+    let row = c.row(sql, &[&hold])?;
+    let Some(r) = row else {
+        return Err(Error::Conflict {
+            code: "hold_already_ended",
+            message: format!("hold {hold} has already ended"),
+        });
+    };
+    let (tenant, chain, action): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    let (amount, credit, kit_version): (i64, i64, i64) = (r.get(3)?, r.get(4)?, r.get(5)?);
+    let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
+    let now = db::ts(Utc::now());
+    let changed = c.exec(
+        "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
+        &[&how.as_str(), &posted_units, &now, &hold],
+    )?;
+    // The status guard makes a second ending impossible; assert it where it holds.
+    assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
+    let tenant = TenantId::from_db(tenant);
+    let kit_version = decided_under.unwrap_or_else(|| u32::try_from(kit_version).unwrap_or(0));
+    for account in chain.split(',') {
+        move_balance(
+            c,
+            &tenant,
+            account,
+            hold,
+            &action,
+            kit_version,
+            how.entry_kind(),
+            -amount,
+            posted_units,
+            &now,
+        )?;
+    }
+    let credit_posted = credit_share(credit, posted_units, amount);
+    if credit != 0 || credit_posted != 0 {
+        crate::domain::tenants::move_credit(c, &tenant, -credit, -credit_posted)?;
+    }
+    Ok(money(posted_units))
+}
+
+/// One account's spend, for the budget view and the console.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Budget {
+    pub profile: ProfileId,
+    pub totals: Totals,
+    pub hard_cap: Option<Money>,
+    pub soft_cap: Option<Money>,
+    /// The shared pools above this profile, nearest first.
+    pub pools: Vec<(ProfileId, Totals, Option<Money>)>,
+}
+
+/// What a consistency check found wrong, if anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InvariantReport {
+    pub violations: Vec<String>,
+}
+
+impl Gateway {
+    pub async fn budget(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Budget> {
+        let p = self.profile(tenant, profile).await?;
+        let links = self.links(tenant, &p.id).await?;
+        let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
+        let mut totals = Vec::with_capacity(chain.len());
+        for id in &chain {
+            let (posted, pending): (i64, i64) = self
+                .store
+                .one("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?", &[id])
+                .await?;
+            totals.push(Totals { posted: money(posted), pending: money(pending) });
+        }
+        let kits: Vec<Kit> = links.into_iter().map(|l| l.kit).collect();
+        Ok(Budget {
+            profile: p.id,
+            totals: totals[0],
+            hard_cap: kits[0].limits.budget.hard_cap,
+            soft_cap: kits[0].limits.budget.soft_cap,
+            pools: chain[1..]
+                .iter()
+                .zip(&totals[1..])
+                .zip(&kits[1..])
+                .map(|((id, t), k)| (id.clone(), *t, k.limits.budget.hard_cap))
+                .collect(),
+        })
+    }
+
+    /// One profile's posted spend (its own and its sub-agents') per UTC day from `since` on,
+    /// oldest first; days without spend are left out. Reads daily sums kept by the indexer,
+    /// so its cost follows the number of days, not the number of entries.
+    pub async fn daily_spend(
+        &self,
+        tenant: &TenantId,
+        profile: &ProfileId,
+        since: chrono::NaiveDate,
+    ) -> Result<Vec<(chrono::NaiveDate, Money)>> {
+        self.profile(tenant, profile).await?;
+        let since = since.format("%Y-%m-%d").to_string();
+        let rows: Vec<(String, i64)> = self
+            .store
+            .all(crate::deferred::spend_by_day(self.store.kind()), &[tenant, profile, &since])
+            .await?;
+        let mut days = std::collections::BTreeMap::new();
+        for (day, units) in rows {
+            let day = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|e| {
+                Error::internal("corrupt_ledger", format!("a ledger day could not be read: {e}"))
+            })?;
+            *days.entry(day).or_insert(0i64) += units;
+        }
+        Ok(days.into_iter().filter(|(_, u)| *u != 0).map(|(d, u)| (d, money(u))).collect())
+    }
+
+    /// Checks the ledger's invariants for a tenant: every account's entries sum to its running
+    /// totals, pending totals equal the open holds beneath it, posted + pending stays within
+    /// each hard cap, and no hold has more than one ending entry per account.
+    pub async fn check_ledger(&self, tenant: &TenantId) -> Result<InvariantReport> {
+        let mut v = Vec::new();
+        let rows: Vec<(String, i64, i64, i64, i64)> = self
+            .store
+            .all(
+                "SELECT a.profile_id, a.posted_units, a.pending_units, \
+                 CAST(COALESCE(s.posted, 0) AS BIGINT), CAST(COALESCE(s.pending, 0) AS BIGINT) \
+                 FROM budget_accounts a LEFT JOIN ( \
+                   SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
+                   FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
+                 ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
+                &[tenant],
+            )
+            .await?;
+        for (account, posted, pending, sum_posted, sum_pending) in &rows {
+            if posted != sum_posted || pending != sum_pending {
+                v.push(format!(
+                    "{account}: totals {posted}/{pending} but entries sum to {sum_posted}/{sum_pending}"
+                ));
+            }
+            let id = ProfileId::from_db(account.clone());
+            let kits = self.effective_kits(tenant, &[id]).await?;
+            if let Some(cap) = kits[0].limits.budget.hard_cap
+                && posted + pending > cap.units()
+            {
+                v.push(format!(
+                    "{account}: posted {posted} + pending {pending} exceeds hard cap {}",
+                    cap.units()
+                ));
+            }
+        }
+        let twice: Vec<(String, String, i64)> = self
+            .store
+            .all(
+                "SELECT hold_id, account_id, COUNT(*) FROM ledger_entries WHERE tenant_id = ? AND kind != 'hold' \
+                 GROUP BY hold_id, account_id HAVING COUNT(*) > 1",
+                &[tenant],
+            )
+            .await?;
+        for (hold, account, n) in twice {
+            v.push(format!("hold {hold} ended {n} times on {account}"));
+        }
+        let (credit_pending, open_credit): (i64, i64) = self
+            .store
+            .one(
+                "SELECT credit_pending_units, CAST(COALESCE((SELECT SUM(credit_units) FROM holds \
+                 WHERE tenant_id = t.id AND status = 'pending'), 0) AS BIGINT) FROM tenants t WHERE id = ?",
+                &[tenant],
+            )
+            .await?;
+        if credit_pending != open_credit {
+            v.push(format!("credit pending {credit_pending} but open holds reserve {open_credit}"));
+        }
+        Ok(InvariantReport { violations: v })
+    }
+}
+
+/// One ledger entry as read back: deltas are signed unit counts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LedgerEntry {
+    pub seq: i64,
+    pub hold_id: String,
+    pub action: String,
+    pub kit_version: i64,
+    pub kind: String,
+    pub pending_delta: String,
+    pub posted_delta: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// seq, hold, action, kit version, kind, pending delta, posted delta, when.
+type EntryRow = (i64, String, String, i64, String, i64, i64, DateTime<Utc>);
+
+/// Which entries of one account to read: a period and a keyset cursor.
+#[derive(Clone, Debug, Default)]
+pub struct LedgerQuery {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// Entries after this sequence number (the previous page's last).
+    pub after: Option<i64>,
+    pub limit: Option<i64>,
+}
+
+/// The most entries one ledger page holds, and the most one export holds.
+pub const MAX_LEDGER_PAGE: i64 = 1_000;
+pub const MAX_LEDGER_EXPORT: i64 = 100_000;
+
+/// Entries as CSV, one line each after a header: what the ledger page shows, for finance.
+pub fn to_csv(entries: &[LedgerEntry]) -> String {
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    };
+    let mut out = String::from("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version\n");
+    for e in entries {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{}\n",
+            e.seq,
+            e.created_at.to_rfc3339(),
+            field(&e.action),
+            e.kind,
+            e.pending_delta,
+            e.posted_delta,
+            e.hold_id,
+            e.kit_version
+        ));
+    }
+    out
+}
+
+/// A signed amount in the one money format: `-0.0025`, `12.50`.
+pub fn signed_amount(units: i64) -> String {
+    let m = Money::from_units(units.unsigned_abs().min(i64::MAX as u64) as i64).unwrap_or(Money::ZERO);
+    if units < 0 { format!("-{}", m.to_decimal_string()) } else { m.to_decimal_string() }
+}
+
+impl Gateway {
+    /// One profile's ledger entries, oldest first, in a period, after a cursor.
+    pub async fn ledger_entries(
+        &self,
+        tenant: &TenantId,
+        profile: &ProfileId,
+        q: &LedgerQuery,
+        max: i64,
+    ) -> Result<Vec<LedgerEntry>> {
+        self.profile(tenant, profile).await?;
+        let sql = crate::deferred::ledger_for(
+            self.store.kind(),
+            "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
+        );
+        let (after, limit) = (q.after.unwrap_or(0), q.limit.unwrap_or(max).clamp(1, max));
+        let rows: Vec<EntryRow> =
+            self.store.all(&sql, &[tenant, profile, &after, &q.from, &q.to, &limit]).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, hold_id, action, kit_version, kind, pending, posted, created_at)| LedgerEntry {
+                seq,
+                hold_id,
+                action,
+                kit_version,
+                kind,
+                pending_delta: signed_amount(pending),
+                posted_delta: signed_amount(posted),
+                created_at,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use policy::SubjectStatus;
+
+    use super::*;
+    use crate::domain::profiles::{Profile, RuntimeState, insert_profile};
+    use crate::domain::tenants::{Tenant, insert_tenant};
+    use crate::ids::KeyId;
+    use crate::testing::{TestDb, held_open};
+
+    const COST: i64 = 7;
+    const CAP: i64 = 100;
+
+    fn profile(tenant: &TenantId, name: &str, parent: Option<&ProfileId>) -> Profile {
+        Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.into(),
+            owner: None,
+            parent: parent.cloned(),
+            kit_name: "Default".into(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    /// A tenant with a root profile and two sub-agents: their chains, leaf first.
+    async fn tree(db: &TestDb) -> (TenantId, [Vec<ProfileId>; 2]) {
+        let t = Tenant {
+            id: TenantId::generate(),
+            name: "Acme".into(),
+            credit: Money::ZERO,
+            created_at: Utc::now(),
+        };
+        let (root, a, b) =
+            (profile(&t.id, "root", None), profile(&t.id, "a", None), profile(&t.id, "b", None));
+        let (a, b) =
+            (Profile { parent: Some(root.id.clone()), ..a }, Profile { parent: Some(root.id.clone()), ..b });
+        let chains = [vec![a.id.clone(), root.id.clone()], vec![b.id.clone(), root.id.clone()]];
+        let tenant = t.clone();
+        db.run(move |tx| {
+            insert_tenant(tx, &tenant, &Kit::default_kit(), &KeyId::generate(), &crate::secrets::mint_key())?;
+            [&root, &a, &b].into_iter().try_for_each(|p| insert_profile(tx, p))
+        })
+        .await
+        .unwrap();
+        (t.id, chains)
+    }
+
+    /// A hold of [`COST`] on `chain`, with no platform credit.
+    fn charge(tenant: &TenantId, chain: &[ProfileId]) -> NewHold {
+        NewHold {
+            tenant: tenant.clone(),
+            chain: chain.to_vec(),
+            action: "cards.charge".into(),
+            amount: Money::from_units(COST).unwrap(),
+            credit: Money::ZERO,
+            kit_version: 1,
+        }
+    }
+
+    /// Reserves when the root's posted, pending and this cost stay within [`CAP`]: a decision
+    /// on totals read in the same job, as the pipeline makes it.
+    fn reserve_within_cap(tx: &dyn Tx, h: &NewHold) -> Result<Option<String>> {
+        let root = *totals(tx, &h.chain)?.last().expect("a chain has a root");
+        if root.posted.units() + root.pending.units() + h.amount.units() > CAP {
+            return Ok(None);
+        }
+        reserve(tx, h).map(Some)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_reservations_stay_within_the_cap_and_holds_end_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (tenant, chains) = tree(&db).await;
+            let reserves = (0..32).map(|i| {
+                let h = charge(&tenant, &chains[i % 2]);
+                let db = db.clone();
+                tokio::spawn(async move { db.run(held_open(move |tx| reserve_within_cap(tx, &h))).await })
+            });
+            let mut holds = Vec::new();
+            for r in reserves.collect::<Vec<_>>() {
+                holds.extend(r.await.unwrap().unwrap());
+            }
+            assert_eq!(holds.len() as i64, CAP / COST, "{}: as many holds as the cap allows", db.name());
+            let ends = holds.iter().flat_map(|h| [h.clone(), h.clone()]).map(|h| {
+                let db = db.clone();
+                let posted = Money::from_units(COST).unwrap();
+                tokio::spawn(async move {
+                    db.run(held_open(move |tx| end(tx, &h, HoldEnd::Posted, posted, None))).await
+                })
+            });
+            let mut ended = 0;
+            for e in ends.collect::<Vec<_>>() {
+                match e.await.unwrap() {
+                    Ok(_) => ended += 1,
+                    Err(e) => assert_eq!(e.code(), "hold_already_ended", "{}", db.name()),
+                }
+            }
+            assert_eq!(ended, holds.len(), "{}: each hold ends exactly once", db.name());
+            let root = chains[0][1].clone();
+            let totals = db.run(move |tx| totals(tx, std::slice::from_ref(&root))).await.unwrap()[0];
+            assert_eq!(
+                (totals.posted.units(), totals.pending.units()),
+                (holds.len() as i64 * COST, 0),
+                "{}",
+                db.name()
+            );
+            let unbalanced = db
+                .run(|tx| {
+                    let q = "SELECT a.profile_id FROM budget_accounts a LEFT JOIN ( \
+                               SELECT account_id, CAST(SUM(pending_delta) AS BIGINT) AS pending, CAST(SUM(posted_delta) AS BIGINT) AS posted \
+                               FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.profile_id \
+                             WHERE a.pending_units != COALESCE(e.pending, 0) OR a.posted_units != COALESCE(e.posted, 0)";
+                    Ok(tx.rows(q, &[])?.len())
+                })
+                .await
+                .unwrap();
+            assert_eq!(unbalanced, 0, "{}: the entries sum to every account's totals", db.name());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_sweeps_at_once_end_each_lapsed_hold_once_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (tenant, chains) = tree(&db).await;
+            for i in 0..20 {
+                let h = charge(&tenant, &chains[i % 2]);
+                db.run(move |tx| reserve(tx, &h)).await.unwrap();
+            }
+            // No lease was taken, so every hold has lapsed a minute from now.
+            let later = Utc::now() + chrono::Duration::seconds(60);
+            let sweeps: Vec<_> = (0..2)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        db.run(held_open(move |tx| crate::domain::approvals::sweep_once(tx, later))).await
+                    })
+                })
+                .collect();
+            let mut ended = 0;
+            for s in sweeps {
+                ended += s.await.unwrap().expect("a sweep never trips over another").holds_expired;
+            }
+            assert_eq!(ended, 20, "{}: every lapsed hold ended, each by one sweep", db.name());
+            let root = chains[0][1].clone();
+            let totals = db.run(move |tx| totals(tx, std::slice::from_ref(&root))).await.unwrap()[0];
+            assert_eq!((totals.posted, totals.pending), (Money::ZERO, Money::ZERO), "{}", db.name());
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Agent profiles: the acting identities, forming a tree of sub-agents
+//! (docs/architecture.md#identities-and-roles).
+//!
+//! Guarantees: a parent is always in the same tenant as its child; every read is scoped by
+//! tenant; a profile's kit exists when the profile is created.
+
+use chrono::{DateTime, Utc};
+use policy::SubjectStatus;
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+
+use crate::db;
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId, UserId};
+use crate::sql::{Tx, lock_key};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RuntimeState {
+    Running,
+    Stopped,
+}
+
+impl RuntimeState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RuntimeState::Running => "running",
+            RuntimeState::Stopped => "stopped",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Profile {
+    pub id: ProfileId,
+    pub tenant_id: TenantId,
+    pub name: String,
+    pub owner: Option<UserId>,
+    pub parent: Option<ProfileId>,
+    pub kit_name: String,
+    pub status: SubjectStatus,
+    pub runtime: RuntimeState,
+    pub runtime_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A profile with its depth in the sub-agent tree, for display in tree order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TreeEntry {
+    pub depth: usize,
+    pub profile: Profile,
+}
+
+pub const MAX_NAME_LEN: usize = 80;
+
+type ProfileRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    String,
+    Option<String>,
+    DateTime<Utc>,
+);
+const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
+
+impl Gateway {
+    /// [`ensure_not_owner`] outside a job, on committed rows: for pages that say who may decide.
+    pub(crate) async fn ensure_not_owner(
+        &self,
+        profile: &ProfileId,
+        by: &crate::domain::approvals::Human,
+    ) -> Result<()> {
+        let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
+        refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
+    }
+
+    pub async fn create_profile(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        owner: Option<&UserId>,
+        parent: Option<&ProfileId>,
+        kit_name: &str,
+    ) -> Result<Profile> {
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_profile_name", "a profile name")?;
+        let name = name.as_str();
+        if let Some(p) = parent {
+            self.profile(tenant, p).await?;
+        }
+        if let Some(u) = owner {
+            self.user(tenant, u).await?;
+        }
+        self.current_kit(tenant, kit_name).await?;
+        let profile = Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.to_string(),
+            owner: owner.cloned(),
+            parent: parent.cloned(),
+            kit_name: kit_name.to_string(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        };
+        let p = profile.clone();
+        self.write(move |c| insert_profile(c, &p)).await?;
+        Ok(profile)
+    }
+
+    pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
+        let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(profile_from_row).transpose()?.ok_or(Error::NotFound { what: "agent profile" })
+    }
+
+    pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
+        let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
+        rows.into_iter().map(profile_from_row).collect()
+    }
+
+    /// The tenant's profiles in tree order: each parent followed by its sub-agents.
+    pub async fn profile_tree(&self, tenant: &TenantId) -> Result<Vec<TreeEntry>> {
+        Ok(tree_order(self.profiles(tenant).await?))
+    }
+}
+
+/// Refuses with `requester_cannot_decide` when `by` owns `profile` or any profile above it:
+/// nobody decides what their own agent asked for.
+pub(crate) fn ensure_not_owner(
+    c: &dyn Tx,
+    profile: &ProfileId,
+    by: &crate::domain::approvals::Human,
+) -> Result<()> {
+    let owners = c
+        .rows(OWNER_CHAIN, &[&profile.as_str()])?
+        .iter()
+        .map(|r| r.get::<Option<String>>(0))
+        .collect::<Result<Vec<_>>>()?;
+    refuse_owner(&owners, by)
+}
+
+/// The owners of a profile and of every profile above it.
+const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS ( \
+       SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
+       UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+     SELECT owner FROM chain";
+
+/// Refuses with `requester_cannot_decide` when `by` is one of `owners`.
+fn refuse_owner(owners: &[Option<String>], by: &crate::domain::approvals::Human) -> Result<()> {
+    if owners.iter().flatten().any(|o| o == by.user.as_str()) {
+        return Err(Error::Forbidden {
+            code: "requester_cannot_decide",
+            message: format!(
+                "{} owns the agent profile that asked, so someone else must decide",
+                by.username
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A new profile and its budget account. Its ancestry is checked in the same job, so a
+/// revoke queued just before cannot be missed; on PostgreSQL the tenant's tree changes take
+/// turns ([`crate::ops::revoke`] takes the same lock), so a revoke cannot miss a sub-agent created
+/// while it runs.
+pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
+    lock_key(tx, &["profile tree", p.tenant_id.as_str()])?;
+    if let Some(parent) = &p.parent {
+        ensure_active_ancestry(tx, parent)?;
+    }
+    tx.exec(
+        "INSERT INTO agent_profiles (id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &p.id.as_str(),
+            &p.tenant_id.as_str(),
+            &p.name,
+            &p.owner.as_ref().map(UserId::as_str),
+            &p.parent.as_ref().map(ProfileId::as_str),
+            &p.kit_name,
+            &p.status.as_str(),
+            &p.runtime.as_str(),
+            &db::ts(p.created_at),
+        ],
+    )
+    .map_err(|e| {
+        if e.is_unique_violation() {
+            Error::Conflict {
+                code: "profile_name_taken",
+                message: format!("a profile named `{}` already exists in this tenant", p.name),
+            }
+        } else {
+            e
+        }
+    })?;
+    crate::domain::ledger::open_account(tx, &p.tenant_id, &p.id)
+}
+
+/// Revokes one profile and stops its runtime slot, reason `revoked`.
+pub(crate) fn mark_revoked(c: &dyn Tx, id: &ProfileId) -> Result<()> {
+    c.exec(
+        "UPDATE agent_profiles SET status = 'revoked', runtime_state = 'stopped', runtime_reason = 'revoked' WHERE id = ?",
+        &[&id.as_str()],
+    )?;
+    Ok(())
+}
+
+/// Stops a running profile's runtime slot with `reason`; false when it was not running.
+pub(crate) fn stop_running(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId, reason: &str) -> Result<bool> {
+    let changed = c.exec(
+        "UPDATE agent_profiles SET runtime_state = 'stopped', runtime_reason = ? WHERE id = ? AND tenant_id = ? AND runtime_state = 'running'",
+        &[&reason, &profile.as_str(), &tenant.as_str()],
+    )?;
+    Ok(changed != 0)
+}
+
+/// Refuses with `parent_not_active` unless `parent` and every profile above it are active.
+fn ensure_active_ancestry(tx: &dyn Tx, parent: &ProfileId) -> Result<()> {
+    let inactive = tx.row(
+        "WITH RECURSIVE chain(id, parent, name, status) AS ( \
+           SELECT id, parent_id, name, status FROM agent_profiles WHERE id = ? \
+           UNION ALL SELECT p.id, p.parent_id, p.name, p.status FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
+         SELECT name, status FROM chain WHERE status != 'active' LIMIT 1",
+        &[&parent.as_str()],
+    )?;
+    match inactive {
+        None => Ok(()),
+        Some(r) => {
+            let (name, status): (String, String) = (r.get(0)?, r.get(1)?);
+            Err(Error::Conflict {
+                code: "parent_not_active",
+                message: format!(
+                    "`{name}` above this profile is {status}, so nothing can be created beneath it; choose an active parent"
+                ),
+            })
+        }
+    }
+}
+
+/// Depth-first order from the roots; a profile whose parent is missing counts as a root.
+pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
+    let ids: std::collections::HashSet<ProfileId> = profiles.iter().map(|p| p.id.clone()).collect();
+    let mut out = Vec::with_capacity(profiles.len());
+    let mut stack: Vec<(usize, &Profile)> = profiles
+        .iter()
+        .rev()
+        .filter(|p| p.parent.as_ref().is_none_or(|x| !ids.contains(x)))
+        .map(|p| (0, p))
+        .collect();
+    while let Some((depth, p)) = stack.pop() {
+        out.push(TreeEntry { depth, profile: p.clone() });
+        stack.extend(
+            profiles.iter().rev().filter(|c| c.parent.as_ref() == Some(&p.id)).map(|c| (depth + 1, c)),
+        );
+    }
+    out
+}
+
+fn profile_from_row(r: ProfileRow) -> Result<Profile> {
+    let (id, tenant, name, owner, parent, kit_name, status, runtime, reason, created_at) = r;
+    Ok(Profile {
+        id: ProfileId::from_db(id),
+        tenant_id: TenantId::from_db(tenant),
+        name,
+        owner: owner.map(UserId::from_db),
+        parent: parent.map(ProfileId::from_db),
+        kit_name,
+        status: db::named("profile status", &status, SubjectStatus::parse)?,
+        runtime: if runtime == "running" { RuntimeState::Running } else { RuntimeState::Stopped },
+        runtime_reason: reason,
+        created_at,
+    })
+}

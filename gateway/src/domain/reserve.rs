@@ -1,0 +1,720 @@
+//! The writer-side half of a governed call: decide and reserve in one job, settle in another.
+//!
+//! [`ReserveJob::run`] reads everything it decides on inside the job, on the writer's
+//! connection: the status of the acting profile and of every ancestor (a revoke committed a
+//! moment ago is seen), the running totals and company credit (no two calls take the last of
+//! a cap), and the current version of every kit the cached ancestry used (a job that finds a
+//! newer one answers [`Reserved::Stale`] and writes nothing). Then it takes exactly one of
+//! three outcomes, each its own function: refuse (record, count repeats), park (reserve a
+//! hold, open an approval) or execute (reserve and, for an in-process connector, settle in
+//! the same transaction). A repeated `Idempotency-Key` is answered from the store only after
+//! the profile is known to be active, so a revoked agent never gets a replay.
+//!
+//! A job may run twice (see [`crate::writer`]); the connector's answer is remembered in
+//! [`ReserveJob::answer`], so it is asked once.
+
+use std::sync::{Arc, OnceLock};
+
+use chrono::{Duration, Utc};
+use policy::{
+    CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal, SubjectStatus,
+    ToolSpec, evaluate,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::db;
+use crate::delivery::connectors::{Call, Connector, ConnectorKind, Done, Failure};
+use crate::domain::keys::Subject;
+use crate::domain::ledger::leases::{self, Lease};
+use crate::domain::ledger::{self, HoldEnd, NewHold};
+use crate::domain::pipeline::{ActionResponse, Disposition, Link, request};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Tx, lock_key};
+
+pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
+
+/// What a reservation job decided.
+pub(crate) enum Reserved {
+    /// The answer.
+    Final(ActionResponse),
+    /// A hold is reserved; the connector must be called outside the writer, then settled.
+    Hold { hold: String, cost: Money, kit_version: u32 },
+    /// A kit the cached ancestry used is no longer current; nothing was written.
+    Stale,
+}
+
+/// A governed call that ran, as the agent receives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Executed {
+    pub ok: bool,
+    /// `primitive.verb`, such as `cards.charge`.
+    pub action: String,
+    /// What the connector answered (a charge id, a message id, page text…).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub result: Value,
+    /// What posted: the actual cost, at most what was held.
+    pub cost: Money,
+    pub hold_id: String,
+    /// What carried it out: `sandbox` (nothing real happened) or `http` (the tenant's upstream).
+    pub connector: ConnectorKind,
+}
+
+/// One reservation, prepared outside the writer. Cheap to clone (the ancestry is shared).
+#[derive(Clone)]
+pub(crate) struct ReserveJob {
+    pub subject: Subject,
+    pub tool: ToolSpec,
+    pub args: Value,
+    pub args_digest: String,
+    pub checked: CheckedArgs,
+    pub links: Arc<Vec<Link>>,
+    pub idem: Option<String>,
+    pub request_digest: String,
+    pub ttl: Duration,
+    pub connector: Arc<dyn Connector>,
+    /// The in-process connector's answer, asked once however often the job runs.
+    pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
+    /// The lease a hold carried out after this job takes ([`crate::domain::ledger::leases`]).
+    pub lease: Lease,
+}
+
+/// The running totals of `chain` and the company's credit, with `own` (the amount and credit
+/// part of a hold this decision already holds) given back, so a decision about a parked call
+/// sees the balances as if its own hold were not there.
+pub(crate) fn budget_views(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    links: &[Link],
+    own: Option<(Money, Money)>,
+) -> Result<(Vec<policy::BudgetView>, Money)> {
+    let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
+    let totals = ledger::totals(c, &chain)?;
+    views_of(c, tenant, links, totals, own, true)
+}
+
+/// [`budget_views`] from totals already read (and locked) in this transaction.
+fn views_of(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    links: &[Link],
+    mut totals: Vec<ledger::Totals>,
+    own: Option<(Money, Money)>,
+    takes_credit: bool,
+) -> Result<(Vec<policy::BudgetView>, Money)> {
+    let mut credit = ledger::credit_available(c, tenant, takes_credit)?;
+    if let Some((amount, credit_part)) = own {
+        for t in &mut totals {
+            t.pending = t.pending.saturating_sub(amount);
+        }
+        credit = credit.checked_add(credit_part).unwrap_or(Money::MAX);
+    }
+    let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+    Ok((ledger::views(&totals, &kits), credit))
+}
+
+/// The standing of the chain as the database has it now (the first status that is not
+/// active, the profile's own or an ancestor's), and whether any kit in it has a version newer
+/// than the one `links` were built from. One statement per level, on the writer's connection.
+pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectStatus, bool)> {
+    let sql = "SELECT p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name) \
+               FROM agent_profiles p WHERE p.id = ?";
+    let (mut status, mut stale) = (SubjectStatus::Active, false);
+    for l in links {
+        let r = c.row(sql, &[&l.profile.as_str()])?.ok_or(Error::NotFound { what: "agent profile" })?;
+        let (s, v): (String, Option<i64>) = (r.get(0)?, r.get(1)?);
+        let s = db::named("profile status", &s, SubjectStatus::parse)?;
+        if status == SubjectStatus::Active {
+            status = s;
+        }
+        stale |= v != Some(i64::from(l.kit.version.0));
+    }
+    Ok((status, stale))
+}
+
+impl ReserveJob {
+    pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
+        // On PostgreSQL the accounts are locked (by reading their totals) before the standing
+        // is read: a revoke holding them makes this call wait and then see the revoke
+        // ([`crate::ops::revoke`]).
+        let chain: Vec<ProfileId> = self.links.iter().map(|l| l.profile.clone()).collect();
+        let totals = ledger::totals(c, &chain)?;
+        let (status, stale) = current_standing(c, &self.links)?;
+        if status == SubjectStatus::Active
+            && let Some(replay) = self.replay(c)?
+        {
+            return Ok(replay);
+        }
+        if stale {
+            return Ok(Reserved::Stale);
+        }
+        // A tool without a price takes no credit, so it need not queue on the tenant's row.
+        let takes_credit = self.tool.price.units() != 0;
+        let (budgets, credit) = views_of(c, &self.subject.tenant, &self.links, totals, None, takes_credit)?;
+        let decision = evaluate(&DecisionInput {
+            subject: status,
+            kit: &self.links[0].kit,
+            action: request(&self.tool, &self.checked),
+            budgets: &budgets,
+            company_credit: credit,
+        });
+        match (decision.verdict, decision.refusal) {
+            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r),
+            (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r),
+            _ => self.execute(c, &decision),
+        }
+    }
+
+    fn kit(&self) -> &Kit {
+        &self.links[0].kit
+    }
+
+    fn actor(&self) -> &str {
+        self.subject.profile.as_str()
+    }
+
+    /// The stored first answer to this Idempotency-Key, if there is one.
+    /// On PostgreSQL, calls with the same key take turns from here to commit, so the second
+    /// finds the first's row instead of both inserting one.
+    fn replay(&self, c: &dyn Tx) -> Result<Option<Reserved>> {
+        let Some(key) = &self.idem else { return Ok(None) };
+        lock_key(c, &["action idempotency", self.subject.profile.as_str(), key])?;
+        let row = c.row(
+            "SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?",
+            &[&self.subject.profile.as_str(), key],
+        )?;
+        let Some(r) = row else { return Ok(None) };
+        let (digest, status, response): (String, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        if digest != self.request_digest {
+            return Err(Error::Conflict {
+                code: "idempotency_key_reused",
+                message: "this Idempotency-Key was used for a different call; use a new key for a new call"
+                    .into(),
+            });
+        }
+        let Some(d) = Disposition::from_i64(status) else {
+            return Err(Error::Conflict {
+                code: "idempotency_in_progress",
+                message: "the first call with this Idempotency-Key is still running; poll again shortly"
+                    .into(),
+            });
+        };
+        let body = serde_json::from_str(&response).unwrap_or(Value::Null);
+        Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
+    }
+
+    /// The reserved call as it leaves for its connector, under `hold`.
+    pub(crate) fn carry(&self, hold: &str, cost: Money, kit_version: u32) -> crate::domain::pipeline::Carry {
+        crate::domain::pipeline::Carry {
+            subject: self.subject.clone(),
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+            hold: hold.to_string(),
+            cost,
+            kit_version,
+            actor: self.actor().to_string(),
+            action_id: crate::domain::pipeline::action_id(&self.subject.profile, self.idem.as_deref(), hold),
+        }
+    }
+
+    fn new_hold(&self, decision: &Decision) -> NewHold {
+        NewHold {
+            tenant: self.subject.tenant.clone(),
+            chain: self.links.iter().map(|l| l.profile.clone()).collect(),
+            action: self.tool.name.clone(),
+            amount: decision.cost,
+            credit: self.tool.price,
+            kit_version: self.kit().version.0,
+        }
+    }
+
+    fn store(&self, c: &dyn Tx, d: Option<Disposition>, body: &str) -> Result<()> {
+        store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, d, body)
+    }
+
+    fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+        let s = &self.subject;
+        let repeat = count_repeat(c, &s.profile, &self.tool.name, &self.args_digest)?;
+        let env =
+            Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, repeat, Vec::new());
+        let resp = ActionResponse::refused(&env);
+        activity::append(
+            c,
+            NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
+                .via(s.via)
+                .profile(&s.profile)
+                .action(&self.tool.name)
+                .verdict("deny")
+                .amount(decision.cost)
+                .kit_version(self.kit().version.0)
+                .detail(
+                    json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }),
+                ),
+        )?;
+        if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
+            stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?;
+        }
+        self.store(c, Some(Disposition::Refused), &resp.body.to_string())?;
+        Ok(Reserved::Final(resp))
+    }
+
+    fn park(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+        let s = &self.subject;
+        let hold = ledger::reserve(c, &self.new_hold(decision))?;
+        let kit = self.kit();
+        let opened = crate::domain::approvals::open(
+            c,
+            &crate::domain::approvals::Request {
+                tenant: &s.tenant,
+                profile: &s.profile,
+                hold: Some(&hold),
+                action: &self.tool.name,
+                args: &self.args,
+                args_digest: &self.args_digest,
+                amount: decision.cost,
+                kit,
+                reason: refusal.detail(),
+                actor: self.actor(),
+                note: refusal.detail(),
+                ttl: self.ttl,
+            },
+        )?;
+        let (approval, expires) = (opened.id.clone(), opened.expires_at);
+        let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, opened.handle());
+        let body = serde_json::to_value(&env).expect("envelopes serialize");
+        activity::append(
+            c,
+            NewEntry::new(&s.tenant, self.actor(), Kind::Park)
+                .via(s.via)
+                .profile(&s.profile)
+                .action(&self.tool.name)
+                .verdict("park")
+                .amount(decision.cost)
+                .kit_version(kit.version.0)
+                .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
+        )?;
+        self.store(c, Some(Disposition::Parked), &body.to_string())?;
+        let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
+        Ok(Reserved::Final(resp))
+    }
+
+    fn execute(&self, c: &dyn Tx, decision: &Decision) -> Result<Reserved> {
+        let call = Call {
+            action: self.tool.name.clone(),
+            primitive: self.tool.primitive,
+            args: self.args.clone(),
+            reserved: decision.cost,
+            price: self.tool.price,
+            // Carried out in-process, if at all: no upstream sees an id.
+            action_id: String::new(),
+            actor: self.actor().to_string(),
+        };
+        let version = self.kit().version.0;
+        let kind = self.connector.kind();
+        let answer = match self.connector.execute_in(c, &call)? {
+            Some(outcome) => Some(outcome),
+            None => self.answer.get_or_init(|| self.connector.execute_now(&call)).clone(),
+        };
+        match answer {
+            // An in-process connector answered now: settle in this same transaction.
+            Some(Ok(done)) => {
+                let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
+                let (resp, _) = executed(
+                    c,
+                    &self.subject,
+                    &self.tool.name,
+                    &hold,
+                    done.result,
+                    posted,
+                    version,
+                    self.actor(),
+                    kind,
+                )?;
+                self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
+                Ok(Reserved::Final(resp))
+            }
+            Some(Err(failure)) => {
+                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                self.store(c, None, &hold)?;
+                let (resp, _) = settle(
+                    c,
+                    &self.subject,
+                    &self.tool.name,
+                    &hold,
+                    Err(failure),
+                    decision.cost,
+                    version,
+                    self.actor(),
+                    kind,
+                )?;
+                Ok(Reserved::Final(resp))
+            }
+            None => {
+                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                leases::take(c, &hold, &self.lease)?;
+                self.store(c, None, &hold)?;
+                if kind == ConnectorKind::Http {
+                    crate::domain::recovery::record(c, &self.carry(&hold, decision.cost, version))?;
+                }
+                Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
+            }
+        }
+    }
+}
+
+/// Settles a reserved hold with the connector's outcome: post and record on success; on
+/// failure void the hold, record the outage and forget the idempotency claim (an outage is
+/// retryable with the same key).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn settle(
+    c: &dyn Tx,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    outcome: ConnectorOutcome,
+    cost: Money,
+    kit_version: u32,
+    actor: &str,
+    kind: ConnectorKind,
+) -> Result<(ActionResponse, Vec<Entry>)> {
+    crate::domain::recovery::forget(c, hold)?;
+    match outcome {
+        Ok(done) => {
+            let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
+            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor, kind)?;
+            finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
+            Ok((resp, vec![e]))
+        }
+        Err(f) => {
+            ledger::end(c, hold, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+            let mut env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
+            if let Some(full) = &f.full {
+                full_queue(&mut env, name, full);
+            }
+            if f.needs_admin {
+                env.recovery.push(policy::RecoveryStep::EscalateToHuman {
+                    human_action: "Tell the user this action's connection is misconfigured: an admin must fix it on the console's Connectors page (or Runtime page). Calls of other actions are not affected.".into(),
+                });
+            }
+            let e = activity::append(
+                c,
+                NewEntry::new(&s.tenant, actor, Kind::Refusal)
+                    .via(s.via)
+                    .profile(&s.profile)
+                    .action(name)
+                    .verdict("unavailable")
+                    .amount(cost)
+                    .kit_version(kit_version)
+                    .detail(
+                        json!({ "hold_id": hold, "hold": "voided", "reason": f.detail, "connector": kind }),
+                    ),
+            )?;
+            forget_claim(c, hold)?;
+            let body = serde_json::to_value(&env).expect("envelopes serialize");
+            let disposition = if f.full.is_some() { Disposition::Full } else { Disposition::Unavailable };
+            Ok((ActionResponse { disposition, body, replayed: false }, vec![e]))
+        }
+    }
+}
+
+/// Says in `env` why the call was not queued (its queue's figure and bound) and what to wait
+/// for: the oldest command in the queue.
+fn full_queue(env: &mut Envelope, name: &str, full: &crate::delivery::outbox::Full) {
+    env.message = format!(
+        "`{name}` was not queued: {} commands already wait for this tenant's team runtime (at most {}). Nothing was charged.",
+        full.queued, full.limit
+    );
+    if let Some(oldest) = &full.oldest {
+        env.recovery.push(policy::RecoveryStep::WaitForDelivery {
+            command_id: oldest.clone(),
+            human_action: "the team runtime has a backlog; poll teams.command with this command_id and send again once it is delivered. If the runtime stays unreachable, tell the user: an admin can purge the backlog on the Runtime page".into(),
+        });
+    }
+}
+
+/// Forgets the in-progress Idempotency-Key claim of a hold that ended without an answer, so a
+/// resend runs.
+pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
+    c.exec("DELETE FROM idempotency WHERE status = 0 AND response = ?", &[&hold])?;
+    Ok(())
+}
+
+/// Records a carried-out call whose hold has posted, and builds the agent's answer.
+#[allow(clippy::too_many_arguments)]
+fn executed(
+    c: &dyn Tx,
+    s: &Subject,
+    name: &str,
+    hold: &str,
+    result: Value,
+    posted: Money,
+    kit_version: u32,
+    actor: &str,
+    connector: ConnectorKind,
+) -> Result<(ActionResponse, Entry)> {
+    let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
+    // A queued runtime command is traced from its log entry to its delivery state.
+    if let Some(id) = result.get("command_id").filter(|_| connector == ConnectorKind::Runtime) {
+        detail["command_id"] = id.clone();
+    }
+    let answer = Executed {
+        ok: true,
+        action: name.to_string(),
+        result,
+        cost: posted,
+        hold_id: hold.to_string(),
+        connector,
+    };
+    let e = activity::append(
+        c,
+        NewEntry::new(&s.tenant, actor, Kind::Action)
+            .via(s.via)
+            .profile(&s.profile)
+            .action(name)
+            .verdict("allow")
+            .amount(posted)
+            .kit_version(kit_version)
+            .detail(detail),
+    )?;
+    let body = serde_json::to_value(&answer).expect("answers serialize");
+    Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))
+}
+
+/// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
+fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Value) -> Result<()> {
+    c.exec(
+        "UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?",
+        &[&d.as_i64(), &body.to_string(), &hold],
+    )?;
+    Ok(())
+}
+
+fn store_idempotency(
+    c: &dyn Tx,
+    profile: &ProfileId,
+    key: Option<&str>,
+    digest: &str,
+    d: Option<Disposition>,
+    body: &str,
+) -> Result<()> {
+    let Some(key) = key else { return Ok(()) };
+    c.exec(
+        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        &[&profile.as_str(), &key, &digest, &d.map_or(0, Disposition::as_i64), &body, &db::ts(Utc::now())],
+    )?;
+    Ok(())
+}
+
+/// Counts an identical refusal and returns how many there have been.
+pub(crate) fn count_repeat(c: &dyn Tx, profile: &ProfileId, action: &str, args_digest: &str) -> Result<u32> {
+    let n: i64 = c
+        .row(
+            "INSERT INTO refusal_repeats AS r (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
+             ON CONFLICT (profile_id, action, args_digest) DO UPDATE SET count = r.count + 1, last_at = excluded.last_at RETURNING count",
+            &[&profile.as_str(), &action, &args_digest, &db::ts(Utc::now())],
+        )?
+        .ok_or_else(|| Error::internal("write_failed", "the repeat count was not written; try again"))?
+        .get(0)?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Stops a profile's hosted runtime, recording why. Idempotent.
+pub(crate) fn stop_runtime(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    profile: &ProfileId,
+    reason: &str,
+) -> Result<Vec<Entry>> {
+    if !crate::domain::profiles::stop_running(c, tenant, profile, reason)? {
+        return Ok(Vec::new());
+    }
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(tenant, "system", Kind::Profile)
+            .profile(profile)
+            .verdict("runtime_stopped")
+            .detail(json!({ "reason": reason })),
+    )?])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use policy::{Catalog, KitVersion};
+
+    use super::*;
+    use crate::delivery::connectors::Sandbox;
+    use crate::domain::ledger::leases::Leases;
+    use crate::domain::pipeline::{check_args, digest};
+    use crate::domain::profiles::{Profile, RuntimeState, insert_profile};
+    use crate::domain::tenants::{Tenant, insert_tenant};
+    use crate::ids::KeyId;
+    use crate::testing::{TestDb, held_open};
+
+    /// A tenant with one agent whose kit enables cards under a $100 hard cap.
+    async fn agent(db: &TestDb) -> Link {
+        agent_with(db, r#"{"name":"Default","primitives":["cards"],"limits":{"budget":{"hard_cap":"100"}}}"#)
+            .await
+    }
+
+    /// A tenant with one agent under the kit `kit_json` (named Default).
+    async fn agent_with(db: &TestDb, kit_json: &str) -> Link {
+        let t = Tenant {
+            id: TenantId::generate(),
+            name: "Acme".into(),
+            credit: Money::ZERO,
+            created_at: Utc::now(),
+        };
+        let p = Profile {
+            id: ProfileId::generate(),
+            tenant_id: t.id.clone(),
+            name: "buyer".into(),
+            owner: None,
+            parent: None,
+            kit_name: "Default".into(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        };
+        let (tenant, profile) = (t.clone(), p.clone());
+        db.run(move |tx| {
+            insert_tenant(tx, &tenant, &Kit::default_kit(), &KeyId::generate(), &crate::secrets::mint_key())?;
+            insert_profile(tx, &profile)
+        })
+        .await
+        .unwrap();
+        let mut kit = Kit::from_json(kit_json).unwrap();
+        kit.version = KitVersion(Kit::default_kit().version.0);
+        Link { tenant: t.id, profile: p.id, status: SubjectStatus::Active, kit }
+    }
+
+    fn charge(link: &Link, dollars: &str) -> ReserveJob {
+        let args = json!({ "amount": dollars, "merchant": "acme" });
+        ReserveJob {
+            subject: Subject {
+                tenant: link.tenant.clone(),
+                profile: link.profile.clone(),
+                key: KeyId::generate(),
+                via: Default::default(),
+            },
+            tool: Catalog::builtin().get("cards.charge").cloned().unwrap(),
+            args_digest: digest(&args),
+            request_digest: digest(&json!(["cards.charge", args])),
+            checked: check_args("cards.charge", &args).unwrap(),
+            args,
+            links: Arc::new(vec![link.clone()]),
+            idem: None,
+            ttl: Duration::seconds(600),
+            connector: Arc::new(Sandbox::default()),
+            answer: Arc::default(),
+            lease: Leases::new(15).lease(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_charges_decided_in_the_job_never_overspend_a_hard_cap_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let link = agent(&db).await;
+            let calls = (0..48).map(|_| {
+                let (db, job) = (db.clone(), charge(&link, "7.00"));
+                tokio::spawn(async move { db.run(held_open(move |tx| job.run(tx))).await })
+            });
+            let (mut ran, mut refused) = (0, 0);
+            for c in calls.collect::<Vec<_>>() {
+                let Reserved::Final(resp) = c.await.unwrap().unwrap() else {
+                    panic!("the sandbox answers in the job")
+                };
+                match resp.disposition {
+                    Disposition::Executed => ran += 1,
+                    Disposition::Refused => {
+                        assert_eq!(
+                            resp.body["error"]["details"]["reason"],
+                            "hard_cap_exceeded",
+                            "{}: {}",
+                            db.name(),
+                            resp.body
+                        );
+                        refused += 1;
+                    }
+                    d => panic!("{}: unexpected {d:?}", db.name()),
+                }
+            }
+            assert_eq!((ran, refused), (14, 34), "{}: $98 of $100 ran, the rest was refused", db.name());
+            let p = link.profile.clone();
+            let spent = db.run(move |tx| ledger::totals(tx, std::slice::from_ref(&p))).await.unwrap()[0];
+            assert_eq!(spent.posted, Money::dollars(98), "{}", db.name());
+            let p = link.profile.clone();
+            let state = db
+                .run(move |tx| {
+                    let r =
+                        tx.row("SELECT runtime_state FROM agent_profiles WHERE id = ?", &[&p.as_str()])?;
+                    r.expect("the profile").get::<String>(0)
+                })
+                .await
+                .unwrap();
+            assert_eq!(state, "stopped", "{}: a hard-cap refusal stops the runtime", db.name());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_revoke_amid_racing_calls_leaves_none_of_them_pending_on_both_engines() {
+        let kit = r#"{"name":"Default","primitives":["cards"],"limits":{"approve":{"above":"5"}}}"#;
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let link = agent_with(&db, kit).await;
+            let calls: Vec<_> = (0..24)
+                .map(|_| {
+                    let (db, job) = (db.clone(), charge(&link, "7.00"));
+                    tokio::spawn(async move { db.run(held_open(move |tx| job.run(tx))).await })
+                })
+                .collect();
+            tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+            let (t, p) = (link.tenant.clone(), link.profile.clone());
+            let report =
+                db.run(move |tx| crate::ops::revoke::revoke(tx, &t, &p, "owner", None)).await.unwrap();
+            let mut parked = 0;
+            for c in calls {
+                let Reserved::Final(resp) = c.await.unwrap().unwrap() else {
+                    panic!("parks and refusals are final")
+                };
+                match resp.disposition {
+                    Disposition::Parked => parked += 1,
+                    Disposition::Refused => {
+                        assert_eq!(
+                            resp.body["reason"],
+                            "agent_profile_revoked",
+                            "{}: {}",
+                            db.name(),
+                            resp.body
+                        )
+                    }
+                    d => panic!("{}: unexpected {d:?}", db.name()),
+                }
+            }
+            assert!(parked > 0, "{}: some calls parked before the revoke", db.name());
+            assert_eq!(
+                report.approvals_denied.len(),
+                parked,
+                "{}: the revoke denied every parked call",
+                db.name()
+            );
+            let p = link.profile.clone();
+            let pending = db
+                .run(move |tx| {
+                    let q = "SELECT (SELECT COUNT(*) FROM approvals WHERE profile_id = ?1 AND status = 'pending'), \
+                                    (SELECT COUNT(*) FROM holds WHERE profile_id = ?1 AND status = 'pending')";
+                    let r = tx.row(q, &[&p.as_str()])?.expect("one row");
+                    Ok((r.get::<i64>(0)?, r.get::<i64>(1)?))
+                })
+                .await
+                .unwrap();
+            assert_eq!(pending, (0, 0), "{}: no approval or hold outlives the revoke", db.name());
+        }
+    }
+}

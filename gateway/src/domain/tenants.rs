@@ -1,0 +1,343 @@
+//! Tenants and company keys.
+//!
+//! Guarantees: a tenant is created together with its permissive "Default" kit and one company
+//! key, in one transaction, so a tenant never exists half set up. The company key's token is
+//! returned once and only its hash is kept.
+
+use chrono::{DateTime, Utc};
+use policy::{Kit, KitDiff, Money};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::Gateway;
+
+use crate::audit::activity::{self, Kind, NewEntry};
+use crate::db;
+use crate::domain::credentials::KeyTable;
+use crate::error::{Error, Result};
+use crate::ids::{KeyId, TenantId};
+use crate::secrets::{self, MintedKey};
+use crate::sql::{Tx, for_update};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub name: String,
+    /// Platform credits left.
+    pub credit: Money,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A key token shown once at creation.
+#[derive(Clone, Debug)]
+pub struct IssuedKey {
+    pub id: KeyId,
+    pub token: String,
+}
+
+/// The longest tenant name we accept.
+const MAX_NAME_LEN: usize = 120;
+
+impl Gateway {
+    /// Creates a tenant with the Default kit and a company key. `company_key` lets an operator
+    /// choose the token (it must have the `nv_<prefix>_<secret>` form); otherwise one is minted.
+    pub async fn create_tenant(
+        &self,
+        name: &str,
+        credit: Money,
+        company_key: Option<&str>,
+    ) -> Result<(Tenant, IssuedKey)> {
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_tenant_name", "a tenant name")?;
+        let name = name.as_str();
+        let key: MintedKey = match company_key {
+            Some(t) => secrets::key_from_token(t).ok_or_else(|| {
+                Error::invalid(
+                    "invalid_key_format",
+                    "a company key must look like nv_<8 lowercase letters or digits>_<16+ letters or digits>",
+                )
+            })?,
+            None => secrets::mint_key(),
+        };
+        let tenant =
+            Tenant { id: TenantId::generate(), name: name.to_string(), credit, created_at: Utc::now() };
+        let key_id = KeyId::generate();
+        let kit = Kit::default_kit();
+        let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
+        self.write(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
+        tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
+        Ok((tenant, IssuedKey { id: key_id, token: key.token }))
+    }
+
+    pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+        let row: Option<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .opt("SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?", &[id])
+            .await?;
+        row.map(tenant_from_row).ok_or(Error::NotFound { what: "tenant" })
+    }
+
+    pub async fn tenants(&self) -> Result<Vec<Tenant>> {
+        let rows: Vec<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .all("SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id", &[])
+            .await?;
+        Ok(rows.into_iter().map(tenant_from_row).collect())
+    }
+}
+
+/// A company key as listed: never its secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CompanyKeyInfo {
+    pub id: KeyId,
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// Set when rotated with a grace period: the key works until then.
+    pub expires_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+type CompanyKeyRow =
+    (String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
+
+fn company_key_from_row(
+    (id, prefix, created_at, last_used_at, expires_at, revoked_at): CompanyKeyRow,
+) -> CompanyKeyInfo {
+    CompanyKeyInfo { id: KeyId::from_db(id), prefix, created_at, last_used_at, expires_at, revoked_at }
+}
+
+/// Company keys: listed, issued, rotated (with an optional grace period) and revoked, like an
+/// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
+impl Gateway {
+    pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
+        let sql = format!(
+            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
+        );
+        let rows: Vec<CompanyKeyRow> = self.store.all(&sql, &[tenant]).await?;
+        Ok(rows.into_iter().map(company_key_from_row).collect())
+    }
+
+    async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
+        let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
+        let row: Option<CompanyKeyRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(company_key_from_row).ok_or(Error::NotFound { what: "company key" })
+    }
+
+    /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
+    /// same transaction.
+    pub async fn issue_company_key(
+        &self,
+        tenant: &TenantId,
+        old: Option<(&KeyId, Option<i64>)>,
+        actor: &str,
+    ) -> Result<(CompanyKeyInfo, IssuedKey)> {
+        let old = match old {
+            Some((id, grace)) => {
+                self.company_key(tenant, id).await?;
+                Some((id.clone(), crate::domain::keys::check_grace(grace)?))
+            }
+            None => None,
+        };
+        let key = secrets::mint_key();
+        let id = KeyId::generate();
+        let (t, kid, k, actor, rotating) =
+            (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
+        self.write(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
+        if rotating {
+            self.invalidate_keys();
+        }
+        Ok((self.company_key(tenant, &id).await?, IssuedKey { id, token: key.token }))
+    }
+
+    /// Revokes a company key at once; the tenant's last active key cannot be revoked.
+    pub async fn revoke_company_key(
+        &self,
+        tenant: &TenantId,
+        id: &KeyId,
+        actor: &str,
+    ) -> Result<CompanyKeyInfo> {
+        self.company_key(tenant, id).await?;
+        let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
+        self.write(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
+        self.invalidate_keys();
+        self.company_key(tenant, id).await
+    }
+}
+
+/// A new company key; with `old`, the key it replaces ends (after its grace period).
+fn issue_company_key(
+    tx: &dyn Tx,
+    t: &TenantId,
+    kid: &KeyId,
+    k: &MintedKey,
+    old: Option<&(KeyId, i64)>,
+    actor: &str,
+) -> Result<activity::Entry> {
+    insert_company_key(tx, t, kid, k, &db::ts(Utc::now()))?;
+    let e = NewEntry::new(t, actor, Kind::Key).via_actor();
+    let e = match old {
+        None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
+        Some((old, grace)) => {
+            crate::domain::keys::rotate_out(tx, KeyTable::Company, t, old, *grace, kid)?;
+            e.verdict("rotated")
+                .detail(json!({ "company_key_id": old, "replaced_by": kid, "grace_secs": grace }))
+        }
+    };
+    activity::append(tx, e)
+}
+
+/// Revokes `k` unless it is the tenant's last active company key. The active keys are read
+/// locked, so two revokes at once on PostgreSQL cannot each leave the other as the last.
+fn revoke_company_key(tx: &dyn Tx, t: &TenantId, k: &KeyId, actor: &str) -> Result<activity::Entry> {
+    let active = tx.rows(
+        &format!(
+            "SELECT id FROM company_keys WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at IS NULL{}",
+            for_update(tx)
+        ),
+        &[&t.as_str()],
+    )?;
+    let ids = active.iter().map(|r| r.get::<String>(0)).collect::<Result<Vec<_>>>()?;
+    if !ids.iter().any(|id| id != k.as_str()) {
+        return Err(Error::Conflict {
+            code: "last_company_key",
+            message: "this is the tenant's last active company key; issue another before revoking it".into(),
+        });
+    }
+    crate::domain::keys::revoke_now(tx, KeyTable::Company, t, k)?;
+    activity::append(
+        tx,
+        NewEntry::new(t, actor, Kind::Key)
+            .via_actor()
+            .verdict("revoked")
+            .detail(json!({ "company_key_id": k })),
+    )
+}
+
+/// A new tenant, its Default kit and its first company key.
+pub(crate) fn insert_tenant(
+    tx: &dyn Tx,
+    t: &Tenant,
+    kit: &Kit,
+    key_id: &KeyId,
+    key: &MintedKey,
+) -> Result<()> {
+    let at = db::ts(t.created_at);
+    tx.exec(
+        "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)",
+        &[&t.id.as_str(), &t.name, &t.credit.units(), &at],
+    )?;
+    let first = crate::domain::kits::KitRecord {
+        kit: kit.clone(),
+        author: "system".into(),
+        diff: KitDiff::default(),
+        created_at: t.created_at,
+    };
+    crate::domain::kits::insert_version(tx, &t.id, &first)?;
+    insert_company_key(tx, &t.id, key_id, key, &at)
+}
+
+/// Moves a tenant's platform credit: `pending` is added to what is held, `available` to what
+/// is left to spend (both negative to release or spend). The ledger decides the amounts.
+pub(crate) fn move_credit(c: &dyn Tx, tenant: &TenantId, pending: i64, available: i64) -> Result<()> {
+    c.exec(
+        "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?",
+        &[&pending, &available, &tenant.as_str()],
+    )?;
+    Ok(())
+}
+
+fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey, at: &str) -> Result<()> {
+    tx.exec(
+        "INSERT INTO company_keys (id, tenant_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+        &[&id.as_str(), &tenant.as_str(), &k.prefix, &k.hash, &at],
+    )
+    .map_err(|e| {
+        if e.is_unique_violation() {
+            Error::Conflict {
+                code: "key_prefix_taken",
+                message: "that company key's prefix is already in use; choose another".into(),
+            }
+        } else {
+            e
+        }
+    })?;
+    Ok(())
+}
+
+fn tenant_from_row((id, name, credit, created_at): (String, String, i64, DateTime<Utc>)) -> Tenant {
+    Tenant {
+        id: TenantId::from_db(id),
+        name,
+        credit: Money::from_units(credit).unwrap_or(Money::ZERO),
+        created_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{TestDb, held_open};
+
+    fn tenant() -> Tenant {
+        Tenant { id: TenantId::generate(), name: "Acme".into(), credit: Money::ZERO, created_at: Utc::now() }
+    }
+
+    #[tokio::test]
+    async fn a_taken_key_prefix_is_refused_on_both_engines() {
+        for db in TestDb::both().await {
+            let key = secrets::mint_key();
+            let (a, k) = (tenant(), key.clone());
+            db.run(move |tx| insert_tenant(tx, &a, &Kit::default_kit(), &KeyId::generate(), &k))
+                .await
+                .unwrap();
+            let b = tenant();
+            let refused =
+                db.run(move |tx| insert_tenant(tx, &b, &Kit::default_kit(), &KeyId::generate(), &key)).await;
+            assert_eq!(refused.unwrap_err().code(), "key_prefix_taken", "{}", db.name());
+            let tenants = db.run(|tx| Ok(tx.rows("SELECT id FROM tenants", &[])?.len())).await.unwrap();
+            assert_eq!(tenants, 1, "{}: the refused tenant left nothing behind", db.name());
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_revokes_at_once_never_leave_a_tenant_without_a_company_key_on_both_engines() {
+        for db in TestDb::both().await {
+            let db = Arc::new(db);
+            let (t, first) = (tenant(), KeyId::generate());
+            let (tt, f) = (t.clone(), first.clone());
+            db.run(move |tx| insert_tenant(tx, &tt, &Kit::default_kit(), &f, &secrets::mint_key()))
+                .await
+                .unwrap();
+            let second = KeyId::generate();
+            let (tid, s) = (t.id.clone(), second.clone());
+            db.run(move |tx| issue_company_key(tx, &tid, &s, &secrets::mint_key(), None, "admin"))
+                .await
+                .unwrap();
+            let revokes = [first, second].map(|k| {
+                let (db, tid) = (db.clone(), t.id.clone());
+                tokio::spawn(async move {
+                    db.run(held_open(move |tx| revoke_company_key(tx, &tid, &k, "admin"))).await
+                })
+            });
+            let mut codes = Vec::new();
+            for r in revokes {
+                codes.push(r.await.unwrap().map(|_| "revoked").unwrap_or_else(|e| e.code()));
+            }
+            codes.sort();
+            assert_eq!(codes, ["last_company_key", "revoked"], "{}", db.name());
+            let tid = t.id.clone();
+            let active = db
+                .run(move |tx| {
+                    let q = "SELECT id FROM company_keys WHERE tenant_id = ? AND revoked_at IS NULL";
+                    Ok(tx.rows(q, &[&tid.as_str()])?.len())
+                })
+                .await
+                .unwrap();
+            assert_eq!(active, 1, "{}: one company key stays active", db.name());
+        }
+    }
+}

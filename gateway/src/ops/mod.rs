@@ -1,0 +1,7 @@
+//! The operations transports call: `impl Gateway` blocks that compose several domains in one
+//! job. Most operations still live beside their domain module; they move here one family at
+//! a time (see `docs/architecture.md`).
+
+pub mod demo;
+pub mod revoke;
+pub(crate) mod upgrades;
