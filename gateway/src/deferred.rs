@@ -134,10 +134,9 @@ impl Indexer {
     }
 }
 
-impl crate::Gateway {
-    /// Indexes the newest rows now rather than at the indexer's next interval (for tests;
-    /// reads are correct either way).
-    pub async fn index_recent(&self) -> crate::error::Result<()> {
+impl Indexer {
+    /// Indexes the newest rows now rather than at the next interval, and returns when done.
+    pub(crate) async fn catch_up(&self) -> crate::error::Result<()> {
         let (done, wait) = std::sync::mpsc::channel();
         let stopped = || {
             crate::error::Error::unavailable(
@@ -146,9 +145,7 @@ impl crate::Gateway {
                 5,
             )
         };
-        // PostgreSQL indexes in place: nothing to wait for.
-        let Some(indexer) = &self.indexer else { return Ok(()) };
-        indexer.tx.send(done).map_err(|_| stopped())?;
+        self.tx.send(done).map_err(|_| stopped())?;
         tokio::task::spawn_blocking(move || wait.recv()).await.map_err(|_| stopped())?.map_err(|_| stopped())
     }
 }

@@ -259,6 +259,15 @@ impl Gateway {
         &self.sandbox
     }
 
+    /// Indexes the newest rows now rather than at the indexer's next interval (for tests and
+    /// benchmarks; reads are correct either way). PostgreSQL indexes in place.
+    pub async fn index_recent(&self) -> Result<()> {
+        match &self.indexer {
+            Some(indexer) => indexer.catch_up().await,
+            None => Ok(()),
+        }
+    }
+
     /// The SQLite writer's (commits, jobs) counters: jobs per commit is the group-commit
     /// batch size. PostgreSQL commits each job on its own: (0, 0).
     pub fn writer_stats(&self) -> (u64, u64) {

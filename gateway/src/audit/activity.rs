@@ -14,11 +14,11 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::Gateway;
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Engine, Tx};
+use crate::store::Store;
 
 /// The hash before a tenant's first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -493,111 +493,103 @@ pub struct LogQuery {
     pub limit: Option<i64>,
 }
 
-impl Gateway {
-    /// The tenant's entries, newest first unless `after` is given (then oldest first).
-    pub async fn log(&self, tenant: &TenantId, q: &LogQuery) -> Result<Vec<Entry>> {
-        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
-        let order = if q.after.is_some() { "ASC" } else { "DESC" };
-        let sql = if q.profile.is_some() {
-            crate::deferred::activity_for(self.store.kind(), COLUMNS, order)
-        } else {
-            format!(
-                "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
-                 AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
-            )
-        };
-        let profile = q.profile.as_ref().map(ProfileId::as_str);
-        let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-        let rows: Vec<EntryRow> =
-            self.store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?;
-        Ok(rows.into_iter().map(entry_from_row).collect())
-    }
+/// The tenant's entries, newest first unless `after` is given (then oldest first).
+pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Result<Vec<Entry>> {
+    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let order = if q.after.is_some() { "ASC" } else { "DESC" };
+    let sql = if q.profile.is_some() {
+        crate::deferred::activity_for(store.kind(), COLUMNS, order)
+    } else {
+        format!(
+            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
+             AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
+        )
+    };
+    let profile = q.profile.as_ref().map(ProfileId::as_str);
+    let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
+    let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?;
+    Ok(rows.into_iter().map(entry_from_row).collect())
+}
 
-    /// Every tenant's entries (the operator's view: the one read that crosses
-    /// tenants), newest first unless `after` is given, optionally narrowed to one tenant.
-    pub async fn log_all(&self, tenant: Option<&TenantId>, q: &LogQuery) -> Result<Vec<Entry>> {
-        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
-        let order = if q.after.is_some() { "ASC" } else { "DESC" };
+/// Every tenant's entries (the operator's view: the one read that crosses tenants), newest
+/// first unless `after` is given, optionally narrowed to one tenant.
+pub(crate) async fn page_all(store: &Store, tenant: Option<&TenantId>, q: &LogQuery) -> Result<Vec<Entry>> {
+    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let order = if q.after.is_some() { "ASC" } else { "DESC" };
+    let sql = format!(
+        "SELECT {COLUMNS} FROM activity WHERE (?1 IS NULL OR tenant_id = ?1) \
+         AND seq > ?2 AND seq < ?3 ORDER BY seq {order} LIMIT ?4"
+    );
+    let tenant = tenant.map(TenantId::as_str);
+    let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
+    let rows: Vec<EntryRow> = store.all(&sql, &[&tenant, &after, &before, &limit]).await?;
+    Ok(rows.into_iter().map(entry_from_row).collect())
+}
+
+/// Whether the entry a mark stopped at still reads as it was verified.
+pub(crate) async fn mark_holds(store: &Store, mark: &ChainMark) -> Result<bool> {
+    let sql = format!("SELECT {COLUMNS} FROM activity WHERE seq = ?");
+    let row: Option<EntryRow> = store.opt(&sql, &[&mark.seq]).await?;
+    Ok(row.map(entry_from_row).is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash))
+}
+
+/// Hashes the tenant's entries after `seq`, starting from `prev`, a page at a time, and
+/// stops at the first broken link.
+pub(crate) async fn walk_after(
+    store: &Store,
+    tenant: &TenantId,
+    mut seq: i64,
+    mut prev: String,
+) -> Result<Walk> {
+    let mut walk = Walk { checked: 0, broken: None, last: None };
+    loop {
         let sql = format!(
-            "SELECT {COLUMNS} FROM activity WHERE (?1 IS NULL OR tenant_id = ?1) \
-             AND seq > ?2 AND seq < ?3 ORDER BY seq {order} LIMIT ?4"
+            "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT {VERIFY_PAGE}"
         );
-        let tenant = tenant.map(TenantId::as_str);
-        let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-        let rows: Vec<EntryRow> = self.store.all(&sql, &[&tenant, &after, &before, &limit]).await?;
-        Ok(rows.into_iter().map(entry_from_row).collect())
-    }
-
-    /// Recomputes the tenant's whole chain from its first entry and names the first broken
-    /// link. Reads the log a page at a time, so its memory does not grow with the log.
-    pub async fn verify_log(&self, tenant: &TenantId) -> Result<ChainReport> {
-        let walk = self.verify_after(tenant, 0, GENESIS.to_string()).await?;
-        Ok(self.remember(tenant, walk, 0))
-    }
-
-    /// The chain's state for the console, hashing only what was appended since this process
-    /// last verified it: the entry it stopped at must still be the one it verified, and every
-    /// newer one must link to it. A change further back is found by [`Gateway::verify_log`].
-    pub async fn verify_log_since_last(&self, tenant: &TenantId) -> Result<ChainReport> {
-        let mark = self.chain_marks.lock().expect("chain marks lock").get(tenant).cloned();
-        let Some(mark) = mark else { return self.verify_log(tenant).await };
-        let sql = format!("SELECT {COLUMNS} FROM activity WHERE seq = ?");
-        let row: Option<EntryRow> = self.store.opt(&sql, &[&mark.seq]).await?;
-        let unchanged = row
-            .map(entry_from_row)
-            .is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash);
-        if !unchanged {
-            self.chain_marks.lock().expect("chain marks lock").remove(tenant);
-            return Ok(ChainReport {
-                entries: mark.entries,
-                ok: false,
-                first_broken: Some(mark.seq),
-                checked: 1,
-            });
-        }
-        let walk = self.verify_after(tenant, mark.seq, mark.hash.clone()).await?;
-        Ok(self.remember(tenant, walk, mark.entries))
-    }
-
-    /// Hashes the entries after `seq`, starting from `prev`, a page at a time.
-    async fn verify_after(&self, tenant: &TenantId, mut seq: i64, mut prev: String) -> Result<Walk> {
-        let mut walk = Walk { checked: 0, broken: None, last: None };
-        loop {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT {VERIFY_PAGE}"
-            );
-            let rows: Vec<EntryRow> = self.store.all(&sql, &[&tenant.as_str(), &seq]).await?;
-            let full = rows.len() as i64 == VERIFY_PAGE;
-            for r in rows {
-                let e = entry_from_row(r);
-                walk.checked += 1;
-                if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
-                    walk.broken = Some(e.seq);
-                    return Ok(walk);
-                }
-                (seq, prev) = (e.seq, e.hash);
-                walk.last = Some((seq, prev.clone()));
-            }
-            if !full {
+        let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &seq]).await?;
+        let full = rows.len() as i64 == VERIFY_PAGE;
+        for r in rows {
+            let e = entry_from_row(r);
+            walk.checked += 1;
+            if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
+                walk.broken = Some(e.seq);
                 return Ok(walk);
             }
+            (seq, prev) = (e.seq, e.hash);
+            walk.last = Some((seq, prev.clone()));
+        }
+        if !full {
+            return Ok(walk);
         }
     }
+}
 
-    /// Turns a walk into a report, and keeps where an intact one ended for the next look.
-    fn remember(&self, tenant: &TenantId, walk: Walk, before: u64) -> ChainReport {
-        let entries = before + walk.checked;
-        let mut marks = self.chain_marks.lock().expect("chain marks lock");
-        match (walk.broken, walk.last) {
-            (None, Some((seq, hash))) => {
-                marks.insert(tenant.clone(), ChainMark { seq, hash, entries });
-            }
-            (None, None) => {}
-            (Some(_), _) => {
-                marks.remove(tenant);
-            }
-        }
-        ChainReport { entries, ok: walk.broken.is_none(), first_broken: walk.broken, checked: walk.checked }
+/// What becomes of a tenant's mark after a walk.
+pub(crate) enum NextMark {
+    /// The walk ended intact here: look from here next time.
+    Set(ChainMark),
+    /// Nothing new was appended: the old mark stands.
+    Keep,
+    /// The chain is broken: verify it whole next time.
+    Forget,
+}
+
+impl Walk {
+    /// The report of a walk that started after `before` entries, and what becomes of the mark.
+    pub(crate) fn report(self, before: u64) -> (ChainReport, NextMark) {
+        let entries = before + self.checked;
+        let report = ChainReport {
+            entries,
+            ok: self.broken.is_none(),
+            first_broken: self.broken,
+            checked: self.checked,
+        };
+        let mark = match (self.broken, self.last) {
+            (None, Some((seq, hash))) => NextMark::Set(ChainMark { seq, hash, entries }),
+            (None, None) => NextMark::Keep,
+            (Some(_), _) => NextMark::Forget,
+        };
+        (report, mark)
     }
 }
 
@@ -605,7 +597,7 @@ impl Gateway {
 const VERIFY_PAGE: i64 = 5_000;
 
 /// What one pass over part of a chain found.
-struct Walk {
+pub(crate) struct Walk {
     checked: u64,
     broken: Option<i64>,
     last: Option<(i64, String)>,
@@ -617,7 +609,19 @@ struct Walk {
 pub(crate) struct ChainMark {
     seq: i64,
     hash: String,
-    entries: u64,
+    pub(crate) entries: u64,
+}
+
+impl ChainMark {
+    /// The report of a chain found changed at the mark itself.
+    pub(crate) fn broken(&self) -> ChainReport {
+        ChainReport { entries: self.entries, ok: false, first_broken: Some(self.seq), checked: 1 }
+    }
+
+    /// Where the walk from this mark starts.
+    pub(crate) fn start(&self) -> (i64, String) {
+        (self.seq, self.hash.clone())
+    }
 }
 
 #[cfg(test)]
