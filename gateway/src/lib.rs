@@ -41,9 +41,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use domain::credentials::{Credential, Person};
+pub use domain::keys::IssuedKey;
 pub use domain::kits::KitRecord;
 pub use domain::profiles::{Profile, RuntimeState, TreeEntry};
-pub use domain::tenants::{IssuedKey, Tenant};
+pub use domain::tenants::Tenant;
 pub use domain::users::{ConsoleUser, Role};
 pub use error::{Error, Result};
 pub use ids::{KeyId, ProfileId, TenantId, TokenId, UserId};
@@ -54,7 +55,7 @@ use audit::{activity, pg_listen};
 use cache::GenCache;
 use delivery::connectors::{Sandbox, TenantConnectors};
 use delivery::{egress, outbox, webhooks};
-use domain::{credentials, ledger, pipeline, users, vault};
+use domain::{chain, credentials, ledger, users, vault};
 use ops::upgrades;
 use policy::{Catalog, Kit};
 use writer::Writer;
@@ -136,7 +137,7 @@ pub struct Services {
     kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
     /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
     /// kit save and revoke; statuses are re-read inside the deciding job regardless.
-    links_cache: Arc<GenCache<ProfileId, Arc<Vec<pipeline::Link>>>>,
+    links_cache: Arc<GenCache<ProfileId, Arc<Vec<chain::Link>>>>,
     /// Valid key tokens (by hash) to their credentials. Invalidated on every key change.
     auth_cache: Arc<GenCache<String, credentials::CachedKey>>,
     /// Ticks when a credential may have stopped being valid (see [`credentials`]).

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use gateway::GatewayConfig;
 use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
-use gateway::domain::pipeline::Disposition;
+use gateway::domain::calls::Disposition;
 use policy::Money;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

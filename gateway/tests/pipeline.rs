@@ -4,7 +4,7 @@ mod support;
 
 use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
 use gateway::domain::brain::{ClaimInput, Decider, Decision, ProposalStatus, WritebackInput};
-use gateway::domain::pipeline::Disposition;
+use gateway::domain::calls::Disposition;
 use gateway::{Error, GatewayConfig, RuntimeState};
 use policy::{Money, SubjectStatus};
 use serde_json::json;
@@ -90,7 +90,7 @@ async fn bad_input_is_refused_before_any_write() {
         assert_eq!(err.code(), code, "{action}");
     }
     let err =
-        w.gw.perform(gateway::domain::pipeline::ActionCall {
+        w.gw.perform(gateway::domain::calls::ActionCall {
             token: "nv_bad".into(),
             action: "web.read".into(),
             args: json!({}),
@@ -198,7 +198,7 @@ async fn deny_needs_a_reason_and_voids_the_hold() {
     // The gateway checks the decider's roles itself, whichever transport asks: finance reads
     // the inbox but decides nothing.
     let finance =
-        gateway::domain::approvals::Human { roles: vec![gateway::Role::Finance], ..w.approver.clone() };
+        gateway::domain::principal::Human { roles: vec![gateway::Role::Finance], ..w.approver.clone() };
     assert_eq!(w.gw.deny(&w.tenant, &id, &finance, "no").await.unwrap_err().code(), "role_required");
     assert_eq!(w.gw.approve(&w.tenant, &id, &finance, None).await.unwrap_err().code(), "role_required");
     let denied = w.gw.deny(&w.tenant, &id, &w.approver, "not this month").await.unwrap();
@@ -439,7 +439,7 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
     let refused = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await;
     assert_eq!(refused.unwrap_err().code(), "role_required");
     let reviewer =
-        gateway::domain::approvals::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
+        gateway::domain::principal::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
     let human = Decider::Human(reviewer);
     let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();
     assert_eq!(r.body["proposal"]["status"], "rejected");

@@ -70,7 +70,7 @@ async fn a_lost_call_is_sent_again_and_settles_on_the_upstreams_answer() {
     let call = tokio::spawn({
         let (w_gw, token) = (w.gw.clone(), agent.token.clone());
         async move {
-            w_gw.perform(gateway::domain::pipeline::ActionCall {
+            w_gw.perform(gateway::domain::calls::ActionCall {
                 token,
                 action: "cards.charge".into(),
                 args: json!({"amount": "5.00", "merchant": "acme"}),

@@ -126,8 +126,6 @@ const UPWARD: &[&str] = &[
     "domain/kits.rs -> Gateway",
     "domain/ledger/mod.rs -> Gateway",
     "domain/logins.rs -> Gateway",
-    "domain/pipeline.rs -> Gateway",
-    "domain/pipeline.rs -> delivery",
     "domain/profiles.rs -> Gateway",
     "domain/recovery.rs -> Gateway",
     "domain/recovery.rs -> delivery",
@@ -355,7 +353,7 @@ fn the_scanners_see_what_they_look_for() {
     assert_eq!(written_tables(sql), ["holds", "outbox", "refusal_repeats"].map(String::from).into());
     let code = "fn short() {\n}\n    pub(crate) async fn long(\n        a: u8,\n    ) -> u8 {\n        a\n    }\n    fn decl(&self);\n";
     assert_eq!(functions(code), [("short".to_string(), 2), ("long".to_string(), 5)]);
-    let paths = "use crate::domain::keys::Subject;\n/// [`crate::ops`]\nlet g: crate::Gateway = x(crate::error::Error::a);";
+    let paths = "use crate::domain::principal::Subject;\n/// [`crate::ops`]\nlet g: crate::Gateway = x(crate::error::Error::a);";
     assert_eq!(crate_paths(paths), ["Gateway", "domain", "error"].map(String::from).into());
     let reexports = root_reexports("pub use error::{Error, Result};\npub use domain::kits::KitRecord;\n");
     assert_eq!(layer_of("Error", &reexports), 0);

@@ -15,7 +15,7 @@ use common::process::{
     RUNTIME_SECRET, call, start_fresh, start_on, start_receiver, start_runtime, wait_until_listening,
 };
 use common::{COMPANY_KEY, TestApp, spawn_with};
-use gateway::domain::pipeline::{ActionCall, Disposition};
+use gateway::domain::calls::{ActionCall, Disposition};
 use serde_json::{Value, json};
 
 async fn send(app: &TestApp, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
@@ -123,7 +123,7 @@ async fn a_tenant_with_a_stuck_backlog_slows_no_one_else() {
 }
 
 /// One comment on T-1 by the holder of `key`, in-process.
-async fn comment(app: &TestApp, key: &str, body: &str) -> gateway::domain::pipeline::ActionResponse {
+async fn comment(app: &TestApp, key: &str, body: &str) -> gateway::domain::calls::ActionResponse {
     let call = ActionCall {
         token: key.to_string(),
         action: "teams.comment".into(),

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{TestApp, spawn_app};
-use gateway::domain::approvals::Human;
+use gateway::domain::principal::Human;
 use serde_json::{Value, json};
 
 /// A profile under the demo tenant with `kit`, and its scoped key.

@@ -73,7 +73,7 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
         })?,
     };
     let q = ApprovalQuery { status: Some(status), limit: Some(INBOX_PAGE as i64), ..Default::default() };
-    let human = gateway::domain::approvals::Human::in_console(&user);
+    let human = gateway::domain::principal::Human::in_console(&user);
     let now = chrono::Utc::now();
     let mut rows = Vec::new();
     for a in gw.approvals(&tenant.id, &q).await.map_err(to_fn_error)? {
@@ -126,9 +126,9 @@ pub(crate) fn why_not(may: gateway::Result<()>, decider: &str) -> Result<Option<
 /// The signed-in human, for an approval decision; the gateway checks their roles.
 #[cfg(feature = "ssr")]
 async fn require_approver()
--> Result<(gateway::Gateway, gateway::Tenant, gateway::domain::approvals::Human), ServerFnError> {
+-> Result<(gateway::Gateway, gateway::Tenant, gateway::domain::principal::Human), ServerFnError> {
     let (gw, tenant, user) = require_view("inbox").await?;
-    Ok((gw, tenant, gateway::domain::approvals::Human::in_console(&user)))
+    Ok((gw, tenant, gateway::domain::principal::Human::in_console(&user)))
 }
 
 /// Approves a parked action: the bound call runs once and its hold settles. Posted as a plain
@@ -142,9 +142,9 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
         let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
         // Refused under the kit in force now, or the connector failed: say so on the page.
         match resp.disposition {
-            gateway::domain::pipeline::Disposition::Refused
-            | gateway::domain::pipeline::Disposition::Unavailable
-            | gateway::domain::pipeline::Disposition::Full => {
+            gateway::domain::calls::Disposition::Refused
+            | gateway::domain::calls::Disposition::Unavailable
+            | gateway::domain::calls::Disposition::Full => {
                 let reason = resp.body["error"]["details"]["reason"].as_str().unwrap_or("refused");
                 let message = resp.body["message"].as_str().unwrap_or("the call could not run");
                 Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")))

@@ -150,7 +150,7 @@ fn key_row(k: gateway::domain::keys::KeyInfo, now: chrono::DateTime<chrono::Utc>
 #[cfg(feature = "ssr")]
 async fn hand_over(
     profile: &gateway::ProfileId,
-    issued: gateway::domain::tenants::IssuedKey,
+    issued: gateway::IssuedKey,
     done: &str,
 ) -> Result<(), ServerFnError> {
     let session = crate::api::session::token()

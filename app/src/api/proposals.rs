@@ -151,7 +151,7 @@ pub async fn proposal_detail(id: String) -> Result<ProposalFull, ServerFnError> 
     let wb = gw.writeback(&tenant.id, &p.writeback_id).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
-    let human = gateway::domain::approvals::Human::in_console(&user);
+    let human = gateway::domain::principal::Human::in_console(&user);
     let why_not = if !matches!(
         p.status,
         gateway::domain::brain::ProposalStatus::Pending | gateway::domain::brain::ProposalStatus::Parked
@@ -180,7 +180,7 @@ pub async fn decide_proposal_form(
             "reject" => gateway::domain::brain::Decision::Reject,
             _ => return Err(ServerFnError::new("invalid_decision: the decision is accept or reject")),
         };
-        let by = gateway::domain::brain::Decider::Human(gateway::domain::approvals::Human::in_console(&user));
+        let by = gateway::domain::brain::Decider::Human(gateway::domain::principal::Human::in_console(&user));
         let r = gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
         let done = match r.body["belief_id"].as_str() {
             Some(belief) => format!("Accepted: the claim is now belief {belief}, listed under Beliefs."),

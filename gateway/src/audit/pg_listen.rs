@@ -200,7 +200,7 @@ mod tests {
 
     use crate::Gateway;
     use crate::audit::bus::BusItem;
-    use crate::domain::pipeline::ActionCall;
+    use crate::domain::calls::ActionCall;
     use crate::testing::Cluster;
 
     /// A tenant with one agent on the default kit; its key token.

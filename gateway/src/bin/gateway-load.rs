@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use gateway::delivery::egress::Allowance;
-use gateway::domain::pipeline::{ActionCall, Disposition};
+use gateway::domain::calls::{ActionCall, Disposition};
 use gateway::domain::vault::MasterKey;
 use gateway::{Gateway, GatewayConfig, Role};
 use policy::{Kit, Money};

@@ -17,12 +17,11 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::audit::activity::{self, Entry, Kind, NewEntry};
 use crate::db;
-use crate::domain::keys::Subject;
+use crate::domain::calls::{ActionResponse, Disposition};
 use crate::domain::ledger::{self, HoldEnd};
-use crate::domain::pipeline::{ActionResponse, Disposition};
-use crate::domain::users::Role;
+use crate::domain::principal::{APPROVERS, Human, Subject};
 use crate::error::{Error, Result};
-use crate::ids::{ProfileId, TenantId, UserId};
+use crate::ids::{ProfileId, TenantId};
 
 /// How often the sweeper looks for overdue approvals and orphaned holds.
 pub const SWEEP_INTERVAL_MS: u64 = 1_000;
@@ -89,55 +88,6 @@ pub struct Approval {
     pub decision_reason: Option<String>,
     pub result: Option<Value>,
     pub trail: Vec<TrailStep>,
-}
-
-/// A human deciding: a console user, and the credential they decided with (the console
-/// session, or one of their personal API tokens), which the trail records.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Human {
-    pub user: UserId,
-    pub username: String,
-    /// How the decision arrived: `console session` or `token tok_…`.
-    pub credential: String,
-    /// The transport it came by.
-    pub via: crate::audit::activity::Transport,
-    /// The roles the credential carries: a personal token's are at most its owner's.
-    pub roles: Vec<Role>,
-}
-
-/// Who may decide a parked call.
-pub const APPROVERS: &[Role] = &[Role::Approver, Role::Admin];
-/// Who may decide a brain proposal.
-pub const REVIEWERS: &[Role] = &[Role::Reviewer, Role::Admin];
-
-impl Human {
-    /// A console user deciding in the console, signed in with a session.
-    pub fn in_console(user: &crate::ConsoleUser) -> Human {
-        Human {
-            user: user.id.clone(),
-            username: user.username.clone(),
-            credential: "console session".into(),
-            via: crate::audit::activity::Transport::Console,
-            roles: user.roles.clone(),
-        }
-    }
-
-    /// Refuses with `role_required` unless the credential carries one of `roles`.
-    pub fn require(&self, roles: &[Role]) -> Result<()> {
-        if self.roles.iter().any(|r| roles.contains(r)) {
-            return Ok(());
-        }
-        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
-        Err(Error::Forbidden {
-            code: "role_required",
-            message: format!(
-                "{} ({}) needs one of these roles: {}",
-                self.username,
-                self.credential,
-                names.join(", ")
-            ),
-        })
-    }
 }
 
 /// Filters for [`Gateway::approvals`].
@@ -579,7 +529,7 @@ impl Gateway {
             .clone()
             .ok_or_else(|| Error::internal("approval_without_hold", "a parked call has no hold"))?;
         let connector = self.connector_for(&subject.tenant, &tool).await?;
-        let carry = crate::domain::pipeline::Carry {
+        let carry = crate::domain::calls::Carry {
             subject,
             tool,
             args: a.args.clone(),
@@ -765,21 +715,21 @@ fn approve_job(
             message: "this approval has expired; the agent must ask again".into(),
         });
     }
-    let links = crate::domain::pipeline::load_links(c, &a.tenant_id, &a.profile_id)?;
+    let links = crate::domain::chain::load_links(c, &a.tenant_id, &a.profile_id)?;
     let tool = catalog
         .get(&a.action)
         .cloned()
         .ok_or_else(|| Error::internal("unknown_tool", format!("{} is not in the catalog", a.action)))?;
-    let checked = crate::domain::pipeline::check_args(&a.action, &a.args)?;
+    let checked = crate::domain::calls::check_args(&a.action, &a.args)?;
     let own = match &a.hold_id {
         Some(h) => Some((a.amount, held_credit(c, h)?)),
         None => None,
     };
     let (budgets, credit) = crate::domain::reserve::budget_views(c, &a.tenant_id, &links, own)?;
     let kit = &links[0].kit;
-    let request = crate::domain::pipeline::request(&tool, &checked);
+    let request = crate::domain::calls::request(&tool, &checked);
     let d = policy::evaluate(&policy::DecisionInput {
-        subject: crate::domain::pipeline::chain_status(&links),
+        subject: crate::domain::chain::chain_status(&links),
         kit,
         action: request,
         budgets: &budgets,

@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::domain::approvals::{self, Approval, Human};
-use crate::domain::keys::Subject;
-use crate::domain::pipeline::{self, ActionResponse, Disposition};
+use crate::domain::approvals::{self, Approval};
+use crate::domain::calls::{ActionResponse, Disposition};
+use crate::domain::principal::Subject;
+use crate::domain::principal::{Human, REVIEWERS};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -229,8 +230,8 @@ pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
 impl Gateway {
     /// Why `by` may not decide `proposal`, as deciding it would say: the roles their credential
     /// carries, and that they do not own the profile that proposed it or one above it.
-    pub async fn may_review(&self, proposal: &str, by: &approvals::Human) -> Result<()> {
-        by.require(approvals::REVIEWERS)?;
+    pub async fn may_review(&self, proposal: &str, by: &Human) -> Result<()> {
+        by.require(REVIEWERS)?;
         if let Some(p) = self.proposer(proposal).await? {
             self.ensure_not_owner(&p, by).await?;
         }
@@ -328,7 +329,7 @@ impl Gateway {
             toolkit: None,
         };
         let d = policy::evaluate(&DecisionInput {
-            subject: crate::domain::pipeline::chain_status(&links),
+            subject: crate::domain::chain::chain_status(&links),
             kit: &links[0].kit,
             action: request,
             budgets: &[],
@@ -336,7 +337,7 @@ impl Gateway {
         });
         let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
         let (s, name, digest, kit) =
-            (subject.clone(), spec.name.clone(), pipeline::digest(args), links[0].kit.clone());
+            (subject.clone(), spec.name.clone(), crate::domain::calls::digest(args), links[0].kit.clone());
         let (env, _) = self
             .write(move |c| {
                 {
@@ -470,7 +471,7 @@ impl Gateway {
         because_text: &str,
     ) -> Result<ActionResponse> {
         if let Decider::Human(h) = by {
-            h.require(approvals::REVIEWERS)?;
+            h.require(REVIEWERS)?;
         }
         let because = because(because_text)?;
         let p = self.proposal(tenant, id).await?;
@@ -582,7 +583,7 @@ impl Gateway {
                             hold: None,
                             action: DECIDE_TOOL,
                             args: &args,
-                            args_digest: &pipeline::digest(&args),
+                            args_digest: &crate::domain::calls::digest(&args),
                             amount: policy::Money::ZERO,
                             kit: &kit,
                             reason: "agent_accept_requires_human",

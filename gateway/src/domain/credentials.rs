@@ -21,7 +21,8 @@ use chrono::{DateTime, Utc};
 
 use crate::Gateway;
 use crate::db;
-use crate::domain::keys::Subject;
+use crate::domain::keys::KeyTable;
+use crate::domain::principal::Subject;
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::Result;
 use crate::ids::{KeyId, TenantId, TokenId};
@@ -68,22 +69,6 @@ impl Credential {
             Credential::Agent(s) => s.key.to_string(),
             Credential::Company { key, .. } => key.to_string(),
             Credential::Person(p) => p.token.to_string(),
-        }
-    }
-}
-
-/// Which table a key lives in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum KeyTable {
-    Agent,
-    Company,
-}
-
-impl KeyTable {
-    pub(crate) const fn name(self) -> &'static str {
-        match self {
-            KeyTable::Agent => "agent_keys",
-            KeyTable::Company => "company_keys",
         }
     }
 }
@@ -254,7 +239,7 @@ impl Gateway {
                     return Ok(false);
                 }
                 let links = self.links(&s.tenant, &s.profile).await?;
-                Ok(crate::domain::pipeline::chain_status(&links) == policy::SubjectStatus::Active)
+                Ok(crate::domain::chain::chain_status(&links) == policy::SubjectStatus::Active)
             }
             Credential::Company { key, .. } => self.live("company_keys", key.to_string()).await,
             Credential::Person(p) => self.live("user_tokens", p.token.to_string()).await,

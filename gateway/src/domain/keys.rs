@@ -12,22 +12,32 @@ use crate::Gateway;
 
 use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::domain::credentials::KeyTable;
-use crate::domain::tenants::IssuedKey;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::secrets;
 use crate::sql::Tx;
 
-/// Who is calling: resolved from a scoped key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Subject {
-    pub tenant: TenantId,
-    pub profile: ProfileId,
-    pub key: KeyId,
-    /// The transport this request came by, which the entries it causes record.
-    #[serde(default)]
-    pub via: crate::audit::activity::Transport,
+/// A key token shown once at creation.
+#[derive(Clone, Debug)]
+pub struct IssuedKey {
+    pub id: KeyId,
+    pub token: String,
+}
+
+/// Which table a key lives in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyTable {
+    Agent,
+    Company,
+}
+
+impl KeyTable {
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            KeyTable::Agent => "agent_keys",
+            KeyTable::Company => "company_keys",
+        }
+    }
 }
 
 /// A key as listed: never its secret.

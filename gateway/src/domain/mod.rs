@@ -7,6 +7,8 @@
 
 pub mod approvals;
 pub mod brain;
+pub mod calls;
+pub mod chain;
 pub mod credentials;
 pub mod handovers;
 pub mod idempotency;
@@ -14,7 +16,7 @@ pub mod keys;
 pub mod kits;
 pub mod ledger;
 pub mod logins;
-pub mod pipeline;
+pub mod principal;
 pub mod profiles;
 pub mod recovery;
 pub mod reserve;

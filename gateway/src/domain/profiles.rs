@@ -76,7 +76,7 @@ impl Gateway {
     pub(crate) async fn ensure_not_owner(
         &self,
         profile: &ProfileId,
-        by: &crate::domain::approvals::Human,
+        by: &crate::domain::principal::Human,
     ) -> Result<()> {
         let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
         refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
@@ -139,7 +139,7 @@ impl Gateway {
 pub(crate) fn ensure_not_owner(
     c: &dyn Tx,
     profile: &ProfileId,
-    by: &crate::domain::approvals::Human,
+    by: &crate::domain::principal::Human,
 ) -> Result<()> {
     let owners = c
         .rows(OWNER_CHAIN, &[&profile.as_str()])?
@@ -156,7 +156,7 @@ const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS ( \
      SELECT owner FROM chain";
 
 /// Refuses with `requester_cannot_decide` when `by` is one of `owners`.
-fn refuse_owner(owners: &[Option<String>], by: &crate::domain::approvals::Human) -> Result<()> {
+fn refuse_owner(owners: &[Option<String>], by: &crate::domain::principal::Human) -> Result<()> {
     if owners.iter().flatten().any(|o| o == by.user.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",

@@ -27,9 +27,9 @@ use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
 use crate::delivery::connectors::ConnectorKind;
-use crate::domain::keys::Subject;
+use crate::domain::calls::Carry;
 use crate::domain::ledger::leases::{self, Lease};
-use crate::domain::pipeline::Carry;
+use crate::domain::principal::Subject;
 use crate::error::Result;
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::sql::{Tx, skip_locked};
@@ -197,7 +197,7 @@ fn settle_recovered(
         &carry.actor,
         kind,
     )?;
-    let ran = resp.disposition == crate::domain::pipeline::Disposition::Executed;
+    let ran = resp.disposition == crate::domain::calls::Disposition::Executed;
     let ended = if ran { "posted" } else { "voided" };
     finish_approval(c, &carry.hold, &resp.body, ran)?;
     activity::append(

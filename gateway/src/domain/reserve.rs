@@ -26,10 +26,11 @@ use serde_json::{Value, json};
 use crate::audit::activity::{self, Entry, Kind, NewEntry};
 use crate::db;
 use crate::delivery::connectors::{Call, Connector, ConnectorKind, Done, Failure};
-use crate::domain::keys::Subject;
+use crate::domain::calls::{ActionResponse, Disposition, request};
+use crate::domain::chain::Link;
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
-use crate::domain::pipeline::{ActionResponse, Disposition, Link, request};
+use crate::domain::principal::Subject;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, lock_key};
@@ -207,8 +208,8 @@ impl ReserveJob {
     }
 
     /// The reserved call as it leaves for its connector, under `hold`.
-    pub(crate) fn carry(&self, hold: &str, cost: Money, kit_version: u32) -> crate::domain::pipeline::Carry {
-        crate::domain::pipeline::Carry {
+    pub(crate) fn carry(&self, hold: &str, cost: Money, kit_version: u32) -> crate::domain::calls::Carry {
+        crate::domain::calls::Carry {
             subject: self.subject.clone(),
             tool: self.tool.clone(),
             args: self.args.clone(),
@@ -216,7 +217,7 @@ impl ReserveJob {
             cost,
             kit_version,
             actor: self.actor().to_string(),
-            action_id: crate::domain::pipeline::action_id(&self.subject.profile, self.idem.as_deref(), hold),
+            action_id: crate::domain::calls::action_id(&self.subject.profile, self.idem.as_deref(), hold),
         }
     }
 
@@ -548,8 +549,8 @@ mod tests {
 
     use super::*;
     use crate::delivery::connectors::Sandbox;
+    use crate::domain::calls::{check_args, digest};
     use crate::domain::ledger::leases::Leases;
-    use crate::domain::pipeline::{check_args, digest};
     use crate::domain::profiles::{Profile, RuntimeState, insert_profile};
     use crate::domain::tenants::{Tenant, insert_tenant};
     use crate::ids::KeyId;

@@ -13,7 +13,7 @@ use crate::Gateway;
 
 use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::domain::credentials::KeyTable;
+use crate::domain::keys::{IssuedKey, KeyTable};
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::{self, MintedKey};
@@ -26,13 +26,6 @@ pub struct Tenant {
     /// Platform credits left.
     pub credit: Money,
     pub created_at: DateTime<Utc>,
-}
-
-/// A key token shown once at creation.
-#[derive(Clone, Debug)]
-pub struct IssuedKey {
-    pub id: KeyId,
-    pub token: String,
 }
 
 /// The longest tenant name we accept.

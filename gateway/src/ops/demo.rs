@@ -8,7 +8,7 @@ use policy::{Kit, Money};
 use serde_json::json;
 
 use crate::Gateway;
-use crate::domain::keys::Subject;
+use crate::domain::principal::Subject;
 use crate::domain::users::Role;
 use crate::error::Result;
 use crate::ids::TenantId;
@@ -148,7 +148,7 @@ impl Gateway {
             (reviewer, submitted.body["writeback"]["proposals"][2]["id"].as_str())
         {
             let by =
-                crate::domain::brain::Decider::Human(crate::domain::approvals::Human::in_console(&reviewer));
+                crate::domain::brain::Decider::Human(crate::domain::principal::Human::in_console(&reviewer));
             self.decide_proposal(
                 t,
                 pid,

@@ -2,6 +2,7 @@
 //! job. Most operations still live beside their domain module; they move here one family at
 //! a time (see `docs/architecture.md`).
 
+mod actions;
 mod activity;
 pub mod demo;
 pub mod revoke;

@@ -2,9 +2,9 @@
 //! database with `NAIVE_TEST_ENGINE=postgres`), with one tenant, kits and profiles to act as.
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
-use gateway::domain::approvals::Human;
-use gateway::domain::keys::Subject;
-use gateway::domain::pipeline::{ActionCall, ActionResponse};
+use gateway::domain::calls::{ActionCall, ActionResponse};
+use gateway::domain::principal::Human;
+use gateway::domain::principal::Subject;
 use gateway::{Gateway, GatewayConfig, ProfileId, Role, TenantId, UserId};
 use policy::{Kit, Money};
 use serde_json::Value;

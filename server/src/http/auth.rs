@@ -19,7 +19,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use gateway::domain::keys::Subject;
+use gateway::domain::principal::Subject;
 use gateway::{ConsoleUser, Credential, KeyId, TenantId};
 
 use crate::http::problem::Problem;
@@ -212,7 +212,7 @@ impl FromRequestParts<AppState> for Agent {
 /// A human deciding with their own credential.
 pub struct Human {
     pub tenant: TenantId,
-    pub user: gateway::domain::approvals::Human,
+    pub user: gateway::domain::principal::Human,
 }
 
 impl Human {
@@ -239,7 +239,7 @@ impl Human {
         };
         Ok(Human {
             tenant: user.tenant_id.clone(),
-            user: gateway::domain::approvals::Human {
+            user: gateway::domain::principal::Human {
                 roles: user.roles.clone(),
                 user: user.id.clone(),
                 username: user.username.clone(),

@@ -20,8 +20,8 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use gateway::domain::calls::MAX_IDEMPOTENCY_KEY_LEN;
 use gateway::domain::idempotency::{Claim, Stored};
-use gateway::domain::pipeline::MAX_IDEMPOTENCY_KEY_LEN;
 use sha2::{Digest, Sha256};
 
 use crate::http::problem::Problem;

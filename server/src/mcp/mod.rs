@@ -28,7 +28,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use gateway::Credential;
-use gateway::domain::keys::Subject;
+use gateway::domain::principal::Subject;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, InitializeRequestParams,

@@ -13,8 +13,8 @@
 
 use gateway::Gateway;
 use gateway::domain::brain::{BeliefQuery, Decider, Decision, ProposalQuery, ProposalStatus, WritebackInput};
-use gateway::domain::keys::Subject;
-use gateway::domain::pipeline::{ActionResponse, Disposition};
+use gateway::domain::calls::{ActionResponse, Disposition};
+use gateway::domain::principal::Subject;
 use policy::args::ArgsDecl;
 use policy::{Effect, ToolSpec};
 use rmcp::model::{CallToolResult, ErrorData, Tool, ToolAnnotations};
@@ -138,7 +138,7 @@ fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effe
     };
     if spec.is_some() {
         schema["properties"][IDEMPOTENCY_ARG] = json!({
-            "type": "string", "minLength": 1, "maxLength": gateway::domain::pipeline::MAX_IDEMPOTENCY_KEY_LEN,
+            "type": "string", "minLength": 1, "maxLength": gateway::domain::calls::MAX_IDEMPOTENCY_KEY_LEN,
             "description": "Your key for this call: sending the same call again with the same key does it once and answers what the first did.",
         });
     }

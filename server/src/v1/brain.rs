@@ -160,7 +160,7 @@ pub struct DecisionBody {
 /// An agent, or a human reviewer with their own credential (a personal token or the console
 /// session).
 pub enum DecidingCaller {
-    Agent(gateway::domain::keys::Subject),
+    Agent(gateway::domain::principal::Subject),
     Human(Human),
 }
 

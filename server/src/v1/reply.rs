@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use gateway::domain::pipeline::{ActionResponse, Disposition};
+use gateway::domain::calls::{ActionResponse, Disposition};
 
 use crate::http::problem::Problem;
 

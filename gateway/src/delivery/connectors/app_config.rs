@@ -216,7 +216,7 @@ impl Gateway {
     /// toolkit no app is registered under, or a tool its app does not have, is a 404 here.
     pub(crate) async fn connected_tool(
         &self,
-        subject: &crate::domain::keys::Subject,
+        subject: &crate::domain::principal::Subject,
         tool: policy::ToolSpec,
         checked: &policy::args::CheckedArgs,
         apps: &Apps,

@@ -20,104 +20,23 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use policy::{
-    ActionRequest, CheckedArgs, DecisionInput, Envelope, Kit, Money, SubjectStatus, ToolSpec, derive_child,
-};
-use serde::{Deserialize, Serialize};
+use policy::{DecisionInput, Envelope, Kit, SubjectStatus, ToolSpec};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::Gateway;
 use crate::delivery::connectors::{Call, Connector};
-use crate::domain::keys::Subject;
+use crate::domain::calls::{
+    ActionCall, ActionResponse, Carry, Disposition, MAX_IDEMPOTENCY_KEY_LEN, check_args, digest, request,
+};
+use crate::domain::chain::{self, Link, chain_status};
 use crate::domain::ledger;
+use crate::domain::principal::Subject;
 use crate::domain::reserve::{self, Reserved};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
-/// A governed call as a transport received it.
-#[derive(Clone, Debug)]
-pub struct ActionCall {
-    pub token: String,
-    pub action: String,
-    pub args: Value,
-    pub idempotency_key: Option<String>,
-}
-
-/// How a call ended, which transports map to their status codes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Disposition {
-    Executed,
-    Parked,
-    Refused,
-    Unavailable,
-    /// Not carried out because the tenant's outbox queue is at its bound (`outbox_full`):
-    /// retryable once earlier commands are delivered.
-    Full,
-}
-
-impl Disposition {
-    pub(crate) fn as_i64(self) -> i64 {
-        match self {
-            Disposition::Executed => 1,
-            Disposition::Parked => 2,
-            Disposition::Refused => 3,
-            Disposition::Unavailable => 4,
-            Disposition::Full => 5,
-        }
-    }
-    pub(crate) fn from_i64(v: i64) -> Option<Disposition> {
-        Some(match v {
-            1 => Disposition::Executed,
-            2 => Disposition::Parked,
-            3 => Disposition::Refused,
-            4 => Disposition::Unavailable,
-            5 => Disposition::Full,
-            _ => return None,
-        })
-    }
-}
-
-/// The answer to a governed call: the result, or a verdict envelope.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ActionResponse {
-    pub disposition: Disposition,
-    pub body: Value,
-    /// True when this is the stored first answer to a repeated Idempotency-Key.
-    pub replayed: bool,
-}
-
-impl ActionResponse {
-    pub(crate) fn refused(env: &Envelope) -> ActionResponse {
-        ActionResponse {
-            disposition: Disposition::Refused,
-            body: serde_json::to_value(env).expect("envelopes serialize"),
-            replayed: false,
-        }
-    }
-}
-
-pub use policy::args::MAX_ARGS_BYTES;
-/// The longest Idempotency-Key accepted.
-pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 /// How many times a call is decided again after finding a kit it used stale.
 const STALE_RETRIES: usize = 3;
-
-/// A reserved call on its way to its connector.
-#[derive(Clone)]
-pub(crate) struct Carry {
-    pub subject: Subject,
-    pub tool: ToolSpec,
-    pub args: Value,
-    pub hold: String,
-    pub cost: Money,
-    pub kit_version: u32,
-    /// Who the record names as acting: the profile, or the human who approved the call.
-    pub actor: String,
-    /// What the upstream sees as the action's id ([`action_id`]).
-    pub action_id: String,
-}
 
 impl Carry {
     /// The call its connector is sent (again, after a crash: the same action id).
@@ -157,152 +76,6 @@ fn settle_in_job(
     Ok(resp)
 }
 
-/// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one
-/// profile, so a retry after a timeout reaches the upstream as the action it may already
-/// have carried out; without a key, the hold's id.
-pub(crate) fn action_id(profile: &ProfileId, idem: Option<&str>, hold: &str) -> String {
-    match idem {
-        Some(k) => format!("act_{}", &digest(&json!([profile.as_str(), k]))[..32]),
-        None => hold.to_string(),
-    }
-}
-
-/// Checks `args` against `action`'s declaration: what the engine reads, or the refusal.
-pub(crate) fn check_args(action: &str, args: &Value) -> Result<CheckedArgs> {
-    let decl = policy::args::declaration(action)
-        .ok_or_else(|| Error::internal("undeclared_action", format!("`{action}` declares no arguments")))?;
-    decl.check(args).map_err(|e| Error::invalid(e.code, e.message))
-}
-
-/// The engine's view of a call's arguments.
-pub(crate) fn request<'a>(tool: &'a ToolSpec, a: &'a CheckedArgs) -> ActionRequest<'a> {
-    ActionRequest {
-        tool,
-        amount: a.amount,
-        recipient: a.recipient.as_deref(),
-        merchant: a.merchant.as_deref(),
-        toolkit: a.toolkit.as_ref().map(|(k, t)| (k.as_str(), t.as_str())),
-    }
-}
-
-/// SHA-256 of the canonical JSON, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same call
-/// whatever order serde_json keeps keys in (a dependency may turn on `preserve_order`).
-pub(crate) fn digest(v: &Value) -> String {
-    let mut out = String::new();
-    canonical(v, &mut out);
-    hex::encode(Sha256::digest(out.as_bytes()))
-}
-
-/// Writes `v` with object keys sorted, recursively.
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// One link of the acting profile's chain, nearest first.
-#[derive(Clone, Debug)]
-pub(crate) struct Link {
-    pub tenant: TenantId,
-    pub profile: ProfileId,
-    /// The profile's own status; the chain's standing is [`chain_status`].
-    pub status: SubjectStatus,
-    /// The profile's effective kit: its own narrowed by every ancestor's. Its `name` and
-    /// `version` are the profile's own kit's.
-    pub kit: Kit,
-}
-
-/// The standing of the profile that acts: the first status in its chain that is not active
-/// (its own, or any ancestor's), else active.
-pub(crate) fn chain_status(links: &[Link]) -> SubjectStatus {
-    links.iter().map(|l| l.status).find(|s| *s != SubjectStatus::Active).unwrap_or(SubjectStatus::Active)
-}
-
-/// Narrows each link's kit by its parent's, from the root down.
-fn narrow(links: &mut [Link]) {
-    for i in (0..links.len().saturating_sub(1)).rev() {
-        let own = links[i].kit.clone();
-        let mut derived = derive_child(&links[i + 1].kit, &own);
-        derived.version = own.version;
-        links[i].kit = derived;
-    }
-}
-
-/// The recursive read of a profile's chain: id, kit name, status, nearest first.
-const CHAIN_SQL: &str = "WITH RECURSIVE chain(id, parent, kit_name, status, depth) AS ( \
-       SELECT id, parent_id, kit_name, status, 0 FROM agent_profiles WHERE id = ?1 AND tenant_id = ?2 \
-       UNION ALL SELECT p.id, p.parent_id, p.kit_name, p.status, c.depth + 1 \
-       FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
-     SELECT id, kit_name, status FROM chain ORDER BY depth";
-
-fn status_of(s: &str) -> SubjectStatus {
-    SubjectStatus::parse(s).unwrap_or(SubjectStatus::Suspended)
-}
-
-/// One row of [`CHAIN_SQL`]: the profile's id, its kit's name, its status.
-type ChainRow = (String, String, String);
-
-/// The chain from its rows (nearest first) and each row's own kit, each level's kit narrowed
-/// by its parent's.
-fn chain(tenant: &TenantId, rows: Vec<ChainRow>, kits: Vec<Kit>) -> Result<Vec<Link>> {
-    if rows.is_empty() {
-        return Err(Error::NotFound { what: "agent profile" });
-    }
-    let mut links: Vec<Link> = rows
-        .into_iter()
-        .zip(kits)
-        .map(|((id, _, status), kit)| Link {
-            tenant: tenant.clone(),
-            profile: ProfileId::from_db(id),
-            status: status_of(&status),
-            kit,
-        })
-        .collect();
-    narrow(&mut links);
-    Ok(links)
-}
-
-/// The chain with current kits, read on the writer's connection (for a decision made inside
-/// a job, such as an approval).
-pub(crate) fn load_links(
-    c: &dyn crate::sql::Tx,
-    tenant: &TenantId,
-    profile: &ProfileId,
-) -> Result<Vec<Link>> {
-    let rows = c
-        .rows(CHAIN_SQL, &[&profile.as_str(), &tenant.as_str()])?
-        .iter()
-        .map(|r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .collect::<Result<Vec<ChainRow>>>()?;
-    let kits =
-        rows.iter().map(|r| crate::domain::kits::current_kit_in(c, tenant, &r.1)).collect::<Result<_>>()?;
-    chain(tenant, rows, kits)
-}
-
 impl Gateway {
     /// The profile and its ancestors with their effective kits, from the cache when possible.
     pub(crate) async fn cached_links(
@@ -323,12 +96,12 @@ impl Gateway {
 
     /// The profile and its ancestors with their statuses and effective (narrowed) kits.
     pub(crate) async fn links(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
-        let rows: Vec<ChainRow> = self.store.all(CHAIN_SQL, &[profile, tenant]).await?;
+        let rows = chain::rows(&self.store, tenant, profile).await?;
         let mut kits = Vec::with_capacity(rows.len());
         for (_, kit_name, _) in &rows {
             kits.push(self.cached_kit(tenant, kit_name).await?);
         }
-        chain(tenant, rows, kits)
+        chain::assemble(tenant, rows, kits)
     }
 
     /// Each profile in `chain`'s effective kit, nearest first.
@@ -536,18 +309,5 @@ impl Gateway {
             },
             1,
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn digests_ignore_key_order() {
-        let a: Value = serde_json::from_str(r#"{"b":{"y":1,"x":[2,{"q":1,"p":2}]},"a":"s"}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"a":"s","b":{"x":[2,{"p":2,"q":1}],"y":1}}"#).unwrap();
-        assert_eq!(digest(&a), digest(&b));
-        assert_ne!(digest(&a), digest(&serde_json::json!({"a": "t"})));
     }
 }

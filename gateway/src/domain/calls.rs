@@ -1,0 +1,175 @@
+//! The vocabulary of a governed call, shared by every step that handles one: the call as a
+//! transport received it ([`ActionCall`]), how it ended ([`Disposition`], [`ActionResponse`]),
+//! a reserved call on its way to its connector ([`Carry`]), the id an upstream sees, and the
+//! checked arguments the policy engine reads. Pure: no reads, no writes.
+
+use policy::{ActionRequest, CheckedArgs, Envelope, Money, ToolSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::domain::principal::Subject;
+use crate::error::{Error, Result};
+use crate::ids::ProfileId;
+
+/// A governed call as a transport received it.
+#[derive(Clone, Debug)]
+pub struct ActionCall {
+    pub token: String,
+    pub action: String,
+    pub args: Value,
+    pub idempotency_key: Option<String>,
+}
+
+/// How a call ended, which transports map to their status codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    Executed,
+    Parked,
+    Refused,
+    Unavailable,
+    /// Not carried out because the tenant's outbox queue is at its bound (`outbox_full`):
+    /// retryable once earlier commands are delivered.
+    Full,
+}
+
+impl Disposition {
+    pub(crate) fn as_i64(self) -> i64 {
+        match self {
+            Disposition::Executed => 1,
+            Disposition::Parked => 2,
+            Disposition::Refused => 3,
+            Disposition::Unavailable => 4,
+            Disposition::Full => 5,
+        }
+    }
+    pub(crate) fn from_i64(v: i64) -> Option<Disposition> {
+        Some(match v {
+            1 => Disposition::Executed,
+            2 => Disposition::Parked,
+            3 => Disposition::Refused,
+            4 => Disposition::Unavailable,
+            5 => Disposition::Full,
+            _ => return None,
+        })
+    }
+}
+
+/// The answer to a governed call: the result, or a verdict envelope.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionResponse {
+    pub disposition: Disposition,
+    pub body: Value,
+    /// True when this is the stored first answer to a repeated Idempotency-Key.
+    pub replayed: bool,
+}
+
+impl ActionResponse {
+    pub(crate) fn refused(env: &Envelope) -> ActionResponse {
+        ActionResponse {
+            disposition: Disposition::Refused,
+            body: serde_json::to_value(env).expect("envelopes serialize"),
+            replayed: false,
+        }
+    }
+}
+
+pub use policy::args::MAX_ARGS_BYTES;
+/// The longest Idempotency-Key accepted.
+pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
+
+/// A reserved call on its way to its connector.
+#[derive(Clone)]
+pub(crate) struct Carry {
+    pub subject: Subject,
+    pub tool: ToolSpec,
+    pub args: Value,
+    pub hold: String,
+    pub cost: Money,
+    pub kit_version: u32,
+    /// Who the record names as acting: the profile, or the human who approved the call.
+    pub actor: String,
+    /// What the upstream sees as the action's id ([`action_id`]).
+    pub action_id: String,
+}
+
+/// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one
+/// profile, so a retry after a timeout reaches the upstream as the action it may already
+/// have carried out; without a key, the hold's id.
+pub(crate) fn action_id(profile: &ProfileId, idem: Option<&str>, hold: &str) -> String {
+    match idem {
+        Some(k) => format!("act_{}", &digest(&json!([profile.as_str(), k]))[..32]),
+        None => hold.to_string(),
+    }
+}
+
+/// Checks `args` against `action`'s declaration: what the engine reads, or the refusal.
+pub(crate) fn check_args(action: &str, args: &Value) -> Result<CheckedArgs> {
+    let decl = policy::args::declaration(action)
+        .ok_or_else(|| Error::internal("undeclared_action", format!("`{action}` declares no arguments")))?;
+    decl.check(args).map_err(|e| Error::invalid(e.code, e.message))
+}
+
+/// The engine's view of a call's arguments.
+pub(crate) fn request<'a>(tool: &'a ToolSpec, a: &'a CheckedArgs) -> ActionRequest<'a> {
+    ActionRequest {
+        tool,
+        amount: a.amount,
+        recipient: a.recipient.as_deref(),
+        merchant: a.merchant.as_deref(),
+        toolkit: a.toolkit.as_ref().map(|(k, t)| (k.as_str(), t.as_str())),
+    }
+}
+
+/// SHA-256 of the canonical JSON, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are the same call
+/// whatever order serde_json keeps keys in (a dependency may turn on `preserve_order`).
+pub(crate) fn digest(v: &Value) -> String {
+    let mut out = String::new();
+    canonical(v, &mut out);
+    hex::encode(Sha256::digest(out.as_bytes()))
+}
+
+/// Writes `v` with object keys sorted, recursively.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_ignore_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":{"y":1,"x":[2,{"q":1,"p":2}]},"a":"s"}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":{"x":[2,{"p":2,"q":1}],"y":1}}"#).unwrap();
+        assert_eq!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&serde_json::json!({"a": "t"})));
+    }
+}

@@ -1,0 +1,71 @@
+//! Who acts: an agent calling with a scoped key ([`Subject`]) or a human deciding with a
+//! console session or a personal token ([`Human`]), and which roles may decide what. Every
+//! operation that takes a decider checks its roles here, so `/v1`, MCP and the console cannot
+//! differ.
+
+use serde::{Deserialize, Serialize};
+
+use crate::audit::activity::Transport;
+use crate::domain::users::{ConsoleUser, Role};
+use crate::error::{Error, Result};
+use crate::ids::{KeyId, ProfileId, TenantId, UserId};
+
+/// Who is calling: resolved from a scoped key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    pub tenant: TenantId,
+    pub profile: ProfileId,
+    pub key: KeyId,
+    /// The transport this request came by, which the entries it causes record.
+    #[serde(default)]
+    pub via: Transport,
+}
+
+/// A human deciding: a console user, and the credential they decided with (the console
+/// session, or one of their personal API tokens), which the trail records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Human {
+    pub user: UserId,
+    pub username: String,
+    /// How the decision arrived: `console session` or `token tok_…`.
+    pub credential: String,
+    /// The transport it came by.
+    pub via: Transport,
+    /// The roles the credential carries: a personal token's are at most its owner's.
+    pub roles: Vec<Role>,
+}
+
+/// Who may decide a parked call.
+pub const APPROVERS: &[Role] = &[Role::Approver, Role::Admin];
+/// Who may decide a brain proposal.
+pub const REVIEWERS: &[Role] = &[Role::Reviewer, Role::Admin];
+
+impl Human {
+    /// A console user deciding in the console, signed in with a session.
+    pub fn in_console(user: &ConsoleUser) -> Human {
+        Human {
+            user: user.id.clone(),
+            username: user.username.clone(),
+            credential: "console session".into(),
+            via: Transport::Console,
+            roles: user.roles.clone(),
+        }
+    }
+
+    /// Refuses with `role_required` unless the credential carries one of `roles`.
+    pub fn require(&self, roles: &[Role]) -> Result<()> {
+        if self.roles.iter().any(|r| roles.contains(r)) {
+            return Ok(());
+        }
+        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+        Err(Error::Forbidden {
+            code: "role_required",
+            message: format!(
+                "{} ({}) needs one of these roles: {}",
+                self.username,
+                self.credential,
+                names.join(", ")
+            ),
+        })
+    }
+}
