@@ -5,5 +5,6 @@
 mod actions;
 mod activity;
 pub mod demo;
+mod recovery;
 pub mod revoke;
 pub(crate) mod upgrades;
