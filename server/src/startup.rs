@@ -27,7 +27,7 @@ pub struct Application {
     router: Router,
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
-    sweeper: gateway::domain::approvals::SweeperHandle,
+    sweeper: gateway::ops::approvals::SweeperHandle,
     /// Delivers the outbox; stops when the application does.
     delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,

@@ -85,7 +85,12 @@ type CarryRow = (String, String, String, String, String, String, String, String,
 
 /// Claims up to [`CLAIM_BATCH`] lost calls due for a resend at `now`: leases their holds to
 /// `lease`'s instance and counts the attempt.
-pub(crate) fn claim(c: &dyn Tx, catalog: &policy::Catalog, now: DateTime<Utc>, lease: &Lease) -> Result<Vec<Carry>> {
+pub(crate) fn claim(
+    c: &dyn Tx,
+    catalog: &policy::Catalog,
+    now: DateTime<Utc>,
+    lease: &Lease,
+) -> Result<Vec<Carry>> {
     let sql = format!(
         "SELECT r.hold_id, r.tenant_id, r.profile_id, r.key_id, r.via, r.action, r.args, r.action_id, r.cost_units, r.kit_version, r.actor, r.attempts \
          FROM carries r JOIN holds h ON h.id = r.hold_id \

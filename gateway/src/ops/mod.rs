@@ -4,6 +4,7 @@
 
 mod actions;
 mod activity;
+pub mod approvals;
 pub mod demo;
 mod recovery;
 pub mod revoke;

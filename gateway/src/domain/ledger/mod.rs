@@ -699,7 +699,7 @@ mod tests {
                 .map(|_| {
                     let db = db.clone();
                     tokio::spawn(async move {
-                        db.run(held_open(move |tx| crate::domain::approvals::sweep_once(tx, later))).await
+                        db.run(held_open(move |tx| crate::ops::approvals::sweep_once(tx, later))).await
                     })
                 })
                 .collect();

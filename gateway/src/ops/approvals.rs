@@ -1,0 +1,464 @@
+//! Deciding parked calls: the inbox's reads, approve (the decider checked, the call decided
+//! again under the kits and caps in force, then run once), deny, and the sweeper that expires
+//! overdue approvals and ends orphaned holds. The approvals table itself is written by
+//! [`crate::domain::approvals`] alone.
+
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Utc};
+use policy::Money;
+use serde_json::json;
+
+use crate::Gateway;
+use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::domain::approvals::{self, Approval, ApprovalQuery, ApprovalStatus, SweepReport};
+use crate::domain::calls::{ActionResponse, Disposition};
+use crate::domain::ledger::{self, HoldEnd};
+use crate::domain::principal::{APPROVERS, Human, Subject};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Tx, skip_locked};
+
+impl Gateway {
+    /// One approval with its trail.
+    pub async fn approval(&self, tenant: &TenantId, id: &str) -> Result<Approval> {
+        approvals::read(&self.store, tenant, id).await
+    }
+
+    /// An agent polling its own approval: another profile's approval does not exist for it.
+    pub async fn approval_for_subject(&self, subject: &Subject, id: &str) -> Result<Approval> {
+        let a = self.approval(&subject.tenant, id).await?;
+        if a.profile_id != subject.profile {
+            return Err(Error::NotFound { what: "approval" });
+        }
+        Ok(a)
+    }
+
+    /// Approvals, newest first, without trails.
+    /// How many pending approvals `user` may decide (none of their own agents', or their
+    /// sub-agents'), and when the soonest of them expires.
+    pub async fn waiting_for(
+        &self,
+        tenant: &TenantId,
+        user: &crate::UserId,
+    ) -> Result<(u64, Option<DateTime<Utc>>)> {
+        approvals::waiting_for(&self.store, tenant, user).await
+    }
+
+    pub async fn approvals(&self, tenant: &TenantId, q: &ApprovalQuery) -> Result<Vec<Approval>> {
+        approvals::list(&self.store, tenant, q).await
+    }
+
+    /// Approves and executes the bound call exactly once, if the kit and caps in force now
+    /// still allow it. The hold a parked call keeps is a reservation, not a licence: the call
+    /// is decided again, in the job that approves it, on the current kits, statuses and
+    /// totals (its own hold given back). If they refuse it now, the approval ends refused with
+    /// the reason, its hold is voided, and the answer is the refusal envelope.
+    pub async fn approve(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        by: &Human,
+        note: Option<&str>,
+    ) -> Result<ActionResponse> {
+        by.require(APPROVERS)?;
+        let note = approvals::optional_note(note)?;
+        let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
+        let lease = self.leases.lease();
+        let decided =
+            self.write(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease)).await?;
+        let (a, kit_version) = match decided {
+            Approved::Refused(resp) => {
+                return Ok(resp);
+            }
+            Approved::Run { approval, kit_version } => (*approval, kit_version),
+        };
+        let resp = self.run_approved(&a, by, kit_version).await?;
+        let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
+        let actor = by.username.clone();
+        self.write(move |c| {
+            let step = if d == Disposition::Executed { "executed" } else { "failed" };
+            approvals::record_result(c, &id_, &body, &actor, step, None)
+        })
+        .await?;
+        Ok(resp)
+    }
+
+    /// Carries out the call an approval bound: a brain accept canonizes, anything else runs
+    /// through its connector and settles its hold.
+    async fn run_approved(&self, a: &Approval, by: &Human, kit_version: u32) -> Result<ActionResponse> {
+        if let Some((proposal, because)) = crate::domain::brain::proposal_in(a) {
+            return self
+                .canonize(&a.tenant_id, &proposal, &by.username, &because, Some(&by.credential), by.via)
+                .await;
+        }
+        let subject = Subject {
+            tenant: a.tenant_id.clone(),
+            profile: a.profile_id.clone(),
+            key: crate::ids::KeyId::from_db("approval".into()),
+            via: by.via,
+        };
+        let tool = self.tool(&a.action)?;
+        let hold = a
+            .hold_id
+            .clone()
+            .ok_or_else(|| Error::internal("approval_without_hold", "a parked call has no hold"))?;
+        let connector = self.connector_for(&subject.tenant, &tool).await?;
+        let carry = crate::domain::calls::Carry {
+            subject,
+            tool,
+            args: a.args.clone(),
+            action_id: hold.clone(),
+            hold,
+            cost: a.amount,
+            kit_version,
+            actor: by.username.clone(),
+        };
+        if connector.kind() == crate::delivery::connectors::ConnectorKind::Http {
+            let recorded = carry.clone();
+            self.write(move |c| crate::domain::recovery::record(c, &recorded)).await?;
+        }
+        self.carry_out(carry, connector).await
+    }
+
+    /// Why `by` may not decide `a`, as the error approving or denying it would give: the
+    /// roles their credential carries, and that they own neither the profile that asked nor
+    /// one above it (nor, for an agent's accept, the proposer's). The console asks before
+    /// showing the buttons; the deciding job checks again in its transaction.
+    pub async fn may_decide(&self, a: &Approval, by: &Human) -> Result<()> {
+        by.require(APPROVERS)?;
+        self.ensure_not_owner(&a.profile_id, by).await?;
+        if let Some((proposal, _)) = crate::domain::brain::proposal_in(a)
+            && let Some(proposer) = self.proposer(&proposal).await?
+        {
+            self.ensure_not_owner(&proposer, by).await?;
+        }
+        Ok(())
+    }
+
+    /// Denies with a required reason; voids the hold.
+    pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
+        by.require(APPROVERS)?;
+        let reason = approvals::required_reason(reason, "a denial")?;
+        let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
+        self.write(move |c| {
+            let a = approvals::load(c, &t, &id_)?;
+            check_decider(c, &a, &by_)?;
+            approvals::close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
+        })
+        .await?;
+        self.approval(tenant, id).await
+    }
+
+    /// Expires overdue approvals (into denials), ends orphaned holds and deletes expired
+    /// console sessions, ended sign-in windows and unclaimed new secrets, in one job. A hold is orphaned when no pending approval keeps it and
+    /// no instance holds a live lease on it ([`crate::domain::ledger::leases`]): the instance carrying out
+    /// its call crashed, or lost the call. Every instance may sweep; each hold ends once.
+    /// A backlog larger than one job's batch is drained in several jobs, up to
+    /// [`approvals::MAX_SWEEP_JOBS`] of them.
+    pub async fn sweep(&self) -> Result<SweepReport> {
+        let mut total = SweepReport::default();
+        for _ in 0..approvals::MAX_SWEEP_JOBS {
+            let r = self.write(move |c| sweep_once(c, Utc::now())).await?;
+            total.approvals_expired += r.approvals_expired;
+            total.holds_expired += r.holds_expired;
+            if !r.full() {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Renews this instance's leases on the holds it is carrying out now.
+    pub async fn renew_leases(&self) -> Result<usize> {
+        let holds = self.leases.carried();
+        if holds.is_empty() {
+            return Ok(0);
+        }
+        let lease = self.leases.lease();
+        self.write(move |c| crate::domain::ledger::leases::renew(c, &holds, &lease)).await
+    }
+
+    /// Every [`approvals::SWEEP_INTERVAL_MS`] until the handle is stopped or dropped: renews this
+    /// instance's leases, then runs [`Gateway::sweep`].
+    pub fn start_sweeper(&self) -> SweeperHandle {
+        let gw = self.clone();
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(StdDuration::from_millis(approvals::SWEEP_INTERVAL_MS));
+            for n in 0u64.. {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stopped.changed() => break,
+                }
+                gw.sweep_tick(n).await;
+            }
+        });
+        SweeperHandle { task: Some(task), stop }
+    }
+
+    /// One tick of the sweeper; a failure is logged and the next tick tries again.
+    async fn sweep_tick(&self, n: u64) {
+        if let Err(e) = self.renew_leases().await {
+            tracing::warn!(error = %e, "renewing leases failed; retrying next tick");
+        }
+        if let Err(e) = self.sweep().await {
+            tracing::warn!(error = %e, "sweep failed; retrying next tick");
+        }
+        if let Err(e) = self.recover_lost_calls().await {
+            tracing::warn!(error = %e, "claiming lost calls failed; retrying next tick");
+        }
+        // Stored Idempotency-Key responses age out far more slowly than approvals.
+        if n.is_multiple_of(600)
+            && let Err(e) = self.forget_old_requests().await
+        {
+            tracing::warn!(error = %e, "forgetting old idempotency keys failed; retrying later");
+        }
+    }
+}
+
+/// The running sweeper. [`SweeperHandle::stop`] lets a sweep in progress finish and waits for
+/// it; dropping the handle aborts the task instead. Each sweep is one atomic job, so neither
+/// leaves anything half done, but an aborted task does not wait: on PostgreSQL its last job
+/// may still be running (holding its rows) on a runner thread when the drop returns.
+pub struct SweeperHandle {
+    task: Option<tokio::task::JoinHandle<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl SweeperHandle {
+    /// Stops ticking, and returns once the sweep in progress, if any, has committed.
+    pub async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SweeperHandle {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Neither the requesting agent nor the human who owns its profile (or an ancestor's) may
+/// decide; for an agent's parked accept of a proposal, nor the owner of the profile that
+/// proposed it.
+fn check_decider(c: &dyn Tx, a: &Approval, by: &Human) -> Result<()> {
+    crate::domain::profiles::ensure_not_owner(c, &a.profile_id, by)?;
+    if let Some((proposal, _)) = crate::domain::brain::proposal_in(a)
+        && let Some(proposer) = crate::domain::brain::proposer(c, &proposal)?
+    {
+        crate::domain::profiles::ensure_not_owner(c, &proposer, by)?;
+    }
+    Ok(())
+}
+
+/// What the approving job found.
+enum Approved {
+    /// The kit or caps in force refuse the call now; the approval ended refused.
+    Refused(ActionResponse),
+    /// Approved under the kit version given: run the bound call.
+    Run { approval: Box<Approval>, kit_version: u32 },
+}
+
+/// Decides an approval in one job: the decider may decide, it is still pending, and the call
+/// is allowed under the kits, statuses and totals in force now (its own hold given back).
+fn approve_job(
+    c: &dyn Tx,
+    catalog: &policy::Catalog,
+    tenant: &TenantId,
+    id: &str,
+    by: &Human,
+    note: Option<&str>,
+    lease: &crate::domain::ledger::leases::Lease,
+) -> Result<Approved> {
+    let a = approvals::load(c, tenant, id)?;
+    check_decider(c, &a, by)?;
+    if a.status != ApprovalStatus::Pending {
+        return Err(Error::Conflict {
+            code: "approval_already_decided",
+            message: format!("this approval is already {}", a.status.as_str()),
+        });
+    }
+    if a.expires_at <= Utc::now() {
+        return Err(Error::Conflict {
+            code: "approval_expired",
+            message: "this approval has expired; the agent must ask again".into(),
+        });
+    }
+    let links = crate::domain::chain::load_links(c, &a.tenant_id, &a.profile_id)?;
+    let tool = catalog
+        .get(&a.action)
+        .cloned()
+        .ok_or_else(|| Error::internal("unknown_tool", format!("{} is not in the catalog", a.action)))?;
+    let checked = crate::domain::calls::check_args(&a.action, &a.args)?;
+    let own = match &a.hold_id {
+        Some(h) => Some((a.amount, held_credit(c, h)?)),
+        None => None,
+    };
+    let (budgets, credit) = crate::domain::reserve::budget_views(c, &a.tenant_id, &links, own)?;
+    let kit = &links[0].kit;
+    let request = crate::domain::calls::request(&tool, &checked);
+    let d = policy::evaluate(&policy::DecisionInput {
+        subject: crate::domain::chain::chain_status(&links),
+        kit,
+        action: request,
+        budgets: &budgets,
+        company_credit: credit,
+    });
+    if let (policy::EngineVerdict::Deny, Some(refusal)) = (d.verdict, d.refusal) {
+        let env = policy::Envelope::deny(kit, &request, refusal, 1, Vec::new());
+        refuse_approved(c, &a, by, &env, kit.version.0)?;
+        return Ok(Approved::Refused(ActionResponse::refused(&env)));
+    }
+    approvals::mark_approved(c, &a, by, note)?;
+    if let Some(h) = &a.hold_id {
+        crate::domain::ledger::leases::take(c, h, lease)?;
+    }
+    activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .via(by.via)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict("approved")
+            .amount(a.amount)
+            .kit_version(kit.version.0)
+            .detail(json!({ "approval_id": a.id, "credential": by.credential })),
+    )?;
+    Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0 })
+}
+
+/// The platform-credit part of a pending hold; a hold that has ended is a conflict.
+fn held_credit(c: &dyn Tx, hold: &str) -> Result<Money> {
+    let units: Option<i64> =
+        match c.row("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'", &[&hold])? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        };
+    units.and_then(Money::from_units).ok_or_else(|| Error::Conflict {
+        code: "hold_already_ended",
+        message: "this approval's hold has already ended; the agent must ask again".into(),
+    })
+}
+
+/// Ends an approval refused at decision time: denied with the refusal as its reason and
+/// result, its hold voided, the trail and the log saying why.
+fn refuse_approved(
+    c: &dyn Tx,
+    a: &Approval,
+    by: &Human,
+    env: &policy::Envelope,
+    kit_version: u32,
+) -> Result<Vec<Entry>> {
+    let reason = format!("refused when approved: {}", env.message);
+    approvals::mark_refused(c, a, by, &reason, env)?;
+    if let Some(h) = &a.hold_id {
+        ledger::end(c, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+    }
+    crate::domain::brain::return_parked(c, &a.id, &by.username, &reason)?;
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .via(by.via)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict("refused")
+            .amount(a.amount)
+            .kit_version(kit_version)
+            .detail(json!({ "approval_id": a.id, "reason": env.error.details.reason, "hold_id": a.hold_id, "hold": "voided", "credential": by.credential })),
+    )?])
+}
+
+/// One sweep at `now`: expired approvals, orphaned holds, ended sessions, sign-in windows
+/// and unclaimed secrets. On PostgreSQL rows another transaction holds are skipped, so sweeps
+/// on several instances at once each end different holds.
+pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
+    let mut report = SweepReport::default();
+    // Both sets first (each row locked, skipping those another instance's sweep or a
+    // settle holds), then every account and tenant they touch, in order, then the work.
+    let due = approvals::due(c, now)?;
+    let orphans = orphans(c, now)?;
+    let holds: Vec<&str> =
+        due.iter().filter_map(|a| a.hold_id.as_deref()).chain(orphans.iter().map(|o| o.0.as_str())).collect();
+    ledger::lock_for_ending(c, &holds)?;
+    expire(c, due, &mut report)?;
+    end_orphans(c, orphans, &mut report)?;
+    crate::domain::sessions::forget_ended(c, now)?;
+    crate::domain::logins::forget_ended(c, now)?;
+    crate::domain::handovers::forget_unclaimed(c, now)?;
+    Ok(report)
+}
+
+/// Expires `due` into denials that void their holds.
+fn expire(c: &dyn Tx, due: Vec<Approval>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    for a in due {
+        entries.extend(approvals::close(
+            c,
+            &a,
+            ApprovalStatus::Expired,
+            crate::audit::activity::SYSTEM_ACTOR,
+            None,
+            "expired before a decision (on_expiry: deny)",
+        )?);
+        report.approvals_expired += 1;
+    }
+    Ok(entries)
+}
+
+/// A pending hold nobody will settle: the hold, its tenant, profile, action, amount, and the
+/// approval that released it, if one did.
+type Orphan = (String, String, String, String, i64, Option<String>);
+
+/// The pending holds no pending approval keeps whose lease lapsed by `now` (a hold from
+/// before leases, with none, counts as lapsed), locked on PostgreSQL (skipping those locked
+/// elsewhere, such as one being settled right now).
+fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
+    let sql = format!(
+        "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
+         LEFT JOIN approvals a ON a.hold_id = h.id \
+         WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
+           AND COALESCE(h.lease_until, h.created_at) <= ?1 \
+           AND NOT EXISTS (SELECT 1 FROM carries r WHERE r.hold_id = h.id AND r.attempts < ?2) \
+           OR a.status IN ('denied', 'expired')) LIMIT {}{}",
+        approvals::SWEEP_BATCH,
+        skip_locked(c, "h")
+    );
+    let attempts = crate::domain::recovery::MAX_ATTEMPTS;
+    c.rows(&sql, &[&crate::db::ts(now), &attempts])?.iter().map(crate::sql::FromRow::from_row).collect()
+}
+
+/// Ends `orphans`. An approved call that never completed says so in its result and trail.
+fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    for (hold, tenant, profile, action, amount, approval) in orphans {
+        ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
+        crate::domain::reserve::forget_claim(c, &hold)?;
+        let lost = crate::domain::recovery::lost_call(c, &hold)?;
+        if let Some(a) = &approval {
+            let note = "the approved call never completed; its hold expired and nothing was charged";
+            let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
+            approvals::record_result(c, a, &result, "system", "failed", Some(note))?;
+        }
+        entries.push(activity::append(
+            c,
+            NewEntry::new(&TenantId::from_db(tenant), "system", Kind::Hold)
+                .profile(&ProfileId::from_db(profile))
+                .action(action)
+                .verdict("expired")
+                .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
+                .detail(match lost {
+                    Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,
+                        "reason": "the call went to the upstream but no answer came back, even to resends; nothing was charged here: look the action id up on the upstream" }),
+                    None => json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" }),
+                }),
+        )?);
+        report.holds_expired += 1;
+    }
+    Ok(entries)
+}
