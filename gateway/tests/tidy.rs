@@ -69,7 +69,6 @@ const LONG_FNS: &[&str] = &[
     "app/src/pages/spend.rs:Ledger",
     "app/src/pages/users.rs:UsersPage",
     "gateway/src/bin/gateway-load.rs:seed_console",
-    "gateway/src/domain/brain.rs:decide_proposal",
     "gateway/src/ops/demo.rs:seed_demo_if_empty",
     "gateway/src/domain/tokens.rs:issue_user_token",
     "gateway/src/domain/users.rs:create_user_as",

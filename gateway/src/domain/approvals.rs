@@ -16,14 +16,15 @@ use crate::audit::activity::{self, Entry, Kind, NewEntry};
 use crate::db;
 use crate::domain::ledger::{self, HoldEnd};
 use crate::domain::principal::Human;
+use crate::domain::trail::{TrailRow, decision_text, trail_step};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::store::Store;
 
+pub use crate::domain::trail::{MAX_REASON_LEN, TrailStep};
+
 /// How often the sweeper looks for overdue approvals and orphaned holds.
 pub const SWEEP_INTERVAL_MS: u64 = 1_000;
-/// The longest reason or note accepted on a decision.
-pub const MAX_REASON_LEN: usize = 2_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -49,18 +50,6 @@ impl ApprovalStatus {
             .into_iter()
             .find(|v| v.as_str() == s)
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct TrailStep {
-    pub at: DateTime<Utc>,
-    pub actor: String,
-    pub step: String,
-    pub note: Option<String>,
-    /// The credential a human decided with (`console session`, `token tok_…`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credential: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -164,13 +153,6 @@ fn from_row(r: ApprovalRow) -> Result<Approval> {
     })
 }
 
-/// A trail step as read back: when, who, what, the note, the credential.
-pub(crate) type TrailRow = (DateTime<Utc>, String, String, Option<String>, Option<String>);
-
-pub(crate) fn trail_step((at, actor, step, note, credential): TrailRow) -> TrailStep {
-    TrailStep { at, actor, step, note, credential }
-}
-
 /// Appends a step to an approval's trail.
 pub(crate) fn trail(
     c: &dyn crate::sql::Tx,
@@ -197,20 +179,6 @@ pub(crate) fn optional_note(note: Option<&str>) -> Result<Option<String>> {
         ));
     }
     Ok(Some(n.to_string()))
-}
-
-/// A decision's free text (a reason, a `because`, a note) as sent: at most
-/// [`MAX_REASON_LEN`] characters (else `too_long`) of plain text, line breaks allowed,
-/// control characters not. Trimmed; `None` when blank.
-pub(crate) fn decision_text(text: &str, field: &str, too_long: &'static str) -> Result<Option<String>> {
-    if text.chars().count() > MAX_REASON_LEN {
-        return Err(Error::invalid(too_long, format!("{field} is at most {MAX_REASON_LEN} characters")));
-    }
-    if !policy::args::is_plain_text(text) {
-        return Err(Error::invalid("invalid_text", format!("{field} is text without control characters")));
-    }
-    let t = text.trim();
-    Ok((!t.is_empty()).then(|| t.to_string()))
 }
 
 pub(crate) fn required_reason(reason: &str, what: &str) -> Result<String> {
@@ -493,6 +461,14 @@ pub(crate) fn due(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
     );
     let rows = c.rows(&sql, &[&db::ts(now)])?;
     rows.iter().map(|r| crate::sql::FromRow::from_row(r).and_then(from_row)).collect()
+}
+
+/// The proposal an approval would canonize, with the agent's `because`.
+pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
+    (a.action == crate::domain::brain::DECIDE_TOOL).then(|| {
+        let s = |k: &str| a.args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        (s("proposal_id"), s("because"))
+    })
 }
 
 impl Approval {

@@ -6,21 +6,17 @@
 //! a human reviewer's accept canonizes the claim into the tenant's beliefs exactly once; an
 //! agent's accept never canonizes, it parks for a human and returns an approval id.
 
-use crate::sql::{Tx, for_update};
-use chrono::{DateTime, Duration, Utc};
-use policy::{ActionRequest, DecisionInput, EngineVerdict, Envelope, Money};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::domain::approvals::{self, Approval};
-use crate::domain::calls::{ActionResponse, Disposition};
-use crate::domain::principal::Subject;
-use crate::domain::principal::{Human, REVIEWERS};
+use crate::domain::principal::{Human, REVIEWERS, Subject};
+use crate::domain::trail::{TrailRow, TrailStep, decision_text};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
+use crate::sql::{Tx, for_update};
 
 /// The MCP/HTTP tool name an agent's accept is parked under.
 pub const DECIDE_TOOL: &str = "naive_brain_decide_proposal";
@@ -99,6 +95,32 @@ pub enum Decider {
     Agent(Subject),
 }
 
+impl Decider {
+    /// The credential a human decided with; an agent's key is in its subject.
+    pub fn credential(&self) -> Option<String> {
+        match self {
+            Decider::Human(h) => Some(h.credential.clone()),
+            Decider::Agent(_) => None,
+        }
+    }
+
+    /// Who the trail and the log name: the human's username, or the agent's profile.
+    pub fn actor(&self) -> String {
+        match self {
+            Decider::Human(h) => h.username.clone(),
+            Decider::Agent(s) => s.profile.to_string(),
+        }
+    }
+
+    /// The transport the decision came by.
+    pub fn via(&self) -> crate::audit::activity::Transport {
+        match self {
+            Decider::Human(h) => h.via,
+            Decider::Agent(s) => s.via,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Proposal {
@@ -110,7 +132,7 @@ pub struct Proposal {
     pub status: ProposalStatus,
     pub approval_id: Option<String>,
     pub created_at: DateTime<Utc>,
-    pub trail: Vec<approvals::TrailStep>,
+    pub trail: Vec<TrailStep>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,10 +166,6 @@ pub struct ProposalDecided {
     pub belief_id: Option<String>,
 }
 
-fn decided(proposal: Proposal, belief_id: Option<String>) -> Value {
-    serde_json::to_value(ProposalDecided { ok: true, proposal, belief_id }).expect("serializes")
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct ProposalQuery {
     pub status: Option<ProposalStatus>,
@@ -160,8 +178,8 @@ fn label(v: &str, field: &str) -> Result<String> {
     crate::ids::display_name(v, MAX_LABEL_LEN, "invalid_writeback", &format!("`{field}`"))
 }
 
-fn because(b: &str) -> Result<String> {
-    approvals::decision_text(b, "`because`", "because_too_long")?.ok_or_else(|| {
+pub(crate) fn because(b: &str) -> Result<String> {
+    decision_text(b, "`because`", "because_too_long")?.ok_or_else(|| {
         Error::invalid("because_required", "a decision needs `because`: say why, for the trail")
     })
 }
@@ -202,6 +220,137 @@ pub(crate) fn return_parked(c: &dyn Tx, approval: &str, actor: &str, reason: &st
     trail(c, &id, actor, "returned", Some(reason), None)
 }
 
+/// A writeback as sent, checked: its `run_id` and `source` as labels, 1 to [`MAX_CLAIMS`]
+/// claims, each a lowercase object type and a JSON object of at most [`MAX_CLAIM_BYTES`].
+pub(crate) fn check_writeback(input: &WritebackInput) -> Result<(String, String)> {
+    let run_id = label(&input.run_id, "run_id")?;
+    let source = label(&input.source, "source")?;
+    if input.claims.is_empty() || input.claims.len() > MAX_CLAIMS {
+        return Err(Error::invalid(
+            "invalid_writeback",
+            format!("a writeback carries 1 to {MAX_CLAIMS} claims"),
+        ));
+    }
+    for (i, c) in input.claims.iter().enumerate() {
+        let t = &c.object_type;
+        if t.is_empty() || t.len() > 40 || !t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+            return Err(Error::invalid(
+                "invalid_writeback",
+                format!(
+                    "claims[{i}].object_type must be a lowercase word such as fact, entity, preference or skill"
+                ),
+            ));
+        }
+        if !c.content.is_object() || c.content.to_string().len() > MAX_CLAIM_BYTES {
+            return Err(Error::invalid(
+                "invalid_writeback",
+                format!("claims[{i}].content must be a JSON object of at most {MAX_CLAIM_BYTES} bytes"),
+            ));
+        }
+    }
+    Ok((run_id, source))
+}
+
+/// Records a writeback and its claims as pending proposals, each with its `proposed` step.
+/// Returns the proposals' ids.
+pub(crate) fn record_writeback(
+    c: &dyn Tx,
+    s: &Subject,
+    id: &str,
+    input: &WritebackInput,
+    run_id: &str,
+    source: &str,
+) -> Result<Vec<String>> {
+    let now = Utc::now();
+    let envelope = serde_json::to_value(input).expect("input serializes");
+    c.exec(
+        "INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &db::ts(now)],
+    )?;
+    let mut ids = Vec::new();
+    for claim in &input.claims {
+        let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
+        c.exec(
+            "INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &db::ts(now)],
+        )?;
+        trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
+        ids.push(pid);
+    }
+    Ok(ids)
+}
+
+/// Rejects a pending or parked proposal, with the decider's step; a proposal decided
+/// meanwhile is a conflict.
+pub(crate) fn mark_rejected(
+    c: &dyn Tx,
+    pid: &str,
+    actor: &str,
+    because: &str,
+    credential: Option<&str>,
+) -> Result<()> {
+    let changed = c.exec(
+        "UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')",
+        &[&pid],
+    )?;
+    if changed == 0 {
+        return Err(Error::Conflict {
+            code: "proposal_already_decided",
+            message: "this proposal was decided meanwhile".into(),
+        });
+    }
+    trail(c, pid, actor, "rejected", Some(because), credential)
+}
+
+/// Parks a pending proposal on the approval that waits for a human to decide an agent's
+/// accept, with the agent's step.
+pub(crate) fn mark_parked(c: &dyn Tx, pid: &str, approval: &str, actor: &str, because: &str) -> Result<()> {
+    c.exec(
+        "UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'",
+        &[&approval, &pid],
+    )?;
+    trail(c, pid, actor, "parked", Some(because), None)
+}
+
+/// Turns a pending or parked proposal into a belief, once, and returns the belief's id; a
+/// proposal already decided is a conflict. Locked on PostgreSQL, so a reject at the same
+/// moment waits and then finds it decided.
+pub(crate) fn accept(c: &dyn Tx, tenant: &TenantId, pid: &str) -> Result<String> {
+    let sql = format!(
+        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked'){}",
+        for_update(c)
+    );
+    let row = match c.row(&sql, &[&pid, &tenant.as_str()])? {
+        Some(r) => Some((r.get::<String>(0)?, r.get::<String>(1)?)),
+        None => None,
+    };
+    let Some((object_type, content)) = row else {
+        return Err(Error::Conflict {
+            code: "proposal_already_decided",
+            message: "this proposal was already decided".into(),
+        });
+    };
+    let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
+    c.exec(
+        "INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        &[&belief, &tenant.as_str(), &pid, &object_type, &content, &db::ts(Utc::now())],
+    )?;
+    c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
+    Ok(belief)
+}
+
+/// Appends a step to a proposal's trail (for an accept, once its approval is settled).
+pub(crate) fn step(
+    c: &dyn Tx,
+    pid: &str,
+    actor: &str,
+    step: &str,
+    because: &str,
+    credential: Option<&str>,
+) -> Result<()> {
+    trail(c, pid, actor, step, Some(because), credential)
+}
+
 type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
 const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
 
@@ -216,14 +365,6 @@ fn from_row(r: ProposalRow) -> Result<Proposal> {
         approval_id: r.6,
         created_at: r.7,
         trail: Vec::new(),
-    })
-}
-
-/// The proposal an approval would canonize, with the agent's `because`.
-pub(crate) fn proposal_in(a: &Approval) -> Option<(String, String)> {
-    (a.action == DECIDE_TOOL).then(|| {
-        let s = |k: &str| a.args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        (s("proposal_id"), s("because"))
     })
 }
 
@@ -242,126 +383,6 @@ impl Gateway {
     pub(crate) async fn proposer(&self, proposal: &str) -> Result<Option<ProfileId>> {
         let row: Option<(String,)> = self.store.opt(PROPOSER, &[&proposal]).await?;
         Ok(row.map(|r| ProfileId::from_db(r.0)))
-    }
-
-    /// Accepts a writeback envelope: each claim becomes a pending proposal. Governed by the
-    /// kit like any brain tool; a refusal comes back as the envelope.
-    pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
-        let run_id = label(&input.run_id, "run_id")?;
-        let source = label(&input.source, "source")?;
-        if input.claims.is_empty() || input.claims.len() > MAX_CLAIMS {
-            return Err(Error::invalid(
-                "invalid_writeback",
-                format!("a writeback carries 1 to {MAX_CLAIMS} claims"),
-            ));
-        }
-        for (i, c) in input.claims.iter().enumerate() {
-            let t = &c.object_type;
-            if t.is_empty() || t.len() > 40 || !t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
-                return Err(Error::invalid(
-                    "invalid_writeback",
-                    format!(
-                        "claims[{i}].object_type must be a lowercase word such as fact, entity, preference or skill"
-                    ),
-                ));
-            }
-            if !c.content.is_object() || c.content.to_string().len() > MAX_CLAIM_BYTES {
-                return Err(Error::invalid(
-                    "invalid_writeback",
-                    format!("claims[{i}].content must be a JSON object of at most {MAX_CLAIM_BYTES} bytes"),
-                ));
-            }
-        }
-        if let Some(refused) = self.gate(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
-            return Ok(refused);
-        }
-        let envelope = serde_json::to_value(&input).expect("input serializes");
-        let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
-        let (wid, _) = self
-            .write(move |c| {
-                {
-                    let now = Utc::now();
-                    c.exec(
-                        "INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &db::ts(now)],
-                    )?;
-                    let mut ids = Vec::new();
-                    for claim in &input.claims {
-                        let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
-                        c.exec(
-                            "INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-                            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &db::ts(now)],
-                        )?;
-                        trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
-                        ids.push(pid);
-                    }
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
-                            .via(s.via)
-                            .profile(&s.profile)
-                            .action("brain.writeback")
-                            .verdict("allow")
-                            .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
-                    )?;
-                    Ok((id.clone(), vec![e]))
-                }
-            })
-            .await?;
-        let wb = self.writeback(&subject.tenant, &wid).await?;
-        Ok(ActionResponse {
-            disposition: Disposition::Executed,
-            body: serde_json::to_value(WritebackAccepted { ok: true, writeback: wb }).expect("serializes"),
-            replayed: false,
-        })
-    }
-
-    /// Decides whether `subject` may use `tool` at all right now, without reserving anything
-    /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
-    pub async fn gate(&self, subject: &Subject, tool: &str, args: &Value) -> Result<Option<ActionResponse>> {
-        let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
-        let links = self.links(&subject.tenant, &subject.profile).await?;
-        let request = ActionRequest {
-            tool: &spec,
-            amount: Money::ZERO,
-            recipient: None,
-            merchant: None,
-            toolkit: None,
-        };
-        let d = policy::evaluate(&DecisionInput {
-            subject: crate::domain::chain::chain_status(&links),
-            kit: &links[0].kit,
-            action: request,
-            budgets: &[],
-            company_credit: Money::MAX,
-        });
-        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
-        let (s, name, digest, kit) =
-            (subject.clone(), spec.name.clone(), crate::domain::calls::digest(args), links[0].kit.clone());
-        let (env, _) = self
-            .write(move |c| {
-                {
-                    let repeat = crate::domain::reserve::count_repeat(c, &s.profile, &name, &digest)?;
-                    let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
-                            .via(s.via)
-                            .profile(&s.profile)
-                            .action(&name)
-                            .verdict("deny")
-                            .kit_version(kit.version.0)
-                            .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
-                    )?;
-                    Ok((env, vec![e]))
-                }
-            })
-            .await?;
-        Ok(Some(ActionResponse {
-            disposition: Disposition::Refused,
-            body: serde_json::to_value(env).expect("serializes"),
-            replayed: false,
-        }))
     }
 
     pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
@@ -394,7 +415,7 @@ impl Gateway {
         let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
         let row: Option<ProposalRow> = self.store.opt(&sql, &[tenant, &id]).await?;
         let mut p = row.map(from_row).transpose()?.ok_or(Error::NotFound { what: "proposal" })?;
-        let steps: Vec<approvals::TrailRow> = self
+        let steps: Vec<TrailRow> = self
             .store
             .all(
                 "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
@@ -403,13 +424,7 @@ impl Gateway {
             .await?;
         p.trail = steps
             .into_iter()
-            .map(|(at, actor, step, note, credential)| approvals::TrailStep {
-                at,
-                actor,
-                step,
-                note,
-                credential,
-            })
+            .map(|(at, actor, step, note, credential)| TrailStep { at, actor, step, note, credential })
             .collect();
         Ok(p)
     }
@@ -457,219 +472,6 @@ impl Gateway {
             envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
             received_at,
             proposals: proposals.into_iter().map(from_row).collect::<Result<_>>()?,
-        })
-    }
-
-    /// Decides a proposal. Reject applies at once; a human's accept canonizes; an agent's
-    /// accept parks for a human and answers with the approval to poll.
-    pub async fn decide_proposal(
-        &self,
-        tenant: &TenantId,
-        id: &str,
-        by: &Decider,
-        decision: Decision,
-        because_text: &str,
-    ) -> Result<ActionResponse> {
-        if let Decider::Human(h) = by {
-            h.require(REVIEWERS)?;
-        }
-        let because = because(because_text)?;
-        let p = self.proposal(tenant, id).await?;
-        let pid = p.id.clone();
-        let proposer =
-            self.write(move |c| proposer(c, &pid)).await?.ok_or(Error::NotFound { what: "proposal" })?;
-        match by {
-            Decider::Agent(s) => {
-                if &s.tenant != tenant {
-                    return Err(Error::NotFound { what: "proposal" });
-                }
-                if let Some(refused) =
-                    self.gate(s, DECIDE_TOOL, &json!({ "proposal_id": id, "decision": decision })).await?
-                {
-                    return Ok(refused);
-                }
-                self.ensure_proposer_or_above(s, &proposer).await?;
-            }
-            Decider::Human(h) => {
-                let h = h.clone();
-                self.write(move |c| crate::domain::profiles::ensure_not_owner(c, &proposer, &h)).await?;
-            }
-        }
-        let credential = match by {
-            Decider::Human(h) => Some(h.credential.clone()),
-            Decider::Agent(_) => None,
-        };
-        if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::Parked) {
-            return Err(Error::Conflict {
-                code: "proposal_already_decided",
-                message: format!("this proposal is already {}", p.status.as_str()),
-            });
-        }
-        let actor = match by {
-            Decider::Human(h) => h.username.clone(),
-            Decider::Agent(s) => s.profile.to_string(),
-        };
-        let via = match by {
-            Decider::Human(h) => h.via,
-            Decider::Agent(s) => s.via,
-        };
-        match (decision, by) {
-            (Decision::Reject, _) => {
-                let (t, pid, a, b, cred) =
-                    (tenant.clone(), p.id.clone(), actor.clone(), because.clone(), credential.clone());
-                self
-                    .write(move |c| {
-                        {
-                            let changed = c.exec("UPDATE proposals SET status = 'rejected' WHERE id = ? AND status IN ('pending', 'parked')", &[&pid])?;
-                            if changed == 0 {
-                                return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was decided meanwhile".into() });
-                            }
-                            trail(c, &pid, &a, "rejected", Some(&b), cred.as_deref())?;
-                            // A parked accept waiting on a human is moot now.
-                            approvals::deny_accept_of(c, &pid, &a, "proposal rejected")?;
-                            Ok(vec![
-                                activity::append(
-                                    c,
-                                    NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("rejected").detail(json!({ "proposal_id": pid, "because": b })),
-                                )?,
-                            ])
-                        }
-                    })
-                    .await?;
-                Ok(ActionResponse {
-                    disposition: Disposition::Executed,
-                    body: decided(self.proposal(tenant, id).await?, None),
-                    replayed: false,
-                })
-            }
-            (Decision::Accept, Decider::Human(h)) => {
-                self.canonize(tenant, &p.id, &h.username, &because, credential.as_deref(), via).await
-            }
-            (Decision::Accept, Decider::Agent(s)) => self.park_accept(s, &p, &because).await,
-        }
-    }
-
-    /// An agent decides only proposals it made itself or a sub-agent of its made.
-    async fn ensure_proposer_or_above(&self, s: &Subject, proposer: &ProfileId) -> Result<()> {
-        let chain = self.links(&s.tenant, proposer).await?;
-        if chain.iter().any(|l| l.profile == s.profile) {
-            return Ok(());
-        }
-        Err(Error::Forbidden {
-            code: "not_the_proposer",
-            message: "an agent decides only the proposals it (or one of its sub-agents) made; a human reviewer decides the others".into(),
-        })
-    }
-
-    async fn park_accept(&self, s: &Subject, p: &Proposal, because: &str) -> Result<ActionResponse> {
-        if p.status == ProposalStatus::Parked {
-            return Err(Error::Conflict {
-                code: "proposal_already_parked",
-                message: "an accept for this proposal already waits for a human; poll its approval".into(),
-            });
-        }
-        let links = self.links(&s.tenant, &s.profile).await?;
-        let ttl = Duration::seconds(self.config.approval_ttl_secs);
-        let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
-        let (env, _) = self
-            .write(move |c| {
-                {
-                    let args = json!({ "proposal_id": pid, "decision": "accept", "because": b });
-                    let opened = approvals::open(
-                        c,
-                        &approvals::Request {
-                            tenant: &s2.tenant,
-                            profile: &s2.profile,
-                            hold: None,
-                            action: DECIDE_TOOL,
-                            args: &args,
-                            args_digest: &crate::domain::calls::digest(&args),
-                            amount: policy::Money::ZERO,
-                            kit: &kit,
-                            reason: "agent_accept_requires_human",
-                            actor: s2.profile.as_str(),
-                            note: &b,
-                            ttl,
-                        },
-                    )?;
-                    let approval = opened.id.clone();
-                    c.exec("UPDATE proposals SET status = 'parked', approval_id = ? WHERE id = ? AND status = 'pending'", &[&approval, &pid])?;
-                    trail(c, &pid, s2.profile.as_str(), "parked", Some(&b), None)?;
-                    let env = Envelope::park_for(
-                        DECIDE_TOOL,
-                        "agent_accept_requires_human",
-                        "Accepting a proposal canonizes it into the company's beliefs, so a human reviewer must decide".into(),
-                        opened.handle(),
-                    );
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&s2.tenant, s2.profile.as_str(), Kind::Park)
-                            .via(s2.via)
-                            .profile(&s2.profile)
-                            .action(DECIDE_TOOL)
-                            .verdict("park")
-                            .kit_version(kit.version.0)
-                            .detail(json!({ "approval_id": approval, "proposal_id": pid })),
-                    )?;
-                    Ok((env, vec![e]))
-                }
-            })
-            .await?;
-        Ok(ActionResponse {
-            disposition: Disposition::Parked,
-            body: serde_json::to_value(env).expect("serializes"),
-            replayed: false,
-        })
-    }
-
-    /// Turns a proposal into a belief, once.
-    pub(crate) async fn canonize(
-        &self,
-        tenant: &TenantId,
-        proposal: &str,
-        actor: &str,
-        because: &str,
-        credential: Option<&str>,
-        via: crate::audit::activity::Transport,
-    ) -> Result<ActionResponse> {
-        let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
-        let cred = credential.map(str::to_string);
-        let (belief, _) = self
-            .write(move |c| {
-                {
-                    // Locked on PostgreSQL, so a reject at the same moment waits and then finds it decided.
-                    let sql = format!(
-                        "SELECT object_type, content FROM proposals WHERE id = ? AND tenant_id = ? AND status IN ('pending', 'parked'){}",
-                        for_update(c)
-                    );
-                    let row = match c.row(&sql, &[&pid, &t.as_str()])? {
-                        Some(r) => Some((r.get::<String>(0)?, r.get::<String>(1)?)),
-                        None => None,
-                    };
-                    let Some((object_type, content)) = row else {
-                        return Err(Error::Conflict { code: "proposal_already_decided", message: "this proposal was already decided".into() });
-                    };
-                    let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
-                    c.exec(
-                        "INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        &[&belief, &t.as_str(), &pid, &object_type, &content, &db::ts(Utc::now())],
-                    )?;
-                    c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
-                // An agent's accept still waiting on a human is settled by this decision.
-                approvals::deny_accept_of(c, &pid, &a, "the proposal was decided directly by a reviewer")?;
-                    trail(c, &pid, &a, "accepted", Some(&b), cred.as_deref())?;
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&t, &a, Kind::Proposal).via(via).action(DECIDE_TOOL).verdict("accepted").detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
-                    )?;
-                    Ok((belief, vec![e]))
-                }
-            })
-            .await?;
-        Ok(ActionResponse {
-            disposition: Disposition::Executed,
-            body: decided(self.proposal(tenant, proposal).await?, Some(belief)),
-            replayed: false,
         })
     }
 
@@ -766,8 +568,4 @@ impl Belief {
             profile_id,
         }
     }
-}
-
-fn request_for(spec: &policy::ToolSpec) -> ActionRequest<'_> {
-    ActionRequest { tool: spec, amount: Money::ZERO, recipient: None, merchant: None, toolkit: None }
 }

@@ -23,5 +23,6 @@ pub mod reserve;
 pub mod sessions;
 pub mod tenants;
 pub mod tokens;
+pub mod trail;
 pub mod users;
 pub mod vault;

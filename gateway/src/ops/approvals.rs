@@ -87,7 +87,7 @@ impl Gateway {
     /// Carries out the call an approval bound: a brain accept canonizes, anything else runs
     /// through its connector and settles its hold.
     async fn run_approved(&self, a: &Approval, by: &Human, kit_version: u32) -> Result<ActionResponse> {
-        if let Some((proposal, because)) = crate::domain::brain::proposal_in(a) {
+        if let Some((proposal, because)) = crate::domain::approvals::proposal_in(a) {
             return self
                 .canonize(&a.tenant_id, &proposal, &by.username, &because, Some(&by.credential), by.via)
                 .await;
@@ -128,7 +128,7 @@ impl Gateway {
     pub async fn may_decide(&self, a: &Approval, by: &Human) -> Result<()> {
         by.require(APPROVERS)?;
         self.ensure_not_owner(&a.profile_id, by).await?;
-        if let Some((proposal, _)) = crate::domain::brain::proposal_in(a)
+        if let Some((proposal, _)) = crate::domain::approvals::proposal_in(a)
             && let Some(proposer) = self.proposer(&proposal).await?
         {
             self.ensure_not_owner(&proposer, by).await?;
@@ -249,7 +249,7 @@ impl Drop for SweeperHandle {
 /// proposed it.
 fn check_decider(c: &dyn Tx, a: &Approval, by: &Human) -> Result<()> {
     crate::domain::profiles::ensure_not_owner(c, &a.profile_id, by)?;
-    if let Some((proposal, _)) = crate::domain::brain::proposal_in(a)
+    if let Some((proposal, _)) = crate::domain::approvals::proposal_in(a)
         && let Some(proposer) = crate::domain::brain::proposer(c, &proposal)?
     {
         crate::domain::profiles::ensure_not_owner(c, &proposer, by)?;

@@ -5,6 +5,7 @@
 mod actions;
 mod activity;
 pub mod approvals;
+mod brain;
 pub mod demo;
 mod recovery;
 pub mod revoke;
