@@ -12,6 +12,10 @@
 //!   ([`LAYERS`]); the upward paths of today are listed in [`UPWARD`], which can only shrink
 //!   the same way.
 //!
+//! - the files of `gateway/src` and of `server/src` import each other without a cycle
+//!   ([`the_import_graphs_have_no_cycle`]; it prints each graph's size, and
+//!   `NAIVE_TIDY_ROOT=<another checkout>` reads that checkout instead, to compare).
+//!
 //! Test modules (`#[cfg(test)] mod tests`) and the load generator (`gateway/src/bin`, which
 //! seeds rows directly to be fast) are outside the ownership rule.
 
@@ -354,4 +358,246 @@ fn the_scanners_see_what_they_look_for() {
     assert_eq!(layer_of("Error", &reexports), 0);
     assert_eq!(layer_of("KitRecord", &reexports), 2);
     assert_eq!(layer_of("Gateway", &reexports), LAYERS.len() - 1);
+}
+
+/// A crate's modules, by module path, each with its file (relative to `src`). Binaries
+/// (`main.rs`, `bin/`) are callers of the crate, not modules of it.
+fn modules(src: &Path) -> BTreeMap<Vec<String>, String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut out = BTreeMap::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
+        if rel == "main.rs" || rel.starts_with("bin/") {
+            continue;
+        }
+        let mut path: Vec<String> = rel.trim_end_matches(".rs").split('/').map(String::from).collect();
+        if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+            path.pop();
+        }
+        out.insert(path, rel);
+    }
+    out
+}
+
+fn skip_space(s: &[char], i: &mut usize) {
+    while *i < s.len() && s[*i].is_whitespace() {
+        *i += 1;
+    }
+}
+
+fn ident(s: &[char], i: &mut usize) -> String {
+    let start = *i;
+    while *i < s.len() && (s[*i].is_alphanumeric() || s[*i] == '_' || s[*i] == '*') {
+        *i += 1;
+    }
+    s[start..*i].iter().collect()
+}
+
+/// Reads one path (or `use` tree) starting at `i` below `prefix`, pushing every full path
+/// it names: `a::{self, b::C, d}` names `a`, `a::b::C` and `a::d`.
+fn path_tree(s: &[char], i: &mut usize, mut path: Vec<String>, out: &mut Vec<Vec<String>>) {
+    loop {
+        skip_space(s, i);
+        if *i < s.len() && s[*i] == '{' {
+            *i += 1;
+            loop {
+                skip_space(s, i);
+                if *i >= s.len() || s[*i] == '}' {
+                    *i += 1;
+                    return;
+                }
+                path_tree(s, i, path.clone(), out);
+                skip_space(s, i);
+                if *i < s.len() && s[*i] == ',' {
+                    *i += 1;
+                }
+            }
+        }
+        match ident(s, i).as_str() {
+            "" | "*" | "self" => {}
+            "super" => {
+                path.pop();
+            }
+            name => path.push(name.to_string()),
+        }
+        if s.get(*i..*i + 2) == Some(&[':', ':']) {
+            *i += 2;
+        } else {
+            out.push(path);
+            return;
+        }
+    }
+}
+
+/// Every module path a file's code names through `crate::`, `super::` or `self::`, with
+/// `use` groups expanded. `here` is the file's own module path.
+fn named_paths(text: &str, here: &[String]) -> Vec<Vec<String>> {
+    let code: String =
+        text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let s: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    for (start, prefix) in [("crate::", Vec::new()), ("super::", here.to_vec()), ("self::", here.to_vec())] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(start).map(|a| a + from) {
+            from = at + start.len();
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let mut path = prefix.clone();
+            if start == "super::" {
+                path.pop();
+            }
+            let mut i = code[..from].chars().count();
+            path_tree(&s, &mut i, path, &mut out);
+        }
+    }
+    out
+}
+
+/// The file a module path lands in: its longest prefix that is a module, after the crate
+/// root's re-exports (`crate::Error` is `error.rs`).
+fn resolve(
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, String>,
+    reexports: &BTreeMap<String, Vec<String>>,
+) -> String {
+    let path: Vec<String> = match path.first().and_then(|p| reexports.get(p)) {
+        Some(origin) => origin.clone(),
+        None => path.to_vec(),
+    };
+    (0..=path.len()).rev().find_map(|n| modules.get(&path[..n]).cloned()).unwrap_or_default()
+}
+
+/// The names a crate root re-exports, with the module path each comes from.
+fn reexported_paths(lib: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("pub use ")) {
+        let (module, names) = line.rsplit_once("::").unwrap_or_default();
+        let module: Vec<String> = module.split("::").map(String::from).collect();
+        for name in names.trim_matches(|c| "{};".contains(c)).split(',') {
+            out.insert(name.trim().to_string(), module.clone());
+        }
+    }
+    out
+}
+
+/// A crate's import graph between its files (the crate root, which declares and composes
+/// every module, is left out: every path into it is an upward one by construction).
+fn import_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let modules = modules(src);
+    let reexports = reexported_paths(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let mut graph = BTreeMap::new();
+    for (here, file) in &modules {
+        if file == "lib.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(src.join(file)).unwrap();
+        // A folder named as a namespace (`use crate::v1;`, `domain::{self, …}`) is not an
+        // import of its `mod.rs`; an item of the folder's `mod.rs` is.
+        let edges: BTreeSet<String> = named_paths(without_tests(&text), here)
+            .iter()
+            .filter(|p| !modules.get(*p).is_some_and(|f| f.ends_with("mod.rs")))
+            .map(|p| resolve(p, &modules, &reexports))
+            .filter(|to| to != file && to != "lib.rs" && !to.is_empty())
+            .collect();
+        graph.insert(file.clone(), edges);
+    }
+    graph
+}
+
+/// The groups of files that import each other in a circle (strongly connected components
+/// of more than one file), each sorted, by Kosaraju's two passes.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    fn finish<'a>(
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        at: &'a str,
+        seen: &mut BTreeSet<&'a str>,
+        order: &mut Vec<&'a str>,
+    ) {
+        if seen.insert(at) {
+            for next in g.get(at).into_iter().flatten() {
+                finish(g, next, seen, order);
+            }
+            order.push(at);
+        }
+    }
+    let mut reverse: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (from, tos) in graph {
+        for to in tos {
+            reverse.entry(to.as_str()).or_default().push(from.as_str());
+        }
+    }
+    let (mut seen, mut order) = (BTreeSet::new(), Vec::new());
+    for f in graph.keys() {
+        finish(graph, f, &mut seen, &mut order);
+    }
+    let mut placed = BTreeSet::new();
+    let mut out = Vec::new();
+    for start in order.into_iter().rev() {
+        let mut group = Vec::new();
+        let mut todo = vec![start];
+        while let Some(f) = todo.pop() {
+            if placed.insert(f) {
+                group.push(f.to_string());
+                todo.extend(reverse.get(f).into_iter().flatten().copied());
+            }
+        }
+        if group.len() > 1 {
+            group.sort();
+            out.push(group);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_import_graphs_have_no_cycle() {
+    let root = std::env::var("NAIVE_TIDY_ROOT").map(PathBuf::from).unwrap_or_else(|_| root());
+    let mut all = Vec::new();
+    for krate in ["gateway", "server"] {
+        let graph = import_graph(&root.join(krate).join("src"));
+        let edges: usize = graph.values().map(BTreeSet::len).sum();
+        let found = cycles(&graph);
+        let tied: usize = found.iter().map(Vec::len).sum();
+        println!(
+            "{krate}/src: {} files, {edges} imports between them, {} cycles tying {tied} files",
+            graph.len(),
+            found.len()
+        );
+        all.extend(found.iter().map(|c| format!("{krate}/src: {}", c.join(", "))));
+    }
+    assert!(
+        all.is_empty(),
+        "files that import each other in a circle; move what they share below them:\n{}",
+        all.join("\n")
+    );
+}
+
+#[test]
+fn the_import_scanner_reads_use_trees_and_relative_paths() {
+    let text = "use crate::domain::{self, keys::{KeyTable, IssuedKey}, principal::Subject};\n\
+                use super::http::read;\n// crate::not::this\nlet x = crate::Gateway::new(self::inner::f());";
+    let here = ["delivery".to_string(), "connectors".to_string(), "apps".to_string()];
+    let got: BTreeSet<Vec<String>> = named_paths(text, &here).into_iter().collect();
+    let want: BTreeSet<Vec<String>> = [
+        vec!["domain"],
+        vec!["domain", "keys", "KeyTable"],
+        vec!["domain", "keys", "IssuedKey"],
+        vec!["domain", "principal", "Subject"],
+        vec!["delivery", "connectors", "http", "read"],
+        vec!["Gateway", "new"],
+        vec!["delivery", "connectors", "apps", "inner", "f"],
+    ]
+    .into_iter()
+    .map(|p| p.into_iter().map(String::from).collect())
+    .collect();
+    assert_eq!(got, want);
+    let graph: BTreeMap<String, BTreeSet<String>> =
+        [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"]), ("d", vec!["a"])]
+            .into_iter()
+            .map(|(f, to)| (f.to_string(), to.into_iter().map(String::from).collect()))
+            .collect();
+    assert_eq!(cycles(&graph), vec![["a", "b", "c"].map(String::from).to_vec()]);
 }
