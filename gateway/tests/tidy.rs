@@ -128,7 +128,6 @@ const UPWARD: &[&str] = &[
     "domain/ledger/mod.rs -> Gateway",
     "domain/logins.rs -> Gateway",
     "domain/profiles.rs -> Gateway",
-    "domain/reserve.rs -> delivery",
     "domain/sessions.rs -> Gateway",
     "domain/tenants.rs -> Gateway",
     "domain/tokens.rs -> Gateway",

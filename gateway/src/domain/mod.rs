@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod brain;
 pub mod calls;
 pub mod chain;
+pub mod connector;
 pub mod credentials;
 pub mod handovers;
 pub mod idempotency;

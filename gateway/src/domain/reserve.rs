@@ -25,9 +25,9 @@ use serde_json::{Value, json};
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry};
 use crate::db;
-use crate::delivery::connectors::{Call, Connector, ConnectorKind, Done, Failure};
 use crate::domain::calls::{ActionResponse, Disposition, request};
 use crate::domain::chain::Link;
+use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
 use crate::domain::principal::Subject;
@@ -423,7 +423,7 @@ pub(crate) fn settle(
 
 /// Says in `env` why the call was not queued (its queue's figure and bound) and what to wait
 /// for: the oldest command in the queue.
-fn full_queue(env: &mut Envelope, name: &str, full: &crate::delivery::outbox::Full) {
+fn full_queue(env: &mut Envelope, name: &str, full: &Full) {
     env.message = format!(
         "`{name}` was not queued: {} commands already wait for this tenant's team runtime (at most {}). Nothing was charged.",
         full.queued, full.limit

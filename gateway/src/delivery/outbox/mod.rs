@@ -170,14 +170,7 @@ impl Claimed {
     }
 }
 
-/// A queue that is at its bound: how many rows wait in it, its bound, and the oldest, to
-/// wait for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Full {
-    pub queued: i64,
-    pub limit: i64,
-    pub oldest: Option<String>,
-}
+pub use crate::domain::connector::Full;
 
 /// Queues `command` for the tenant's runtime, in the caller's transaction: whether the runtime
 /// answered its last contact (`None` before any), as the transaction sees it, or the full
