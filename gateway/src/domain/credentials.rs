@@ -19,17 +19,13 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::Gateway;
-use crate::db;
 use crate::domain::keys::KeyTable;
 use crate::domain::principal::Subject;
-use crate::domain::users::{ConsoleUser, Role};
-use crate::error::Result;
+use crate::domain::users::ConsoleUser;
 use crate::ids::{KeyId, TenantId, TokenId};
-use crate::secrets;
 
 /// `last_used_at` is refreshed at most this often, to keep writes off the hot path.
-const LAST_USED_RESOLUTION_SECS: i64 = 60;
+pub(crate) const LAST_USED_RESOLUTION_SECS: i64 = 60;
 
 /// An authenticated caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,173 +72,15 @@ impl Credential {
 /// A valid key as cached.
 #[derive(Clone, Debug)]
 pub(crate) struct CachedKey {
-    credential: Credential,
-    table: KeyTable,
+    pub(crate) credential: Credential,
+    pub(crate) table: KeyTable,
     /// The key's id, for its `last_used_at`.
-    id: String,
-    expires_at: Option<DateTime<Utc>>,
-    last_used_at: Option<DateTime<Utc>>,
+    pub(crate) id: String,
+    pub(crate) expires_at: Option<DateTime<Utc>>,
+    pub(crate) last_used_at: Option<DateTime<Utc>>,
 }
 
 /// A personal token's row: id, tenant, user, hash, roles, last used.
-type TokenRow = (String, String, String, String, String, Option<DateTime<Utc>>);
-type KeyRow = (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-
-impl Gateway {
-    /// The caller a token belongs to, or `None` for a malformed, unknown, revoked or expired
-    /// one. Does not look at an agent profile's status: revocation is a policy decision.
-    pub async fn credential(&self, token: &str) -> Result<Option<Credential>> {
-        if token.starts_with(secrets::USER_TOKEN_PREFIX) {
-            return Ok(self.person(token).await?.map(Credential::Person));
-        }
-        let Some(prefix) = secrets::split_token(token) else { return Ok(None) };
-        let hash = secrets::hash_token(token);
-        let entry = match self.auth_cache.get(&hash) {
-            Some(e) => e,
-            None => {
-                let generation = self.auth_cache.generation();
-                let Some(e) = self.read_key(prefix, &hash).await? else { return Ok(None) };
-                self.cache_fill_pause().await;
-                self.auth_cache.insert(generation, hash.clone(), e.clone());
-                e
-            }
-        };
-        let now = Utc::now();
-        if entry.expires_at.is_some_and(|e| e <= now) {
-            return Ok(None);
-        }
-        if entry.last_used_at.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
-            self.auth_cache.update(&hash, |e| e.last_used_at = Some(now));
-            self.touch(entry.table.name(), entry.id.clone(), now);
-        }
-        Ok(Some(entry.credential))
-    }
-
-    /// The agent a scoped key belongs to, if the token is one.
-    pub async fn authenticate(&self, token: &str) -> Result<Option<Subject>> {
-        Ok(match self.credential(token).await? {
-            Some(Credential::Agent(s)) => Some(s),
-            _ => None,
-        })
-    }
-
-    /// The tenant whose company key this is, if the token is one.
-    pub async fn authenticate_company_key(&self, token: &str) -> Result<Option<TenantId>> {
-        Ok(match self.credential(token).await? {
-            Some(Credential::Company { tenant, .. }) => Some(tenant),
-            _ => None,
-        })
-    }
-
-    /// A key by its prefix, in whichever table holds it, if its hash matches.
-    async fn read_key(&self, prefix: &str, hash: &str) -> Result<Option<CachedKey>> {
-        for table in [KeyTable::Agent, KeyTable::Company] {
-            let owner = if table == KeyTable::Agent { "profile_id" } else { "NULL" };
-            let sql = format!(
-                "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at FROM {} \
-                 WHERE prefix = ? AND revoked_at IS NULL",
-                table.name()
-            );
-            let row: Option<KeyRow> = self.store.opt(&sql, &[&prefix]).await?;
-            let Some((id, tenant, profile, stored, last_used_at, expires_at)) = row else { continue };
-            if !secrets::digest_eq(hash, &stored) {
-                return Ok(None);
-            }
-            let (tenant, key) = (TenantId::from_db(tenant), KeyId::from_db(id.clone()));
-            let credential = match profile {
-                Some(p) => Credential::Agent(Subject {
-                    tenant,
-                    profile: crate::ProfileId::from_db(p),
-                    key,
-                    via: crate::audit::activity::Transport::Http,
-                }),
-                None => Credential::Company { tenant, key },
-            };
-            return Ok(Some(CachedKey { credential, table, id, expires_at, last_used_at }));
-        }
-        Ok(None)
-    }
-
-    /// Records that a credential was used; best effort and off the caller's path.
-    fn touch(&self, table: &'static str, id: String, now: DateTime<Utc>) {
-        let gw = self.clone();
-        tokio::spawn(async move {
-            let _ = gw
-                .write(move |c| {
-                    c.exec(
-                        &format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"),
-                        &[&db::ts(now), &id],
-                    )?;
-                    Ok(())
-                })
-                .await;
-        });
-    }
-
-    /// A personal API token's user, with the roles the token may use.
-    async fn person(&self, token: &str) -> Result<Option<Person>> {
-        let Some(prefix) = secrets::split_user_token(token) else { return Ok(None) };
-        let row: Option<TokenRow> = self
-            .store
-            .opt(
-                "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens WHERE prefix = ? AND revoked_at IS NULL",
-                &[&prefix],
-            )
-            .await?;
-        let Some((id, tenant, user, stored, roles, last_used)) = row else { return Ok(None) };
-        if !secrets::digest_eq(&secrets::hash_token(token), &stored) {
-            return Ok(None);
-        }
-        let mut user = match self.user(&TenantId::from_db(tenant), &crate::UserId::from_db(user)).await {
-            Ok(u) => u,
-            Err(crate::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let granted: Vec<Role> = roles.split(',').filter_map(Role::parse).collect();
-        user.roles.retain(|r| granted.contains(r));
-        let now = Utc::now();
-        if last_used.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
-            self.touch("user_tokens", id.clone(), now);
-        }
-        Ok(Some(Person { user, token: TokenId::from_db(id) }))
-    }
-
-    /// A receiver that changes whenever some credential may have stopped being valid.
-    pub fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.credential_epoch.subscribe()
-    }
-
-    /// Tells every stream holding a credential to check it again.
-    pub(crate) fn credentials_changed(&self) {
-        self.credential_epoch.send_modify(|n| *n += 1);
-    }
-
-    /// Whether the credential row `id` in `table` is unrevoked and unexpired, read from the
-    /// database.
-    async fn live(&self, table: &'static str, id: String) -> Result<bool> {
-        let sql = format!("SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL");
-        let row: Option<(Option<DateTime<Utc>>,)> = self.store.opt(&sql, &[&id]).await?;
-        Ok(row.is_some_and(|(e,)| e.is_none_or(|e| e > Utc::now())))
-    }
-
-    /// Whether the agent's key itself still authenticates, whatever its profile's status.
-    pub async fn key_is_live(&self, s: &Subject) -> Result<bool> {
-        self.live("agent_keys", s.key.to_string()).await
-    }
-
-    /// Whether `c` still authenticates and, for an agent, its profile and every ancestor are
-    /// active. Reads the database, never a cache.
-    pub async fn still_valid(&self, c: &Credential) -> Result<bool> {
-        match c {
-            Credential::Agent(s) => {
-                if !self.key_is_live(s).await? {
-                    return Ok(false);
-                }
-                let links = self.links(&s.tenant, &s.profile).await?;
-                Ok(crate::domain::chain::chain_status(&links) == policy::SubjectStatus::Active)
-            }
-            Credential::Company { key, .. } => self.live("company_keys", key.to_string()).await,
-            Credential::Person(p) => self.live("user_tokens", p.token.to_string()).await,
-        }
-    }
-}
+pub(crate) type TokenRow = (String, String, String, String, String, Option<DateTime<Utc>>);
+pub(crate) type KeyRow =
+    (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);

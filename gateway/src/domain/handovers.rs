@@ -8,59 +8,31 @@
 //! to the item's id (the AEAD's associated data) and deleted by the first page that takes
 //! it; an unclaimed one is deleted after [`HANDOVER_TTL_SECS`].
 
-use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use chacha20poly1305::XChaCha20Poly1305;
+use chacha20poly1305::aead::KeyInit;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::Gateway;
 use crate::db;
-use crate::error::{Error, Result};
-use crate::secrets;
+use crate::error::Result;
 use crate::sql::Tx;
 
 /// How long an unclaimed secret waits.
 pub const HANDOVER_TTL_SECS: i64 = 300;
-const NONCE_LEN: usize = 24;
+pub(crate) const NONCE_LEN: usize = 24;
 
-fn cipher(session_token: &str) -> XChaCha20Poly1305 {
+pub(crate) fn cipher(session_token: &str) -> XChaCha20Poly1305 {
     let key = Sha256::new().chain_update(b"naive secret handover\x1f").chain_update(session_token).finalize();
     XChaCha20Poly1305::new(&key)
 }
 
-impl Gateway {
-    /// Keeps `secret` for the page of this session that shows `item_id`.
-    pub async fn hand_over_secret(&self, session_token: &str, item_id: &str, secret: &str) -> Result<()> {
-        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
-        let payload = Payload { msg: secret.as_bytes(), aad: item_id.as_bytes() };
-        let mut sealed = nonce.to_vec();
-        sealed.extend(
-            cipher(session_token).encrypt(&nonce, payload).map_err(|_| {
-                Error::internal("seal_failed", "could not seal the new secret; issue it again")
-            })?,
-        );
-        let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        self.write(move |c| keep_sealed(c, &session, &item, &sealed, Utc::now())).await
-    }
-
-    /// Takes the secret this session was handed for `item_id`, once: `None` when there is
-    /// none (taken already, expired, or another session's).
-    pub async fn take_secret(&self, session_token: &str, item_id: &str) -> Result<Option<String>> {
-        let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
-        let row = self.write(move |c| take_sealed(c, &session, &item)).await?;
-        let Some((sealed, at)) = row else { return Ok(None) };
-        if db::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now() || sealed.len() < NONCE_LEN
-        {
-            return Ok(None);
-        }
-        let (nonce, body) = sealed.split_at(NONCE_LEN);
-        let payload = Payload { msg: body, aad: item_id.as_bytes() };
-        let opened = cipher(session_token).decrypt(XNonce::from_slice(nonce), payload).ok();
-        Ok(opened.and_then(|s| String::from_utf8(s).ok()))
-    }
-}
-
-fn keep_sealed(tx: &dyn Tx, session: &str, item: &str, sealed: &[u8], now: DateTime<Utc>) -> Result<()> {
+pub(crate) fn keep_sealed(
+    tx: &dyn Tx,
+    session: &str,
+    item: &str,
+    sealed: &[u8],
+    now: DateTime<Utc>,
+) -> Result<()> {
     tx.exec(
         "INSERT INTO secret_handovers (session_hash, item_id, sealed, created_at) VALUES (?, ?, ?, ?) \
          ON CONFLICT (session_hash, item_id) DO UPDATE SET sealed = excluded.sealed, created_at = excluded.created_at",
@@ -70,7 +42,7 @@ fn keep_sealed(tx: &dyn Tx, session: &str, item: &str, sealed: &[u8], now: DateT
 }
 
 /// The sealed secret and when it was kept, deleting it.
-fn take_sealed(tx: &dyn Tx, session: &str, item: &str) -> Result<Option<(Vec<u8>, String)>> {
+pub(crate) fn take_sealed(tx: &dyn Tx, session: &str, item: &str) -> Result<Option<(Vec<u8>, String)>> {
     let row = tx.row(
         "DELETE FROM secret_handovers WHERE session_hash = ? AND item_id = ? RETURNING sealed, created_at",
         &[&session, &item],

@@ -14,7 +14,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::Gateway;
 use crate::db;
 use crate::error::Result;
 use crate::sql::{Tx, for_update};
@@ -46,34 +45,9 @@ pub enum Claim {
     Mismatch,
 }
 
-impl Gateway {
-    /// Claims `key` for a request with `digest`, sent with credential `scope`.
-    pub async fn claim_request(&self, scope: &str, key: &str, digest: &str) -> Result<Claim> {
-        let (scope, key, digest) = (scope.to_string(), key.to_string(), digest.to_string());
-        self.write(move |c| claim(c, &scope, &key, &digest, Utc::now())).await
-    }
-
-    /// Stores the response to a claimed request, to replay to resends.
-    pub async fn finish_request(&self, scope: &str, key: &str, response: Stored) -> Result<()> {
-        let (scope, key) = (scope.to_string(), key.to_string());
-        self.write(move |c| finish(c, &scope, &key, &response)).await
-    }
-
-    /// Drops a claim whose request failed in a way worth retrying (a 5xx), so a resend runs.
-    pub async fn release_request(&self, scope: &str, key: &str) -> Result<()> {
-        let (scope, key) = (scope.to_string(), key.to_string());
-        self.write(move |c| release(c, &scope, &key)).await
-    }
-
-    /// Forgets stored responses older than [`RETAIN_HOURS`]. The sweeper calls it.
-    pub async fn forget_old_requests(&self) -> Result<usize> {
-        self.write(|c| forget_old(c, Utc::now())).await
-    }
-}
-
 /// The claim: a new row when nobody holds the key, else what its row says, read under a lock
 /// so that concurrent first claims on PostgreSQL give exactly one `New`.
-fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: DateTime<Utc>) -> Result<Claim> {
+pub(crate) fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: DateTime<Utc>) -> Result<Claim> {
     let inserted = tx.exec(
         "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
          ON CONFLICT (scope, idem_key) DO NOTHING",
@@ -117,7 +91,7 @@ fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: DateTime<Utc>) 
     Ok(Claim::New)
 }
 
-fn finish(tx: &dyn Tx, scope: &str, key: &str, response: &Stored) -> Result<()> {
+pub(crate) fn finish(tx: &dyn Tx, scope: &str, key: &str, response: &Stored) -> Result<()> {
     let headers = serde_json::to_string(&response.headers).expect("headers serialize");
     tx.exec(
         "UPDATE request_idempotency SET status = ?, headers = ?, body = ? WHERE scope = ? AND idem_key = ? AND status = 0",
@@ -126,7 +100,7 @@ fn finish(tx: &dyn Tx, scope: &str, key: &str, response: &Stored) -> Result<()> 
     Ok(())
 }
 
-fn release(tx: &dyn Tx, scope: &str, key: &str) -> Result<()> {
+pub(crate) fn release(tx: &dyn Tx, scope: &str, key: &str) -> Result<()> {
     tx.exec(
         "DELETE FROM request_idempotency WHERE scope = ? AND idem_key = ? AND status = 0",
         &[&scope, &key],
@@ -134,7 +108,7 @@ fn release(tx: &dyn Tx, scope: &str, key: &str) -> Result<()> {
     Ok(())
 }
 
-fn forget_old(tx: &dyn Tx, now: DateTime<Utc>) -> Result<usize> {
+pub(crate) fn forget_old(tx: &dyn Tx, now: DateTime<Utc>) -> Result<usize> {
     let cutoff = db::ts(now - Duration::hours(RETAIN_HOURS));
     Ok(tx.exec("DELETE FROM request_idempotency WHERE created_at < ?", &[&cutoff])? as usize)
 }

@@ -9,7 +9,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::Gateway;
 use crate::db;
 use crate::error::Result;
 use crate::sql::Tx;
@@ -19,23 +18,12 @@ pub const MAX_FAILED_LOGINS: i64 = 5;
 /// The window's length.
 pub const LOGIN_WINDOW_SECS: i64 = 5 * 60;
 
-impl Gateway {
-    /// Counts a sign-in attempt for `username`. `Ok(Err(secs))` when the window's attempts
-    /// are used up: the seconds to wait.
-    pub async fn count_login_attempt(&self, username: &str) -> Result<std::result::Result<(), u64>> {
-        let username = username.to_string();
-        self.write(move |c| count_attempt(c, &username, Utc::now())).await
-    }
-
-    /// Clears `username`'s attempts after a successful sign-in.
-    pub async fn login_succeeded(&self, username: &str) -> Result<()> {
-        let username = username.to_string();
-        self.write(move |c| clear_attempts(c, &username)).await
-    }
-}
-
 /// Counts an attempt at `now`, unless the window's are used up: then the seconds to wait.
-fn count_attempt(tx: &dyn Tx, username: &str, now: DateTime<Utc>) -> Result<std::result::Result<(), u64>> {
+pub(crate) fn count_attempt(
+    tx: &dyn Tx,
+    username: &str,
+    now: DateTime<Utc>,
+) -> Result<std::result::Result<(), u64>> {
     // On PostgreSQL a username's attempts take turns from here to commit: two read at once,
     // both saw the same count and wrote the same next one, so parallel guesses outran the limit.
     crate::sql::lock_key(tx, &["login attempts", username])?;
@@ -59,7 +47,7 @@ fn count_attempt(tx: &dyn Tx, username: &str, now: DateTime<Utc>) -> Result<std:
     Ok(Ok(()))
 }
 
-fn clear_attempts(tx: &dyn Tx, username: &str) -> Result<()> {
+pub(crate) fn clear_attempts(tx: &dyn Tx, username: &str) -> Result<()> {
     tx.exec("DELETE FROM login_attempts WHERE username = ?", &[&username])?;
     Ok(())
 }

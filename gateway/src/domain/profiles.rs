@@ -8,8 +8,6 @@ use chrono::{DateTime, Utc};
 use policy::SubjectStatus;
 use serde::{Deserialize, Serialize};
 
-use crate::Gateway;
-
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
@@ -57,7 +55,7 @@ pub struct TreeEntry {
 
 pub const MAX_NAME_LEN: usize = 80;
 
-type ProfileRow = (
+pub(crate) type ProfileRow = (
     String,
     String,
     String,
@@ -69,70 +67,7 @@ type ProfileRow = (
     Option<String>,
     DateTime<Utc>,
 );
-const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
-
-impl Gateway {
-    /// [`ensure_not_owner`] outside a job, on committed rows: for pages that say who may decide.
-    pub(crate) async fn ensure_not_owner(
-        &self,
-        profile: &ProfileId,
-        by: &crate::domain::principal::Human,
-    ) -> Result<()> {
-        let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
-        refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
-    }
-
-    pub async fn create_profile(
-        &self,
-        tenant: &TenantId,
-        name: &str,
-        owner: Option<&UserId>,
-        parent: Option<&ProfileId>,
-        kit_name: &str,
-    ) -> Result<Profile> {
-        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_profile_name", "a profile name")?;
-        let name = name.as_str();
-        if let Some(p) = parent {
-            self.profile(tenant, p).await?;
-        }
-        if let Some(u) = owner {
-            self.user(tenant, u).await?;
-        }
-        self.current_kit(tenant, kit_name).await?;
-        let profile = Profile {
-            id: ProfileId::generate(),
-            tenant_id: tenant.clone(),
-            name: name.to_string(),
-            owner: owner.cloned(),
-            parent: parent.cloned(),
-            kit_name: kit_name.to_string(),
-            status: SubjectStatus::Active,
-            runtime: RuntimeState::Running,
-            runtime_reason: None,
-            created_at: Utc::now(),
-        };
-        let p = profile.clone();
-        self.write(move |c| insert_profile(c, &p)).await?;
-        Ok(profile)
-    }
-
-    pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
-        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
-        let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
-        row.map(profile_from_row).transpose()?.ok_or(Error::NotFound { what: "agent profile" })
-    }
-
-    pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
-        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
-        let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
-        rows.into_iter().map(profile_from_row).collect()
-    }
-
-    /// The tenant's profiles in tree order: each parent followed by its sub-agents.
-    pub async fn profile_tree(&self, tenant: &TenantId) -> Result<Vec<TreeEntry>> {
-        Ok(tree_order(self.profiles(tenant).await?))
-    }
-}
+pub(crate) const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
 
 /// Refuses with `requester_cannot_decide` when `by` owns `profile` or any profile above it:
 /// nobody decides what their own agent asked for.
@@ -150,13 +85,13 @@ pub(crate) fn ensure_not_owner(
 }
 
 /// The owners of a profile and of every profile above it.
-const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS ( \
+pub(crate) const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS ( \
        SELECT id, parent_id, owner_user_id FROM agent_profiles WHERE id = ? \
        UNION ALL SELECT p.id, p.parent_id, p.owner_user_id FROM agent_profiles p JOIN chain c ON p.id = c.parent) \
      SELECT owner FROM chain";
 
 /// Refuses with `requester_cannot_decide` when `by` is one of `owners`.
-fn refuse_owner(owners: &[Option<String>], by: &crate::domain::principal::Human) -> Result<()> {
+pub(crate) fn refuse_owner(owners: &[Option<String>], by: &crate::domain::principal::Human) -> Result<()> {
     if owners.iter().flatten().any(|o| o == by.user.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",
@@ -266,7 +201,7 @@ pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
     out
 }
 
-fn profile_from_row(r: ProfileRow) -> Result<Profile> {
+pub(crate) fn profile_from_row(r: ProfileRow) -> Result<Profile> {
     let (id, tenant, name, owner, parent, kit_name, status, runtime, reason, created_at) = r;
     Ok(Profile {
         id: ProfileId::from_db(id),

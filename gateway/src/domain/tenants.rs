@@ -9,14 +9,12 @@ use policy::{Kit, KitDiff, Money};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::Gateway;
-
 use crate::audit::activity::{self, Kind, NewEntry};
 use crate::db;
-use crate::domain::keys::{IssuedKey, KeyTable};
+use crate::domain::keys::KeyTable;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
-use crate::secrets::{self, MintedKey};
+use crate::secrets::MintedKey;
 use crate::sql::{Tx, for_update};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,54 +27,7 @@ pub struct Tenant {
 }
 
 /// The longest tenant name we accept.
-const MAX_NAME_LEN: usize = 120;
-
-impl Gateway {
-    /// Creates a tenant with the Default kit and a company key. `company_key` lets an operator
-    /// choose the token (it must have the `nv_<prefix>_<secret>` form); otherwise one is minted.
-    pub async fn create_tenant(
-        &self,
-        name: &str,
-        credit: Money,
-        company_key: Option<&str>,
-    ) -> Result<(Tenant, IssuedKey)> {
-        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_tenant_name", "a tenant name")?;
-        let name = name.as_str();
-        let key: MintedKey = match company_key {
-            Some(t) => secrets::key_from_token(t).ok_or_else(|| {
-                Error::invalid(
-                    "invalid_key_format",
-                    "a company key must look like nv_<8 lowercase letters or digits>_<16+ letters or digits>",
-                )
-            })?,
-            None => secrets::mint_key(),
-        };
-        let tenant =
-            Tenant { id: TenantId::generate(), name: name.to_string(), credit, created_at: Utc::now() };
-        let key_id = KeyId::generate();
-        let kit = Kit::default_kit();
-        let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
-        self.write(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
-        tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
-        Ok((tenant, IssuedKey { id: key_id, token: key.token }))
-    }
-
-    pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
-        let row: Option<(String, String, i64, DateTime<Utc>)> = self
-            .store
-            .opt("SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?", &[id])
-            .await?;
-        row.map(tenant_from_row).ok_or(Error::NotFound { what: "tenant" })
-    }
-
-    pub async fn tenants(&self) -> Result<Vec<Tenant>> {
-        let rows: Vec<(String, String, i64, DateTime<Utc>)> = self
-            .store
-            .all("SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id", &[])
-            .await?;
-        Ok(rows.into_iter().map(tenant_from_row).collect())
-    }
-}
+pub(crate) const MAX_NAME_LEN: usize = 120;
 
 /// A company key as listed: never its secret.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,11 +42,11 @@ pub struct CompanyKeyInfo {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-type CompanyKeyRow =
+pub(crate) type CompanyKeyRow =
     (String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
+pub(crate) const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
 
-fn company_key_from_row(
+pub(crate) fn company_key_from_row(
     (id, prefix, created_at, last_used_at, expires_at, revoked_at): CompanyKeyRow,
 ) -> CompanyKeyInfo {
     CompanyKeyInfo { id: KeyId::from_db(id), prefix, created_at, last_used_at, expires_at, revoked_at }
@@ -103,64 +54,9 @@ fn company_key_from_row(
 
 /// Company keys: listed, issued, rotated (with an optional grace period) and revoked, like an
 /// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
-impl Gateway {
-    pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
-        let sql = format!(
-            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
-        );
-        let rows: Vec<CompanyKeyRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(company_key_from_row).collect())
-    }
-
-    async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
-        let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
-        let row: Option<CompanyKeyRow> = self.store.opt(&sql, &[tenant, id]).await?;
-        row.map(company_key_from_row).ok_or(Error::NotFound { what: "company key" })
-    }
-
-    /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
-    /// same transaction.
-    pub async fn issue_company_key(
-        &self,
-        tenant: &TenantId,
-        old: Option<(&KeyId, Option<i64>)>,
-        actor: &str,
-    ) -> Result<(CompanyKeyInfo, IssuedKey)> {
-        let old = match old {
-            Some((id, grace)) => {
-                self.company_key(tenant, id).await?;
-                Some((id.clone(), crate::domain::keys::check_grace(grace)?))
-            }
-            None => None,
-        };
-        let key = secrets::mint_key();
-        let id = KeyId::generate();
-        let (t, kid, k, actor, rotating) =
-            (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
-        self.write(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
-        if rotating {
-            self.invalidate_keys();
-        }
-        Ok((self.company_key(tenant, &id).await?, IssuedKey { id, token: key.token }))
-    }
-
-    /// Revokes a company key at once; the tenant's last active key cannot be revoked.
-    pub async fn revoke_company_key(
-        &self,
-        tenant: &TenantId,
-        id: &KeyId,
-        actor: &str,
-    ) -> Result<CompanyKeyInfo> {
-        self.company_key(tenant, id).await?;
-        let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
-        self.write(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
-        self.invalidate_keys();
-        self.company_key(tenant, id).await
-    }
-}
 
 /// A new company key; with `old`, the key it replaces ends (after its grace period).
-fn issue_company_key(
+pub(crate) fn issue_company_key(
     tx: &dyn Tx,
     t: &TenantId,
     kid: &KeyId,
@@ -183,7 +79,12 @@ fn issue_company_key(
 
 /// Revokes `k` unless it is the tenant's last active company key. The active keys are read
 /// locked, so two revokes at once on PostgreSQL cannot each leave the other as the last.
-fn revoke_company_key(tx: &dyn Tx, t: &TenantId, k: &KeyId, actor: &str) -> Result<activity::Entry> {
+pub(crate) fn revoke_company_key(
+    tx: &dyn Tx,
+    t: &TenantId,
+    k: &KeyId,
+    actor: &str,
+) -> Result<activity::Entry> {
     let active = tx.rows(
         &format!(
             "SELECT id FROM company_keys WHERE tenant_id = ? AND revoked_at IS NULL AND expires_at IS NULL{}",
@@ -259,7 +160,9 @@ fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey,
     Ok(())
 }
 
-fn tenant_from_row((id, name, credit, created_at): (String, String, i64, DateTime<Utc>)) -> Tenant {
+pub(crate) fn tenant_from_row(
+    (id, name, credit, created_at): (String, String, i64, DateTime<Utc>),
+) -> Tenant {
     Tenant {
         id: TenantId::from_db(id),
         name,
@@ -273,6 +176,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::secrets;
     use crate::testing::{TestDb, held_open};
 
     fn tenant() -> Tenant {

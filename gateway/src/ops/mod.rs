@@ -1,12 +1,23 @@
-//! The operations transports call: `impl Gateway` blocks that compose several domains in one
-//! job. Most operations still live beside their domain module; they move here one family at
-//! a time (see `docs/architecture.md`).
+//! The operations transports call: the `impl Gateway` façade, one file per family, named like
+//! the `/v1` routes and the console's server functions that call them. An operation checks
+//! who may do it, runs its jobs through `Gateway::write` and composes several domains in one
+//! job where a rule spans them; the tables are written by their domain owners. The few
+//! families still beside their module (`gateway/tests/tidy.rs`, `UPWARD`) move here next.
 
 mod actions;
 mod activity;
 pub mod approvals;
 mod brain;
+mod credentials;
 pub mod demo;
+mod handovers;
+mod idempotency;
+mod kits;
+mod ledger;
+mod logins;
+mod profiles;
+mod proposals;
 mod recovery;
 pub mod revoke;
+mod tenants;
 pub(crate) mod upgrades;

@@ -1,0 +1,126 @@
+//! Kits as operations: a tenant's kits and their versions, saving a new version (with the
+//! diff the log records), and the cached current kit the pipeline decides on.
+
+use chrono::Utc;
+use policy::{Kit, KitDiff, KitVersion};
+
+use crate::Gateway;
+use crate::audit::activity::{self, Kind, NewEntry};
+use crate::domain::kits::{KitRecord, KitRow, insert_version, kit_from_row};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+
+impl Gateway {
+    /// The newest version of the kit `name`.
+    pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
+        let row: Option<KitRow> = self
+            .store
+            .opt(
+                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
+                &[tenant, &name],
+            )
+            .await?;
+        row.map(kit_from_row).transpose()?.ok_or(Error::NotFound { what: "kit" })
+    }
+
+    /// Every version of the kit `name`, newest first.
+    pub async fn kit_versions(&self, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
+        let rows: Vec<KitRow> = self
+            .store
+            .all(
+                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC",
+                &[tenant, &name],
+            )
+            .await?;
+        rows.into_iter().map(kit_from_row).collect()
+    }
+
+    /// The newest version of every kit of the tenant, by name.
+    pub async fn kits(&self, tenant: &TenantId) -> Result<Vec<KitRecord>> {
+        let rows: Vec<KitRow> = self
+            .store
+            .all(
+                "SELECT body, author, diff, created_at FROM kits k WHERE tenant_id = ?1 \
+                 AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name",
+                &[tenant],
+            )
+            .await?;
+        rows.into_iter().map(kit_from_row).collect()
+    }
+
+    /// Saves `kit` as the version after `expected`. `expected = None` creates a new kit.
+    /// Refuses with `kit_version_conflict` when someone saved in between.
+    pub async fn save_kit(
+        &self,
+        tenant: &TenantId,
+        mut kit: Kit,
+        expected: Option<KitVersion>,
+        author: &str,
+    ) -> Result<KitRecord> {
+        kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
+        let previous = match self.current_kit(tenant, &kit.name).await {
+            Ok(r) => Some(r.kit),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let current = previous.as_ref().map(|k| k.version);
+        if current != expected {
+            return Err(Error::Conflict {
+                code: "kit_version_conflict",
+                message: match current {
+                    Some(v) => format!(
+                        "kit \"{}\" is now at {v}; reload it, reapply your edit and save again",
+                        kit.name
+                    ),
+                    None => format!("kit \"{}\" does not exist yet; save it as a new kit", kit.name),
+                },
+            });
+        }
+        kit.version = expected.map_or(KitVersion::FIRST, KitVersion::next);
+        let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
+        let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
+        let (t, r) = (tenant.clone(), record.clone());
+        self.write(move |c| {
+            insert_version(c, &t, &r).map_err(|e| {
+                if e.is_unique_violation() {
+                    // Two saves raced for the same version: the loser conflicts.
+                    Error::Conflict {
+                        code: "kit_version_conflict",
+                        message: "someone saved this kit at the same moment; reload and save again".into(),
+                    }
+                } else {
+                    e
+                }
+            })?;
+            activity::append(
+                c,
+                NewEntry::new(&t, &r.author, Kind::KitEdit)
+                    .via_actor()
+                    .action(format!("kit:{}", r.kit.name))
+                    .verdict("saved")
+                    .kit_version(r.kit.version.0)
+                    .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
+            )
+        })
+        .await?;
+        // Every cached kit and ancestry may hold the old version.
+        self.kit_cache.invalidate();
+        self.agents_changed(Some(tenant));
+        self.invalidate_links();
+        Ok(record)
+    }
+}
+
+impl Gateway {
+    /// The current version of a kit, from the cache when this process has seen it.
+    pub(crate) async fn cached_kit(&self, tenant: &TenantId, name: &str) -> Result<Kit> {
+        let key = (tenant.clone(), name.to_string());
+        if let Some(k) = self.kit_cache.get(&key) {
+            return Ok(k);
+        }
+        let generation = self.kit_cache.generation();
+        let kit = self.current_kit(tenant, name).await?.kit;
+        self.kit_cache.insert(generation, key, kit.clone());
+        Ok(kit)
+    }
+}

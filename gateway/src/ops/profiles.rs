@@ -1,0 +1,76 @@
+//! Agent profiles as operations: creating one, reading one, a tenant's list and tree, and the
+//! owner check every human decision makes.
+
+use chrono::Utc;
+use policy::SubjectStatus;
+
+use crate::Gateway;
+use crate::domain::profiles::{
+    COLUMNS, MAX_NAME_LEN, OWNER_CHAIN, Profile, ProfileRow, RuntimeState, TreeEntry, insert_profile,
+    profile_from_row, refuse_owner, tree_order,
+};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId, UserId};
+
+impl Gateway {
+    /// [`ensure_not_owner`] outside a job, on committed rows: for pages that say who may decide.
+    pub(crate) async fn ensure_not_owner(
+        &self,
+        profile: &ProfileId,
+        by: &crate::domain::principal::Human,
+    ) -> Result<()> {
+        let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
+        refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
+    }
+
+    pub async fn create_profile(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        owner: Option<&UserId>,
+        parent: Option<&ProfileId>,
+        kit_name: &str,
+    ) -> Result<Profile> {
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_profile_name", "a profile name")?;
+        let name = name.as_str();
+        if let Some(p) = parent {
+            self.profile(tenant, p).await?;
+        }
+        if let Some(u) = owner {
+            self.user(tenant, u).await?;
+        }
+        self.current_kit(tenant, kit_name).await?;
+        let profile = Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.to_string(),
+            owner: owner.cloned(),
+            parent: parent.cloned(),
+            kit_name: kit_name.to_string(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        };
+        let p = profile.clone();
+        self.write(move |c| insert_profile(c, &p)).await?;
+        Ok(profile)
+    }
+
+    pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
+        let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(profile_from_row).transpose()?.ok_or(Error::NotFound { what: "agent profile" })
+    }
+
+    pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
+        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
+        let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
+        rows.into_iter().map(profile_from_row).collect()
+    }
+
+    /// The tenant's profiles in tree order: each parent followed by its sub-agents.
+    pub async fn profile_tree(&self, tenant: &TenantId) -> Result<Vec<TreeEntry>> {
+        Ok(tree_order(self.profiles(tenant).await?))
+    }
+}

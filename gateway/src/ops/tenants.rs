@@ -1,0 +1,118 @@
+//! Tenants as operations: creating one with its first kit and company key, reading them, and
+//! issuing or revoking company keys.
+
+use chrono::{DateTime, Utc};
+use policy::{Kit, Money};
+
+use crate::Gateway;
+use crate::domain::keys::IssuedKey;
+use crate::domain::tenants::{
+    COMPANY_KEY_COLUMNS, CompanyKeyInfo, CompanyKeyRow, MAX_NAME_LEN, Tenant, company_key_from_row,
+    insert_tenant, issue_company_key, revoke_company_key, tenant_from_row,
+};
+use crate::error::{Error, Result};
+use crate::ids::{KeyId, TenantId};
+use crate::secrets::{self, MintedKey};
+
+impl Gateway {
+    /// Creates a tenant with the Default kit and a company key. `company_key` lets an operator
+    /// choose the token (it must have the `nv_<prefix>_<secret>` form); otherwise one is minted.
+    pub async fn create_tenant(
+        &self,
+        name: &str,
+        credit: Money,
+        company_key: Option<&str>,
+    ) -> Result<(Tenant, IssuedKey)> {
+        let name = crate::ids::display_name(name, MAX_NAME_LEN, "invalid_tenant_name", "a tenant name")?;
+        let name = name.as_str();
+        let key: MintedKey = match company_key {
+            Some(t) => secrets::key_from_token(t).ok_or_else(|| {
+                Error::invalid(
+                    "invalid_key_format",
+                    "a company key must look like nv_<8 lowercase letters or digits>_<16+ letters or digits>",
+                )
+            })?,
+            None => secrets::mint_key(),
+        };
+        let tenant =
+            Tenant { id: TenantId::generate(), name: name.to_string(), credit, created_at: Utc::now() };
+        let key_id = KeyId::generate();
+        let kit = Kit::default_kit();
+        let (t, k, kid) = (tenant.clone(), key.clone(), key_id.clone());
+        self.write(move |c| insert_tenant(c, &t, &kit, &kid, &k)).await?;
+        tracing::info!(tenant = %tenant.id, name = %tenant.name, "tenant created");
+        Ok((tenant, IssuedKey { id: key_id, token: key.token }))
+    }
+
+    pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
+        let row: Option<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .opt("SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?", &[id])
+            .await?;
+        row.map(tenant_from_row).ok_or(Error::NotFound { what: "tenant" })
+    }
+
+    pub async fn tenants(&self) -> Result<Vec<Tenant>> {
+        let rows: Vec<(String, String, i64, DateTime<Utc>)> = self
+            .store
+            .all("SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id", &[])
+            .await?;
+        Ok(rows.into_iter().map(tenant_from_row).collect())
+    }
+}
+
+impl Gateway {
+    pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
+        let sql = format!(
+            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
+        );
+        let rows: Vec<CompanyKeyRow> = self.store.all(&sql, &[tenant]).await?;
+        Ok(rows.into_iter().map(company_key_from_row).collect())
+    }
+
+    async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
+        let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
+        let row: Option<CompanyKeyRow> = self.store.opt(&sql, &[tenant, id]).await?;
+        row.map(company_key_from_row).ok_or(Error::NotFound { what: "company key" })
+    }
+
+    /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
+    /// same transaction.
+    pub async fn issue_company_key(
+        &self,
+        tenant: &TenantId,
+        old: Option<(&KeyId, Option<i64>)>,
+        actor: &str,
+    ) -> Result<(CompanyKeyInfo, IssuedKey)> {
+        let old = match old {
+            Some((id, grace)) => {
+                self.company_key(tenant, id).await?;
+                Some((id.clone(), crate::domain::keys::check_grace(grace)?))
+            }
+            None => None,
+        };
+        let key = secrets::mint_key();
+        let id = KeyId::generate();
+        let (t, kid, k, actor, rotating) =
+            (tenant.clone(), id.clone(), key.clone(), actor.to_string(), old.is_some());
+        self.write(move |c| issue_company_key(c, &t, &kid, &k, old.as_ref(), &actor)).await?;
+        if rotating {
+            self.invalidate_keys();
+        }
+        Ok((self.company_key(tenant, &id).await?, IssuedKey { id, token: key.token }))
+    }
+
+    /// Revokes a company key at once; the tenant's last active key cannot be revoked.
+    pub async fn revoke_company_key(
+        &self,
+        tenant: &TenantId,
+        id: &KeyId,
+        actor: &str,
+    ) -> Result<CompanyKeyInfo> {
+        self.company_key(tenant, id).await?;
+        let (t, k, actor) = (tenant.clone(), id.clone(), actor.to_string());
+        self.write(move |c| revoke_company_key(c, &t, &k, &actor)).await?;
+        self.invalidate_keys();
+        self.company_key(tenant, id).await
+    }
+}
