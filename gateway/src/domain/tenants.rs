@@ -52,9 +52,6 @@ pub(crate) fn company_key_from_row(
     CompanyKeyInfo { id: KeyId::from_db(id), prefix, created_at, last_used_at, expires_at, revoked_at }
 }
 
-/// Company keys: listed, issued, rotated (with an optional grace period) and revoked, like an
-/// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
-
 /// A new company key; with `old`, the key it replaces ends (after its grace period).
 pub(crate) fn issue_company_key(
     tx: &dyn Tx,

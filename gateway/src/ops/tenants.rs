@@ -61,6 +61,8 @@ impl Gateway {
     }
 }
 
+/// Company keys: listed, issued, rotated (with an optional grace period) and revoked, like an
+/// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
 impl Gateway {
     pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
         let sql = format!(
