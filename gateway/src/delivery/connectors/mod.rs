@@ -38,8 +38,8 @@ pub use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure
 /// A configured connector that cannot run (its credential does not open, or cannot travel in
 /// a header): every call is `unavailable` with `code` and a step for a person, never an
 /// error of ours, and only the calls that use it fail.
-struct Broken {
-    code: &'static str,
+pub(crate) struct Broken {
+    pub(crate) code: &'static str,
 }
 
 impl Connector for Broken {
@@ -55,7 +55,7 @@ impl Connector for Broken {
 /// One tenant's connectors by target (`cards`, `cards.charge`); what is not here runs on the
 /// sandbox.
 pub(crate) struct TenantConnectors {
-    by_target: HashMap<String, Arc<dyn Connector>>,
+    pub(crate) by_target: HashMap<String, Arc<dyn Connector>>,
     /// Why a configured target's connector cannot run, by target, for the console.
     pub(crate) problems: HashMap<String, String>,
     /// The connected apps, which carry out the `connections` primitive.

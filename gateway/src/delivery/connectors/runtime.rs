@@ -183,20 +183,3 @@ fn queued(command: &Command, reachable: Option<bool>) -> Value {
     }
     answer
 }
-
-impl crate::Gateway {
-    /// The tenant's runtime connector, its secret opened; without a usable registration every
-    /// write is `unavailable` with the reason and `teams.status` says so.
-    pub(crate) async fn build_runtime(&self, tenant: &TenantId) -> Result<TeamRuntime> {
-        let (client, missing) = match self.runtime_client(tenant).await {
-            Ok(Some(c)) => (Some(c), ""),
-            Ok(None) => (None, "runtime_not_registered"),
-            Err(e) => {
-                tracing::warn!(tenant = %tenant, error = %e, "the team runtime cannot be used");
-                (None, "runtime_secret_unavailable")
-            }
-        };
-        let max_queued = self.config.outbox.max_queued;
-        Ok(TeamRuntime { tenant: tenant.clone(), client, missing, store: self.store.clone(), max_queued })
-    }
-}

@@ -36,7 +36,6 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Transport};
 use crate::delivery::runtime::wire::Command;
 use crate::error::{Error, Result};
@@ -274,7 +273,7 @@ type StateRow = (
     Option<DateTime<Utc>>,
 );
 
-fn state(r: StateRow) -> Result<CommandState> {
+pub(crate) fn state(r: StateRow) -> Result<CommandState> {
     let (command_id, task_id, kind, author, status, attempts, next, last_error, created_at, delivered_at) = r;
     let status = crate::db::named("delivery status", &status, DeliveryStatus::parse)?;
     Ok(CommandState {
@@ -350,39 +349,7 @@ pub(crate) async fn rows(
     rows.into_iter().map(state).collect()
 }
 
-impl Gateway {
-    /// One of the tenant's runtime commands.
-    pub async fn command(&self, tenant: &TenantId, id: &str) -> Result<CommandState> {
-        read_command(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "command" })
-    }
-
-    /// The tenant's runtime commands, newest first, optionally only those in `status`.
-    pub async fn commands(
-        &self,
-        tenant: &TenantId,
-        status: Option<DeliveryStatus>,
-    ) -> Result<Vec<CommandState>> {
-        rows(&self.store, tenant, RUNTIME, status).await
-    }
-
-    /// Queues a dead letter (a runtime command or a webhook message) again, with its
-    /// attempts reset; anything else is a conflict. Its state after.
-    pub async fn retry_delivery(
-        &self,
-        tenant: &TenantId,
-        id: &str,
-        actor: &str,
-        via: Transport,
-    ) -> Result<CommandState> {
-        let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
-        let max = self.config.outbox.max_queued;
-        self.write(move |c| retry_in(c, &t, &i, &a, via, max)).await?;
-        self.wake_delivery();
-        read_row(&self.store, tenant, id, None).await?.ok_or(Error::NotFound { what: "delivery" })
-    }
-}
-
-fn retry_in(
+pub(crate) fn retry_in(
     c: &dyn Tx,
     tenant: &TenantId,
     id: &str,
@@ -448,7 +415,7 @@ fn full_conflict(full: &Full) -> Error {
 }
 
 /// Ends every queued row of one queue as `purged`, and forgets the queue; how many.
-fn purge_in(
+pub(crate) fn purge_in(
     c: &dyn Tx,
     tenant: &TenantId,
     channel: &str,
@@ -471,31 +438,4 @@ fn purge_in(
             .detail(json!({ "channel": channel, "destination": destination, "purged": n })),
     )?;
     Ok(n)
-}
-
-impl Gateway {
-    /// Gives up on every command queued for the tenant's runtime (a runtime that is gone
-    /// for good): they end `purged` and are never sent. How many.
-    pub async fn purge_runtime_backlog(&self, tenant: &TenantId, actor: &str, via: Transport) -> Result<u64> {
-        let (t, a) = (tenant.clone(), actor.to_string());
-        self.write(move |c| purge_in(c, &t, RUNTIME, "", &a, via)).await
-    }
-
-    /// Gives up on every message queued for one webhook endpoint. How many.
-    pub async fn purge_webhook_backlog(
-        &self,
-        tenant: &TenantId,
-        endpoint: &str,
-        actor: &str,
-        via: Transport,
-    ) -> Result<u64> {
-        self.webhook(tenant, endpoint).await?;
-        let (t, e, a) = (tenant.clone(), endpoint.to_string(), actor.to_string());
-        self.write(move |c| purge_in(c, &t, WEBHOOK, &e, &a, via)).await
-    }
-
-    /// How many rows wait in each of the tenant's queues: the runtime's, then each endpoint's.
-    pub async fn backlogs(&self, tenant: &TenantId) -> Result<Vec<Queue>> {
-        queue::of_tenant(&self.store, tenant, self.config.outbox.max_queued).await
-    }
 }

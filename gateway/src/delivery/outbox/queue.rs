@@ -385,30 +385,7 @@ pub(crate) async fn of_tenant(
         .collect())
 }
 
-impl crate::Gateway {
-    /// Benchmarks only: `rows` rows in one of `tenant`'s queues, all backing off until
-    /// `retry_at`, as a destination that has been down a while leaves them. Written past the
-    /// queue's bound, a batch at a time.
-    #[doc(hidden)]
-    pub async fn seed_stuck_queue(
-        &self,
-        tenant: &TenantId,
-        channel: &'static str,
-        destination: &str,
-        rows: usize,
-        retry_at: DateTime<Utc>,
-    ) -> Result<()> {
-        const BATCH_ROWS: usize = 5_000;
-        for start in (0..rows).step_by(BATCH_ROWS) {
-            let n = (rows - start).min(BATCH_ROWS);
-            let (t, d) = (tenant.clone(), destination.to_string());
-            self.write(move |c| seed_batch(c, &t, channel, &d, n, retry_at)).await?;
-        }
-        Ok(())
-    }
-}
-
-fn seed_batch(
+pub(crate) fn seed_batch(
     c: &dyn Tx,
     tenant: &TenantId,
     channel: &str,

@@ -16,7 +16,7 @@
 //! - An endpoint's messages go out in order; one that fails holds up only its endpoint, is
 //!   retried with backoff and becomes a dead letter after the attempt limit.
 
-mod deliver;
+pub(crate) mod deliver;
 mod events;
 
 use base64::Engine as _;

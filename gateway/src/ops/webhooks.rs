@@ -1,0 +1,110 @@
+//! Webhook delivery as operations: sending a queue's signed messages, and a test message.
+
+use crate::Gateway;
+use crate::delivery::connectors::Failure;
+use crate::delivery::connectors::http::probe_answer;
+use crate::delivery::egress::{EGRESS_REFUSED, Failed};
+use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
+use crate::delivery::webhooks::deliver::{TIMEOUT, WebhookProbe, render};
+use crate::delivery::webhooks::{Endpoint, sign};
+use crate::error::Result;
+use crate::ids::TenantId;
+use serde_json::json;
+use std::time::Instant;
+
+impl Gateway {
+    /// Sends an endpoint's claimed messages in order, stopping at the first that fails: the
+    /// ones before it delivered, it a failed attempt, the rest left queued untried. An endpoint
+    /// whose secret cannot be opened fails its first message with that reason.
+    pub(crate) async fn send_webhooks(&self, q: &ClaimedQueue) -> Outcome {
+        let fail = |i: usize, code: String, mut outcome: Outcome| {
+            outcome.failed = q.rows[i..=i].to_vec();
+            outcome.failure = Some(code);
+            outcome
+        };
+        let (secret, e) = match self.webhook(&q.tenant, &q.destination).await {
+            Ok(e) => match self.open_secret(&q.tenant, &e.secret_name).await {
+                Ok(secret) => (secret, e),
+                Err(err) => {
+                    tracing::warn!(endpoint = %e.id, error = %err, "a webhook's signing secret does not open");
+                    return fail(0, "webhook_secret_unavailable".into(), Outcome::default());
+                }
+            },
+            Err(crate::Error::NotFound { .. }) => {
+                return fail(0, "endpoint_removed".into(), Outcome::default());
+            }
+            Err(err) => return fail(0, format!("webhook_unreadable: {}", err.code()), Outcome::default()),
+        };
+        let mut outcome = Outcome::default();
+        for (i, row) in q.rows.iter().enumerate() {
+            let body = render(e.format, &row.payload, &self.config.public_url);
+            match self.post(&e, &secret, &row.id, &body).await {
+                Ok(()) => outcome.delivered.push(row.seq),
+                Err(code) => return fail(i, code, outcome),
+            }
+        }
+        outcome
+    }
+
+    /// POSTs one signed message; `Err` with a stable code unless the endpoint answered 2xx.
+    async fn post(
+        &self,
+        e: &Endpoint,
+        secret: &str,
+        id: &str,
+        body: &[u8],
+    ) -> std::result::Result<(), String> {
+        let res = self.send_signed(e, secret, id, body.to_vec()).await?;
+        if res.status().is_success() {
+            Ok(())
+        } else {
+            Err(format!("webhook_http_{}", res.status().as_u16()))
+        }
+    }
+
+    async fn send_signed(
+        &self,
+        e: &Endpoint,
+        secret: &str,
+        id: &str,
+        body: Vec<u8>,
+    ) -> std::result::Result<reqwest::Response, String> {
+        let url = url::Url::parse(&e.url).map_err(|_| "webhook_bad_url".to_string())?;
+        self.egress.check_url(&url).map_err(|_| EGRESS_REFUSED.to_string())?;
+        let t = chrono::Utc::now().timestamp();
+        self.egress
+            .client()
+            .post(url)
+            .timeout(TIMEOUT)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", id)
+            .header("webhook-timestamp", t.to_string())
+            .header("webhook-signature", sign(secret, id, t, &body))
+            .body(body)
+            .send()
+            .await
+            .map_err(|err| {
+                match crate::delivery::egress::failed(&err) {
+                    Failed::Refused => EGRESS_REFUSED,
+                    Failed::Timeout => "webhook_timeout",
+                    Failed::Unreachable => "webhook_unreachable",
+                }
+                .to_string()
+            })
+    }
+
+    /// Sends the endpoint a signed `webhook.test` event now and shows what it answered.
+    pub async fn test_webhook(&self, tenant: &TenantId, id: &str) -> Result<WebhookProbe> {
+        let e = self.webhook(tenant, id).await?;
+        let secret = self.open_secret(tenant, &e.secret_name).await?;
+        let msg = format!("msg_test_{}", uuid::Uuid::now_v7().simple());
+        let payload = json!({ "type": "webhook.test", "timestamp": chrono::Utc::now(),
+            "data": { "message": "a test event from the Naïve gateway", "webhook_id": id } });
+        let body = render(e.format, &payload.to_string(), &self.config.public_url);
+        let started = Instant::now();
+        let sent = self.send_signed(&e, &secret, &msg, body).await.map_err(|code| Failure::new(code, 0));
+        let (status, answer) = probe_answer(sent).await;
+        let latency_ms = started.elapsed().as_millis() as u64;
+        Ok(WebhookProbe { ok: status.is_some_and(|s| (200..300).contains(&s)), status, latency_ms, answer })
+    }
+}
