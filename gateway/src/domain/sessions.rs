@@ -8,13 +8,11 @@
 use chrono::{Duration, Utc};
 use serde_json::json;
 
-use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry};
 use crate::db;
-use crate::domain::users::ConsoleUser;
 use crate::error::Result;
 use crate::ids::{TenantId, UserId};
-use crate::secrets;
+use crate::sql::Tx;
 
 /// How long a session lasts.
 pub const SESSION_HOURS: i64 = 12;
@@ -25,67 +23,37 @@ pub(crate) fn forget_ended(c: &dyn crate::sql::Tx, now: chrono::DateTime<chrono:
     Ok(())
 }
 
-impl Gateway {
-    /// Starts a session for `user`; returns the token for the cookie, shown nowhere else.
-    pub async fn start_session(&self, user: &ConsoleUser) -> Result<String> {
-        let token = format!("ns_{}", secrets::random_password());
-        let hash = secrets::hash_token(&token);
-        let (u, t, name) = (user.id.clone(), user.tenant_id.clone(), user.username.clone());
-        self
-            .write(move |c| {
-                let now = Utc::now();
-                c.exec(
-                    "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-                    &[&hash, &u.as_str(), &t.as_str(), &db::ts(now), &db::ts(now + Duration::hours(SESSION_HOURS))],
-                )?;
-                activity::append(
-                    c,
-                    NewEntry::new(&t, name.as_str(), Kind::Console).via(crate::audit::activity::Transport::Console).verdict("signed_in").detail(json!({ "user": name })),
-                )
-            })
-            .await?;
-        Ok(token)
-    }
+/// Records a new session (its token's hash) for `user` of `tenant`, and the sign-in.
+pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, name: &str) -> Result<Entry> {
+    let now = Utc::now();
+    c.exec(
+        "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+        &[&hash, &user.as_str(), &tenant.as_str(), &db::ts(now), &db::ts(now + Duration::hours(SESSION_HOURS))],
+    )?;
+    activity::append(
+        c,
+        NewEntry::new(tenant, name, Kind::Console)
+            .via(crate::audit::activity::Transport::Console)
+            .verdict("signed_in")
+            .detail(json!({ "user": name })),
+    )
+}
 
-    /// The user a session token belongs to, if it is live.
-    pub async fn session_user(&self, token: &str) -> Result<Option<ConsoleUser>> {
-        let (hash, now) = (secrets::hash_token(token), db::ts(Utc::now()));
-        let row: Option<(String, String)> = self
-            .store
-            .opt(
-                "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?",
-                &[&hash, &now],
-            )
-            .await?;
-        let Some((user, tenant)) = row else { return Ok(None) };
-        match self.user(&TenantId::from_db(tenant), &UserId::from_db(user)).await {
-            Ok(u) => Ok(Some(u)),
-            Err(crate::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Ends a session (sign-out). Ending an unknown or ended one is not an error.
-    pub async fn end_session(&self, token: &str) -> Result<()> {
-        let hash = secrets::hash_token(token);
-        self.write(move |c| {
-            let row = c.row(
-                "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
-                     (SELECT username FROM console_users WHERE id = user_id)",
-                &[&hash],
-            )?;
-            let Some(r) = row else { return Ok(Vec::new()) };
-            let (tenant, name): (String, String) = (r.get(0)?, r.get(1)?);
-            Ok(vec![activity::append(
-                c,
-                NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
-                    .via(crate::audit::activity::Transport::Console)
-                    .verdict("signed_out")
-                    .detail(json!({ "user": name })),
-            )?])
-        })
-        .await?;
-        self.credentials_changed();
-        Ok(())
-    }
+/// Ends the session whose token hashes to `hash`, and records the sign-out; nothing for an
+/// unknown or ended one.
+pub(crate) fn end(c: &dyn Tx, hash: &str) -> Result<Vec<Entry>> {
+    let row = c.row(
+        "DELETE FROM console_sessions WHERE token_hash = ? RETURNING tenant_id, \
+             (SELECT username FROM console_users WHERE id = user_id)",
+        &[&hash],
+    )?;
+    let Some(r) = row else { return Ok(Vec::new()) };
+    let (tenant, name): (String, String) = (r.get(0)?, r.get(1)?);
+    Ok(vec![activity::append(
+        c,
+        NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
+            .via(crate::audit::activity::Transport::Console)
+            .verdict("signed_out")
+            .detail(json!({ "user": name })),
+    )?])
 }

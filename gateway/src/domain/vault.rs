@@ -31,7 +31,6 @@ use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Transport};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -84,7 +83,7 @@ impl MasterKey {
         format!("mk_{}", hex::encode(&h[..8]))
     }
 
-    fn cipher(&self) -> XChaCha20Poly1305 {
+    pub(crate) fn cipher(&self) -> XChaCha20Poly1305 {
         XChaCha20Poly1305::new((&self.0).into())
     }
 }
@@ -100,7 +99,7 @@ impl std::fmt::Debug for MasterKey {
 pub(crate) struct DataKey([u8; KEY_LEN]);
 
 impl DataKey {
-    fn cipher(&self) -> XChaCha20Poly1305 {
+    pub(crate) fn cipher(&self) -> XChaCha20Poly1305 {
         XChaCha20Poly1305::new((&self.0).into())
     }
 
@@ -129,13 +128,15 @@ pub struct SecretInfo {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-type SecretRow = (String, String, String, DateTime<Utc>, DateTime<Utc>, Option<DateTime<Utc>>);
+pub(crate) type SecretRow = (String, String, String, DateTime<Utc>, DateTime<Utc>, Option<DateTime<Utc>>);
 
-fn info((name, fingerprint, created_by, created_at, updated_at, last_used_at): SecretRow) -> SecretInfo {
+pub(crate) fn info(
+    (name, fingerprint, created_by, created_at, updated_at, last_used_at): SecretRow,
+) -> SecretInfo {
     SecretInfo { name, fingerprint, created_by, created_at, updated_at, last_used_at }
 }
 
-const INFO_COLUMNS: &str = "name, fingerprint, created_by, created_at, updated_at, last_used_at";
+pub(crate) const INFO_COLUMNS: &str = "name, fingerprint, created_by, created_at, updated_at, last_used_at";
 
 /// The vault's in-memory side: the master key, if any, and the data keys opened so far
 /// (they never change; a master rotation only re-wraps them).
@@ -159,7 +160,7 @@ impl Vault {
         })
     }
 
-    fn cached(&self, tenant: &TenantId) -> Option<DataKey> {
+    pub(crate) fn cached(&self, tenant: &TenantId) -> Option<DataKey> {
         self.opened.read().expect("vault lock").get(tenant).cloned()
     }
 
@@ -168,7 +169,7 @@ impl Vault {
     }
 
     /// Whether a use of `name` at `now` should be written (at most once a minute each).
-    fn should_touch(&self, tenant: &TenantId, name: &str, now: DateTime<Utc>) -> bool {
+    pub(crate) fn should_touch(&self, tenant: &TenantId, name: &str, now: DateTime<Utc>) -> bool {
         let mut touched = self.touched.write().expect("vault lock");
         let k = (tenant.clone(), name.to_string());
         let due = touched.get(&k).is_none_or(|l| (now - *l).num_seconds() >= LAST_USED_RESOLUTION_SECS);
@@ -190,7 +191,7 @@ fn seal(cipher: &XChaCha20Poly1305, plain: &[u8], aad: &[u8]) -> Result<Vec<u8>>
     Ok(sealed)
 }
 
-fn open(cipher: &XChaCha20Poly1305, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn open(cipher: &XChaCha20Poly1305, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
     if sealed.len() < NONCE_LEN {
         return None;
     }
@@ -202,11 +203,11 @@ fn data_key_aad(tenant: &TenantId) -> Vec<u8> {
     [b"naive data key\x1f".as_slice(), tenant.as_str().as_bytes()].concat()
 }
 
-fn secret_aad(tenant: &TenantId, name: &str) -> Vec<u8> {
+pub(crate) fn secret_aad(tenant: &TenantId, name: &str) -> Vec<u8> {
     [b"naive secret\x1f".as_slice(), tenant.as_str().as_bytes(), b"\x1f", name.as_bytes()].concat()
 }
 
-fn unwrap_data_key(master: &MasterKey, tenant: &TenantId, wrapped: &[u8]) -> Result<DataKey> {
+pub(crate) fn unwrap_data_key(master: &MasterKey, tenant: &TenantId, wrapped: &[u8]) -> Result<DataKey> {
     let plain = open(&master.cipher(), wrapped, &data_key_aad(tenant)).ok_or_else(|| {
         Error::internal("vault_corrupt", "a tenant's data key does not open under the master key")
     })?;
@@ -234,7 +235,7 @@ pub fn check_name(name: &str) -> Result<()> {
     }
 }
 
-fn check_value(value: &str) -> Result<()> {
+pub(crate) fn check_value(value: &str) -> Result<()> {
     if value.is_empty() || value.chars().count() > MAX_SECRET_CHARS {
         return Err(Error::invalid(
             "invalid_secret_value",
@@ -325,112 +326,13 @@ pub(crate) fn put_in(
     Ok((!replaced, key))
 }
 
-impl Gateway {
-    /// Stores `value` as the tenant's secret `name` (replacing any value it had); what may be
-    /// known of it, and whether it is new. The value never leaves the vault again.
-    pub async fn put_secret(
-        &self,
-        tenant: &TenantId,
-        name: &str,
-        value: &str,
-        actor: &str,
-        via: Transport,
-    ) -> Result<(SecretInfo, bool)> {
-        check_name(name)?;
-        check_value(value)?;
-        let master = self.vault.master()?.clone();
-        let (t, n, v, a) = (tenant.clone(), name.to_string(), value.to_string(), actor.to_string());
-        let (created, key) = self.write(move |c| put_in(c, &master, &t, &n, &v, &a, via)).await?;
-        self.vault.remember(tenant, &key);
-        self.connectors_changed(tenant);
-        Ok((self.secret(tenant, name).await?, created))
-    }
-
-    /// What may be known of the tenant's secret `name`.
-    pub async fn secret(&self, tenant: &TenantId, name: &str) -> Result<SecretInfo> {
-        let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? AND name = ?");
-        let row: Option<SecretRow> = self.store.opt(&sql, &[tenant, &name]).await?;
-        row.map(info).ok_or(Error::NotFound { what: "secret" })
-    }
-
-    /// The tenant's secrets by name, without their values.
-    pub async fn secrets(&self, tenant: &TenantId) -> Result<Vec<SecretInfo>> {
-        let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? ORDER BY name");
-        let rows: Vec<SecretRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(info).collect())
-    }
-
-    /// Deletes the tenant's secret `name`; refused while a connector uses it.
-    pub async fn delete_secret(
-        &self,
-        tenant: &TenantId,
-        name: &str,
-        actor: &str,
-        via: Transport,
-    ) -> Result<()> {
-        let (t, n, a) = (tenant.clone(), name.to_string(), actor.to_string());
-        self.write(move |c| delete_in(c, &t, &n, &a, via)).await?;
-        self.connectors_changed(tenant);
-        Ok(())
-    }
-
-    /// Opens the tenant's secret `name` for a connector about to use it, and notes the use.
-    pub(crate) async fn open_secret(&self, tenant: &TenantId, name: &str) -> Result<String> {
-        let master = self.vault.master()?;
-        let row: Option<(Vec<u8>,)> = self
-            .store
-            .opt("SELECT sealed FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[tenant, &name])
-            .await?;
-        let Some((sealed,)) = row else {
-            return Err(Error::invalid(
-                "unknown_secret",
-                format!("there is no secret named `{name}` in this tenant's vault; store it first"),
-            ));
-        };
-        let key = self.data_key(master, tenant).await?;
-        let plain = open(&key.cipher(), &sealed, &secret_aad(tenant, name))
-            .ok_or_else(|| Error::internal("vault_corrupt", format!("the secret `{name}` does not open")))?;
-        let now = Utc::now();
-        if self.vault.should_touch(tenant, name, now) {
-            self.touch_secret(tenant, name, now);
-        }
-        String::from_utf8(plain).map_err(|_| Error::internal("vault_corrupt", "a secret is not text"))
-    }
-
-    /// The tenant's data key, opened once per process.
-    async fn data_key(&self, master: &MasterKey, tenant: &TenantId) -> Result<DataKey> {
-        if let Some(k) = self.vault.cached(tenant) {
-            return Ok(k);
-        }
-        let (wrapped,): (Vec<u8>,) =
-            self.store.one("SELECT wrapped FROM vault_keys WHERE tenant_id = ?", &[tenant]).await?;
-        let key = unwrap_data_key(master, tenant, &wrapped)?;
-        self.vault.remember(tenant, &key);
-        Ok(key)
-    }
-
-    /// Records a secret's use; best effort and off the caller's path.
-    fn touch_secret(&self, tenant: &TenantId, name: &str, now: DateTime<Utc>) {
-        let (gw, t, n) = (self.clone(), tenant.clone(), name.to_string());
-        tokio::spawn(async move {
-            let _ = gw
-                .write(move |c| {
-                    c.exec(
-                        "UPDATE vault_secrets SET last_used_at = ? WHERE tenant_id = ? AND name = ?",
-                        &[&now, &t, &n],
-                    )?;
-                    Ok(())
-                })
-                .await;
-        });
-    }
-
-    /// Re-wraps every tenant's data key under `new` in one transaction, after checking that
-    /// this gateway's master key is the database's; how many data keys were re-wrapped.
-    pub async fn rotate_master_key(&self, new: MasterKey) -> Result<usize> {
-        let old = self.vault.master()?.clone();
-        self.write(move |c| rotate_in(c, &old, &new)).await
-    }
+/// Records when a secret was last used.
+pub(crate) fn touch_in(c: &dyn Tx, tenant: &TenantId, name: &str, now: DateTime<Utc>) -> Result<()> {
+    c.exec(
+        "UPDATE vault_secrets SET last_used_at = ? WHERE tenant_id = ? AND name = ?",
+        &[&now, &tenant, &name],
+    )?;
+    Ok(())
 }
 
 pub(crate) fn delete_in(
@@ -473,7 +375,7 @@ pub(crate) fn delete_in(
     Ok(())
 }
 
-fn rotate_in(c: &dyn Tx, old: &MasterKey, new: &MasterKey) -> Result<usize> {
+pub(crate) fn rotate_in(c: &dyn Tx, old: &MasterKey, new: &MasterKey) -> Result<usize> {
     let locked = crate::sql::locked!(c, "SELECT fingerprint FROM vault_master WHERE id = 1");
     let stored: Option<String> = c.row(locked, &[])?.map(|r| r.get(0)).transpose()?;
     if stored.as_deref().is_some_and(|s| s != old.fingerprint()) {

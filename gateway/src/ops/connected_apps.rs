@@ -1,6 +1,11 @@
 //! Connected apps as operations: listing a tenant's apps (checked), setting, deleting and
 //! testing one, and building the apps a tenant's calls use.
 
+use base64::Engine as _;
+use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::connectors::app_config::{
@@ -11,10 +16,6 @@ use crate::delivery::connectors::config::AuthSpec;
 use crate::delivery::connectors::{HttpSpec, TenantConnectors};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
-use base64::Engine as _;
-use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
-use std::sync::Arc;
-use std::time::Duration;
 
 impl Gateway {
     /// The tenant's connected apps, each with why it cannot be used now, if it cannot.

@@ -1,8 +1,8 @@
 //! The operations transports call: the `impl Gateway` façade, one file per family, named like
 //! the `/v1` routes and the console's server functions that call them. An operation checks
 //! who may do it, runs its jobs through `Gateway::write` and composes several domains in one
-//! job where a rule spans them; the tables are written by their domain owners. The few
-//! families still beside their module (`gateway/tests/tidy.rs`, `UPWARD`) move here next.
+//! job where a rule spans them; the tables are written by their domain owners. Every
+//! `impl Gateway` outside `lib.rs` is here.
 
 mod actions;
 mod activity;
@@ -14,6 +14,7 @@ mod credentials;
 pub mod demo;
 mod handovers;
 mod idempotency;
+mod keys;
 mod kits;
 mod ledger;
 mod logins;
@@ -22,6 +23,11 @@ mod profiles;
 mod proposals;
 mod recovery;
 pub mod revoke;
+mod runtime;
+mod sessions;
 mod tenants;
+mod tokens;
 pub(crate) mod upgrades;
+mod users;
+mod vault;
 mod webhooks;

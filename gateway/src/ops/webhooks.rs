@@ -1,16 +1,21 @@
 //! Webhook delivery as operations: sending a queue's signed messages, and a test message.
 
+use serde_json::json;
+use std::time::Instant;
+
 use crate::Gateway;
+use crate::audit::activity::Transport;
 use crate::delivery::connectors::Failure;
 use crate::delivery::connectors::http::probe_answer;
 use crate::delivery::egress::{EGRESS_REFUSED, Failed};
 use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
 use crate::delivery::webhooks::deliver::{TIMEOUT, WebhookProbe, render};
-use crate::delivery::webhooks::{Endpoint, sign};
-use crate::error::Result;
+use crate::delivery::webhooks::{
+    CHANNEL, COLUMNS, CreatedEndpoint, Endpoint, EndpointRow, EndpointSpec, MAX_ENDPOINTS, WebhookDelivery,
+    check, delete_in, endpoint, insert, new_secret, sign,
+};
+use crate::error::{Error, Result};
 use crate::ids::TenantId;
-use serde_json::json;
-use std::time::Instant;
 
 impl Gateway {
     /// Sends an endpoint's claimed messages in order, stopping at the first that fails: the
@@ -106,5 +111,102 @@ impl Gateway {
         let (status, answer) = probe_answer(sent).await;
         let latency_ms = started.elapsed().as_millis() as u64;
         Ok(WebhookProbe { ok: status.is_some_and(|s| (200..300).contains(&s)), status, latency_ms, answer })
+    }
+}
+
+impl Gateway {
+    /// Registers an endpoint; its signing secret is in the answer, and nowhere ever again.
+    pub async fn create_webhook(
+        &self,
+        tenant: &TenantId,
+        spec: EndpointSpec,
+        actor: &str,
+        via: Transport,
+    ) -> Result<CreatedEndpoint> {
+        let url = check(&spec)?;
+        self.check_egress(&url).await?;
+        let master = self.vault.master()?.clone();
+        let id = format!("whk_{}", uuid::Uuid::now_v7().simple());
+        let secret = new_secret();
+        let secret_name = format!("webhook-{id}");
+        let (t, i, a, s, v) =
+            (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone(), secret.clone());
+        let key = self
+            .write(move |c| {
+                // Concurrent registrations take turns here, so the cap holds.
+                crate::sql::lock_key(c, &["webhook endpoints", t.as_str()])?;
+                let (n,): (i64,) = crate::sql::FromRow::from_row(
+                    &c.row("SELECT COUNT(*) FROM webhook_endpoints WHERE tenant_id = ?", &[&t])?
+                        .expect("a count"),
+                )?;
+                if n >= MAX_ENDPOINTS as i64 {
+                    return Err(Error::Conflict {
+                        code: "too_many_webhooks",
+                        message: format!(
+                            "a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"
+                        ),
+                    });
+                }
+                let (_, key) = crate::domain::vault::put_in(c, &master, &t, &s, &v, &a, via)?;
+                insert(c, &t, &i, &spec, &s, &a, via)?;
+                Ok(key)
+            })
+            .await?;
+        self.vault.remember(tenant, &key);
+        let endpoint = self
+            .webhooks(tenant)
+            .await?
+            .into_iter()
+            .find(|e| e.id == id)
+            .ok_or(Error::NotFound { what: "webhook" })?;
+        Ok(CreatedEndpoint { endpoint, secret, secret_withheld: None })
+    }
+
+    /// The tenant's endpoints, oldest first.
+    pub async fn webhooks(&self, tenant: &TenantId) -> Result<Vec<Endpoint>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id");
+        let rows: Vec<EndpointRow> = self.store.all(&sql, &[tenant]).await?;
+        Ok(rows.into_iter().map(endpoint).collect())
+    }
+
+    pub(crate) async fn webhook(&self, tenant: &TenantId, id: &str) -> Result<Endpoint> {
+        let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? AND id = ?");
+        let row: Option<EndpointRow> = self.store.opt(&sql, &[tenant, &id]).await?;
+        row.map(endpoint).ok_or(Error::NotFound { what: "webhook" })
+    }
+
+    /// Removes an endpoint and its secret; its queued messages end as dead letters.
+    pub async fn delete_webhook(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        actor: &str,
+        via: Transport,
+    ) -> Result<()> {
+        let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
+        self.write(move |c| delete_in(c, &t, &i, &a, via)).await
+    }
+
+    /// The tenant's webhook messages, newest first, optionally of one endpoint or status.
+    pub async fn webhook_deliveries(
+        &self,
+        tenant: &TenantId,
+        status: Option<crate::delivery::outbox::DeliveryStatus>,
+    ) -> Result<Vec<WebhookDelivery>> {
+        let rows = crate::delivery::outbox::rows(&self.store, tenant, CHANNEL, status).await?;
+        Ok(rows
+            .into_iter()
+            .map(|s| WebhookDelivery {
+                message_id: s.command_id,
+                endpoint_id: s.task_id,
+                event: s.kind,
+                status: s.status,
+                attempts: s.attempts,
+                last_error: s.last_error,
+                created_at: s.created_at,
+                delivered_at: s.delivered_at,
+            })
+            .collect())
     }
 }

@@ -25,7 +25,6 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Transport};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -155,14 +154,14 @@ pub fn sign(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
     format!("v1,{}", b64.encode(mac.finalize().into_bytes()))
 }
 
-fn new_secret() -> String {
+pub(crate) fn new_secret() -> String {
     let mut key = [0u8; 24];
     rand::thread_rng().fill_bytes(&mut key);
     format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
 }
 
 /// Checks what an admin registers; the URL as it will be called.
-fn check(spec: &EndpointSpec) -> Result<url::Url> {
+pub(crate) fn check(spec: &EndpointSpec) -> Result<url::Url> {
     let url = crate::delivery::runtime::registry::check_url(&spec.url).map_err(|_| {
         Error::invalid(
             "invalid_webhook_url",
@@ -187,10 +186,12 @@ fn check(spec: &EndpointSpec) -> Result<url::Url> {
     Ok(url)
 }
 
-const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
-type EndpointRow = (String, String, String, String, String, String, DateTime<Utc>);
+pub(crate) const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
+pub(crate) type EndpointRow = (String, String, String, String, String, String, DateTime<Utc>);
 
-fn endpoint((id, url, events, format, secret_name, created_by, created_at): EndpointRow) -> Endpoint {
+pub(crate) fn endpoint(
+    (id, url, events, format, secret_name, created_by, created_at): EndpointRow,
+) -> Endpoint {
     Endpoint {
         id,
         url,
@@ -202,123 +203,29 @@ fn endpoint((id, url, events, format, secret_name, created_by, created_at): Endp
     }
 }
 
-impl Gateway {
-    /// Registers an endpoint; its signing secret is in the answer, and nowhere ever again.
-    pub async fn create_webhook(
-        &self,
-        tenant: &TenantId,
-        spec: EndpointSpec,
-        actor: &str,
-        via: Transport,
-    ) -> Result<CreatedEndpoint> {
-        let url = check(&spec)?;
-        self.check_egress(&url).await?;
-        let master = self.vault.master()?.clone();
-        let id = format!("whk_{}", uuid::Uuid::now_v7().simple());
-        let secret = new_secret();
-        let secret_name = format!("webhook-{id}");
-        let (t, i, a, s, v) =
-            (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone(), secret.clone());
-        let key = self
-            .write(move |c| {
-                // Concurrent registrations take turns here, so the cap holds.
-                crate::sql::lock_key(c, &["webhook endpoints", t.as_str()])?;
-                let (n,): (i64,) = crate::sql::FromRow::from_row(
-                    &c.row("SELECT COUNT(*) FROM webhook_endpoints WHERE tenant_id = ?", &[&t])?
-                        .expect("a count"),
-                )?;
-                if n >= MAX_ENDPOINTS as i64 {
-                    return Err(Error::Conflict {
-                        code: "too_many_webhooks",
-                        message: format!(
-                            "a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"
-                        ),
-                    });
-                }
-                let (_, key) = crate::domain::vault::put_in(c, &master, &t, &s, &v, &a, via)?;
-                insert(c, &t, &i, &spec, &s, &a, via)?;
-                Ok(key)
-            })
-            .await?;
-        self.vault.remember(tenant, &key);
-        let endpoint = self
-            .webhooks(tenant)
-            .await?
-            .into_iter()
-            .find(|e| e.id == id)
-            .ok_or(Error::NotFound { what: "webhook" })?;
-        Ok(CreatedEndpoint { endpoint, secret, secret_withheld: None })
-    }
-
-    /// The tenant's endpoints, oldest first.
-    pub async fn webhooks(&self, tenant: &TenantId) -> Result<Vec<Endpoint>> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id");
-        let rows: Vec<EndpointRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(endpoint).collect())
-    }
-
-    pub(crate) async fn webhook(&self, tenant: &TenantId, id: &str) -> Result<Endpoint> {
-        let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? AND id = ?");
-        let row: Option<EndpointRow> = self.store.opt(&sql, &[tenant, &id]).await?;
-        row.map(endpoint).ok_or(Error::NotFound { what: "webhook" })
-    }
-
-    /// Removes an endpoint and its secret; its queued messages end as dead letters.
-    pub async fn delete_webhook(
-        &self,
-        tenant: &TenantId,
-        id: &str,
-        actor: &str,
-        via: Transport,
-    ) -> Result<()> {
-        let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
-        self.write(move |c| {
-            let secret: Option<String> = c
-                .row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?
-                .map(|r| r.get(0))
-                .transpose()?;
-            let Some(secret) = secret else { return Err(Error::NotFound { what: "webhook" }) };
-            c.exec("DELETE FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[&t, &i])?;
-            // Its signing secret goes with it, unless a connector has been pointed at it since.
-            crate::domain::vault::delete_in(c, &t, &secret, &a, via)?;
-            crate::delivery::outbox::queue::bury(c, &t, CHANNEL, &i, "endpoint_removed")?;
-            activity::append(
-                c,
-                NewEntry::new(&t, &a, Kind::Connector)
-                    .via(via)
-                    .verdict("webhook_removed")
-                    .detail(json!({ "webhook_id": i })),
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// The tenant's webhook messages, newest first, optionally of one endpoint or status.
-    pub async fn webhook_deliveries(
-        &self,
-        tenant: &TenantId,
-        status: Option<crate::delivery::outbox::DeliveryStatus>,
-    ) -> Result<Vec<WebhookDelivery>> {
-        let rows = crate::delivery::outbox::rows(&self.store, tenant, CHANNEL, status).await?;
-        Ok(rows
-            .into_iter()
-            .map(|s| WebhookDelivery {
-                message_id: s.command_id,
-                endpoint_id: s.task_id,
-                event: s.kind,
-                status: s.status,
-                attempts: s.attempts,
-                last_error: s.last_error,
-                created_at: s.created_at,
-                delivered_at: s.delivered_at,
-            })
-            .collect())
-    }
+/// Removes an endpoint, its signing secret (unless a connector uses it now) and its queued
+/// messages, and records it; `not_found` for an unknown one.
+pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transport) -> Result<()> {
+    let secret: Option<String> = c
+        .row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[t, &i])?
+        .map(|r| r.get(0))
+        .transpose()?;
+    let Some(secret) = secret else { return Err(Error::NotFound { what: "webhook" }) };
+    c.exec("DELETE FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[t, &i])?;
+    // Its signing secret goes with it, unless a connector has been pointed at it since.
+    crate::domain::vault::delete_in(c, t, &secret, a, via)?;
+    crate::delivery::outbox::queue::bury(c, t, CHANNEL, i, "endpoint_removed")?;
+    activity::append(
+        c,
+        NewEntry::new(t, a, Kind::Connector)
+            .via(via)
+            .verdict("webhook_removed")
+            .detail(json!({ "webhook_id": i })),
+    )?;
+    Ok(())
 }
 
-fn insert(
+pub(crate) fn insert(
     c: &dyn Tx,
     tenant: &TenantId,
     id: &str,
