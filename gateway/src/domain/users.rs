@@ -132,13 +132,13 @@ pub(crate) fn replace_roles(
             message: format!("{name} is the tenant's last admin; make someone else an admin first"),
         });
     }
-    c.exec("UPDATE console_users SET roles = ? WHERE id = ?", &[&roles_to_db(&roles), &u.as_str()])?;
+    c.exec("UPDATE console_users SET roles = ? WHERE id = ?", &[&roles_to_db(roles), &u.as_str()])?;
     Ok(vec![crate::audit::activity::append(
         c,
-        crate::audit::activity::NewEntry::new(&t, by, crate::audit::activity::Kind::Console)
+        crate::audit::activity::NewEntry::new(t, by, crate::audit::activity::Kind::Console)
             .via(crate::audit::activity::Transport::Console)
             .verdict("roles_changed")
-            .detail(serde_json::json!({ "user": name, "from": old, "to": roles_to_db(&roles) })),
+            .detail(serde_json::json!({ "user": name, "from": old, "to": roles_to_db(roles) })),
     )?])
 }
 
