@@ -205,13 +205,13 @@ impl Sqlite {
 
     /// The follower's connection ([`crate::audit::bus`]): read-only, with SQLite's default small
     /// page cache and no memory map, since it reads each new entry once.
-    pub(crate) fn open_follower_connection(&self) -> Result<rusqlite::Connection> {
+    pub(crate) fn open_follower_connection(&self) -> Result<Box<dyn crate::sql::Tx + Send>> {
         let c = rusqlite::Connection::open_with_flags(
             &self.writer_target,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         c.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
-        Ok(c)
+        Ok(Box::new(c))
     }
 }
 

@@ -33,6 +33,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use crate::sql::Tx;
 use crate::store::Store;
 
 /// Queued jobs beyond this make callers wait: a bound on memory and on latency.
@@ -93,7 +94,7 @@ pub struct Writer {
 /// or [`Journal::undo`]`(0)`.
 pub trait Journal: Send + 'static {
     /// The writer's connection is open and no job has run: what is in the database is history.
-    fn opened(&self, conn: &Connection) -> Result<()>;
+    fn opened(&self, conn: &dyn Tx) -> Result<()>;
     /// A batch begins; `stale` when another connection committed since the last one.
     fn begin(&self, stale: bool);
     /// A mark of what the batch has done so far, for [`Journal::undo`].
@@ -101,7 +102,7 @@ pub trait Journal: Send + 'static {
     /// The batch's writes after `mark` were rolled back (all of them for 0).
     fn undo(&self, mark: usize);
     /// The batch committed on `conn`.
-    fn committed(&self, conn: &Connection);
+    fn committed(&self, conn: &dyn Tx);
 }
 
 /// Counters for monitoring group commit: how many commits, and how many jobs they carried.

@@ -53,6 +53,19 @@ async fn kits_version_with_diffs_and_refuse_stale_saves() {
     assert_eq!(gw.save_kit(&t.id, bad, Some(KitVersion(2)), "x").await.unwrap_err().code(), "invalid_kit");
 }
 
+/// The log stores who acted as one string; a user named like the company key, the gateway or
+/// an agent would read back as them (and a company-key change as one made over `/v1`).
+#[tokio::test]
+async fn a_username_cannot_pass_for_the_company_key_the_gateway_or_an_agent() {
+    let (gw, _d) = gw().await;
+    let (t, _) = gw.create_tenant("T", Money::ZERO, None).await.unwrap();
+    for name in ["company-key", "system", "demo-agent", "prf_0190aa"] {
+        let err = gw.create_user(&t.id, name, "password1", &[Role::Admin]).await.unwrap_err();
+        assert_eq!(err.code(), "reserved_username", "{name}");
+    }
+    gw.create_user(&t.id, "prf", "password1", &[Role::Admin]).await.unwrap();
+}
+
 #[tokio::test]
 async fn users_validate_and_log_in_with_argon2id() {
     let (gw, _d) = gw().await;

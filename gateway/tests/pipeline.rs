@@ -2,6 +2,7 @@
 
 mod support;
 
+use gateway::audit::activity::{Kind, Transport};
 use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
 use gateway::domain::brain::{ClaimInput, Decider, Decision, ProposalStatus, WritebackInput};
 use gateway::domain::calls::Disposition;
@@ -31,7 +32,7 @@ async fn an_allowed_action_executes_posts_its_hold_and_is_logged() {
     let t = w.gw.tenant(&w.tenant).await.unwrap();
     assert_eq!(t.credit, Money::dollars(100).checked_sub(Money::units_const(25)).unwrap());
     let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
-    assert_eq!(log[0].kind, "action");
+    assert_eq!(log[0].kind, Kind::Action);
     assert_eq!(log[0].amount, Some(Money::units_const(25)));
     w.assert_ledger_ok().await;
 }
@@ -365,9 +366,9 @@ async fn an_entrys_transport_is_recorded_and_covered_by_the_chain() {
     let r = w.gw.perform_as(&over_mcp, "web.read".into(), json!({"url": "u-mcp"}), None).await.unwrap();
     assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
     let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
-    let actions: Vec<_> = log.iter().filter(|e| e.kind == "action").map(|e| e.transport.as_deref()).collect();
-    assert_eq!(actions, [Some("mcp"), Some("http")]);
-    let mcp_seq = log.iter().find(|e| e.transport.as_deref() == Some("mcp")).unwrap().seq;
+    let actions: Vec<_> = log.iter().filter(|e| e.kind == Kind::Action).map(|e| e.transport).collect();
+    assert_eq!(actions, [Some(Transport::Mcp), Some(Transport::Http)]);
+    let mcp_seq = log.iter().find(|e| e.transport == Some(Transport::Mcp)).unwrap().seq;
     assert!(w.gw.verify_log(&w.tenant).await.unwrap().ok);
     w.gw.store().exec("UPDATE activity SET transport = 'http' WHERE seq = ?", &[&mcp_seq]).await.unwrap();
     let broken = w.gw.verify_log(&w.tenant).await.unwrap();

@@ -4,6 +4,8 @@
 //! console's server functions call it, and the kit editor runs it in the browser compiled to
 //! wasm. It takes the facts it needs as arguments and returns decisions.
 //!
+//! - [`activity`]: the activity log's kinds, verdicts, transports and actors, shared by the
+//!   gateway, `/v1` and the console.
 //! - [`money`]: exact amounts in $0.0001 units (docs/architecture.md#money-and-the-ledger).
 //! - [`kit`]: the AccountKit and its strict validation (docs/architecture.md#accountkits).
 //! - [`derive`]: sub-agent narrowing (docs/architecture.md#accountkits).
@@ -15,6 +17,7 @@
 //!   (docs/architecture.md#verdicts-and-the-refusal-envelope).
 //! - [`envelope`]: the refusal envelope (docs/architecture.md#verdicts-and-the-refusal-envelope).
 
+pub mod activity;
 pub mod args;
 pub mod catalog;
 pub mod derive;

@@ -3,6 +3,7 @@
 mod common;
 
 use common::spawn_app;
+use gateway::audit::activity::Verdict;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_the_session() {
@@ -490,8 +491,9 @@ async fn an_admin_adds_console_users_and_sets_roles_and_errors_say_why() {
             .has(gateway::Role::Admin)
     );
     let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
-    assert!(log.iter().any(|e| e.verdict.as_deref() == Some("user_added") && e.actor == "admin"));
-    assert!(log.iter().any(|e| e.verdict.as_deref() == Some("roles_changed")));
+    let by_admin = gateway::audit::activity::Actor::User("admin".into());
+    assert!(log.iter().any(|e| e.verdict == Some(Verdict::UserAdded) && e.actor == by_admin));
+    assert!(log.iter().any(|e| e.verdict == Some(Verdict::RolesChanged)));
 
     // The inbox's refused approval says why, too.
     let parked = app
@@ -534,6 +536,13 @@ async fn the_activity_feed_filters_by_agent_kind_and_verdict_in_the_url() {
     let rows = html.matches("data-kind=\"").count();
     assert!(rows >= 2 && rows < every.len(), "the mailer's entries only: {rows}");
     assert!(html.contains("chain verified"));
+    // The filters offer every verdict the log records, and a value outside them says so
+    // instead of showing an empty page.
+    for verdict in ["signed_in", "saved", "issued", "dead_letter"] {
+        assert!(all.contains(&format!("<option value=\"{verdict}\"")), "no {verdict} in the verdict filter");
+    }
+    let (_, html) = app.get_signed_in("/activity?kind=bogus", &cookie).await;
+    assert!(html.contains("bad_filter") && !html.contains("data-kind=\""), "an unknown kind is refused");
     app.stop().await;
 }
 

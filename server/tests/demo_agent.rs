@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{config, spawn_with};
+use gateway::audit::activity::{Actor, Kind, Transport, Verdict};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop() {
@@ -29,11 +30,11 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
             .unwrap();
         seen = log
             .iter()
-            .filter(|e| e.actor != "demo-agent" && e.actor != "admin" && e.actor != "system")
-            .map(|e| format!("{}/{}", e.kind, e.verdict.clone().unwrap_or_default()))
+            .filter(|e| !matches!(e.actor.as_str(), "demo-agent" | "admin" | "system"))
+            .map(|e| format!("{}/{}", e.kind, e.verdict.map_or("", Verdict::as_str)))
             .collect();
         // About half of its calls go over MCP.
-        transports = log.iter().filter(|e| e.kind == "action").filter_map(|e| e.transport.clone()).collect();
+        transports = log.iter().filter(|e| e.kind == Kind::Action).filter_map(|e| e.transport).collect();
         if wanted.iter().all(|w| seen.contains(*w)) && transports.len() == 2 && log.len() > 40 {
             break;
         }
@@ -42,7 +43,7 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
     for w in wanted {
         assert!(seen.contains(w), "no {w} from the demo agent; saw {seen:?}");
     }
-    assert_eq!(transports, BTreeSet::from(["http".to_string(), "mcp".to_string()]));
+    assert_eq!(transports, BTreeSet::from([Transport::Http, Transport::Mcp]));
     let proposals = app.gateway.proposals(&tenant, &Default::default()).await.unwrap();
     assert!(!proposals.is_empty(), "writebacks became proposals");
     app.stop().await;
@@ -65,8 +66,8 @@ async fn the_demo_agent_makes_every_kind_of_traffic_and_revokes_its_keys_on_stop
                 .unwrap()
                 .iter()
                 .any(|e| {
-                    e.actor == "demo-agent"
-                        && e.verdict.as_deref() == Some("issued")
+                    e.actor == Actor::DemoAgent
+                        && e.verdict == Some(Verdict::Issued)
                         && e.detail["key_id"] == k.id.as_str()
                 });
             if by_agent {

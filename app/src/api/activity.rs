@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 use policy::Money;
+use policy::activity::{Kind, Transport, Verdict};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
@@ -21,13 +22,13 @@ pub struct ActivityRow {
     pub agent: Option<String>,
     /// The agent's profile id, shown on hover.
     pub agent_id: Option<String>,
-    pub kind: String,
+    pub kind: Kind,
     pub action: Option<String>,
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
-    /// `http`, `mcp` or `console`; none for the gateway's own work.
-    pub transport: Option<String>,
+    /// None for the gateway's own work.
+    pub transport: Option<Transport>,
     /// What carried out an action: `sandbox` (nothing real happened) or `http`.
     pub connector: Option<String>,
 }
@@ -71,17 +72,18 @@ pub async fn activity_feed(
     let q = gateway::audit::activity::LogQuery { profile, before, limit: Some(PAGE), ..Default::default() };
     let entries = gw.log(&tenant.id, &q).await.map_err(to_fn_error)?;
     let older = (entries.len() as i64 == PAGE).then(|| entries.last().map(|e| e.seq)).flatten();
-    let (kind, verdict, transport) =
-        (kind.trim().to_string(), verdict.trim().to_string(), transport.trim().to_string());
+    let kind = filter("kind", &kind, Kind::parse)?;
+    let verdict = filter("verdict", &verdict, Verdict::parse)?;
+    let transport = filter("transport", &transport, Transport::parse)?;
     let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
     Ok(ActivityView {
         older,
         agents: profiles.iter().map(|p| p.name.clone()).collect(),
         rows: entries
             .into_iter()
-            .filter(|e| kind.is_empty() || e.kind == kind)
-            .filter(|e| verdict.is_empty() || e.verdict.as_deref() == Some(verdict.as_str()))
-            .filter(|e| transport.is_empty() || e.transport.as_deref() == Some(transport.as_str()))
+            .filter(|e| kind.is_none_or(|k| e.kind == k))
+            .filter(|e| verdict.is_none_or(|v| e.verdict == Some(v)))
+            .filter(|e| transport.is_none_or(|t| e.transport == Some(t)))
             .map(|e| activity_row(e, &profiles))
             .collect(),
         chain_ok: chain.ok,
@@ -91,11 +93,22 @@ pub async fn activity_feed(
     })
 }
 
+/// A filter from the page's query: none when empty, `bad_filter` when it names no value.
+#[cfg(feature = "ssr")]
+fn filter<T>(name: &str, value: &str, parse: fn(&str) -> Option<T>) -> Result<Option<T>, ServerFnError> {
+    match value.trim() {
+        "" => Ok(None),
+        v => parse(v).map(Some).ok_or_else(|| {
+            ServerFnError::new(format!("bad_filter: no {name} is called `{v}`; choose one from the list"))
+        }),
+    }
+}
+
 /// One log entry as the console shows it, with agent names in place of profile ids. The
 /// activity page and the live stream (`/console/events`) both use it.
 #[cfg(feature = "ssr")]
 pub fn activity_row(e: gateway::audit::activity::Entry, profiles: &[gateway::Profile]) -> ActivityRow {
-    let (actor, actor_id) = crate::api::named(profiles, e.actor);
+    let (actor, actor_id) = crate::api::named(profiles, e.actor.to_string());
     let agent = e.profile_id.as_ref().and_then(|id| profiles.iter().find(|p| &p.id == id));
     ActivityRow {
         agent: agent.map(|p| p.name.clone()),

@@ -16,14 +16,17 @@
 //! On the server both do nothing: pages render from the log.
 
 use leptos::prelude::NodeRef;
+use policy::activity::{Kind, Transport, Verdict};
 
 /// What an island needs to know of an activity row to decide whether its region changed.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Each field is read with its type's closed parse; a row the browser cannot read as an entry
+/// is not reported.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LiveEvent {
-    pub kind: String,
+    pub kind: Kind,
     pub agent: Option<String>,
-    pub verdict: Option<String>,
-    pub transport: Option<String>,
+    pub verdict: Option<Verdict>,
+    pub transport: Option<Transport>,
 }
 
 /// Calls `on_event` with every activity row from now on, until the island is cleaned up.
@@ -39,11 +42,12 @@ pub fn subscribe(on_event: impl Fn(LiveEvent) + 'static, on_state: impl Fn(bool)
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |m: web_sys::MessageEvent| {
             let Some(row) = m.data().as_string().and_then(|d| js_sys::JSON::parse(&d).ok()) else { return };
             let get = |key: &str| js_sys::Reflect::get(&row, &key.into()).ok().and_then(|v| v.as_string());
+            let Some(kind) = get("kind").and_then(|k| Kind::parse(&k)) else { return };
             on_event(LiveEvent {
-                kind: get("kind").unwrap_or_default(),
+                kind,
                 agent: get("agent"),
-                verdict: get("verdict"),
-                transport: get("transport"),
+                verdict: get("verdict").and_then(|v| Verdict::parse(&v)),
+                transport: get("transport").and_then(|t| Transport::parse(&t)),
             });
         });
         let opened = on_state.clone();

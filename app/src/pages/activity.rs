@@ -6,6 +6,7 @@
 //! resumed; a paused feed counts what arrived and shows it on resume.
 
 use leptos::prelude::*;
+use policy::activity::{Kind, Transport, Verdict};
 
 use crate::api::activity::{ActivityRow, activity_feed};
 use crate::components::common::{
@@ -29,8 +30,10 @@ fn ActivityTable(children: Children) -> impl IntoView {
             return;
         };
         let filter = |name: &str| region.get_attribute(name).filter(|v| !v.is_empty());
-        let (agent, kind, verdict) = (filter("data-agent"), filter("data-kind"), filter("data-verdict"));
-        let transport = filter("data-transport");
+        let agent = filter("data-agent");
+        let kind = filter("data-kind").and_then(|k| Kind::parse(&k));
+        let verdict = filter("data-verdict").and_then(|v| Verdict::parse(&v));
+        let transport = filter("data-transport").and_then(|t| Transport::parse(&t));
         let live = region.get_attribute("data-live").as_deref() == Some("true");
         follows.set(Some(live));
         if !live {
@@ -40,9 +43,9 @@ fn ActivityTable(children: Children) -> impl IntoView {
         crate::components::live::subscribe(
             move |e| {
                 let wanted = agent.as_ref().is_none_or(|a| e.agent.as_ref() == Some(a))
-                    && kind.as_ref().is_none_or(|k| &e.kind == k)
-                    && verdict.as_ref().is_none_or(|v| e.verdict.as_ref() == Some(v))
-                    && transport.as_ref().is_none_or(|t| e.transport.as_ref() == Some(t));
+                    && kind.is_none_or(|k| e.kind == k)
+                    && verdict.is_none_or(|v| e.verdict == Some(v))
+                    && transport.is_none_or(|t| e.transport == Some(t));
                 if !wanted {
                     return;
                 }
@@ -129,44 +132,31 @@ fn ActivityRows(
 
 #[component]
 fn ActivityLine(r: ActivityRow) -> impl IntoView {
-    let (k, v) = (r.kind.clone(), r.verdict.clone().unwrap_or_default());
-    let via = r.transport.clone().unwrap_or_default();
+    let (k, v) = (r.kind.as_str(), r.verdict.map_or("", Verdict::as_str));
+    let via = r.transport.map_or("", Transport::as_str);
     view! {
         <tr class=TR data-kind=k data-verdict=v data-transport=via data-seq=r.seq>
             <td class=format!("{TD} tabular-nums text-zinc-500 dark:text-zinc-400")>{r.seq}</td>
             <td class=TD><Time rfc3339=r.at /></td>
             <td class=TD title=r.agent_id>{r.agent.unwrap_or_else(|| "—".into())}</td>
-            <td class=TD>{r.kind}</td>
+            <td class=TD>{r.kind.as_str()}</td>
             <td class=TD>
                 <code class="text-xs">{r.action.unwrap_or_default()}</code>
                 {r.connector.map(|c| { let tag = c.clone(); view! { " "<span class="rounded bg-zinc-100 px-1 text-xs text-zinc-700 dark:bg-zinc-800 dark:text-zinc-200" data-connector=tag>{c}</span> } })}
             </td>
-            <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v /> })}</td>
+            <td class=TD>{r.verdict.map(|v| view! { <StatusBadge status=v.as_str() /> })}</td>
             <td class=format!("{TD} text-right")><MoneyCell amount=r.amount /></td>
             <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400") title=r.actor_id>{r.actor}</td>
-            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.transport.unwrap_or_else(|| "—".into())}</td>
+            <td class=format!("{TD} text-xs text-zinc-500 dark:text-zinc-400")>{r.transport.map_or("—", Transport::as_str)}</td>
         </tr>
     }
 }
 
-const KINDS: [&str; 14] = [
-    "action",
-    "refusal",
-    "park",
-    "hold",
-    "approval",
-    "kit_edit",
-    "key",
-    "revoke",
-    "writeback",
-    "proposal",
-    "profile",
-    "console",
-    "connector",
-    "vault",
-];
-const VERDICTS: [&str; 6] = ["allow", "deny", "park", "unavailable", "approved", "denied"];
-const TRANSPORTS: [&str; 3] = ["http", "mcp", "console"];
+/// The values a filter offers, from the types themselves, so a new kind or verdict is offered
+/// the day it is written.
+fn options<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<String> {
+    all.iter().map(|v| name(*v).to_string()).collect()
+}
 
 #[component]
 pub fn ActivityPage() -> impl IntoView {
@@ -207,9 +197,9 @@ pub fn ActivityPage() -> impl IntoView {
                     let filters = view! {
                         <form method="get" action="/activity" class="mb-3 flex flex-wrap items-end gap-2 text-sm" data-testid="activity-filters">
                             {select("agent", "Agent", feed.agents.clone())}
-                            {select("kind", "Kind", KINDS.iter().map(|k| k.to_string()).collect())}
-                            {select("verdict", "Verdict", VERDICTS.iter().map(|v| v.to_string()).collect())}
-                            {select("transport", "Via", TRANSPORTS.iter().map(|t| t.to_string()).collect())}
+                            {select("kind", "Kind", options(Kind::ALL, Kind::as_str))}
+                            {select("verdict", "Verdict", options(Verdict::ALL, Verdict::as_str))}
+                            {select("transport", "Via", options(Transport::ALL, Transport::as_str))}
                             <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-white dark:bg-zinc-100 dark:text-zinc-900">"Filter"</button>
                             <a href="/activity" class="px-1 py-1 text-zinc-500 underline dark:text-zinc-400">"Clear"</a>
                         </form>

@@ -7,6 +7,7 @@
 //! field to deny. Approve and deny are plain form posts, so the page works without JavaScript.
 
 use leptos::prelude::*;
+use policy::activity::Kind;
 
 use crate::api::inbox::{INBOX_PAGE, InboxRow, inbox};
 use crate::components::common::FormOutcome;
@@ -16,7 +17,7 @@ use crate::components::common::{
 use crate::components::countdown::Countdown;
 
 /// Kinds of activity after which the inbox may have changed.
-const INBOX_KINDS: [&str; 3] = ["park", "approval", "revoke"];
+const INBOX_KINDS: [Kind; 3] = [Kind::Park, Kind::Approval, Kind::Revoke];
 
 #[island]
 fn LiveInbox(children: Children) -> impl IntoView {
@@ -27,7 +28,7 @@ fn LiveInbox(children: Children) -> impl IntoView {
         let refresh = crate::components::live::refresher(root, move || mark(root, selected));
         crate::components::live::subscribe(
             move |e| {
-                if INBOX_KINDS.contains(&e.kind.as_str()) {
+                if INBOX_KINDS.contains(&e.kind) {
                     refresh();
                 }
             },

@@ -10,7 +10,6 @@
 
 use chrono::{DateTime, Utc};
 use policy::Money;
-use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -25,108 +24,24 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 /// The most entries one page of the log returns.
 pub const MAX_PAGE: i64 = 500;
 
-/// What kind of thing happened.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A governed action ran.
-    Action,
-    /// A governed action was refused or unavailable.
-    Refusal,
-    /// A governed action was parked for approval.
-    Park,
-    /// A hold ended (posted, voided, expired).
-    Hold,
-    /// An approval was approved, denied or expired.
-    Approval,
-    KitEdit,
-    Key,
-    Revoke,
-    Writeback,
-    Proposal,
-    Profile,
-    /// A console sign-in or sign-out.
-    Console,
-    /// A tenant's connector settings changed.
-    Connector,
-    /// A secret was stored in or deleted from a tenant's vault (never its value).
-    Vault,
-}
-
-impl Kind {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Kind::Action => "action",
-            Kind::Refusal => "refusal",
-            Kind::Park => "park",
-            Kind::Hold => "hold",
-            Kind::Approval => "approval",
-            Kind::KitEdit => "kit_edit",
-            Kind::Key => "key",
-            Kind::Revoke => "revoke",
-            Kind::Writeback => "writeback",
-            Kind::Proposal => "proposal",
-            Kind::Profile => "profile",
-            Kind::Console => "console",
-            Kind::Connector => "connector",
-            Kind::Vault => "vault",
-        }
-    }
-}
-
-/// How the request that caused an entry reached the gateway.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Transport {
-    /// `/v1`.
-    #[default]
-    Http,
-    /// `/mcp`.
-    Mcp,
-    /// The console's pages and forms.
-    Console,
-}
-
-impl Transport {
-    pub const ALL: [Transport; 3] = [Transport::Http, Transport::Mcp, Transport::Console];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Transport::Http => "http",
-            Transport::Mcp => "mcp",
-            Transport::Console => "console",
-        }
-    }
-
-    /// The transport an administrator's change came by, from who made it: the company key
-    /// exists only on `/v1` and a console user's name only in the console; the gateway's own
-    /// work (the sweeper, creating a tenant from the command line) came by none.
-    pub fn of_actor(actor: &str) -> Option<Transport> {
-        match actor {
-            COMPANY_KEY_ACTOR => Some(Transport::Http),
-            SYSTEM_ACTOR | DEMO_AGENT_ACTOR => None,
-            _ => Some(Transport::Console),
-        }
-    }
-}
+pub use policy::activity::{Actor, Kind, Transport, Verdict};
 
 /// Who a change made with the company key is recorded as.
-pub const COMPANY_KEY_ACTOR: &str = "company-key";
+pub const COMPANY_KEY_ACTOR: &str = Actor::COMPANY_KEY;
 /// The gateway itself.
-pub const SYSTEM_ACTOR: &str = "system";
+pub const SYSTEM_ACTOR: &str = Actor::SYSTEM;
 /// The demo agent minting and revoking its keys inside the server.
-pub const DEMO_AGENT_ACTOR: &str = "demo-agent";
+pub const DEMO_AGENT_ACTOR: &str = Actor::DEMO_AGENT;
 
 /// An entry to append.
 #[derive(Clone, Debug)]
 pub struct NewEntry {
     pub tenant: TenantId,
-    pub actor: String,
+    pub actor: Actor,
     pub profile: Option<ProfileId>,
     pub kind: Kind,
     pub action: Option<String>,
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
     pub detail: serde_json::Value,
@@ -134,7 +49,7 @@ pub struct NewEntry {
 }
 
 impl NewEntry {
-    pub fn new(tenant: &TenantId, actor: impl Into<String>, kind: Kind) -> NewEntry {
+    pub fn new(tenant: &TenantId, actor: impl Into<Actor>, kind: Kind) -> NewEntry {
         NewEntry {
             tenant: tenant.clone(),
             actor: actor.into(),
@@ -152,9 +67,9 @@ impl NewEntry {
         self.transport = Some(t);
         self
     }
-    /// The transport of an administrator's change, from who made it ([`Transport::of_actor`]).
+    /// The transport of an administrator's change, from who made it ([`Actor::transport`]).
     pub fn via_actor(mut self) -> Self {
-        self.transport = Transport::of_actor(&self.actor);
+        self.transport = self.actor.transport();
         self
     }
     pub fn profile(mut self, p: &ProfileId) -> Self {
@@ -165,8 +80,8 @@ impl NewEntry {
         self.action = Some(a.into());
         self
     }
-    pub fn verdict(mut self, v: impl Into<String>) -> Self {
-        self.verdict = Some(v.into());
+    pub fn verdict(mut self, v: Verdict) -> Self {
+        self.verdict = Some(v);
         self
     }
     pub fn amount(mut self, m: Money) -> Self {
@@ -190,18 +105,19 @@ pub struct Entry {
     pub seq: i64,
     pub tenant_id: TenantId,
     pub at: DateTime<Utc>,
-    pub actor: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub actor: Actor,
     pub profile_id: Option<ProfileId>,
-    pub kind: String,
+    pub kind: Kind,
     pub action: Option<String>,
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     pub amount: Option<Money>,
     pub kit_version: Option<u32>,
     pub detail: serde_json::Value,
-    /// `http`, `mcp` or `console`; none for the gateway's own work and for entries written
-    /// before transports were recorded.
+    /// None for the gateway's own work and for entries written before transports were
+    /// recorded.
     #[serde(default)]
-    pub transport: Option<String>,
+    pub transport: Option<Transport>,
     pub prev_hash: String,
     pub hash: String,
 }
@@ -227,11 +143,11 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
         prev,
         e.tenant_id.as_str(),
         &e.at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-        &e.actor,
+        e.actor.as_str(),
         e.profile_id.as_ref().map_or("", |p| p.as_str()),
-        &e.kind,
+        e.kind.as_str(),
         e.action.as_deref().unwrap_or(""),
-        e.verdict.as_deref().unwrap_or(""),
+        e.verdict.map_or("", Verdict::as_str),
         &amount,
         &kit,
         &e.detail.to_string(),
@@ -240,8 +156,8 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
         h.update([0x1f]);
     }
     // Entries from before transports were recorded hash as they did then.
-    if let Some(t) = &e.transport {
-        h.update(t.as_bytes());
+    if let Some(t) = e.transport {
+        h.update(t.as_str().as_bytes());
         h.update([0x1f]);
     }
     hex::encode(h.finalize())
@@ -322,13 +238,13 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
         at,
         actor: new.actor,
         profile_id: new.profile,
-        kind: new.kind.as_str().to_string(),
+        kind: new.kind,
         action: new.action,
         verdict: new.verdict,
         amount: new.amount,
         kit_version: new.kit_version,
         detail: new.detail,
-        transport: new.transport.map(|t| t.as_str().to_string()),
+        transport: new.transport,
         prev_hash: prev.clone(),
         hash: String::new(),
     };
@@ -339,15 +255,15 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
         &[
             &e.tenant_id.as_str(),
             &db::ts(e.at),
-            &e.actor,
+            &e.actor.as_str(),
             &e.profile_id.as_ref().map(ProfileId::as_str),
-            &e.kind,
+            &e.kind.as_str(),
             &e.action,
-            &e.verdict,
+            &e.verdict.map(Verdict::as_str),
             &e.amount.map(Money::units),
             &e.kit_version.map(i64::from),
             &e.detail.to_string(),
-            &e.transport,
+            &e.transport.map(Transport::as_str),
             &e.prev_hash,
             &e.hash,
         ],
@@ -384,54 +300,32 @@ fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
 
 /// Entries committed with a sequence number in `after < seq < before`, in log order, at
 /// most `limit`: what another connection committed that this process has not published.
-pub(crate) fn committed_between(c: &Connection, after: i64, before: i64, limit: i64) -> Result<Vec<Entry>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM activity WHERE seq > ?1 AND seq < ?2 ORDER BY seq LIMIT ?3"
-    ))?;
-    let rows = stmt.query_map(params![after, before, limit], |r| {
-        let at: String = r.get(2)?;
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            db::parse_ts(&at),
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-            r.get(6)?,
-            r.get(7)?,
-            r.get(8)?,
-            r.get(9)?,
-            r.get(10)?,
-            r.get(11)?,
-            r.get(12)?,
-            r.get(13)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        out.push(entry_from_row(row?));
-    }
-    Ok(out)
+pub(crate) fn committed_between(c: &dyn Tx, after: i64, before: i64, limit: i64) -> Result<Vec<Entry>> {
+    let sql = select_columns("seq > ? AND seq < ? ORDER BY seq LIMIT ?");
+    entries(&c.rows(&sql, &[&after, &before, &limit])?)
 }
 
 /// For `after < seq < before`: the newest sequence number, and how many of the entries are
 /// of one of `kinds`, without reading the entries.
 pub(crate) fn skim_between(
-    c: &Connection,
+    c: &dyn Tx,
     after: i64,
     before: i64,
-    kinds: &[&str],
+    kinds: &[Kind],
 ) -> Result<(Option<i64>, i64)> {
-    let list = kinds.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", ");
+    let list = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect::<Vec<_>>().join(", ");
     let sql = format!(
-        "SELECT MAX(seq), COALESCE(SUM(kind IN ({list})), 0) FROM activity WHERE seq > ?1 AND seq < ?2"
+        "SELECT MAX(seq), COALESCE(SUM(CASE WHEN kind IN ({list}) THEN 1 ELSE 0 END), 0) FROM activity WHERE seq > ? AND seq < ?"
     );
-    Ok(c.prepare_cached(&sql)?.query_row(params![after, before], |r| Ok((r.get(0)?, r.get(1)?)))?)
+    match c.row(&sql, &[&after, &before])? {
+        Some(r) => Ok((r.get(0)?, r.get(1)?)),
+        None => Ok((None, 0)),
+    }
 }
 
 /// The newest entry's sequence number, 0 for an empty log.
-pub(crate) fn last_seq(c: &Connection) -> Result<i64> {
-    Ok(c.query_row("SELECT COALESCE(MAX(seq), 0) FROM activity", [], |r| r.get(0))?)
+pub(crate) fn last_seq(c: &dyn Tx) -> Result<i64> {
+    c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| r.get(0))
 }
 
 type EntryRow = (
@@ -460,26 +354,35 @@ pub(crate) fn select_columns(rest: &str) -> String {
 /// Rows of [`select_columns`] as entries.
 pub(crate) fn entries(rows: &[crate::sql::Row]) -> Result<Vec<Entry>> {
     use crate::sql::FromRow;
-    rows.iter().map(|r| EntryRow::from_row(r).map(entry_from_row)).collect()
+    rows.iter().map(|r| EntryRow::from_row(r).and_then(entry_from_row)).collect()
 }
 
-fn entry_from_row(r: EntryRow) -> Entry {
-    Entry {
+/// A stored closed value, or `corrupt_row` naming it.
+fn closed<T>(what: &str, stored: &str, parsed: Option<T>) -> Result<T> {
+    parsed.ok_or_else(|| db::corrupt(what, stored))
+}
+
+/// A stored entry; `corrupt_row` when its actor, kind, verdict or transport is not one the
+/// gateway writes.
+fn entry_from_row(r: EntryRow) -> Result<Entry> {
+    let verdict = r.7.as_deref().map(|s| closed("verdict", s, Verdict::parse(s))).transpose()?;
+    let transport = r.11.as_deref().map(|s| closed("transport", s, Transport::parse(s))).transpose()?;
+    Ok(Entry {
         seq: r.0,
         tenant_id: TenantId::from_db(r.1),
         at: r.2,
-        actor: r.3,
+        actor: closed("actor", &r.3, Actor::parse(&r.3))?,
         profile_id: r.4.map(ProfileId::from_db),
-        kind: r.5,
+        kind: closed("kind", &r.5, Kind::parse(&r.5))?,
         action: r.6,
-        verdict: r.7,
+        verdict,
         amount: r.8.and_then(Money::from_units),
         kit_version: r.9.and_then(|v| u32::try_from(v).ok()),
         detail: serde_json::from_str(&r.10).unwrap_or(serde_json::Value::Null),
-        transport: r.11,
+        transport,
         prev_hash: r.12,
         hash: r.13,
-    }
+    })
 }
 
 /// Which entries to read.
@@ -508,7 +411,7 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Resu
     let profile = q.profile.as_ref().map(ProfileId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
     let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?;
-    Ok(rows.into_iter().map(entry_from_row).collect())
+    rows.into_iter().map(entry_from_row).collect()
 }
 
 /// Every tenant's entries (the operator's view: the one read that crosses tenants), newest
@@ -523,14 +426,16 @@ pub(crate) async fn page_all(store: &Store, tenant: Option<&TenantId>, q: &LogQu
     let tenant = tenant.map(TenantId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
     let rows: Vec<EntryRow> = store.all(&sql, &[&tenant, &after, &before, &limit]).await?;
-    Ok(rows.into_iter().map(entry_from_row).collect())
+    rows.into_iter().map(entry_from_row).collect()
 }
 
 /// Whether the entry a mark stopped at still reads as it was verified.
 pub(crate) async fn mark_holds(store: &Store, mark: &ChainMark) -> Result<bool> {
     let sql = format!("SELECT {COLUMNS} FROM activity WHERE seq = ?");
     let row: Option<EntryRow> = store.opt(&sql, &[&mark.seq]).await?;
-    Ok(row.map(entry_from_row).is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash))
+    // A row that no longer reads back does not hold either.
+    let e = row.map(entry_from_row).transpose().unwrap_or(None);
+    Ok(e.is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash))
 }
 
 /// Hashes the tenant's entries after `seq`, starting from `prev`, a page at a time, and
@@ -549,12 +454,15 @@ pub(crate) async fn walk_after(
         let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &seq]).await?;
         let full = rows.len() as i64 == VERIFY_PAGE;
         for r in rows {
-            let e = entry_from_row(r);
+            let at = r.0;
             walk.checked += 1;
-            if e.prev_hash != prev || entry_hash(&prev, &e) != e.hash {
-                walk.broken = Some(e.seq);
+            // An entry changed to something the gateway never writes is a broken link too.
+            let Some(e) =
+                entry_from_row(r).ok().filter(|e| e.prev_hash == prev && entry_hash(&prev, e) == e.hash)
+            else {
+                walk.broken = Some(at);
                 return Ok(walk);
-            }
+            };
             (seq, prev) = (e.seq, e.hash);
             walk.last = Some((seq, prev.clone()));
         }
@@ -633,7 +541,7 @@ mod tests {
 
     fn entry(tenant: &str, n: usize) -> NewEntry {
         NewEntry::new(&TenantId::from_db(tenant.to_string()), "tester", Kind::Action)
-            .verdict("allowed")
+            .verdict(Verdict::Allow)
             .detail(serde_json::json!({ "n": n }))
     }
 

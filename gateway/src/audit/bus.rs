@@ -29,12 +29,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rusqlite::Connection;
 use tokio::sync::broadcast;
 
-use crate::audit::activity::{self, Entry};
+use crate::audit::activity::{self, Entry, Kind};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
+use crate::sql::Tx;
 use crate::store::Store;
 
 /// Events kept for slow subscribers before they are dropped.
@@ -50,13 +50,35 @@ pub struct Bus {
     /// The newest sequence number published. Whoever publishes holds it, so entries go out
     /// once each and in log order.
     published: Arc<Mutex<i64>>,
-    /// Counts entries from elsewhere that change who may do what ([`CHANGES_ACCESS`]).
+    /// Counts entries from elsewhere that change who may do what ([`changes_access`]).
     access_changes: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
-/// The kinds of entry after which cached keys, kits, ancestries and connectors may be stale.
-pub const CHANGES_ACCESS: [&str; 7] =
-    ["connector", "console", "key", "kit_edit", "profile", "revoke", "vault"];
+/// The kinds [`changes_access`] names.
+fn access_kinds() -> Vec<Kind> {
+    Kind::ALL.iter().copied().filter(|k| changes_access(*k)).collect()
+}
+
+/// Whether cached keys, kits, ancestries and connectors may be stale after an entry of this
+/// kind. Every kind is named, so a new one must say.
+pub const fn changes_access(k: Kind) -> bool {
+    match k {
+        Kind::Connector
+        | Kind::Console
+        | Kind::Key
+        | Kind::KitEdit
+        | Kind::Profile
+        | Kind::Revoke
+        | Kind::Vault => true,
+        Kind::Action
+        | Kind::Refusal
+        | Kind::Park
+        | Kind::Hold
+        | Kind::Approval
+        | Kind::Writeback
+        | Kind::Proposal => false,
+    }
+}
 
 /// A committed entry as subscribers get it: the entry, and its JSON made once when first
 /// asked for.
@@ -110,7 +132,7 @@ impl Bus {
     /// Publishes what one commit of this process's writer appended (`own`, in log order),
     /// after whatever other connections committed before it that has not gone out yet, read
     /// through `c`. Never blocks on subscribers.
-    pub(crate) fn publish_commit(&self, c: &Connection, own: Vec<Entry>) {
+    pub(crate) fn publish_commit(&self, c: &dyn Tx, own: Vec<Entry>) {
         let mut last = self.published.lock().expect("bus mark lock");
         if let Some(first) = own.first()
             && first.seq > *last + 1
@@ -127,16 +149,16 @@ impl Bus {
     }
 
     /// Publishes everything committed after the newest entry published, read through `c`.
-    pub(crate) fn follow(&self, c: &Connection) -> Result<()> {
+    pub(crate) fn follow(&self, c: &dyn Tx) -> Result<()> {
         let mut last = self.published.lock().expect("bus mark lock");
         self.catch_up(c, &mut last, i64::MAX)
     }
 
-    fn catch_up(&self, c: &Connection, last: &mut i64, before: i64) -> Result<()> {
+    fn catch_up(&self, c: &dyn Tx, last: &mut i64, before: i64) -> Result<()> {
         if self.tx.receiver_count() == 0 {
             // Nobody to deliver to (a subscriber arriving now reads these from the log after
             // subscribing): move the mark, and tell the caches if access changed.
-            let (newest, changes) = activity::skim_between(c, *last, before, &CHANGES_ACCESS)?;
+            let (newest, changes) = activity::skim_between(c, *last, before, &access_kinds())?;
             if changes > 0 {
                 self.access_changes.send_modify(|n| *n += 1);
             }
@@ -159,7 +181,7 @@ impl Bus {
     /// Sends one committed entry to the subscribers; `elsewhere` when another instance
     /// committed it.
     pub(crate) fn send(&self, entry: Entry, elsewhere: bool) {
-        if elsewhere && CHANGES_ACCESS.contains(&entry.kind.as_str()) {
+        if elsewhere && changes_access(entry.kind) {
             self.access_changes.send_modify(|n| *n += 1);
         }
         // No subscribers is fine.
@@ -232,18 +254,19 @@ pub(crate) fn start_follower(store: &Store, bus: Bus) -> Result<Option<Follower>
     let stopping = stop.clone();
     std::thread::Builder::new()
         .name("naive-follower".into())
-        .spawn(move || follow_loop(&conn, &bus, &stopping))
+        .spawn(move || follow_loop(conn.as_ref(), &bus, &stopping))
         .map_err(|e| {
             Error::internal("follower_start_failed", format!("cannot start the follower thread: {e}"))
         })?;
     Ok(Some(Follower { stop }))
 }
 
-fn follow_loop(conn: &Connection, bus: &Bus, stop: &AtomicBool) {
+fn follow_loop(conn: &dyn Tx, bus: &Bus, stop: &AtomicBool) {
     let mut seen = -1;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(FOLLOW_INTERVAL);
-        let version = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0));
+        let version =
+            conn.row("PRAGMA data_version", &[]).and_then(|r| r.map_or(Ok(-1), |r| r.get::<i64>(0)));
         match version {
             Ok(v) if v == seen => continue,
             Ok(v) => seen = v,
@@ -263,7 +286,7 @@ fn follow_loop(conn: &Connection, bus: &Bus, stop: &AtomicBool) {
 /// entries the open batch appended ([`crate::audit::activity`]) live on the writer's thread; what
 /// commits goes out on the bus.
 impl crate::writer::Journal for Bus {
-    fn opened(&self, conn: &Connection) -> Result<()> {
+    fn opened(&self, conn: &dyn Tx) -> Result<()> {
         // What the log holds now is history; the bus carries what commits from here on.
         self.start_after(activity::last_seq(conn)?);
         Ok(())
@@ -285,7 +308,7 @@ impl crate::writer::Journal for Bus {
         activity::appended::truncate(mark);
     }
 
-    fn committed(&self, conn: &Connection) {
+    fn committed(&self, conn: &dyn Tx) {
         self.publish_commit(conn, activity::appended::take());
     }
 }

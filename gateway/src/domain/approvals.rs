@@ -12,7 +12,7 @@ use policy::Money;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::domain::ledger::{self, HoldEnd};
 use crate::domain::principal::Human;
@@ -323,7 +323,10 @@ pub(crate) fn close(
         });
     }
     trail(c, &a.id, actor, status.as_str(), Some(reason), credential)?;
-    let hold_end = if status == ApprovalStatus::Expired { HoldEnd::Expired } else { HoldEnd::Voided };
+    let (hold_end, verdict) = match status {
+        ApprovalStatus::Expired => (HoldEnd::Expired, Verdict::Expired),
+        _ => (HoldEnd::Voided, Verdict::Denied),
+    };
     if let Some(h) = &a.hold_id {
         ledger::end(c, h, hold_end, Money::ZERO, None)?;
     }
@@ -335,7 +338,7 @@ pub(crate) fn close(
         entry
             .profile(&a.profile_id)
             .action(&a.action)
-            .verdict(status.as_str())
+            .verdict(verdict)
             .amount(a.amount)
             .kit_version(a.kit_version)
             .detail(json!({ "approval_id": a.id, "reason": reason, "hold_id": a.hold_id, "hold": hold_end.as_str(), "credential": credential })),

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
@@ -130,11 +130,13 @@ pub(crate) fn insert_key(
     )?;
     let entry = NewEntry::new(t, actor, Kind::Key).via_actor().profile(&i.profile_id);
     let entry = match old {
-        None => entry.verdict("issued").detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix})),
+        None => {
+            entry.verdict(Verdict::Issued).detail(serde_json::json!({"key_id": i.id, "prefix": i.prefix}))
+        }
         Some((old, grace)) => {
             rotate_out(c, KeyTable::Agent, t, old, *grace, &i.id)?;
             entry
-                .verdict("rotated")
+                .verdict(Verdict::Rotated)
                 .detail(serde_json::json!({"key_id": old, "replaced_by": i.id, "grace_secs": grace}))
         }
     };

@@ -21,7 +21,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use policy::Money;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::db;
 use crate::domain::calls::Carry;
@@ -126,7 +126,7 @@ fn carry_of(catalog: &policy::Catalog, r: CarryRow) -> Option<Carry> {
             tenant: TenantId::from_db(tenant),
             profile: ProfileId::from_db(profile),
             key: KeyId::from_db(key),
-            via: serde_json::from_value(json!(via)).unwrap_or_default(),
+            via: crate::audit::activity::Transport::parse(&via)?,
         },
         tool: catalog.get(&action)?.clone(),
         args: serde_json::from_str::<Value>(&args).ok()?,

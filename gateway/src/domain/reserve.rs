@@ -23,7 +23,7 @@ use policy::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::domain::calls::{ActionResponse, Disposition, request};
 use crate::domain::chain::Link;
@@ -248,7 +248,7 @@ impl ReserveJob {
                 .via(s.via)
                 .profile(&s.profile)
                 .action(&self.tool.name)
-                .verdict("deny")
+                .verdict(Verdict::Deny)
                 .amount(decision.cost)
                 .kit_version(self.kit().version.0)
                 .detail(
@@ -292,7 +292,7 @@ impl ReserveJob {
                 .via(s.via)
                 .profile(&s.profile)
                 .action(&self.tool.name)
-                .verdict("park")
+                .verdict(Verdict::Park)
                 .amount(decision.cost)
                 .kit_version(kit.version.0)
                 .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
@@ -406,7 +406,7 @@ pub(crate) fn settle(
                     .via(s.via)
                     .profile(&s.profile)
                     .action(name)
-                    .verdict("unavailable")
+                    .verdict(Verdict::Unavailable)
                     .amount(cost)
                     .kit_version(kit_version)
                     .detail(
@@ -475,7 +475,7 @@ fn executed(
             .via(s.via)
             .profile(&s.profile)
             .action(name)
-            .verdict("allow")
+            .verdict(Verdict::Allow)
             .amount(posted)
             .kit_version(kit_version)
             .detail(detail),
@@ -536,7 +536,7 @@ pub(crate) fn stop_runtime(
         c,
         NewEntry::new(tenant, "system", Kind::Profile)
             .profile(profile)
-            .verdict("runtime_stopped")
+            .verdict(Verdict::RuntimeStopped)
             .detail(json!({ "reason": reason })),
     )?])
 }

@@ -8,7 +8,7 @@
 use chrono::{Duration, Utc};
 use serde_json::json;
 
-use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::error::Result;
 use crate::ids::{TenantId, UserId};
@@ -34,7 +34,7 @@ pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, na
         c,
         NewEntry::new(tenant, name, Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("signed_in")
+            .verdict(Verdict::SignedIn)
             .detail(json!({ "user": name })),
     )
 }
@@ -53,7 +53,7 @@ pub(crate) fn end(c: &dyn Tx, hash: &str) -> Result<Vec<Entry>> {
         c,
         NewEntry::new(&TenantId::from_db(tenant), name.as_str(), Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("signed_out")
+            .verdict(Verdict::SignedOut)
             .detail(json!({ "user": name })),
     )?])
 }

@@ -9,7 +9,7 @@ use policy::{Kit, KitDiff, Money};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::domain::keys::KeyTable;
 use crate::error::{Error, Result};
@@ -64,10 +64,10 @@ pub(crate) fn issue_company_key(
     insert_company_key(tx, t, kid, k, &db::ts(Utc::now()))?;
     let e = NewEntry::new(t, actor, Kind::Key).via_actor();
     let e = match old {
-        None => e.verdict("issued").detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
+        None => e.verdict(Verdict::Issued).detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
         Some((old, grace)) => {
             crate::domain::keys::rotate_out(tx, KeyTable::Company, t, old, *grace, kid)?;
-            e.verdict("rotated")
+            e.verdict(Verdict::Rotated)
                 .detail(json!({ "company_key_id": old, "replaced_by": kid, "grace_secs": grace }))
         }
     };
@@ -101,7 +101,7 @@ pub(crate) fn revoke_company_key(
         tx,
         NewEntry::new(t, actor, Kind::Key)
             .via_actor()
-            .verdict("revoked")
+            .verdict(Verdict::Revoked)
             .detail(json!({ "company_key_id": k })),
     )
 }

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::db;
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::{Error, Result};
@@ -90,7 +90,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
         c,
         NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("token_created")
+            .verdict(Verdict::TokenCreated)
             .detail(json!({ "token_id": i.id, "label": i.label, "roles": roles_to_db(&i.roles) })),
     )
 }
@@ -108,7 +108,7 @@ pub(crate) fn revoke_token(c: &dyn Tx, u: &ConsoleUser, t: &TokenId) -> Result<E
         c,
         NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("token_revoked")
+            .verdict(Verdict::TokenRevoked)
             .detail(json!({ "token_id": t })),
     )
 }

@@ -8,6 +8,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::audit::activity::Verdict;
 use crate::sql::{Tx, lock_key};
 
 use crate::db;
@@ -97,7 +98,7 @@ pub(crate) fn insert_user(
         c,
         crate::audit::activity::NewEntry::new(&u.tenant_id, by, crate::audit::activity::Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("user_added")
+            .verdict(Verdict::UserAdded)
             .detail(serde_json::json!({ "user": u.username, "roles": roles_to_db(&u.roles) })),
     )?])
 }
@@ -137,7 +138,7 @@ pub(crate) fn replace_roles(
         c,
         crate::audit::activity::NewEntry::new(t, by, crate::audit::activity::Kind::Console)
             .via(crate::audit::activity::Transport::Console)
-            .verdict("roles_changed")
+            .verdict(Verdict::RolesChanged)
             .detail(serde_json::json!({ "user": name, "from": old, "to": roles_to_db(roles) })),
     )?])
 }

@@ -31,7 +31,7 @@ use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
@@ -315,7 +315,7 @@ pub(crate) fn put_in(
             &[tenant, &name, &sealed, &fp, &actor, &now, &now],
         )?;
     }
-    let verdict = if replaced { "replaced" } else { "created" };
+    let verdict = if replaced { Verdict::Replaced } else { Verdict::Created };
     activity::append(
         c,
         NewEntry::new(tenant, actor, Kind::Vault)
@@ -369,7 +369,7 @@ pub(crate) fn delete_in(
         c,
         NewEntry::new(tenant, actor, Kind::Vault)
             .via(via)
-            .verdict("deleted")
+            .verdict(Verdict::Deleted)
             .detail(json!({ "secret": name })),
     )?;
     Ok(())

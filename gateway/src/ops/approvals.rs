@@ -10,7 +10,7 @@ use policy::Money;
 use serde_json::json;
 
 use crate::Gateway;
-use crate::audit::activity::{self, Entry, Kind, NewEntry};
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::domain::approvals::{self, Approval, ApprovalQuery, ApprovalStatus, SweepReport};
 use crate::domain::calls::{ActionResponse, Disposition};
 use crate::domain::ledger::{self, HoldEnd};
@@ -325,7 +325,7 @@ fn approve_job(
             .via(by.via)
             .profile(&a.profile_id)
             .action(&a.action)
-            .verdict("approved")
+            .verdict(Verdict::Approved)
             .amount(a.amount)
             .kit_version(kit.version.0)
             .detail(json!({ "approval_id": a.id, "credential": by.credential })),
@@ -367,7 +367,7 @@ fn refuse_approved(
             .via(by.via)
             .profile(&a.profile_id)
             .action(&a.action)
-            .verdict("refused")
+            .verdict(Verdict::Refused)
             .amount(a.amount)
             .kit_version(kit_version)
             .detail(json!({ "approval_id": a.id, "reason": env.error.details.reason, "hold_id": a.hold_id, "hold": "voided", "credential": by.credential })),
@@ -450,7 +450,7 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
             NewEntry::new(&TenantId::from_db(tenant), "system", Kind::Hold)
                 .profile(&ProfileId::from_db(profile))
                 .action(action)
-                .verdict("expired")
+                .verdict(Verdict::Expired)
                 .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
                 .detail(match lost {
                     Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,

@@ -9,7 +9,7 @@ use policy::{ActionRequest, DecisionInput, EngineVerdict, Envelope, Money};
 use serde_json::{Value, json};
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::approvals;
 use crate::domain::brain::{
     self, DECIDE_TOOL, Decider, Decision, Proposal, ProposalDecided, ProposalStatus, WritebackAccepted,
@@ -38,7 +38,7 @@ impl Gateway {
                         .via(s.via)
                         .profile(&s.profile)
                         .action("brain.writeback")
-                        .verdict("allow")
+                        .verdict(Verdict::Allow)
                         .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
                 )?;
                 Ok((id.clone(), vec![e]))
@@ -85,7 +85,7 @@ impl Gateway {
                             .via(s.via)
                             .profile(&s.profile)
                             .action(&name)
-                            .verdict("deny")
+                            .verdict(Verdict::Deny)
                             .kit_version(kit.version.0)
                             .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
                     )?;
@@ -170,7 +170,7 @@ impl Gateway {
                 NewEntry::new(&t, &a, Kind::Proposal)
                     .via(via)
                     .action(DECIDE_TOOL)
-                    .verdict("rejected")
+                    .verdict(Verdict::Rejected)
                     .detail(json!({ "proposal_id": pid, "because": b })),
             )
         })
@@ -239,7 +239,7 @@ impl Gateway {
                             .via(s2.via)
                             .profile(&s2.profile)
                             .action(DECIDE_TOOL)
-                            .verdict("park")
+                            .verdict(Verdict::Park)
                             .kit_version(kit.version.0)
                             .detail(json!({ "approval_id": approval, "proposal_id": pid })),
                     )?;
@@ -283,7 +283,7 @@ impl Gateway {
                         NewEntry::new(&t, &a, Kind::Proposal)
                             .via(via)
                             .action(DECIDE_TOOL)
-                            .verdict("accepted")
+                            .verdict(Verdict::Accepted)
                             .detail(json!({ "proposal_id": pid, "belief_id": belief, "because": b })),
                     )?;
                     Ok((belief, vec![e]))

@@ -4,7 +4,7 @@
 use chrono::Utc;
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::keys::{
     IssuedKey, KeyInfo, KeyRow, KeyTable, check_grace, insert_key, key_from_row, revoke_now,
 };
@@ -97,7 +97,7 @@ impl Gateway {
                 NewEntry::new(&t, actor.as_str(), Kind::Key)
                     .via_actor()
                     .profile(&p)
-                    .verdict("revoked")
+                    .verdict(Verdict::Revoked)
                     .detail(serde_json::json!({"key_id": k})),
             )
         })

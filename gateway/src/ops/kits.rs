@@ -5,7 +5,7 @@ use chrono::Utc;
 use policy::{Kit, KitDiff, KitVersion};
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::kits::{KitRecord, KitRow, insert_version, kit_from_row};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -97,7 +97,7 @@ impl Gateway {
                 NewEntry::new(&t, &r.author, Kind::KitEdit)
                     .via_actor()
                     .action(format!("kit:{}", r.kit.name))
-                    .verdict("saved")
+                    .verdict(Verdict::Saved)
                     .kit_version(r.kit.version.0)
                     .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
             )

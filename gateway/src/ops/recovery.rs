@@ -6,7 +6,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::delivery::connectors::{ConnectorKind, Done, Failure};
 use crate::domain::calls::{Carry, Disposition};
 use crate::domain::recovery::claim;
@@ -82,7 +82,7 @@ fn settle_recovered(
         NewEntry::new(&s.tenant, activity::SYSTEM_ACTOR, Kind::Hold)
             .profile(&s.profile)
             .action(name)
-            .verdict("recovered")
+            .verdict(Verdict::Recovered)
             .amount(carry.cost)
             .detail(json!({
                 "hold_id": carry.hold,

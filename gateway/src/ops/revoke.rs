@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Gateway;
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::approvals::{self, Approval, ApprovalStatus};
 use crate::domain::ledger;
 use crate::error::{Error, Result};
@@ -125,7 +125,7 @@ pub(crate) fn revoke(
     };
     activity::append(
         c,
-        NewEntry::new(tenant, actor, Kind::Revoke).via_actor().profile(root).verdict("revoked").detail(
+        NewEntry::new(tenant, actor, Kind::Revoke).via_actor().profile(root).verdict(Verdict::Revoked).detail(
             json!({ "cascade": report.profiles, "approvals_denied": report.approvals_denied, "holds_voided": report.holds_voided }),
         ),
     )?;

@@ -15,7 +15,7 @@ use chrono::Utc;
 use policy::kit::ToolFilter;
 use policy::{Kit, KitDiff};
 
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::{FromRow, Tx};
@@ -94,7 +94,7 @@ fn save(c: &dyn Tx, tenant: &TenantId, old: &Kit, new: &Kit) -> Result<()> {
         c,
         NewEntry::new(tenant, ACTOR, Kind::KitEdit)
             .action(format!("kit:{}", new.name))
-            .verdict("saved")
+            .verdict(Verdict::Saved)
             .kit_version(new.version.0)
             .detail(serde_json::json!({ "kit": new.name, "diff": record.diff.changes, "upgrade": KITS_NAME_THEIR_TOOLKITS })),
     )?;

@@ -43,6 +43,14 @@ impl Gateway {
                 format!("a username is 1 to {MAX_USERNAME_LEN} lowercase letters, digits or . _ - @"),
             ));
         }
+        if policy::activity::Actor::is_reserved(username) {
+            return Err(Error::invalid(
+                "reserved_username",
+                format!(
+                    "`{username}` names the gateway, the company key or an agent in the log; choose another username"
+                ),
+            ));
+        }
         if password.chars().count() < MIN_PASSWORD_LEN || password.len() > MAX_PASSWORD_LEN {
             return Err(Error::invalid(
                 "weak_password",

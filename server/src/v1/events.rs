@@ -64,7 +64,7 @@ struct Feed {
 fn event_of(e: &Entry) -> Event {
     Event::default()
         .id(e.seq.to_string())
-        .event(e.kind.clone())
+        .event(e.kind.as_str())
         .json_data(e)
         .unwrap_or_else(|_| Event::default().comment("unserializable entry"))
 }
@@ -136,7 +136,7 @@ impl Render {
         match self {
             Render::Entry => match json {
                 // The JSON was made once, at publish, for every subscriber.
-                Some(json) => Event::default().id(e.seq.to_string()).event(e.kind.clone()).data(json),
+                Some(json) => Event::default().id(e.seq.to_string()).event(e.kind.as_str()).data(json),
                 None => event_of(e),
             },
             Render::Console(names) => {

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::HttpSpec;
 use super::apps::{AppRecord, AppTool};
 use super::config::AuthSpec;
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
@@ -98,7 +98,7 @@ pub(crate) fn save_in(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("mcp")
+            .verdict(Verdict::Mcp)
             .detail(json!({ "toolkit": toolkit, "connector": "mcp", "url": spec.url, "secret": secret })),
     )?;
     Ok(())
@@ -118,7 +118,7 @@ pub(crate) fn delete_in(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("removed")
+            .verdict(Verdict::Removed)
             .detail(json!({ "toolkit": toolkit, "connector": "mcp" })),
     )?;
     Ok(())

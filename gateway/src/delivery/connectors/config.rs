@@ -13,7 +13,7 @@ use reqwest::header::HeaderName;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
@@ -238,8 +238,8 @@ pub(crate) fn save_in(
         }
     }
     let (kind, url) = match spec {
-        ConnectorSpec::Sandbox {} => ("sandbox", None),
-        ConnectorSpec::Http(h) => ("http", Some(h.url.as_str())),
+        ConnectorSpec::Sandbox {} => (Verdict::Sandbox, None),
+        ConnectorSpec::Http(h) => (Verdict::Http, Some(h.url.as_str())),
     };
     activity::append(
         c,

@@ -36,7 +36,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::delivery::runtime::wire::Command;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -397,7 +397,7 @@ pub(crate) fn retry_in(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("dead_letter_retried")
+            .verdict(Verdict::DeadLetterRetried)
             .detail(json!({ "id": id })),
     )?;
     Ok(())
@@ -434,7 +434,7 @@ pub(crate) fn purge_in(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("backlog_purged")
+            .verdict(Verdict::BacklogPurged)
             .detail(json!({ "channel": channel, "destination": destination, "purged": n })),
     )?;
     Ok(n)

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{Claimed, Full, MAX_QUEUED, OutboxConfig};
-use crate::audit::activity::{self, Kind, NewEntry};
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::error::Result;
 use crate::ids::TenantId;
 use crate::sql::{FromRow, Tx, lock_key};
@@ -311,7 +311,7 @@ fn rejected(c: &dyn Tx, row: &Claimed, code: &str, message: Option<&str>) -> Res
     activity::append(
         c,
         NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
-            .verdict("command_rejected")
+            .verdict(Verdict::CommandRejected)
             .detail(json!({ "command_id": row.id, "code": code, "message": message })),
     )?;
     Ok(n)
@@ -341,7 +341,7 @@ fn failed(
             activity::append(
                 c,
                 NewEntry::new(&row.tenant, activity::SYSTEM_ACTOR, Kind::Connector)
-                    .verdict("dead_letter")
+                    .verdict(Verdict::DeadLetter)
                     .detail(json!({ "id": row.id, "code": code, "attempts": attempts })),
             )?;
             dead += 1;

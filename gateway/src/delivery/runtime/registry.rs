@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::wire;
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::domain::vault::SecretInfo;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -99,7 +99,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, actor: &str, via: Transport) -
     if c.exec("DELETE FROM runtimes WHERE tenant_id = ?", &[&t])? == 0 {
         return Err(Error::NotFound { what: "runtime" });
     }
-    activity::append(c, NewEntry::new(t, actor, Kind::Connector).via(via).verdict("runtime_removed"))?;
+    activity::append(c, NewEntry::new(t, actor, Kind::Connector).via(via).verdict(Verdict::RuntimeRemoved))?;
     Ok(())
 }
 
@@ -140,7 +140,7 @@ pub(crate) fn save_in(c: &dyn Tx, tenant: &TenantId, url: &str, actor: &str, via
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("runtime_registered")
+            .verdict(Verdict::RuntimeRegistered)
             .detail(json!({ "url": url, "secret": SECRET_NAME })),
     )?;
     Ok(())

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::CHANNEL;
-use crate::audit::activity::Entry;
+use crate::audit::activity::{Entry, Kind, Verdict};
 use crate::delivery::outbox::{self, NewRow};
 use crate::error::Result;
 use crate::sql::Tx;
@@ -34,9 +34,8 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
         }
         v
     };
-    let verdict = e.verdict.as_deref().unwrap_or_default();
-    match (e.kind.as_str(), verdict) {
-        ("park", "park") => {
+    match (e.kind, e.verdict) {
+        (Kind::Park, Some(Verdict::Park)) => {
             let data = with(
                 json!({ "approval_id": d["approval_id"], "reason": d["reason"], "expires_at": d["expires_at"] }),
             );
@@ -46,20 +45,20 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             }
             out
         }
-        ("approval", "approved" | "denied" | "refused") => vec![(
+        (Kind::Approval, Some(v @ (Verdict::Approved | Verdict::Denied | Verdict::Refused))) => vec![(
             "approval.decided",
-            with(json!({ "approval_id": d["approval_id"], "decision": verdict, "reason": d["reason"] })),
+            with(json!({ "approval_id": d["approval_id"], "decision": v, "reason": d["reason"] })),
         )],
-        ("approval", "expired") => {
+        (Kind::Approval, Some(Verdict::Expired)) => {
             vec![("approval.expired", with(json!({ "approval_id": d["approval_id"], "on_expiry": "deny" })))]
         }
-        ("writeback", "allow") => vec![(
+        (Kind::Writeback, Some(Verdict::Allow)) => vec![(
             "proposal.created",
             with(
                 json!({ "writeback_id": d["writeback_id"], "run_id": d["run_id"], "proposals": d["proposals"] }),
             ),
         )],
-        ("profile", "runtime_stopped") => {
+        (Kind::Profile, Some(Verdict::RuntimeStopped)) => {
             let data = with(json!({ "reason": d["reason"] }));
             let mut out = vec![("runtime.stopped", data.clone())];
             if d["reason"] == "budget_exhausted" {
@@ -67,8 +66,23 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             }
             out
         }
-        ("revoke", "revoked") => vec![("profile.revoked", with(json!({ "cascade": d["cascade"] })))],
-        _ => Vec::new(),
+        (Kind::Revoke, Some(Verdict::Revoked)) => {
+            vec![("profile.revoked", with(json!({ "cascade": d["cascade"] })))]
+        }
+        // Every kind is named, so a new kind must say whether it is an event.
+        (Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke, _) => Vec::new(),
+        (
+            Kind::Action
+            | Kind::Refusal
+            | Kind::Hold
+            | Kind::KitEdit
+            | Kind::Key
+            | Kind::Proposal
+            | Kind::Console
+            | Kind::Connector
+            | Kind::Vault,
+            _,
+        ) => Vec::new(),
     }
 }
 
@@ -95,7 +109,7 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
                 destination: &endpoint,
                 key: &endpoint,
                 kind: event,
-                author: &e.actor,
+                author: e.actor.as_str(),
                 payload: &payload,
             };
             // A full endpoint never fails what the event reports: the message is kept as a

@@ -25,7 +25,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::audit::activity::{self, Kind, NewEntry, Transport};
+use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
@@ -219,7 +219,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transpo
         c,
         NewEntry::new(t, a, Kind::Connector)
             .via(via)
-            .verdict("webhook_removed")
+            .verdict(Verdict::WebhookRemoved)
             .detail(json!({ "webhook_id": i })),
     )?;
     Ok(())
@@ -243,7 +243,7 @@ pub(crate) fn insert(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
-            .verdict("webhook_registered")
+            .verdict(Verdict::WebhookRegistered)
             .detail(json!({ "webhook_id": id, "url": spec.url, "events": spec.events, "format": spec.format.as_str() })),
     )?;
     Ok(())
