@@ -191,7 +191,7 @@ impl Gateway {
         let (writes, indexer, follower) = match store.postgres() {
             Some(pg) => {
                 let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
-                pg_listen::start(pg.pool().clone(), bus.clone(), instance.to_string());
+                pg_listen::start(pg.clone(), bus.clone(), instance.to_string());
                 (Writes::Postgres { pg: pg.clone(), instance }, None, None)
             }
             None => (

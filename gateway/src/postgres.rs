@@ -130,12 +130,32 @@ impl Postgres {
         Ok(query(&sql, args).execute(&self.pool).await?.rows_affected())
     }
 
-    pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Whether [`Postgres::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.pool.is_closed()
+    }
+
+    /// `LISTEN`s on `channel`, on a connection of its own.
+    pub(crate) async fn listen(&self, channel: &str) -> Result<Notifications> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.ignore_pool_close_event(false);
+        listener.listen(channel).await?;
+        Ok(Notifications(listener))
+    }
+}
+
+/// One `LISTEN` connection ([`Postgres::listen`]): its notifications' payloads, in commit order.
+pub(crate) struct Notifications(sqlx::postgres::PgListener);
+
+impl Notifications {
+    /// The next payload; `None` once the connection dropped (listen again, and read what was
+    /// committed meanwhile from the tables: notifications sent while away are lost).
+    pub(crate) async fn next(&mut self) -> Result<Option<String>> {
+        Ok(self.0.try_recv().await?.map(|n| n.payload().to_string()))
     }
 }
 

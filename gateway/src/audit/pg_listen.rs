@@ -23,12 +23,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use sqlx::postgres::{PgListener, PgPool};
 
 use crate::audit::activity::{self, Entry};
 use crate::audit::bus::Bus;
 use crate::error::Result;
 use crate::ids::TenantId;
+use crate::postgres::Postgres;
 use crate::sql::Tx;
 
 /// The channel every instance listens on.
@@ -77,7 +77,7 @@ pub(crate) fn announce(tx: &dyn Tx, from: &str, entries: &[Entry]) -> Result<()>
 
 /// The listener's state: what went out, per tenant.
 struct Listener {
-    pool: PgPool,
+    pg: Postgres,
     bus: Bus,
     instance: String,
     marks: HashMap<TenantId, i64>,
@@ -88,10 +88,10 @@ struct Listener {
     floor: i64,
 }
 
-/// Starts the listener task of the instance `instance`; it stops when the pool closes.
-pub(crate) fn start(pool: PgPool, bus: Bus, instance: String) {
+/// Starts the listener task of the instance `instance`; it stops when the store closes.
+pub(crate) fn start(pg: Postgres, bus: Bus, instance: String) {
     tokio::spawn(async move {
-        let mut l = Listener { pool, bus, instance, marks: HashMap::new(), newest: -1, floor: 0 };
+        let mut l = Listener { pg, bus, instance, marks: HashMap::new(), newest: -1, floor: 0 };
         l.run().await;
     });
 }
@@ -99,7 +99,7 @@ pub(crate) fn start(pool: PgPool, bus: Bus, instance: String) {
 impl Listener {
     async fn run(&mut self) {
         let mut pause = Duration::from_millis(50);
-        while !self.pool.is_closed() {
+        while !self.pg.is_closed() {
             match self.session().await {
                 Ok(()) => pause = Duration::from_millis(50),
                 Err(e) => {
@@ -114,12 +114,10 @@ impl Listener {
     /// One connection's life: LISTEN, re-read the tail, then every notification until the
     /// connection drops.
     async fn session(&mut self) -> Result<()> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.ignore_pool_close_event(false);
-        listener.listen(CHANNEL).await?;
+        let mut notes = self.pg.listen(CHANNEL).await?;
         self.reread_tail().await?;
-        while let Some(n) = listener.try_recv().await? {
-            match serde_json::from_str::<Note>(n.payload()) {
+        while let Some(payload) = notes.next().await? {
+            match serde_json::from_str::<Note>(&payload) {
                 Ok(note) => self.deliver(note).await?,
                 Err(e) => tracing::error!(error = %e, "an activity notification did not parse"),
             }
@@ -154,7 +152,7 @@ impl Listener {
     async fn read(&self, tenant: &TenantId, seqs: &[i64]) -> Result<Vec<Entry>> {
         let (Some(lo), Some(hi)) = (seqs.iter().min(), seqs.iter().max()) else { return Ok(Vec::new()) };
         let sql = activity::select_columns("tenant_id = ? AND seq >= ? AND seq <= ? ORDER BY seq");
-        let rows = crate::postgres::rows_on(&self.pool, &sql, &[tenant, lo, hi]).await?;
+        let rows = self.pg.rows(&sql, &[tenant, lo, hi]).await?;
         let entries = activity::entries(&rows)?;
         Ok(entries.into_iter().filter(|e| seqs.contains(&e.seq)).collect())
     }
@@ -163,12 +161,8 @@ impl Listener {
     /// nothing: what the log held is history, read from the log by whoever wants it.
     async fn reread_tail(&mut self) -> Result<()> {
         if self.newest < 0 {
-            let rows = crate::postgres::rows_on(
-                &self.pool,
-                "SELECT CAST(COALESCE(MAX(seq), 0) AS BIGINT) FROM activity",
-                &[],
-            )
-            .await?;
+            let rows =
+                self.pg.rows("SELECT CAST(COALESCE(MAX(seq), 0) AS BIGINT) FROM activity", &[]).await?;
             self.newest = rows.first().map(|r| r.get::<i64>(0)).transpose()?.unwrap_or(0);
             self.floor = self.newest;
             return Ok(());
@@ -176,7 +170,7 @@ impl Listener {
         let mut after = (self.newest - SLACK).max(0);
         loop {
             let sql = activity::select_columns("seq > ? ORDER BY seq LIMIT 512");
-            let rows = crate::postgres::rows_on(&self.pool, &sql, &[&after]).await?;
+            let rows = self.pg.rows(&sql, &[&after]).await?;
             let page = activity::entries(&rows)?;
             let Some(last) = page.last().map(|e| e.seq) else { return Ok(()) };
             for e in page {
