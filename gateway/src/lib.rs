@@ -19,20 +19,20 @@
 
 pub mod audit;
 pub mod cache;
-mod db;
-mod deferred;
 pub mod delivery;
 pub mod domain;
 pub mod error;
 pub mod ids;
 pub mod ops;
 pub mod postgres;
+mod profile_index;
 mod reads;
 pub mod secrets;
 pub mod sql;
 pub mod sqlite_memory;
 pub mod store;
 mod store_error;
+mod stored;
 #[doc(hidden)]
 pub mod testing;
 pub mod writer;
@@ -117,8 +117,8 @@ impl std::ops::Deref for Gateway {
 pub struct Services {
     store: Store,
     writes: Writes,
-    /// SQLite's per-profile index builder ([`deferred`]); PostgreSQL indexes in place.
-    indexer: Option<deferred::Indexer>,
+    /// SQLite's per-profile index builder ([`profile_index`]); PostgreSQL indexes in place.
+    indexer: Option<profile_index::Indexer>,
     /// Publishes what other instances commit ([`bus`]); `None` for an in-memory database.
     _follower: Option<bus::Follower>,
     bus: Bus,
@@ -196,7 +196,7 @@ impl Gateway {
             }
             None => (
                 Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
-                Some(deferred::Indexer::start(&store)?),
+                Some(profile_index::Indexer::start(&store)?),
                 bus::start_follower(&store, bus.clone())?,
             ),
         };

@@ -7,7 +7,7 @@
 //! - placeholders `?` or `?N` (one style per statement), rewritten to `$N` for PostgreSQL;
 //! - `INSERT … ON CONFLICT (…) DO UPDATE SET … = excluded.…` or `DO NOTHING`, never
 //!   `INSERT OR …`;
-//! - timestamps as the text [`crate::db::ts`] writes, integers as 64 bits, bytes as blobs,
+//! - timestamps as the text [`crate::stored::ts`] writes, integers as 64 bits, bytes as blobs,
 //!   booleans as 0/1 integers;
 //! - an aggregate PostgreSQL widens (`SUM` of a BIGINT is NUMERIC there) is cast back with
 //!   `CAST(… AS BIGINT)`.
@@ -208,10 +208,10 @@ impl<T: FromValue> FromValue for Option<T> {
     }
 }
 
-/// Timestamps are stored as the text [`crate::db::ts`] writes, on both engines.
+/// Timestamps are stored as the text [`crate::stored::ts`] writes, on both engines.
 impl ToValue for chrono::DateTime<chrono::Utc> {
     fn to_value(&self) -> Value<'_> {
-        Value::Text(Cow::Owned(crate::db::ts(*self)))
+        Value::Text(Cow::Owned(crate::stored::ts(*self)))
     }
 }
 impl Typed for chrono::DateTime<chrono::Utc> {

@@ -54,7 +54,7 @@ pub(crate) struct Sqlite {
     /// What the writer's own connection opens: the same file, or the same shared in-memory
     /// database.
     writer_target: String,
-    /// The derived per-profile index database beside it ([`crate::deferred`]), attached to
+    /// The derived per-profile index database beside it ([`crate::profile_index`]), attached to
     /// every connection as `idx`.
     index_target: String,
 }
@@ -279,7 +279,7 @@ fn ensure_parent_dir(path: &Path) -> Result<()> {
     }
 }
 
-/// The index database's tables ([`crate::deferred`]), created when the store opens.
+/// The index database's tables ([`crate::profile_index`]), created when the store opens.
 pub(crate) const INDEX_SCHEMA: &str = include_str!("../../migrations/sqlite_index.sql");
 
 #[cfg(test)]

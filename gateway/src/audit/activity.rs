@@ -13,11 +13,11 @@ use policy::Money;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Engine, Tx};
+use crate::sql::{Engine, FromRow, Row, Tx};
 use crate::store::Store;
+use crate::stored;
 
 /// The hash before a tenant's first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -254,7 +254,7 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         &[
             &e.tenant_id.as_str(),
-            &db::ts(e.at),
+            &stored::ts(e.at),
             &e.actor.as_str(),
             &e.profile_id.as_ref().map(ProfileId::as_str),
             &e.kind.as_str(),
@@ -328,22 +328,6 @@ pub(crate) fn last_seq(c: &dyn Tx) -> Result<i64> {
     c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| r.get(0))
 }
 
-type EntryRow = (
-    i64,
-    String,
-    DateTime<Utc>,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    String,
-    Option<String>,
-    String,
-    String,
-);
 const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
 
 /// `SELECT` of every entry column from the log, with `rest` after its `WHERE`.
@@ -352,37 +336,35 @@ pub(crate) fn select_columns(rest: &str) -> String {
 }
 
 /// Rows of [`select_columns`] as entries.
-pub(crate) fn entries(rows: &[crate::sql::Row]) -> Result<Vec<Entry>> {
-    use crate::sql::FromRow;
-    rows.iter().map(|r| EntryRow::from_row(r).and_then(entry_from_row)).collect()
+pub(crate) fn entries(rows: &[Row]) -> Result<Vec<Entry>> {
+    rows.iter().map(Entry::from_row).collect()
 }
 
-/// A stored closed value, or `corrupt_row` naming it.
-fn closed<T>(what: &str, stored: &str, parsed: Option<T>) -> Result<T> {
-    parsed.ok_or_else(|| db::corrupt(what, stored))
-}
-
-/// A stored entry; `corrupt_row` when its actor, kind, verdict or transport is not one the
-/// gateway writes.
-fn entry_from_row(r: EntryRow) -> Result<Entry> {
-    let verdict = r.7.as_deref().map(|s| closed("verdict", s, Verdict::parse(s))).transpose()?;
-    let transport = r.11.as_deref().map(|s| closed("transport", s, Transport::parse(s))).transpose()?;
-    Ok(Entry {
-        seq: r.0,
-        tenant_id: TenantId::from_db(r.1),
-        at: r.2,
-        actor: closed("actor", &r.3, Actor::parse(&r.3))?,
-        profile_id: r.4.map(ProfileId::from_db),
-        kind: closed("kind", &r.5, Kind::parse(&r.5))?,
-        action: r.6,
-        verdict,
-        amount: r.8.and_then(Money::from_units),
-        kit_version: r.9.and_then(|v| u32::try_from(v).ok()),
-        detail: serde_json::from_str(&r.10).unwrap_or(serde_json::Value::Null),
-        transport,
-        prev_hash: r.12,
-        hash: r.13,
-    })
+/// A row of [`COLUMNS`]; `corrupt_row` when its actor, kind, verdict or transport is not one
+/// the gateway writes.
+impl FromRow for Entry {
+    fn from_row(r: &Row) -> Result<Entry> {
+        let (actor, kind): (String, String) = (r.get(3)?, r.get(5)?);
+        let verdict: Option<String> = r.get(7)?;
+        let transport: Option<String> = r.get(11)?;
+        let detail: String = r.get(10)?;
+        Ok(Entry {
+            seq: r.get(0)?,
+            tenant_id: r.get(1)?,
+            at: r.get(2)?,
+            actor: stored::named("actor", &actor, Actor::parse)?,
+            profile_id: r.get(4)?,
+            kind: stored::named("kind", &kind, Kind::parse)?,
+            action: r.get(6)?,
+            verdict: verdict.map(|v| stored::named("verdict", &v, Verdict::parse)).transpose()?,
+            amount: r.get::<Option<i64>>(8)?.and_then(Money::from_units),
+            kit_version: r.get::<Option<i64>>(9)?.and_then(|v| u32::try_from(v).ok()),
+            detail: stored::json("activity detail", &detail)?,
+            transport: transport.map(|t| stored::named("transport", &t, Transport::parse)).transpose()?,
+            prev_hash: r.get(12)?,
+            hash: r.get(13)?,
+        })
+    }
 }
 
 /// Which entries to read.
@@ -401,7 +383,7 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Resu
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let order = if q.after.is_some() { "ASC" } else { "DESC" };
     let sql = if q.profile.is_some() {
-        crate::deferred::activity_for(store.kind(), COLUMNS, order)
+        crate::profile_index::activity_for(store.kind(), COLUMNS, order)
     } else {
         format!(
             "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
@@ -410,8 +392,7 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Resu
     };
     let profile = q.profile.as_ref().map(ProfileId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-    let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?;
-    rows.into_iter().map(entry_from_row).collect()
+    store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await
 }
 
 /// Every tenant's entries (the operator's view: the one read that crosses tenants), newest
@@ -425,16 +406,15 @@ pub(crate) async fn page_all(store: &Store, tenant: Option<&TenantId>, q: &LogQu
     );
     let tenant = tenant.map(TenantId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-    let rows: Vec<EntryRow> = store.all(&sql, &[&tenant, &after, &before, &limit]).await?;
-    rows.into_iter().map(entry_from_row).collect()
+    store.all(&sql, &[&tenant, &after, &before, &limit]).await
 }
 
 /// Whether the entry a mark stopped at still reads as it was verified.
 pub(crate) async fn mark_holds(store: &Store, mark: &ChainMark) -> Result<bool> {
     let sql = format!("SELECT {COLUMNS} FROM activity WHERE seq = ?");
-    let row: Option<EntryRow> = store.opt(&sql, &[&mark.seq]).await?;
+    let row = store.rows(&sql, &[&mark.seq]).await?;
     // A row that no longer reads back does not hold either.
-    let e = row.map(entry_from_row).transpose().unwrap_or(None);
+    let e = row.first().and_then(|r| Entry::from_row(r).ok());
     Ok(e.is_some_and(|e| e.hash == mark.hash && entry_hash(&e.prev_hash, &e) == e.hash))
 }
 
@@ -451,14 +431,14 @@ pub(crate) async fn walk_after(
         let sql = format!(
             "SELECT {COLUMNS} FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT {VERIFY_PAGE}"
         );
-        let rows: Vec<EntryRow> = store.all(&sql, &[&tenant.as_str(), &seq]).await?;
+        let rows = store.rows(&sql, &[&tenant.as_str(), &seq]).await?;
         let full = rows.len() as i64 == VERIFY_PAGE;
         for r in rows {
-            let at = r.0;
+            let at: i64 = r.get(0)?;
             walk.checked += 1;
             // An entry changed to something the gateway never writes is a broken link too.
             let Some(e) =
-                entry_from_row(r).ok().filter(|e| e.prev_hash == prev && entry_hash(&prev, e) == e.hash)
+                Entry::from_row(&r).ok().filter(|e| e.prev_hash == prev && entry_hash(&prev, e) == e.hash)
             else {
                 walk.broken = Some(at);
                 return Ok(walk);

@@ -13,13 +13,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::domain::ledger::{self, HoldEnd};
 use crate::domain::principal::Human;
 use crate::domain::trail::{TrailRow, decision_text, trail_step};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::store::Store;
+use crate::stored;
 
 pub use crate::domain::trail::{MAX_REASON_LEN, TrailStep};
 
@@ -134,21 +134,21 @@ fn from_row(r: ApprovalRow) -> Result<Approval> {
         profile_id: ProfileId::from_db(r.profile_id),
         hold_id: r.hold_id,
         action: r.action,
-        args: db::json("approval's arguments", &r.args)?,
+        args: stored::json("approval's arguments", &r.args)?,
         args_digest: r.args_digest,
         amount: Money::from_units(r.amount_units)
-            .ok_or_else(|| db::corrupt("amount", &r.amount_units.to_string()))?,
+            .ok_or_else(|| stored::corrupt("amount", &r.amount_units.to_string()))?,
         kit_name: r.kit_name,
         kit_version: u32::try_from(r.kit_version)
-            .map_err(|_| db::corrupt("kit version", &r.kit_version.to_string()))?,
+            .map_err(|_| stored::corrupt("kit version", &r.kit_version.to_string()))?,
         reason: r.reason,
-        status: db::named("approval status", &r.status, ApprovalStatus::parse)?,
+        status: stored::named("approval status", &r.status, ApprovalStatus::parse)?,
         requested_at: r.requested_at,
         expires_at: r.expires_at,
         decided_by: r.decided_by,
         decided_at: r.decided_at,
         decision_reason: r.decision_reason,
-        result: r.result.map(|s| db::json("approval's result", &s)).transpose()?,
+        result: r.result.map(|s| stored::json("approval's result", &s)).transpose()?,
         trail: Vec::new(),
     })
 }
@@ -164,7 +164,7 @@ pub(crate) fn trail(
 ) -> Result<()> {
     c.exec(
         "INSERT INTO approval_trail (approval_id, at, actor, step, note, credential) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&approval, &db::ts(Utc::now()), &actor, &step, &note, &credential],
+        &[&approval, &stored::ts(Utc::now()), &actor, &step, &note, &credential],
     )?;
     Ok(())
 }
@@ -246,8 +246,8 @@ pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
             &r.kit.name,
             &i64::from(r.kit.version.0),
             &r.reason,
-            &db::ts(now),
-            &db::ts(expires),
+            &stored::ts(now),
+            &stored::ts(expires),
         ],
     )?;
     trail(c, &id, r.actor, "requested", Some(r.note), None)?;
@@ -314,7 +314,7 @@ pub(crate) fn close(
     let credential = by.map(|h| h.credential.as_str());
     let changed = c.exec(
         "UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-        &[&status.as_str(), &actor, &db::ts(Utc::now()), &reason, &a.id],
+        &[&status.as_str(), &actor, &stored::ts(Utc::now()), &reason, &a.id],
     )?;
     if changed == 0 {
         return Err(Error::Conflict {
@@ -350,7 +350,7 @@ pub(crate) fn close(
 pub(crate) fn mark_approved(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>) -> Result<()> {
     c.exec(
         "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ?, decision_reason = ? WHERE id = ? AND status = 'pending'",
-        &[&by.username, &db::ts(Utc::now()), &note, &a.id],
+        &[&by.username, &stored::ts(Utc::now()), &note, &a.id],
     )?;
     trail(c, &a.id, &by.username, "approved", note, Some(&by.credential))
 }
@@ -366,7 +366,7 @@ pub(crate) fn mark_refused(
 ) -> Result<()> {
     c.exec(
         "UPDATE approvals SET status = 'denied', decided_by = ?, decided_at = ?, decision_reason = ?, result = ? WHERE id = ? AND status = 'pending'",
-        &[&by.username, &db::ts(Utc::now()), &reason, &serde_json::to_string(env).expect("envelopes serialize"), &a.id],
+        &[&by.username, &stored::ts(Utc::now()), &reason, &serde_json::to_string(env).expect("envelopes serialize"), &a.id],
     )?;
     trail(c, &a.id, &by.username, "refused", Some(&env.message), Some(&by.credential))
 }
@@ -462,7 +462,7 @@ pub(crate) fn due(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
         "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT {SWEEP_BATCH}{}",
         skip_locked(c, "approvals")
     );
-    let rows = c.rows(&sql, &[&db::ts(now)])?;
+    let rows = c.rows(&sql, &[&stored::ts(now)])?;
     rows.iter().map(|r| crate::sql::FromRow::from_row(r).and_then(from_row)).collect()
 }
 

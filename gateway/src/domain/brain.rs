@@ -10,12 +10,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::db;
 use crate::domain::principal::{Human, Subject};
 use crate::domain::trail::{TrailStep, decision_text};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, for_update};
+use crate::stored;
 
 /// The MCP/HTTP tool name an agent's accept is parked under.
 pub const DECIDE_TOOL: &str = "naive_brain_decide_proposal";
@@ -193,7 +193,7 @@ pub(crate) fn trail(
 ) -> Result<()> {
     c.exec(
         "INSERT INTO proposal_trail (proposal_id, at, actor, step, because, credential) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&proposal, &db::ts(Utc::now()), &actor, &step, &because, &credential],
+        &[&proposal, &stored::ts(Utc::now()), &actor, &step, &because, &credential],
     )?;
     Ok(())
 }
@@ -264,14 +264,14 @@ pub(crate) fn record_writeback(
     let envelope = serde_json::to_value(input).expect("input serializes");
     c.exec(
         "INSERT INTO writebacks (id, tenant_id, profile_id, run_id, source, envelope, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &db::ts(now)],
+        &[&id, &s.tenant.as_str(), &s.profile.as_str(), &run_id, &source, &envelope.to_string(), &stored::ts(now)],
     )?;
     let mut ids = Vec::new();
     for claim in &input.claims {
         let pid = format!("prp_{}", uuid::Uuid::now_v7().simple());
         c.exec(
             "INSERT INTO proposals (id, tenant_id, writeback_id, run_id, object_type, content, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &db::ts(now)],
+            &[&pid, &s.tenant.as_str(), &id, &run_id, &claim.object_type, &claim.content.to_string(), &stored::ts(now)],
         )?;
         trail(c, &pid, s.profile.as_str(), "proposed", None, None)?;
         ids.push(pid);
@@ -332,7 +332,7 @@ pub(crate) fn accept(c: &dyn Tx, tenant: &TenantId, pid: &str) -> Result<String>
     let belief = format!("blf_{}", uuid::Uuid::now_v7().simple());
     c.exec(
         "INSERT INTO beliefs (id, tenant_id, proposal_id, object_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&belief, &tenant.as_str(), &pid, &object_type, &content, &db::ts(Utc::now())],
+        &[&belief, &tenant.as_str(), &pid, &object_type, &content, &stored::ts(Utc::now())],
     )?;
     c.exec("UPDATE proposals SET status = 'accepted' WHERE id = ?", &[&pid])?;
     Ok(belief)
@@ -360,8 +360,8 @@ pub(crate) fn from_row(r: ProposalRow) -> Result<Proposal> {
         writeback_id: r.1,
         run_id: r.2,
         object_type: r.3,
-        content: db::json("proposal's content", &r.4)?,
-        status: db::named("proposal status", &r.5, ProposalStatus::parse)?,
+        content: stored::json("proposal's content", &r.4)?,
+        status: stored::named("proposal status", &r.5, ProposalStatus::parse)?,
         approval_id: r.6,
         created_at: r.7,
         trail: Vec::new(),

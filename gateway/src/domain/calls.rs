@@ -1,6 +1,6 @@
 //! The vocabulary of a governed call, shared by every step that handles one: the call as a
 //! transport received it ([`ActionCall`]), how it ended ([`Disposition`], [`ActionResponse`]),
-//! a reserved call on its way to its connector ([`Carry`]), the id an upstream sees, and the
+//! a reserved call on its way to its connector ([`ReservedCall`]), the id an upstream sees, and the
 //! checked arguments the policy engine reads. Pure: no reads, no writes.
 
 use policy::{ActionRequest, CheckedArgs, Envelope, Money, ToolSpec};
@@ -81,7 +81,7 @@ pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 200;
 
 /// A reserved call on its way to its connector.
 #[derive(Clone)]
-pub(crate) struct Carry {
+pub(crate) struct ReservedCall {
     pub subject: Subject,
     pub tool: ToolSpec,
     pub args: Value,

@@ -13,9 +13,9 @@ use chacha20poly1305::aead::KeyInit;
 use chrono::{DateTime, Duration, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::db;
 use crate::error::Result;
 use crate::sql::Tx;
+use crate::stored;
 
 /// How long an unclaimed secret waits.
 pub const HANDOVER_TTL_SECS: i64 = 300;
@@ -36,7 +36,7 @@ pub(crate) fn keep_sealed(
     tx.exec(
         "INSERT INTO secret_handovers (session_hash, item_id, sealed, created_at) VALUES (?, ?, ?, ?) \
          ON CONFLICT (session_hash, item_id) DO UPDATE SET sealed = excluded.sealed, created_at = excluded.created_at",
-        &[&session, &item, &sealed, &db::ts(now)],
+        &[&session, &item, &sealed, &stored::ts(now)],
     )?;
     Ok(())
 }
@@ -53,7 +53,7 @@ pub(crate) fn take_sealed(tx: &dyn Tx, session: &str, item: &str) -> Result<Opti
 /// Deletes unclaimed secrets past their time (the sweeper calls it).
 pub(crate) fn forget_unclaimed(tx: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
     let cutoff = now - Duration::seconds(HANDOVER_TTL_SECS);
-    tx.exec("DELETE FROM secret_handovers WHERE created_at <= ?", &[&db::ts(cutoff)])?;
+    tx.exec("DELETE FROM secret_handovers WHERE created_at <= ?", &[&stored::ts(cutoff)])?;
     Ok(())
 }
 
@@ -70,7 +70,12 @@ mod tests {
             db.run(move |tx| keep_sealed(tx, "s1", "key_a", b"second", t0)).await.unwrap();
             db.run(move |tx| keep_sealed(tx, "s1", "key_b", b"other", t0)).await.unwrap();
             let taken = db.run(|tx| take_sealed(tx, "s1", "key_a")).await.unwrap();
-            assert_eq!(taken, Some((b"second".to_vec(), db::ts(t0))), "{}: the newest is kept", db.name());
+            assert_eq!(
+                taken,
+                Some((b"second".to_vec(), stored::ts(t0))),
+                "{}: the newest is kept",
+                db.name()
+            );
             assert_eq!(
                 db.run(|tx| take_sealed(tx, "s1", "key_a")).await.unwrap(),
                 None,

@@ -14,9 +14,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::db;
 use crate::error::Result;
 use crate::sql::{Tx, for_update};
+use crate::stored;
 
 /// An unfinished claim older than this is treated as abandoned.
 pub const ABANDONED_SECS: i64 = 60;
@@ -51,7 +51,7 @@ pub(crate) fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: Date
     let inserted = tx.exec(
         "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
          ON CONFLICT (scope, idem_key) DO NOTHING",
-        &[&scope, &key, &digest, &db::ts(now)],
+        &[&scope, &key, &digest, &stored::ts(now)],
     )?;
     if inserted == 1 {
         return Ok(Claim::New);
@@ -64,7 +64,7 @@ pub(crate) fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: Date
         ),
         &[&scope, &key],
     )?;
-    let abandoned = db::ts(now - Duration::seconds(ABANDONED_SECS));
+    let abandoned = stored::ts(now - Duration::seconds(ABANDONED_SECS));
     if let Some(r) = row {
         let (claimed, status, created): (String, i64, String) = (r.get(0)?, r.get(1)?, r.get(4)?);
         if claimed != digest {
@@ -86,7 +86,7 @@ pub(crate) fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: Date
     tx.exec(
         "INSERT INTO request_idempotency (scope, idem_key, request_digest, status, created_at) VALUES (?, ?, ?, 0, ?) \
          ON CONFLICT (scope, idem_key) DO UPDATE SET status = 0, created_at = excluded.created_at",
-        &[&scope, &key, &digest, &db::ts(now)],
+        &[&scope, &key, &digest, &stored::ts(now)],
     )?;
     Ok(Claim::New)
 }
@@ -109,7 +109,7 @@ pub(crate) fn release(tx: &dyn Tx, scope: &str, key: &str) -> Result<()> {
 }
 
 pub(crate) fn forget_old(tx: &dyn Tx, now: DateTime<Utc>) -> Result<usize> {
-    let cutoff = db::ts(now - Duration::hours(RETAIN_HOURS));
+    let cutoff = stored::ts(now - Duration::hours(RETAIN_HOURS));
     Ok(tx.exec("DELETE FROM request_idempotency WHERE created_at < ?", &[&cutoff])? as usize)
 }
 

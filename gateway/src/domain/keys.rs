@@ -9,10 +9,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::sql::Tx;
+use crate::stored;
 
 /// A key token shown once at creation.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ pub(crate) fn rotate_out(
             "UPDATE {} SET {column} = ?, replaced_by = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL AND expires_at IS NULL",
             table.name()
         ),
-        &[&db::ts(Utc::now() + Duration::seconds(grace)), &replaced_by.as_str(), &key.as_str(), &tenant.as_str()],
+        &[&stored::ts(Utc::now() + Duration::seconds(grace)), &replaced_by.as_str(), &key.as_str(), &tenant.as_str()],
     )?;
     if changed == 0 {
         return Err(Error::Conflict {
@@ -109,7 +109,7 @@ pub(crate) fn revoke_now(tx: &dyn Tx, table: KeyTable, tenant: &TenantId, key: &
             "UPDATE {} SET revoked_at = ? WHERE id = ? AND tenant_id = ? AND revoked_at IS NULL",
             table.name()
         ),
-        &[&db::ts(Utc::now()), &key.as_str(), &tenant.as_str()],
+        &[&stored::ts(Utc::now()), &key.as_str(), &tenant.as_str()],
     )?;
     Ok(())
 }
@@ -126,7 +126,7 @@ pub(crate) fn insert_key(
 ) -> Result<crate::audit::activity::Entry> {
     c.exec(
         "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&i.id.as_str(), &t.as_str(), &i.profile_id.as_str(), &i.prefix, &hash, &db::ts(i.created_at)],
+        &[&i.id.as_str(), &t.as_str(), &i.profile_id.as_str(), &i.prefix, &hash, &stored::ts(i.created_at)],
     )?;
     let entry = NewEntry::new(t, actor, Kind::Key).via_actor().profile(&i.profile_id);
     let entry = match old {

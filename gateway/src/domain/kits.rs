@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use policy::{Kit, KitDiff};
 use serde::{Deserialize, Serialize};
 
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
+use crate::stored;
 
 /// One stored version of a kit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +37,7 @@ pub(crate) fn insert_version(c: &dyn Tx, tenant: &TenantId, r: &KitRecord) -> Re
             &r.kit.to_json(),
             &r.author,
             &serde_json::to_string(&r.diff).expect("diff serializes"),
-            &db::ts(r.created_at),
+            &stored::ts(r.created_at),
         ],
     )?;
     Ok(())

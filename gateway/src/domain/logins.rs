@@ -9,9 +9,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::db;
 use crate::error::Result;
 use crate::sql::Tx;
+use crate::stored;
 
 /// Failed sign-ins allowed per username within a window.
 pub const MAX_FAILED_LOGINS: i64 = 5;
@@ -30,8 +30,8 @@ pub(crate) fn count_attempt(
     let row = tx.row("SELECT attempts, window_start FROM login_attempts WHERE username = ?", &[&username])?;
     let window = Duration::seconds(LOGIN_WINDOW_SECS);
     let (attempts, start) = match row {
-        Some(r) if db::parse_ts(&r.get::<String>(1)?) + window > now => {
-            (r.get::<i64>(0)?, db::parse_ts(&r.get::<String>(1)?))
+        Some(r) if stored::parse_ts(&r.get::<String>(1)?) + window > now => {
+            (r.get::<i64>(0)?, stored::parse_ts(&r.get::<String>(1)?))
         }
         _ => (0, now),
     };
@@ -42,7 +42,7 @@ pub(crate) fn count_attempt(
     tx.exec(
         "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?1, ?2, ?3) \
          ON CONFLICT (username) DO UPDATE SET attempts = ?2, window_start = ?3",
-        &[&username, &(attempts + 1), &db::ts(start)],
+        &[&username, &(attempts + 1), &stored::ts(start)],
     )?;
     Ok(Ok(()))
 }
@@ -55,7 +55,7 @@ pub(crate) fn clear_attempts(tx: &dyn Tx, username: &str) -> Result<()> {
 /// Forgets windows that have ended (the sweeper calls it).
 pub(crate) fn forget_ended(tx: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
     let cutoff = now - Duration::seconds(LOGIN_WINDOW_SECS);
-    tx.exec("DELETE FROM login_attempts WHERE window_start <= ?", &[&db::ts(cutoff)])?;
+    tx.exec("DELETE FROM login_attempts WHERE window_start <= ?", &[&stored::ts(cutoff)])?;
     Ok(())
 }
 

@@ -2,8 +2,7 @@
 //! owner of each) and every other module writes them through it.
 //!
 //! Rule: a domain module calls the audit log and the store, never delivery or the operations
-//! above it. The modules that still hold `impl Gateway` operations or call delivery are listed
-//! in `gateway/tests/tidy.rs` (`UPWARD`) until those parts move to [`crate::ops`].
+//! above it, and holds no `impl Gateway` (`gateway/tests/tidy.rs` refuses an upward path).
 
 pub mod approvals;
 pub mod brain;
@@ -13,13 +12,13 @@ pub mod connector;
 pub mod credentials;
 pub mod handovers;
 pub mod idempotency;
+pub mod in_flight;
 pub mod keys;
 pub mod kits;
 pub mod ledger;
 pub mod logins;
 pub mod principal;
 pub mod profiles;
-pub mod recovery;
 pub mod reserve;
 pub mod sessions;
 pub mod tenants;

@@ -25,7 +25,8 @@ pub struct Subject {
 /// session, or one of their personal API tokens), which the trail records.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Human {
-    pub user: UserId,
+    /// The console user's id.
+    pub user_id: UserId,
     pub username: String,
     /// How the decision arrived: `console session` or `token tok_…`.
     pub credential: String,
@@ -44,7 +45,7 @@ impl Human {
     /// A console user deciding in the console, signed in with a session.
     pub fn in_console(user: &ConsoleUser) -> Human {
         Human {
-            user: user.id.clone(),
+            user_id: user.id.clone(),
             username: user.username.clone(),
             credential: "console session".into(),
             via: Transport::Console,

@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use policy::SubjectStatus;
 use serde::{Deserialize, Serialize};
 
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
 use crate::sql::{Tx, lock_key};
+use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -92,7 +92,7 @@ pub(crate) const OWNER_CHAIN: &str = "WITH RECURSIVE chain(id, parent, owner) AS
 
 /// Refuses with `requester_cannot_decide` when `by` is one of `owners`.
 pub(crate) fn refuse_owner(owners: &[Option<String>], by: &crate::domain::principal::Human) -> Result<()> {
-    if owners.iter().flatten().any(|o| o == by.user.as_str()) {
+    if owners.iter().flatten().any(|o| o == by.user_id.as_str()) {
         return Err(Error::Forbidden {
             code: "requester_cannot_decide",
             message: format!(
@@ -125,7 +125,7 @@ pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
             &p.kit_name,
             &p.status.as_str(),
             &p.runtime.as_str(),
-            &db::ts(p.created_at),
+            &stored::ts(p.created_at),
         ],
     )
     .map_err(|e| {
@@ -210,7 +210,7 @@ pub(crate) fn profile_from_row(r: ProfileRow) -> Result<Profile> {
         owner: owner.map(UserId::from_db),
         parent: parent.map(ProfileId::from_db),
         kit_name,
-        status: db::named("profile status", &status, SubjectStatus::parse)?,
+        status: stored::named("profile status", &status, SubjectStatus::parse)?,
         runtime: if runtime == "running" { RuntimeState::Running } else { RuntimeState::Stopped },
         runtime_reason: reason,
         created_at,

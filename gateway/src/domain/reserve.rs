@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::domain::calls::{ActionResponse, Disposition, request};
 use crate::domain::chain::Link;
 use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
@@ -34,6 +33,7 @@ use crate::domain::principal::Subject;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, lock_key};
+use crate::stored;
 
 pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
 
@@ -127,7 +127,7 @@ pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectSta
     for l in links {
         let r = c.row(sql, &[&l.profile.as_str()])?.ok_or(Error::NotFound { what: "agent profile" })?;
         let (s, v): (String, Option<i64>) = (r.get(0)?, r.get(1)?);
-        let s = db::named("profile status", &s, SubjectStatus::parse)?;
+        let s = stored::named("profile status", &s, SubjectStatus::parse)?;
         if status == SubjectStatus::Active {
             status = s;
         }
@@ -208,8 +208,13 @@ impl ReserveJob {
     }
 
     /// The reserved call as it leaves for its connector, under `hold`.
-    pub(crate) fn carry(&self, hold: &str, cost: Money, kit_version: u32) -> crate::domain::calls::Carry {
-        crate::domain::calls::Carry {
+    pub(crate) fn carry(
+        &self,
+        hold: &str,
+        cost: Money,
+        kit_version: u32,
+    ) -> crate::domain::calls::ReservedCall {
+        crate::domain::calls::ReservedCall {
             subject: self.subject.clone(),
             tool: self.tool.clone(),
             args: self.args.clone(),
@@ -358,7 +363,7 @@ impl ReserveJob {
                 leases::take(c, &hold, &self.lease)?;
                 self.store(c, None, &hold)?;
                 if kind == ConnectorKind::Http {
-                    crate::domain::recovery::record(c, &self.carry(&hold, decision.cost, version))?;
+                    crate::domain::in_flight::record(c, &self.carry(&hold, decision.cost, version))?;
                 }
                 Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }
@@ -381,7 +386,7 @@ pub(crate) fn settle(
     actor: &str,
     kind: ConnectorKind,
 ) -> Result<(ActionResponse, Vec<Entry>)> {
-    crate::domain::recovery::forget(c, hold)?;
+    crate::domain::in_flight::forget(c, hold)?;
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
@@ -504,7 +509,7 @@ fn store_idempotency(
     let Some(key) = key else { return Ok(()) };
     c.exec(
         "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&profile.as_str(), &key, &digest, &d.map_or(0, Disposition::as_i64), &body, &db::ts(Utc::now())],
+        &[&profile.as_str(), &key, &digest, &d.map_or(0, Disposition::as_i64), &body, &stored::ts(Utc::now())],
     )?;
     Ok(())
 }
@@ -515,7 +520,7 @@ pub(crate) fn count_repeat(c: &dyn Tx, profile: &ProfileId, action: &str, args_d
         .row(
             "INSERT INTO refusal_repeats AS r (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
              ON CONFLICT (profile_id, action, args_digest) DO UPDATE SET count = r.count + 1, last_at = excluded.last_at RETURNING count",
-            &[&profile.as_str(), &action, &args_digest, &db::ts(Utc::now())],
+            &[&profile.as_str(), &action, &args_digest, &stored::ts(Utc::now())],
         )?
         .ok_or_else(|| Error::internal("write_failed", "the repeat count was not written; try again"))?
         .get(0)?;

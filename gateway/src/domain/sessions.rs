@@ -9,17 +9,17 @@ use chrono::{Duration, Utc};
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::error::Result;
 use crate::ids::{TenantId, UserId};
 use crate::sql::Tx;
+use crate::stored;
 
 /// How long a session lasts.
 pub const SESSION_HOURS: i64 = 12;
 
 /// Deletes the sessions that ended by `now`.
 pub(crate) fn forget_ended(c: &dyn crate::sql::Tx, now: chrono::DateTime<chrono::Utc>) -> Result<()> {
-    c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&crate::db::ts(now)])?;
+    c.exec("DELETE FROM console_sessions WHERE expires_at <= ?", &[&crate::stored::ts(now)])?;
     Ok(())
 }
 
@@ -28,7 +28,7 @@ pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, na
     let now = Utc::now();
     c.exec(
         "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-        &[&hash, &user.as_str(), &tenant.as_str(), &db::ts(now), &db::ts(now + Duration::hours(SESSION_HOURS))],
+        &[&hash, &user.as_str(), &tenant.as_str(), &stored::ts(now), &stored::ts(now + Duration::hours(SESSION_HOURS))],
     )?;
     activity::append(
         c,

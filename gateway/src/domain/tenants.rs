@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::domain::keys::KeyTable;
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::MintedKey;
 use crate::sql::{Tx, for_update};
+use crate::stored;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tenant {
@@ -61,7 +61,7 @@ pub(crate) fn issue_company_key(
     old: Option<&(KeyId, i64)>,
     actor: &str,
 ) -> Result<activity::Entry> {
-    insert_company_key(tx, t, kid, k, &db::ts(Utc::now()))?;
+    insert_company_key(tx, t, kid, k, &stored::ts(Utc::now()))?;
     let e = NewEntry::new(t, actor, Kind::Key).via_actor();
     let e = match old {
         None => e.verdict(Verdict::Issued).detail(json!({ "company_key_id": kid, "prefix": k.prefix })),
@@ -114,7 +114,7 @@ pub(crate) fn insert_tenant(
     key_id: &KeyId,
     key: &MintedKey,
 ) -> Result<()> {
-    let at = db::ts(t.created_at);
+    let at = stored::ts(t.created_at);
     tx.exec(
         "INSERT INTO tenants (id, name, credit_units, created_at) VALUES (?, ?, ?, ?)",
         &[&t.id.as_str(), &t.name, &t.credit.units(), &at],

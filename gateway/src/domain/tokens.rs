@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::db;
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::{Error, Result};
 use crate::ids::TokenId;
+use crate::stored;
 
 /// The longest token label.
 pub const MAX_LABEL_LEN: usize = 80;
@@ -83,7 +83,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
             &i.prefix,
             &hash,
             &roles_to_db(&i.roles),
-            &db::ts(i.created_at),
+            &stored::ts(i.created_at),
         ],
     )?;
     activity::append(
@@ -99,7 +99,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
 pub(crate) fn revoke_token(c: &dyn Tx, u: &ConsoleUser, t: &TokenId) -> Result<Entry> {
     let changed = c.exec(
         "UPDATE user_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND tenant_id = ? AND revoked_at IS NULL",
-        &[&db::ts(Utc::now()), &t.as_str(), &u.id.as_str(), &u.tenant_id.as_str()],
+        &[&stored::ts(Utc::now()), &t.as_str(), &u.id.as_str(), &u.tenant_id.as_str()],
     )?;
     if changed == 0 {
         return Err(Error::NotFound { what: "live token" });

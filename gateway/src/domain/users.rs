@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::audit::activity::Verdict;
 use crate::sql::{Tx, lock_key};
 
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{TenantId, UserId};
+use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,7 +81,7 @@ pub(crate) fn insert_user(
 ) -> Result<Vec<crate::audit::activity::Entry>> {
     c.exec(
         "INSERT INTO console_users (id, tenant_id, username, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&u.id.as_str(), &u.tenant_id.as_str(), &u.username, &hash, &roles_to_db(&u.roles), &db::ts(u.created_at)],
+        &[&u.id.as_str(), &u.tenant_id.as_str(), &u.username, &hash, &roles_to_db(&u.roles), &stored::ts(u.created_at)],
     )
     .map_err(|e| {
         if e.is_unique_violation() {

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::delivery::connectors::{Call, Connector};
 use crate::domain::calls::{
-    ActionCall, ActionResponse, Carry, Disposition, MAX_IDEMPOTENCY_KEY_LEN, check_args, digest, request,
+    ActionCall, ActionResponse, Disposition, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest,
+    request,
 };
 use crate::domain::chain::{self, Link, chain_status};
 use crate::domain::ledger;
@@ -38,7 +39,7 @@ use crate::ids::{ProfileId, TenantId};
 /// How many times a call is decided again after finding a kit it used stale.
 const STALE_RETRIES: usize = 3;
 
-impl Carry {
+impl ReservedCall {
     /// The call its connector is sent (again, after a crash: the same action id).
     pub(crate) fn call(&self) -> Call {
         Call {
@@ -56,7 +57,7 @@ impl Carry {
 /// Settles an approved runtime write in one job: its command is queued where its hold posts.
 fn settle_in_job(
     c: &dyn crate::sql::Tx,
-    carry: &Carry,
+    carry: &ReservedCall,
     connector: &Arc<dyn Connector>,
 ) -> Result<ActionResponse> {
     let outcome = connector
@@ -217,7 +218,7 @@ impl Gateway {
     /// on failure. The hold is leased to this instance until it has settled.
     pub(crate) async fn carry_out(
         &self,
-        carry: Carry,
+        carry: ReservedCall,
         connector: Arc<dyn Connector>,
     ) -> Result<ActionResponse> {
         let _carrying = self.leases.carry(&carry.hold);

@@ -104,7 +104,7 @@ impl Gateway {
             .clone()
             .ok_or_else(|| Error::internal("approval_without_hold", "a parked call has no hold"))?;
         let connector = self.connector_for(&subject.tenant, &tool).await?;
-        let carry = crate::domain::calls::Carry {
+        let carry = crate::domain::calls::ReservedCall {
             subject,
             tool,
             args: a.args.clone(),
@@ -116,7 +116,7 @@ impl Gateway {
         };
         if connector.kind() == crate::delivery::connectors::ConnectorKind::Http {
             let recorded = carry.clone();
-            self.write(move |c| crate::domain::recovery::record(c, &recorded)).await?;
+            self.write(move |c| crate::domain::in_flight::record(c, &recorded)).await?;
         }
         self.carry_out(carry, connector).await
     }
@@ -429,8 +429,8 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
         approvals::SWEEP_BATCH,
         skip_locked(c, "h")
     );
-    let attempts = crate::domain::recovery::MAX_ATTEMPTS;
-    c.rows(&sql, &[&crate::db::ts(now), &attempts])?.iter().map(crate::sql::FromRow::from_row).collect()
+    let attempts = crate::domain::in_flight::MAX_ATTEMPTS;
+    c.rows(&sql, &[&crate::stored::ts(now), &attempts])?.iter().map(crate::sql::FromRow::from_row).collect()
 }
 
 /// Ends `orphans`. An approved call that never completed says so in its result and trail.
@@ -439,7 +439,7 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
     for (hold, tenant, profile, action, amount, approval) in orphans {
         ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
         crate::domain::reserve::forget_claim(c, &hold)?;
-        let lost = crate::domain::recovery::lost_call(c, &hold)?;
+        let lost = crate::domain::in_flight::lost_call(c, &hold)?;
         if let Some(a) = &approval {
             let note = "the approved call never completed; its hold expired and nothing was charged";
             let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });

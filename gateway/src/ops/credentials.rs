@@ -5,7 +5,6 @@
 use chrono::{DateTime, Utc};
 
 use crate::Gateway;
-use crate::db;
 use crate::domain::credentials::{
     CachedKey, Credential, KeyRow, LAST_USED_RESOLUTION_SECS, Person, TokenRow,
 };
@@ -15,6 +14,7 @@ use crate::domain::users::Role;
 use crate::error::Result;
 use crate::ids::{KeyId, TenantId, TokenId};
 use crate::secrets;
+use crate::stored;
 
 impl Gateway {
     /// The caller a token belongs to, or `None` for a malformed, unknown, revoked or expired
@@ -99,7 +99,7 @@ impl Gateway {
                 .write(move |c| {
                     c.exec(
                         &format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"),
-                        &[&db::ts(now), &id],
+                        &[&stored::ts(now), &id],
                     )?;
                     Ok(())
                 })

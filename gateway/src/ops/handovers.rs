@@ -5,10 +5,10 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use chrono::{Duration, Utc};
 
 use crate::Gateway;
-use crate::db;
 use crate::domain::handovers::{HANDOVER_TTL_SECS, NONCE_LEN, cipher, keep_sealed, take_sealed};
 use crate::error::{Error, Result};
 use crate::secrets;
+use crate::stored;
 
 impl Gateway {
     /// Keeps `secret` for the page of this session that shows `item_id`.
@@ -31,7 +31,8 @@ impl Gateway {
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
         let row = self.write(move |c| take_sealed(c, &session, &item)).await?;
         let Some((sealed, at)) = row else { return Ok(None) };
-        if db::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now() || sealed.len() < NONCE_LEN
+        if stored::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now()
+            || sealed.len() < NONCE_LEN
         {
             return Ok(None);
         }

@@ -21,7 +21,7 @@ mod logins;
 mod outbox;
 mod profiles;
 mod proposals;
-mod recovery;
+mod resend;
 pub mod revoke;
 mod runtime;
 mod sessions;

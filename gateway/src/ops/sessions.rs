@@ -3,12 +3,12 @@
 use chrono::Utc;
 
 use crate::Gateway;
-use crate::db;
 use crate::domain::sessions::{end, start};
 use crate::domain::users::ConsoleUser;
 use crate::error::Result;
 use crate::ids::{TenantId, UserId};
 use crate::secrets;
+use crate::stored;
 
 impl Gateway {
     /// Starts a session for `user`; returns the token for the cookie, shown nowhere else.
@@ -22,7 +22,7 @@ impl Gateway {
 
     /// The user a session token belongs to, if it is live.
     pub async fn session_user(&self, token: &str) -> Result<Option<ConsoleUser>> {
-        let (hash, now) = (secrets::hash_token(token), db::ts(Utc::now()));
+        let (hash, now) = (secrets::hash_token(token), stored::ts(Utc::now()));
         let row: Option<(String, String)> = self
             .store
             .opt(

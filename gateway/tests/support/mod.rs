@@ -73,7 +73,7 @@ impl World {
     }
 
     pub async fn agent(&self, name: &str, kit: &str, parent: Option<&ProfileId>) -> Agent {
-        self.agent_owned(name, kit, parent, Some(&self.owner.user.clone())).await
+        self.agent_owned(name, kit, parent, Some(&self.owner.user_id.clone())).await
     }
 
     pub async fn agent_owned(

@@ -241,7 +241,7 @@ impl Human {
             tenant: user.tenant_id.clone(),
             user: gateway::domain::principal::Human {
                 roles: user.roles.clone(),
-                user: user.id.clone(),
+                user_id: user.id.clone(),
                 username: user.username.clone(),
                 credential,
                 via: gateway::audit::activity::Transport::Http,

@@ -238,7 +238,7 @@ fn write_row(
     status: &str,
     error: Option<&str>,
 ) -> Result<()> {
-    let now = crate::db::ts(Utc::now());
+    let now = crate::stored::ts(Utc::now());
     c.exec(
         "INSERT INTO outbox (id, tenant_id, channel, destination, ordering_key, kind, author, payload, status, attempts, next_attempt_at, last_error, created_at) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
@@ -275,7 +275,7 @@ type StateRow = (
 
 pub(crate) fn state(r: StateRow) -> Result<CommandState> {
     let (command_id, task_id, kind, author, status, attempts, next, last_error, created_at, delivered_at) = r;
-    let status = crate::db::named("delivery status", &status, DeliveryStatus::parse)?;
+    let status = crate::stored::named("delivery status", &status, DeliveryStatus::parse)?;
     Ok(CommandState {
         command_id,
         task_id,

@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{Duration, Utc};
 
-use crate::db;
 use crate::error::Result;
 use crate::sql::Tx;
+use crate::stored;
 
 /// How long a lease lasts unless renewed. Renewals come every sweep tick (a second), so this
 /// tolerates long pauses and some clock skew between machines, and bounds how long a crashed
@@ -58,7 +58,7 @@ impl Leases {
     /// A lease from now.
     pub(crate) fn lease(&self) -> Lease {
         let until = Utc::now() + Duration::seconds(self.secs);
-        Lease { owner: self.instance.clone(), until: db::ts(until) }
+        Lease { owner: self.instance.clone(), until: stored::ts(until) }
     }
 
     /// Marks `hold` as carried out here until the guard drops.

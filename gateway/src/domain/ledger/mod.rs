@@ -17,10 +17,10 @@ use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
 use serde::{Deserialize, Serialize};
 
-use crate::db;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, locked};
+use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,7 +154,7 @@ pub(crate) fn money(units: i64) -> Money {
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
 pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
-    let now = db::ts(Utc::now());
+    let now = stored::ts(Utc::now());
     let id = insert_hold(c, h, None, &now)?;
     for account in &h.chain {
         move_balance(
@@ -192,7 +192,7 @@ pub(crate) fn open_account(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId) -
 /// with one `post` entry per account. Returns the hold id and the amount posted (at most the
 /// held amount).
 pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String, Money)> {
-    let now = db::ts(Utc::now());
+    let now = stored::ts(Utc::now());
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
     let id = insert_hold(c, h, Some(posted_units), &now)?;
@@ -303,7 +303,7 @@ pub(crate) fn end(
     let (tenant, chain, action): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
     let (amount, credit, kit_version): (i64, i64, i64) = (r.get(3)?, r.get(4)?, r.get(5)?);
     let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
-    let now = db::ts(Utc::now());
+    let now = stored::ts(Utc::now());
     let changed = c.exec(
         "UPDATE holds SET status = ?, posted_units = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
         &[&how.as_str(), &posted_units, &now, &hold],

@@ -1,5 +1,5 @@
 //! Resending lost calls: the sweeper's claim of the calls whose carrying instance died
-//! ([`crate::domain::recovery`] says how and what it guarantees), the resend on the tenant's
+//! ([`crate::domain::in_flight`] says how and what it guarantees), the resend on the tenant's
 //! connector with the same action id, and the settle on the upstream's answer.
 
 use chrono::Utc;
@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::delivery::connectors::{ConnectorKind, Done, Failure};
-use crate::domain::calls::{Carry, Disposition};
-use crate::domain::recovery::claim;
+use crate::domain::calls::{Disposition, ReservedCall};
+use crate::domain::in_flight::claim;
 use crate::error::Result;
 use crate::sql::Tx;
 
@@ -39,7 +39,7 @@ impl Gateway {
     }
 
     /// Sends a lost call again on its tenant's connector and settles its hold on the answer.
-    async fn resend(&self, carry: Carry) -> Result<()> {
+    async fn resend(&self, carry: ReservedCall) -> Result<()> {
         let _carrying = self.leases.carry(&carry.hold);
         let connector = self.connector_for(&carry.subject.tenant, &carry.tool).await?;
         let outcome = connector.execute(&carry.call()).await;
@@ -57,7 +57,7 @@ impl Gateway {
 /// Settles a recovered call and records that it was recovered, in one job.
 fn settle_recovered(
     c: &dyn Tx,
-    carry: &Carry,
+    carry: &ReservedCall,
     outcome: std::result::Result<Done, Failure>,
     kind: ConnectorKind,
 ) -> Result<()> {

@@ -1,5 +1,6 @@
-//! Small helpers for the writer's statements: timestamps in the one text form both drivers
-//! read and write (so `ORDER BY` and `<=` on them compare correctly), and row decoding.
+//! Stored values: timestamps in the one text form both drivers read and write (so `ORDER BY`
+//! and `<=` on them compare correctly), and the one `corrupt_row` error for a stored value
+//! (a JSON text, the name of a closed set's value) that does not read back.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 

@@ -23,13 +23,13 @@ use chrono::{DateTime, Duration, Utc};
 use policy::Money;
 use serde_json::Value;
 
-use crate::db;
-use crate::domain::calls::Carry;
+use crate::domain::calls::ReservedCall;
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::principal::Subject;
 use crate::error::Result;
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::sql::{Tx, skip_locked};
+use crate::stored;
 
 /// How many times a lost call is sent again before its hold is left to expire.
 pub const MAX_ATTEMPTS: i64 = 5;
@@ -37,8 +37,8 @@ pub const MAX_ATTEMPTS: i64 = 5;
 const CLAIM_BATCH: usize = 64;
 
 /// Records `carry` as sent to a networked connector, in the job that leased its hold.
-pub(crate) fn record(c: &dyn Tx, carry: &Carry) -> Result<()> {
-    let now = db::ts(Utc::now());
+pub(crate) fn record(c: &dyn Tx, carry: &ReservedCall) -> Result<()> {
+    let now = stored::ts(Utc::now());
     let s = &carry.subject;
     c.exec(
         "INSERT INTO carries (hold_id, tenant_id, profile_id, key_id, via, action, args, action_id, cost_units, kit_version, actor, attempts, next_try_at, created_at) \
@@ -81,7 +81,40 @@ pub(crate) fn lost_call(c: &dyn Tx, hold: &str) -> Result<Option<String>> {
     Ok(id)
 }
 
-type CarryRow = (String, String, String, String, String, String, String, String, i64, i64, String, i64);
+/// A carries row as [`claim`] reads it, before the catalog and the closed values are checked.
+struct InFlightRow {
+    hold: String,
+    tenant: TenantId,
+    profile: ProfileId,
+    key: KeyId,
+    via: String,
+    action: String,
+    args: String,
+    action_id: String,
+    cost: i64,
+    kit_version: i64,
+    actor: String,
+    attempts: i64,
+}
+
+impl crate::sql::FromRow for InFlightRow {
+    fn from_row(r: &crate::sql::Row) -> Result<InFlightRow> {
+        Ok(InFlightRow {
+            hold: r.get(0)?,
+            tenant: r.get(1)?,
+            profile: r.get(2)?,
+            key: r.get(3)?,
+            via: r.get(4)?,
+            action: r.get(5)?,
+            args: r.get(6)?,
+            action_id: r.get(7)?,
+            cost: r.get(8)?,
+            kit_version: r.get(9)?,
+            actor: r.get(10)?,
+            attempts: r.get(11)?,
+        })
+    }
+}
 
 /// Claims up to [`CLAIM_BATCH`] lost calls due for a resend at `now`: leases their holds to
 /// `lease`'s instance and counts the attempt.
@@ -90,7 +123,7 @@ pub(crate) fn claim(
     catalog: &policy::Catalog,
     now: DateTime<Utc>,
     lease: &Lease,
-) -> Result<Vec<Carry>> {
+) -> Result<Vec<ReservedCall>> {
     let sql = format!(
         "SELECT r.hold_id, r.tenant_id, r.profile_id, r.key_id, r.via, r.action, r.args, r.action_id, r.cost_units, r.kit_version, r.actor, r.attempts \
          FROM carries r JOIN holds h ON h.id = r.hold_id \
@@ -98,19 +131,19 @@ pub(crate) fn claim(
          ORDER BY r.next_try_at LIMIT {CLAIM_BATCH}{}",
         skip_locked(c, "r, h")
     );
-    let rows: Vec<CarryRow> = c
-        .rows(&sql, &[&db::ts(now), &MAX_ATTEMPTS])?
+    let rows: Vec<InFlightRow> = c
+        .rows(&sql, &[&stored::ts(now), &MAX_ATTEMPTS])?
         .iter()
         .map(crate::sql::FromRow::from_row)
         .collect::<Result<_>>()?;
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
-        let attempts = row.11 + 1;
+        let attempts = row.attempts + 1;
         let next = now + Duration::seconds(2i64.pow(attempts.clamp(1, 8) as u32));
-        leases::take(c, &row.0, lease)?;
+        leases::take(c, &row.hold, lease)?;
         c.exec(
             "UPDATE carries SET attempts = ?, next_try_at = ? WHERE hold_id = ?",
-            &[&attempts, &db::ts(next), &row.0],
+            &[&attempts, &stored::ts(next), &row.hold],
         )?;
         if let Some(carry) = carry_of(catalog, row) {
             claimed.push(carry);
@@ -119,21 +152,21 @@ pub(crate) fn claim(
     Ok(claimed)
 }
 
-fn carry_of(catalog: &policy::Catalog, r: CarryRow) -> Option<Carry> {
-    let (hold, tenant, profile, key, via, action, args, action_id, cost, version, actor, _) = r;
-    Some(Carry {
+/// The call a row carries; `None` when it no longer reads as one (its hold then lapses).
+fn carry_of(catalog: &policy::Catalog, r: InFlightRow) -> Option<ReservedCall> {
+    Some(ReservedCall {
         subject: Subject {
-            tenant: TenantId::from_db(tenant),
-            profile: ProfileId::from_db(profile),
-            key: KeyId::from_db(key),
-            via: crate::audit::activity::Transport::parse(&via)?,
+            tenant: r.tenant,
+            profile: r.profile,
+            key: r.key,
+            via: crate::audit::activity::Transport::parse(&r.via)?,
         },
-        tool: catalog.get(&action)?.clone(),
-        args: serde_json::from_str::<Value>(&args).ok()?,
-        hold,
-        cost: Money::from_units(cost)?,
-        kit_version: u32::try_from(version).ok()?,
-        actor,
-        action_id,
+        tool: catalog.get(&r.action)?.clone(),
+        args: serde_json::from_str::<Value>(&r.args).ok()?,
+        hold: r.hold,
+        cost: Money::from_units(r.cost)?,
+        kit_version: u32::try_from(r.kit_version).ok()?,
+        actor: r.actor,
+        action_id: r.action_id,
     })
 }
