@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::domain::connector::ConnectorKind;
 use crate::domain::principal::Subject;
 use crate::error::{Error, Result};
 use crate::ids::ProfileId;
@@ -92,6 +93,32 @@ pub(crate) struct ReservedCall {
     pub actor: String,
     /// What the upstream sees as the action's id ([`action_id`]).
     pub action_id: String,
+}
+
+/// Which call a settle ends: who made it, the action, its hold, the kit version it was
+/// decided under, who the record names as acting, and the connector that carried it out.
+#[derive(Clone, Copy)]
+pub(crate) struct Settling<'a> {
+    pub subject: &'a Subject,
+    pub action: &'a str,
+    pub hold: &'a str,
+    pub kit_version: u32,
+    pub actor: &'a str,
+    pub connector: ConnectorKind,
+}
+
+impl ReservedCall {
+    /// What a settle of this call records, carried out by `connector`.
+    pub(crate) fn settling(&self, connector: ConnectorKind) -> Settling<'_> {
+        Settling {
+            subject: &self.subject,
+            action: &self.tool.name,
+            hold: &self.hold,
+            kit_version: self.kit_version,
+            actor: &self.actor,
+            connector,
+        }
+    }
 }
 
 /// The id an upstream sees for a call: the same for every resend of one Idempotency-Key by one

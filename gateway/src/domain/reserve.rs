@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::domain::calls::{ActionResponse, Disposition, request};
+use crate::domain::calls::{ActionResponse, Disposition, Settling, request};
 use crate::domain::chain::Link;
 use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
 use crate::domain::ledger::leases::{self, Lease};
@@ -208,6 +208,18 @@ impl ReserveJob {
     }
 
     /// The reserved call as it leaves for its connector, under `hold`.
+    /// What a settle of this call under `hold` records.
+    fn settling<'a>(&'a self, hold: &'a str, kit_version: u32, connector: ConnectorKind) -> Settling<'a> {
+        Settling {
+            subject: &self.subject,
+            action: &self.tool.name,
+            hold,
+            kit_version,
+            actor: self.actor(),
+            connector,
+        }
+    }
+
     pub(crate) fn carry(
         &self,
         hold: &str,
@@ -328,34 +340,14 @@ impl ReserveJob {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
                 let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
-                let (resp, _) = executed(
-                    c,
-                    &self.subject,
-                    &self.tool.name,
-                    &hold,
-                    done.result,
-                    posted,
-                    version,
-                    self.actor(),
-                    kind,
-                )?;
+                let (resp, _) = executed(c, &self.settling(&hold, version, kind), done.result, posted)?;
                 self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
                 Ok(Reserved::Final(resp))
             }
             Some(Err(failure)) => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
                 self.store(c, None, &hold)?;
-                let (resp, _) = settle(
-                    c,
-                    &self.subject,
-                    &self.tool.name,
-                    &hold,
-                    Err(failure),
-                    decision.cost,
-                    version,
-                    self.actor(),
-                    kind,
-                )?;
+                let (resp, _) = settle(c, &self.settling(&hold, version, kind), Err(failure), decision.cost)?;
                 Ok(Reserved::Final(resp))
             }
             None => {
@@ -374,23 +366,18 @@ impl ReserveJob {
 /// Settles a reserved hold with the connector's outcome: post and record on success; on
 /// failure void the hold, record the outage and forget the idempotency claim (an outage is
 /// retryable with the same key).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn settle(
     c: &dyn Tx,
-    s: &Subject,
-    name: &str,
-    hold: &str,
+    at: &Settling,
     outcome: ConnectorOutcome,
     cost: Money,
-    kit_version: u32,
-    actor: &str,
-    kind: ConnectorKind,
 ) -> Result<(ActionResponse, Vec<Entry>)> {
+    let Settling { subject: s, action: name, hold, kit_version, actor, connector: kind } = *at;
     crate::domain::in_flight::forget(c, hold)?;
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
-            let (resp, e) = executed(c, s, name, hold, done.result, posted, kit_version, actor, kind)?;
+            let (resp, e) = executed(c, at, done.result, posted)?;
             finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
             Ok((resp, vec![e]))
         }
@@ -449,18 +436,8 @@ pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
 }
 
 /// Records a carried-out call whose hold has posted, and builds the agent's answer.
-#[allow(clippy::too_many_arguments)]
-fn executed(
-    c: &dyn Tx,
-    s: &Subject,
-    name: &str,
-    hold: &str,
-    result: Value,
-    posted: Money,
-    kit_version: u32,
-    actor: &str,
-    connector: ConnectorKind,
-) -> Result<(ActionResponse, Entry)> {
+fn executed(c: &dyn Tx, at: &Settling, result: Value, posted: Money) -> Result<(ActionResponse, Entry)> {
+    let Settling { subject: s, action: name, hold, kit_version, actor, connector } = *at;
     let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
     // A queued runtime command is traced from its log entry to its delivery state.
     if let Some(id) = result.get("command_id").filter(|_| connector == ConnectorKind::Runtime) {

@@ -63,17 +63,7 @@ fn settle_in_job(
     let outcome = connector
         .execute_in(c, &carry.call())?
         .ok_or_else(|| Error::internal("runtime_write_not_queued", "a runtime write has no command"))?;
-    let (resp, _) = reserve::settle(
-        c,
-        &carry.subject,
-        &carry.tool.name,
-        &carry.hold,
-        outcome,
-        carry.cost,
-        carry.kit_version,
-        &carry.actor,
-        connector.kind(),
-    )?;
+    let (resp, _) = reserve::settle(c, &carry.settling(connector.kind()), outcome, carry.cost)?;
     Ok(resp)
 }
 
@@ -231,10 +221,8 @@ impl Gateway {
             return Ok(resp);
         }
         let outcome = connector.execute(&call).await;
-        let (s, name, hold, cost, v, actor) =
-            (carry.subject, call.action, carry.hold, carry.cost, carry.kit_version, carry.actor);
         let (resp, _) = self
-            .write(move |c| reserve::settle(c, &s, &name, &hold, outcome.clone(), cost, v, &actor, kind))
+            .write(move |c| reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost))
             .await?;
         Ok(resp)
     }

@@ -61,19 +61,8 @@ fn settle_recovered(
     outcome: std::result::Result<Done, Failure>,
     kind: ConnectorKind,
 ) -> Result<()> {
-    let s = &carry.subject;
-    let name = &carry.tool.name;
-    let (resp, _) = crate::domain::reserve::settle(
-        c,
-        s,
-        name,
-        &carry.hold,
-        outcome,
-        carry.cost,
-        carry.kit_version,
-        &carry.actor,
-        kind,
-    )?;
+    let (s, name) = (&carry.subject, &carry.tool.name);
+    let (resp, _) = crate::domain::reserve::settle(c, &carry.settling(kind), outcome, carry.cost)?;
     let ran = resp.disposition == Disposition::Executed;
     let ended = if ran { "posted" } else { "voided" };
     finish_approval(c, &carry.hold, &resp.body, ran)?;

@@ -156,20 +156,17 @@ pub(crate) fn money(units: i64) -> Money {
 pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
     let now = stored::ts(Utc::now());
     let id = insert_hold(c, h, None, &now)?;
-    for account in &h.chain {
-        move_balance(
-            c,
-            &h.tenant,
-            account.as_str(),
-            &id,
-            &h.action,
-            h.kit_version,
-            "hold",
-            h.amount.units(),
-            0,
-            &now,
-        )?;
-    }
+    let m = Movement {
+        tenant: &h.tenant,
+        hold: &id,
+        action: &h.action,
+        kit_version: h.kit_version,
+        kind: "hold",
+        pending_delta: h.amount.units(),
+        posted_delta: 0,
+        at: &now,
+    };
+    m.apply(c, h.chain.iter().map(ProfileId::as_str))?;
     // A call that takes no credit leaves the tenant's row alone: on PostgreSQL every write
     // to it would make the tenant's calls queue on that one row until commit.
     if h.credit.units() != 0 {
@@ -196,20 +193,17 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
     let id = insert_hold(c, h, Some(posted_units), &now)?;
-    for account in &h.chain {
-        move_balance(
-            c,
-            &h.tenant,
-            account.as_str(),
-            &id,
-            &h.action,
-            h.kit_version,
-            "post",
-            0,
-            posted_units,
-            &now,
-        )?;
-    }
+    let m = Movement {
+        tenant: &h.tenant,
+        hold: &id,
+        action: &h.action,
+        kit_version: h.kit_version,
+        kind: "post",
+        pending_delta: 0,
+        posted_delta: posted_units,
+        at: &now,
+    };
+    m.apply(c, h.chain.iter().map(ProfileId::as_str))?;
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
     if credit_posted != 0 {
         crate::domain::tenants::move_credit(c, &h.tenant, 0, -credit_posted)?;
@@ -252,29 +246,46 @@ fn credit_share(credit: i64, posted: i64, amount: i64) -> i64 {
     i64::try_from(share).expect("a share of the credit is at most the credit")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn move_balance(
-    c: &dyn Tx,
-    tenant: &TenantId,
-    account: &str,
-    hold: &str,
-    action: &str,
+/// One move of a hold's amount: the same entry for every account in the hold's chain.
+struct Movement<'a> {
+    tenant: &'a TenantId,
+    hold: &'a str,
+    action: &'a str,
     kit_version: u32,
-    kind: &str,
+    /// `hold`, `post`, `void` or `expire`.
+    kind: &'a str,
     pending_delta: i64,
     posted_delta: i64,
-    at: &str,
-) -> Result<()> {
-    c.exec(
-        "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
-        &[&pending_delta, &posted_delta, &account],
-    )?;
-    c.exec(
-        "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        &[&tenant.as_str(), &account, &hold, &action, &i64::from(kit_version), &kind, &pending_delta, &posted_delta, &at],
-    )?;
-    Ok(())
+    at: &'a str,
+}
+
+impl Movement<'_> {
+    /// Moves each account's balances and appends its ledger entry.
+    fn apply<'s>(&self, c: &dyn Tx, accounts: impl Iterator<Item = &'s str>) -> Result<()> {
+        let (pending, posted) = (self.pending_delta, self.posted_delta);
+        for account in accounts {
+            c.exec(
+                "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
+                &[&pending, &posted, &account],
+            )?;
+            c.exec(
+                "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                &[
+                    &self.tenant.as_str(),
+                    &account,
+                    &self.hold,
+                    &self.action,
+                    &i64::from(self.kit_version),
+                    &self.kind,
+                    &pending,
+                    &posted,
+                    &self.at,
+                ],
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Ends a pending hold exactly once. `posted` is what is posted (clamped to the held
@@ -312,20 +323,17 @@ pub(crate) fn end(
     assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
     let tenant = TenantId::from_db(tenant);
     let kit_version = decided_under.unwrap_or_else(|| u32::try_from(kit_version).unwrap_or(0));
-    for account in chain.split(',') {
-        move_balance(
-            c,
-            &tenant,
-            account,
-            hold,
-            &action,
-            kit_version,
-            how.entry_kind(),
-            -amount,
-            posted_units,
-            &now,
-        )?;
-    }
+    let m = Movement {
+        tenant: &tenant,
+        hold,
+        action: &action,
+        kit_version,
+        kind: how.entry_kind(),
+        pending_delta: -amount,
+        posted_delta: posted_units,
+        at: &now,
+    };
+    m.apply(c, chain.split(','))?;
     let credit_posted = credit_share(credit, posted_units, amount);
     if credit != 0 || credit_posted != 0 {
         crate::domain::tenants::move_credit(c, &tenant, -credit, -credit_posted)?;
