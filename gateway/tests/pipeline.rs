@@ -751,3 +751,20 @@ async fn a_corrupt_row_is_an_error_not_a_default() {
     assert!(err.to_string().contains("approval's arguments"), "{err}");
     assert!(err.is_internal(), "a 5xx, never cached");
 }
+
+/// An activity entry whose kind was edited to one the gateway never writes is an error on a
+/// read (not a string nobody matches) and the first broken link to `verify`.
+#[tokio::test]
+async fn a_log_entry_of_an_unknown_kind_is_an_error_and_a_broken_link() {
+    let w = world().await;
+    let a = w.agent("bot", "Default", None).await;
+    w.call(&a, "web.read", json!({"url": "u"})).await;
+    let log = w.gw.log(&w.tenant, &Default::default()).await.unwrap();
+    let seq = log.iter().find(|e| e.kind == Kind::Action).unwrap().seq;
+    w.gw.store().exec("UPDATE activity SET kind = 'actoin' WHERE seq = ?", &[&seq]).await.unwrap();
+    let err = w.gw.log(&w.tenant, &Default::default()).await.unwrap_err();
+    assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
+    assert!(err.to_string().contains("kind"), "{err}");
+    let report = w.gw.verify_log(&w.tenant).await.unwrap();
+    assert_eq!((report.ok, report.first_broken), (false, Some(seq)));
+}

@@ -28,6 +28,10 @@ impl RuntimeState {
             RuntimeState::Stopped => "stopped",
         }
     }
+
+    pub fn parse(s: &str) -> Option<RuntimeState> {
+        [RuntimeState::Running, RuntimeState::Stopped].into_iter().find(|v| v.as_str() == s)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,18 +59,6 @@ pub struct TreeEntry {
 
 pub const MAX_NAME_LEN: usize = 80;
 
-pub(crate) type ProfileRow = (
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    String,
-    String,
-    String,
-    Option<String>,
-    DateTime<Utc>,
-);
 pub(crate) const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";
 
 /// Refuses with `requester_cannot_decide` when `by` owns `profile` or any profile above it:
@@ -201,18 +193,21 @@ pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
     out
 }
 
-pub(crate) fn profile_from_row(r: ProfileRow) -> Result<Profile> {
-    let (id, tenant, name, owner, parent, kit_name, status, runtime, reason, created_at) = r;
-    Ok(Profile {
-        id: ProfileId::from_db(id),
-        tenant_id: TenantId::from_db(tenant),
-        name,
-        owner: owner.map(UserId::from_db),
-        parent: parent.map(ProfileId::from_db),
-        kit_name,
-        status: stored::named("profile status", &status, SubjectStatus::parse)?,
-        runtime: if runtime == "running" { RuntimeState::Running } else { RuntimeState::Stopped },
-        runtime_reason: reason,
-        created_at,
-    })
+/// A row of [`COLUMNS`].
+impl crate::sql::FromRow for Profile {
+    fn from_row(r: &crate::sql::Row) -> Result<Profile> {
+        let (status, runtime): (String, String) = (r.get(6)?, r.get(7)?);
+        Ok(Profile {
+            id: r.get(0)?,
+            tenant_id: r.get(1)?,
+            name: r.get(2)?,
+            owner: r.get(3)?,
+            parent: r.get(4)?,
+            kit_name: r.get(5)?,
+            status: stored::named("profile status", &status, SubjectStatus::parse)?,
+            runtime: stored::named("runtime state", &runtime, RuntimeState::parse)?,
+            runtime_reason: r.get(8)?,
+            created_at: r.get(9)?,
+        })
+    }
 }

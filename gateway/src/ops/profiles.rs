@@ -6,8 +6,8 @@ use policy::SubjectStatus;
 
 use crate::Gateway;
 use crate::domain::profiles::{
-    COLUMNS, MAX_NAME_LEN, OWNER_CHAIN, Profile, ProfileRow, RuntimeState, TreeEntry, insert_profile,
-    profile_from_row, refuse_owner, tree_order,
+    COLUMNS, MAX_NAME_LEN, OWNER_CHAIN, Profile, RuntimeState, TreeEntry, insert_profile, refuse_owner,
+    tree_order,
 };
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
@@ -59,14 +59,12 @@ impl Gateway {
 
     pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
         let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
-        let row: Option<ProfileRow> = self.store.opt(&sql, &[tenant, id]).await?;
-        row.map(profile_from_row).transpose()?.ok_or(Error::NotFound { what: "agent profile" })
+        self.store.opt(&sql, &[tenant, id]).await?.ok_or(Error::NotFound { what: "agent profile" })
     }
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
         let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
-        let rows: Vec<ProfileRow> = self.store.all(&sql, &[tenant]).await?;
-        rows.into_iter().map(profile_from_row).collect()
+        self.store.all(&sql, &[tenant]).await
     }
 
     /// The tenant's profiles in tree order: each parent followed by its sub-agents.
