@@ -12,6 +12,7 @@ use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::sql::Tx;
+use crate::store::Store;
 use crate::stored;
 
 /// A key token shown once at creation.
@@ -53,15 +54,42 @@ pub struct KeyInfo {
 /// Longest grace period a rotation may give the old key.
 pub const MAX_GRACE_SECS: i64 = 7 * 24 * 3600;
 
-pub(crate) type KeyRow = (
-    String,
-    String,
-    String,
-    DateTime<Utc>,
-    Option<DateTime<Utc>>,
-    Option<DateTime<Utc>>,
-    Option<DateTime<Utc>>,
-);
+const KEY_COLUMNS: &str = "id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at";
+
+/// A row of [`KEY_COLUMNS`].
+impl crate::sql::FromRow for KeyInfo {
+    fn from_row(r: &crate::sql::Row) -> Result<KeyInfo> {
+        Ok(KeyInfo {
+            id: r.get(0)?,
+            profile_id: r.get(1)?,
+            prefix: r.get(2)?,
+            created_at: r.get(3)?,
+            last_used_at: r.get(4)?,
+            expires_at: r.get(5)?,
+            revoked_at: r.get(6)?,
+        })
+    }
+}
+
+/// A profile's keys, newest first.
+pub(crate) async fn list(store: &Store, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<KeyInfo>> {
+    let sql = format!(
+        "SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id"
+    );
+    store.all(&sql, &[tenant, profile]).await
+}
+
+/// One of a profile's keys.
+pub(crate) async fn get(
+    store: &Store,
+    tenant: &TenantId,
+    profile: &ProfileId,
+    key: &KeyId,
+) -> Result<Option<KeyInfo>> {
+    let sql =
+        format!("SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? AND id = ?");
+    store.opt(&sql, &[tenant, profile, key]).await
+}
 
 /// A grace period in range, or `invalid_grace_period`.
 pub(crate) fn check_grace(grace_secs: Option<i64>) -> Result<i64> {
@@ -141,18 +169,4 @@ pub(crate) fn insert_key(
         }
     };
     activity::append(c, entry)
-}
-
-pub(crate) fn key_from_row(
-    (id, profile, prefix, created_at, last_used_at, expires_at, revoked_at): KeyRow,
-) -> KeyInfo {
-    KeyInfo {
-        id: KeyId::from_db(id),
-        profile_id: ProfileId::from_db(profile),
-        prefix,
-        created_at,
-        last_used_at,
-        expires_at,
-        revoked_at,
-    }
 }

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::MintedKey;
 use crate::sql::{Tx, for_update};
+use crate::store::Store;
 use crate::stored;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,14 +43,38 @@ pub struct CompanyKeyInfo {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-pub(crate) type CompanyKeyRow =
-    (String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-pub(crate) const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
+const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires_at, revoked_at";
 
-pub(crate) fn company_key_from_row(
-    (id, prefix, created_at, last_used_at, expires_at, revoked_at): CompanyKeyRow,
-) -> CompanyKeyInfo {
-    CompanyKeyInfo { id: KeyId::from_db(id), prefix, created_at, last_used_at, expires_at, revoked_at }
+/// A row of [`COMPANY_KEY_COLUMNS`].
+impl crate::sql::FromRow for CompanyKeyInfo {
+    fn from_row(r: &crate::sql::Row) -> Result<CompanyKeyInfo> {
+        Ok(CompanyKeyInfo {
+            id: r.get(0)?,
+            prefix: r.get(1)?,
+            created_at: r.get(2)?,
+            last_used_at: r.get(3)?,
+            expires_at: r.get(4)?,
+            revoked_at: r.get(5)?,
+        })
+    }
+}
+
+/// A tenant's company keys, newest first.
+pub(crate) async fn company_keys(store: &Store, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
+    let sql = format!(
+        "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
+    );
+    store.all(&sql, &[tenant]).await
+}
+
+/// One of a tenant's company keys.
+pub(crate) async fn company_key(
+    store: &Store,
+    tenant: &TenantId,
+    id: &KeyId,
+) -> Result<Option<CompanyKeyInfo>> {
+    let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
+    store.opt(&sql, &[tenant, id]).await
 }
 
 /// A new company key; with `old`, the key it replaces ends (after its grace period).

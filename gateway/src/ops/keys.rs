@@ -5,9 +5,7 @@ use chrono::Utc;
 
 use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
-use crate::domain::keys::{
-    IssuedKey, KeyInfo, KeyRow, KeyTable, check_grace, insert_key, key_from_row, revoke_now,
-};
+use crate::domain::keys::{self as keys, IssuedKey, KeyInfo, KeyTable, check_grace, insert_key, revoke_now};
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, ProfileId, TenantId};
 use crate::secrets;
@@ -25,15 +23,7 @@ impl Gateway {
 
     pub async fn keys(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<KeyInfo>> {
         self.profile(tenant, profile).await?;
-        let rows: Vec<KeyRow> = self
-            .store
-            .all(
-                "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
-                 WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id",
-                &[tenant, profile],
-            )
-            .await?;
-        Ok(rows.into_iter().map(key_from_row).collect())
+        keys::list(&self.store, tenant, profile).await
     }
 
     /// Replaces a key with a new one, in one transaction. With a grace period the old key
@@ -108,14 +98,6 @@ impl Gateway {
     }
 
     async fn key(&self, tenant: &TenantId, profile: &ProfileId, key: &KeyId) -> Result<KeyInfo> {
-        let row: Option<KeyRow> = self
-            .store
-            .opt(
-                "SELECT id, profile_id, prefix, created_at, last_used_at, expires_at, revoked_at FROM agent_keys \
-                 WHERE tenant_id = ? AND profile_id = ? AND id = ?",
-                &[tenant, profile, key],
-            )
-            .await?;
-        row.map(key_from_row).ok_or(Error::NotFound { what: "key" })
+        keys::get(&self.store, tenant, profile, key).await?.ok_or(Error::NotFound { what: "key" })
     }
 }

@@ -7,8 +7,8 @@ use policy::{Kit, Money};
 use crate::Gateway;
 use crate::domain::keys::IssuedKey;
 use crate::domain::tenants::{
-    COMPANY_KEY_COLUMNS, CompanyKeyInfo, CompanyKeyRow, MAX_NAME_LEN, Tenant, company_key_from_row,
-    insert_tenant, issue_company_key, revoke_company_key, tenant_from_row,
+    self as tenants, CompanyKeyInfo, MAX_NAME_LEN, Tenant, insert_tenant, issue_company_key,
+    revoke_company_key, tenant_from_row,
 };
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
@@ -65,17 +65,11 @@ impl Gateway {
 /// agent's keys. A tenant always keeps one active company key, so it can never lock itself out.
 impl Gateway {
     pub async fn company_keys(&self, tenant: &TenantId) -> Result<Vec<CompanyKeyInfo>> {
-        let sql = format!(
-            "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
-        );
-        let rows: Vec<CompanyKeyRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(company_key_from_row).collect())
+        tenants::company_keys(&self.store, tenant).await
     }
 
     async fn company_key(&self, tenant: &TenantId, id: &KeyId) -> Result<CompanyKeyInfo> {
-        let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
-        let row: Option<CompanyKeyRow> = self.store.opt(&sql, &[tenant, id]).await?;
-        row.map(company_key_from_row).ok_or(Error::NotFound { what: "company key" })
+        tenants::company_key(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "company key" })
     }
 
     /// A new company key, shown once; with `old`, that key ends (after `grace` seconds) in the
