@@ -768,3 +768,25 @@ async fn a_log_entry_of_an_unknown_kind_is_an_error_and_a_broken_link() {
     let report = w.gw.verify_log(&w.tenant).await.unwrap();
     assert_eq!((report.ok, report.first_broken), (false, Some(seq)));
 }
+
+/// A writeback whose stored envelope no longer parses reads as one internal error naming it,
+/// not as a `null` envelope a reviewer would take for the agent's.
+#[tokio::test]
+async fn a_corrupt_writeback_envelope_is_an_error_not_null() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("scribe", "Cards", None).await;
+    let claims =
+        vec![ClaimInput { object_type: "fact".into(), content: json!({"text": "Acme pays net 30"}) }];
+    let input = WritebackInput { run_id: "run-1".into(), source: "notes".into(), claims };
+    w.gw.submit_writeback(&a.subject, input).await.unwrap();
+    let id = w.gw.writebacks(&w.tenant, None).await.unwrap()[0].id.clone();
+    w.gw.store().exec("UPDATE writebacks SET envelope = '{\"run' WHERE id = ?", &[&id]).await.unwrap();
+    for err in [
+        w.gw.writeback(&w.tenant, &id).await.unwrap_err(),
+        w.gw.writebacks(&w.tenant, None).await.unwrap_err(),
+    ] {
+        assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
+        assert!(err.to_string().contains("writeback's envelope"), "{err}");
+    }
+}

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::principal::{Human, Subject};
-use crate::domain::trail::{TrailStep, decision_text};
+use crate::domain::trail::{TrailRow, TrailStep, decision_text};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, for_update};
+use crate::sql::{FromRow, Row, Tx, for_update};
+use crate::store::Store;
 use crate::stored;
 
 /// The MCP/HTTP tool name an agent's accept is parked under.
@@ -350,22 +351,83 @@ pub(crate) fn step(
     trail(c, pid, actor, step, Some(because), credential)
 }
 
-pub(crate) type ProposalRow = (String, String, String, String, String, String, Option<String>, DateTime<Utc>);
-pub(crate) const COLUMNS: &str =
-    "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
+const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, approval_id, created_at";
 
-pub(crate) fn from_row(r: ProposalRow) -> Result<Proposal> {
-    Ok(Proposal {
-        id: r.0,
-        writeback_id: r.1,
-        run_id: r.2,
-        object_type: r.3,
-        content: stored::json("proposal's content", &r.4)?,
-        status: stored::named("proposal status", &r.5, ProposalStatus::parse)?,
-        approval_id: r.6,
-        created_at: r.7,
-        trail: Vec::new(),
-    })
+/// A row of [`COLUMNS`], without its trail.
+impl FromRow for Proposal {
+    fn from_row(r: &Row) -> Result<Proposal> {
+        let (content, status): (String, String) = (r.get(4)?, r.get(5)?);
+        Ok(Proposal {
+            id: r.get(0)?,
+            writeback_id: r.get(1)?,
+            run_id: r.get(2)?,
+            object_type: r.get(3)?,
+            content: stored::json("proposal's content", &content)?,
+            status: stored::named("proposal status", &status, ProposalStatus::parse)?,
+            approval_id: r.get(6)?,
+            created_at: r.get(7)?,
+            trail: Vec::new(),
+        })
+    }
+}
+
+const WRITEBACK_COLUMNS: &str = "id, profile_id, run_id, source, envelope, received_at";
+
+/// A row of [`WRITEBACK_COLUMNS`], without its proposals.
+impl FromRow for Writeback {
+    fn from_row(r: &Row) -> Result<Writeback> {
+        let envelope: String = r.get(4)?;
+        Ok(Writeback {
+            id: r.get(0)?,
+            profile_id: r.get(1)?,
+            run_id: r.get(2)?,
+            source: r.get(3)?,
+            envelope: stored::json("writeback's envelope", &envelope)?,
+            received_at: r.get(5)?,
+            proposals: Vec::new(),
+        })
+    }
+}
+
+/// The tenant's proposals, newest first, without their trails.
+pub(crate) async fn proposals(store: &Store, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR object_type = ?3) \
+         AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
+    );
+    let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
+    store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await
+}
+
+/// One proposal with its decision trail.
+pub(crate) async fn proposal(store: &Store, tenant: &TenantId, id: &str) -> Result<Option<Proposal>> {
+    let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
+    let Some(mut p) = store.opt::<Proposal>(&sql, &[tenant, &id]).await? else { return Ok(None) };
+    let sql =
+        "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq";
+    let steps: Vec<TrailRow> = store.all(sql, &[&id]).await?;
+    p.trail = steps
+        .into_iter()
+        .map(|(at, actor, step, note, credential)| TrailStep { at, actor, step, note, credential })
+        .collect();
+    Ok(Some(p))
+}
+
+/// The tenant's writebacks, newest first, without their proposals.
+pub(crate) async fn writebacks(store: &Store, tenant: &TenantId, limit: i64) -> Result<Vec<Writeback>> {
+    let sql = format!(
+        "SELECT {WRITEBACK_COLUMNS} FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?"
+    );
+    store.all(&sql, &[tenant, &limit]).await
+}
+
+/// One writeback with every proposal it carried.
+pub(crate) async fn writeback(store: &Store, tenant: &TenantId, id: &str) -> Result<Option<Writeback>> {
+    let sql = format!("SELECT {WRITEBACK_COLUMNS} FROM writebacks WHERE tenant_id = ? AND id = ?");
+    let Some(mut w) = store.opt::<Writeback>(&sql, &[tenant, &id]).await? else { return Ok(None) };
+    let sql = format!("SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id");
+    w.proposals = store.all(&sql, &[&id]).await?;
+    Ok(Some(w))
 }
 
 /// The longest text a beliefs search may carry.

@@ -1,16 +1,11 @@
 //! Reading brain governance: proposals with their trails, writebacks, and beliefs; who proposed
 //! a proposal, and whether a human may review it.
 
-use chrono::{DateTime, Utc};
-use serde_json::Value;
-
 use crate::Gateway;
 use crate::domain::brain::{
-    Belief, BeliefQuery, BeliefRow, COLUMNS, MAX_BELIEF_SEARCH, PROPOSER, Proposal, ProposalQuery,
-    ProposalRow, ProposalStatus, Writeback, from_row,
+    self, Belief, BeliefQuery, BeliefRow, MAX_BELIEF_SEARCH, PROPOSER, Proposal, ProposalQuery, Writeback,
 };
 use crate::domain::principal::{Human, REVIEWERS};
-use crate::domain::trail::{TrailRow, TrailStep};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -32,14 +27,7 @@ impl Gateway {
     }
 
     pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM proposals WHERE tenant_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR object_type = ?3) \
-             AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
-        );
-        let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
-        let rows: Vec<ProposalRow> =
-            self.store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await?;
-        rows.into_iter().map(from_row).collect()
+        brain::proposals(&self.store, tenant, q).await
     }
 
     /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
@@ -58,67 +46,16 @@ impl Gateway {
 
     /// One proposal with its decision trail.
     pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
-        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE tenant_id = ? AND id = ?");
-        let row: Option<ProposalRow> = self.store.opt(&sql, &[tenant, &id]).await?;
-        let mut p = row.map(from_row).transpose()?.ok_or(Error::NotFound { what: "proposal" })?;
-        let steps: Vec<TrailRow> = self
-            .store
-            .all(
-                "SELECT at, actor, step, because, credential FROM proposal_trail WHERE proposal_id = ? ORDER BY seq",
-                &[&id],
-            )
-            .await?;
-        p.trail = steps
-            .into_iter()
-            .map(|(at, actor, step, note, credential)| TrailStep { at, actor, step, note, credential })
-            .collect();
-        Ok(p)
+        brain::proposal(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "proposal" })
     }
 
     pub async fn writebacks(&self, tenant: &TenantId, limit: Option<i64>) -> Result<Vec<Writeback>> {
-        let limit = limit.unwrap_or(100).clamp(1, 500);
-        let rows: Vec<(String, String, String, String, String, DateTime<Utc>)> = self
-            .store
-            .all(
-                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?",
-                &[tenant, &limit],
-            )
-            .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, profile, run_id, source, envelope, received_at)| Writeback {
-                id,
-                profile_id: ProfileId::from_db(profile),
-                run_id,
-                source,
-                envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
-                received_at,
-                proposals: Vec::new(),
-            })
-            .collect())
+        brain::writebacks(&self.store, tenant, limit.unwrap_or(100).clamp(1, 500)).await
     }
 
     /// One writeback envelope and every proposal it carried.
     pub async fn writeback(&self, tenant: &TenantId, id: &str) -> Result<Writeback> {
-        let (id, profile, run_id, source, envelope, received_at): (String, String, String, String, String, DateTime<Utc>) = self
-            .store
-            .opt(
-                "SELECT id, profile_id, run_id, source, envelope, received_at FROM writebacks WHERE tenant_id = ? AND id = ?",
-                &[tenant, &id],
-            )
-            .await?
-            .ok_or(Error::NotFound { what: "writeback" })?;
-        let sql = format!("SELECT {COLUMNS} FROM proposals WHERE writeback_id = ? ORDER BY id");
-        let proposals: Vec<ProposalRow> = self.store.all(&sql, &[&id]).await?;
-        Ok(Writeback {
-            id,
-            profile_id: ProfileId::from_db(profile),
-            run_id,
-            source,
-            envelope: serde_json::from_str(&envelope).unwrap_or(Value::Null),
-            received_at,
-            proposals: proposals.into_iter().map(from_row).collect::<Result<_>>()?,
-        })
+        brain::writeback(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "writeback" })
     }
 
     /// The tenant's canonized beliefs, newest first: the company's source of truth, each with
