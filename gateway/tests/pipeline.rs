@@ -769,10 +769,11 @@ async fn a_log_entry_of_an_unknown_kind_is_an_error_and_a_broken_link() {
     assert_eq!((report.ok, report.first_broken), (false, Some(seq)));
 }
 
-/// A writeback whose stored envelope no longer parses reads as one internal error naming it,
-/// not as a `null` envelope a reviewer would take for the agent's.
+/// A writeback whose stored envelope, or a belief whose stored content, no longer parses
+/// reads as one internal error naming it, not as `null` or a string a reader would take for
+/// what the agent wrote.
 #[tokio::test]
-async fn a_corrupt_writeback_envelope_is_an_error_not_null() {
+async fn a_corrupt_writeback_envelope_or_belief_is_an_error_not_a_default() {
     let w = world().await;
     w.kit(CARDS).await;
     let a = w.agent("scribe", "Cards", None).await;
@@ -789,4 +790,18 @@ async fn a_corrupt_writeback_envelope_is_an_error_not_null() {
         assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
         assert!(err.to_string().contains("writeback's envelope"), "{err}");
     }
+
+    let proposal = w.gw.proposals(&w.tenant, &Default::default()).await.unwrap()[0].id.clone();
+    let reviewer =
+        gateway::domain::principal::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
+    let decider = Decider::Human(reviewer);
+    w.gw.decide_proposal(&w.tenant, &proposal, &decider, Decision::Accept, "checked").await.unwrap();
+    assert_eq!(w.gw.beliefs(&w.tenant, &Default::default()).await.unwrap().len(), 1);
+    w.gw.store()
+        .exec("UPDATE beliefs SET content = '{\"text' WHERE proposal_id = ?", &[&proposal])
+        .await
+        .unwrap();
+    let err = w.gw.beliefs(&w.tenant, &Default::default()).await.unwrap_err();
+    assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
+    assert!(err.to_string().contains("belief's content"), "{err}");
 }

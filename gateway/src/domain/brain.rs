@@ -461,36 +461,44 @@ pub struct Belief {
     pub profile_id: ProfileId,
 }
 
-pub(crate) type BeliefRow =
-    (String, String, String, DateTime<Utc>, String, String, String, String, Option<String>, Option<String>);
-
-impl Belief {
-    pub(crate) fn from_row(r: BeliefRow) -> Belief {
-        let (
-            id,
-            object_type,
-            content,
-            since,
-            proposal_id,
-            writeback_id,
-            run_id,
-            profile,
-            accepted_by,
-            because,
-        ) = r;
-        let content = serde_json::from_str(&content).unwrap_or(Value::String(content));
-        let profile_id = ProfileId::from_db(profile);
-        Belief {
-            id,
-            object_type,
-            content,
-            since,
-            accepted_by,
-            because,
-            proposal_id,
-            writeback_id,
-            run_id,
-            profile_id,
-        }
+/// A row of the beliefs read in [`beliefs`].
+impl FromRow for Belief {
+    fn from_row(r: &Row) -> Result<Belief> {
+        let content: String = r.get(2)?;
+        Ok(Belief {
+            id: r.get(0)?,
+            object_type: r.get(1)?,
+            content: stored::json("belief's content", &content)?,
+            since: r.get(3)?,
+            proposal_id: r.get(4)?,
+            writeback_id: r.get(5)?,
+            run_id: r.get(6)?,
+            profile_id: r.get(7)?,
+            accepted_by: r.get(8)?,
+            because: r.get(9)?,
+        })
     }
+}
+
+/// The tenant's canonized beliefs, newest first, each with who accepted it and why; `search`
+/// is a text the content contains (any case).
+pub(crate) async fn beliefs(store: &Store, tenant: &TenantId, q: &BeliefQuery) -> Result<Vec<Belief>> {
+    // A LIKE pattern both engines read alike: the text's own `%`, `_` and `\` escaped.
+    let pattern = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|s| {
+        let escaped = s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        format!("%{escaped}%")
+    });
+    let limit = q.limit.unwrap_or(100).clamp(1, 500);
+    store
+        .all(
+            "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
+             w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
+             JOIN writebacks w ON w.id = p.writeback_id \
+             LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
+             WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
+             AND (?3 IS NULL OR lower(b.content) LIKE lower(?3) ESCAPE '\\') \
+             ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
+            &[tenant, &q.object_type, &pattern, &limit],
+        )
+        .await
 }

@@ -3,7 +3,7 @@
 
 use crate::Gateway;
 use crate::domain::brain::{
-    self, Belief, BeliefQuery, BeliefRow, MAX_BELIEF_SEARCH, PROPOSER, Proposal, ProposalQuery, Writeback,
+    self, Belief, BeliefQuery, MAX_BELIEF_SEARCH, PROPOSER, Proposal, ProposalQuery, Writeback,
 };
 use crate::domain::principal::{Human, REVIEWERS};
 use crate::error::{Error, Result};
@@ -65,25 +65,6 @@ impl Gateway {
             let message = format!("`q` is at most {MAX_BELIEF_SEARCH} characters");
             return Err(Error::Invalid { code: "search_too_long", message });
         }
-        // A LIKE pattern both engines read alike: the text's own `%`, `_` and `\` escaped.
-        let pattern = q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(|s| {
-            let escaped = s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-            format!("%{escaped}%")
-        });
-        let limit = q.limit.unwrap_or(100).clamp(1, 500);
-        let rows: Vec<BeliefRow> = self
-            .store
-            .all(
-                "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
-                 w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
-                 JOIN writebacks w ON w.id = p.writeback_id \
-                 LEFT JOIN proposal_trail t ON t.proposal_id = b.proposal_id AND t.step = 'accepted' \
-                 WHERE b.tenant_id = ?1 AND (?2 IS NULL OR b.object_type = ?2) \
-                 AND (?3 IS NULL OR lower(b.content) LIKE lower(?3) ESCAPE '\\') \
-                 ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
-                &[tenant, &q.object_type, &pattern, &limit],
-            )
-            .await?;
-        Ok(rows.into_iter().map(Belief::from_row).collect())
+        brain::beliefs(&self.store, tenant, q).await
     }
 }
