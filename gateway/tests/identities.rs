@@ -144,3 +144,15 @@ async fn password_checks_are_bounded_however_many_sign_ins_arrive() {
     let peak = gw.password_check_peak();
     assert!((1..=gateway::domain::users::MAX_PASSWORD_CHECKS).contains(&peak), "{peak} checks ran at once");
 }
+
+/// A stored role the gateway does not know is an error naming it, not a role silently dropped.
+#[tokio::test]
+async fn a_stored_role_the_gateway_does_not_know_is_corrupt_row() {
+    let (gw, _d) = gw().await;
+    let (t, _) = gw.create_tenant("T", Money::ZERO, None).await.unwrap();
+    let u = gw.create_user(&t.id, "ada", "password1", &[Role::Admin]).await.unwrap();
+    gw.store().exec("UPDATE console_users SET roles = 'admin,root' WHERE id = ?", &[&u.id]).await.unwrap();
+    let err = gw.user(&t.id, &u.id).await.unwrap_err();
+    assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
+    assert!(err.to_string().contains("role"), "{err}");
+}

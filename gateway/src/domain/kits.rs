@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
+use crate::store::Store;
 use crate::stored;
 
 /// One stored version of a kit.
@@ -23,7 +24,7 @@ pub struct KitRecord {
     pub created_at: DateTime<Utc>,
 }
 
-pub(crate) type KitRow = (String, String, String, DateTime<Utc>);
+const COLUMNS: &str = "body, author, diff, created_at";
 
 /// Stores one version of a kit: the one place a row is added to `kits`. A version that
 /// exists already is a unique violation the caller maps.
@@ -56,12 +57,39 @@ pub(crate) fn current_kit_in(c: &dyn Tx, tenant: &TenantId, name: &str) -> Resul
         .map_err(|e| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}")))
 }
 
-pub(crate) fn kit_from_row((body, author, diff, created_at): KitRow) -> Result<KitRecord> {
-    let corrupt = |e: String| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}"));
-    Ok(KitRecord {
-        kit: Kit::from_json(&body).map_err(|e| corrupt(e.to_string()))?,
-        author,
-        diff: serde_json::from_str(&diff).map_err(|e| corrupt(e.to_string()))?,
-        created_at,
-    })
+/// A row of [`COLUMNS`]; `corrupt_kit` when its body or diff does not read back.
+impl crate::sql::FromRow for KitRecord {
+    fn from_row(r: &crate::sql::Row) -> Result<KitRecord> {
+        let corrupt =
+            |e: String| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}"));
+        let (body, diff): (String, String) = (r.get(0)?, r.get(2)?);
+        Ok(KitRecord {
+            kit: Kit::from_json(&body).map_err(|e| corrupt(e.to_string()))?,
+            author: r.get(1)?,
+            diff: serde_json::from_str(&diff).map_err(|e| corrupt(e.to_string()))?,
+            created_at: r.get(3)?,
+        })
+    }
+}
+
+/// The newest version of the kit `name`.
+pub(crate) async fn current(store: &Store, tenant: &TenantId, name: &str) -> Result<Option<KitRecord>> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1");
+    store.opt(&sql, &[tenant, &name]).await
+}
+
+/// Every version of the kit `name`, newest first.
+pub(crate) async fn versions(store: &Store, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC");
+    store.all(&sql, &[tenant, &name]).await
+}
+
+/// The newest version of every kit of the tenant, by name.
+pub(crate) async fn newest(store: &Store, tenant: &TenantId) -> Result<Vec<KitRecord>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM kits k WHERE tenant_id = ?1 \
+         AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name"
+    );
+    store.all(&sql, &[tenant]).await
 }

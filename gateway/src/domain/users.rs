@@ -13,6 +13,7 @@ use crate::sql::{Tx, lock_key};
 
 use crate::error::{Error, Result};
 use crate::ids::{TenantId, UserId};
+use crate::store::Store;
 use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -70,7 +71,7 @@ pub(crate) const MIN_PASSWORD_LEN: usize = 8;
 pub(crate) const MAX_PASSWORD_LEN: usize = 256;
 pub(crate) const MAX_USERNAME_LEN: usize = 64;
 
-pub(crate) type UserRow = (String, String, String, String, DateTime<Utc>);
+const COLUMNS: &str = "id, tenant_id, username, roles, created_at";
 
 /// Stores a new console user (their password's hash); `username_taken` when the name is. With `by`, records who added them.
 pub(crate) fn insert_user(
@@ -157,12 +158,45 @@ fn roles_to_db(roles: &[Role]) -> String {
     roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",")
 }
 
-pub(crate) fn user_from_row((id, tenant, username, roles, created_at): UserRow) -> ConsoleUser {
-    ConsoleUser {
-        id: UserId::from_db(id),
-        tenant_id: TenantId::from_db(tenant),
-        username,
-        roles: roles.split(',').filter_map(Role::parse).collect(),
-        created_at,
+/// A row of [`COLUMNS`]; `corrupt_row` for a role the gateway does not know.
+impl crate::sql::FromRow for ConsoleUser {
+    fn from_row(r: &crate::sql::Row) -> Result<ConsoleUser> {
+        let roles: String = r.get(3)?;
+        Ok(ConsoleUser {
+            id: r.get(0)?,
+            tenant_id: r.get(1)?,
+            username: r.get(2)?,
+            roles: roles
+                .split(',')
+                .map(|role| stored::named("role", role, Role::parse))
+                .collect::<Result<_>>()?,
+            created_at: r.get(4)?,
+        })
     }
+}
+
+/// The tenant's console users, by username.
+pub(crate) async fn list(store: &Store, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {
+    let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? ORDER BY username");
+    store.all(&sql, &[tenant]).await
+}
+
+/// The tenant's console user with this id.
+pub(crate) async fn by_id(store: &Store, tenant: &TenantId, id: &UserId) -> Result<Option<ConsoleUser>> {
+    let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? AND id = ?");
+    store.opt(&sql, &[tenant, id]).await
+}
+
+/// The tenant's console user with this username.
+pub(crate) async fn by_name(store: &Store, tenant: &TenantId, username: &str) -> Result<Option<ConsoleUser>> {
+    let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? AND username = ?");
+    store.opt(&sql, &[tenant, &username]).await
+}
+
+/// The user with this username, in whichever tenant, with their password's hash.
+pub(crate) async fn with_hash(store: &Store, username: &str) -> Result<Option<(ConsoleUser, String)>> {
+    let sql = format!("SELECT {COLUMNS}, password_hash FROM console_users WHERE username = ?");
+    let rows = store.rows(&sql, &[&username]).await?;
+    let Some(r) = rows.first() else { return Ok(None) };
+    Ok(Some((crate::sql::FromRow::from_row(r)?, r.get(5)?)))
 }

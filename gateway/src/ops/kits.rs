@@ -6,46 +6,24 @@ use policy::{Kit, KitDiff, KitVersion};
 
 use crate::Gateway;
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
-use crate::domain::kits::{KitRecord, KitRow, insert_version, kit_from_row};
+use crate::domain::kits::{self, KitRecord, insert_version};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
 impl Gateway {
     /// The newest version of the kit `name`.
     pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
-        let row: Option<KitRow> = self
-            .store
-            .opt(
-                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1",
-                &[tenant, &name],
-            )
-            .await?;
-        row.map(kit_from_row).transpose()?.ok_or(Error::NotFound { what: "kit" })
+        kits::current(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "kit" })
     }
 
     /// Every version of the kit `name`, newest first.
     pub async fn kit_versions(&self, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
-        let rows: Vec<KitRow> = self
-            .store
-            .all(
-                "SELECT body, author, diff, created_at FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC",
-                &[tenant, &name],
-            )
-            .await?;
-        rows.into_iter().map(kit_from_row).collect()
+        kits::versions(&self.store, tenant, name).await
     }
 
     /// The newest version of every kit of the tenant, by name.
     pub async fn kits(&self, tenant: &TenantId) -> Result<Vec<KitRecord>> {
-        let rows: Vec<KitRow> = self
-            .store
-            .all(
-                "SELECT body, author, diff, created_at FROM kits k WHERE tenant_id = ?1 \
-                 AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name",
-                &[tenant],
-            )
-            .await?;
-        rows.into_iter().map(kit_from_row).collect()
+        kits::newest(&self.store, tenant).await
     }
 
     /// Saves `kit` as the version after `expected`. `expected = None` creates a new kit.

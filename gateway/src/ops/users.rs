@@ -1,12 +1,12 @@
 //! Console users as operations: creating one (the password hashed off the async workers),
 //! reading them, replacing their roles, and checking a password.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
 use crate::Gateway;
 use crate::domain::users::{
-    ConsoleUser, DUMMY_HASH, MAX_PASSWORD_LEN, MAX_USERNAME_LEN, MIN_PASSWORD_LEN, PASSWORD_CHECK_WAIT, Role,
-    UserRow, insert_user, replace_roles, user_from_row,
+    self as users, ConsoleUser, DUMMY_HASH, MAX_PASSWORD_LEN, MAX_USERNAME_LEN, MIN_PASSWORD_LEN,
+    PASSWORD_CHECK_WAIT, Role, insert_user, replace_roles,
 };
 use crate::error::{Error, Result};
 use crate::ids::{TenantId, UserId};
@@ -108,55 +108,26 @@ impl Gateway {
     }
 
     pub async fn users(&self, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {
-        let rows: Vec<UserRow> = self
-            .store
-            .all(
-                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? ORDER BY username",
-                &[tenant],
-            )
-            .await?;
-        Ok(rows.into_iter().map(user_from_row).collect())
+        users::list(&self.store, tenant).await
     }
 
     pub async fn user(&self, tenant: &TenantId, id: &UserId) -> Result<ConsoleUser> {
-        let row: Option<UserRow> = self
-            .store
-            .opt(
-                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND id = ?",
-                &[tenant, id],
-            )
-            .await?;
-        row.map(user_from_row).ok_or(Error::NotFound { what: "console user" })
+        users::by_id(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "console user" })
     }
 
     /// The tenant's console user with this username.
     pub async fn user_named(&self, tenant: &TenantId, username: &str) -> Result<ConsoleUser> {
-        let row: Option<UserRow> = self
-            .store
-            .opt(
-                "SELECT id, tenant_id, username, roles, created_at FROM console_users WHERE tenant_id = ? AND username = ?",
-                &[tenant, &username.trim()],
-            )
-            .await?;
-        row.map(user_from_row).ok_or(Error::NotFound { what: "console user" })
+        let user = users::by_name(&self.store, tenant, username.trim()).await?;
+        user.ok_or(Error::NotFound { what: "console user" })
     }
 
     /// The user with this username and password, or `None`. Takes the same time for an
     /// unknown user as for a wrong password, so it does not reveal which usernames exist.
     pub async fn verify_login(&self, username: &str, password: &str) -> Result<Option<ConsoleUser>> {
-        let row: Option<(String, String, String, String, DateTime<Utc>, String)> = self
-            .store
-            .opt(
-                "SELECT id, tenant_id, username, roles, created_at, password_hash FROM console_users WHERE username = ?",
-                &[&username.trim()],
-            )
-            .await?;
-        let stored = row.as_ref().map(|r| r.5.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
+        let row = users::with_hash(&self.store, username.trim()).await?;
+        let stored = row.as_ref().map(|r| r.1.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
         let ok = self.check_password(password, stored).await?;
-        Ok(match row {
-            Some((id, t, u, r, c, _)) if ok => Some(user_from_row((id, t, u, r, c))),
-            _ => None,
-        })
+        Ok(row.filter(|_| ok).map(|(user, _)| user))
     }
 }
 
