@@ -84,9 +84,9 @@ fn narrow_filter(p: Option<&ToolFilter>, c: Option<&ToolFilter>) -> ToolFilter {
     disable.extend(c.disable.iter().filter(|t| !p.disable.contains(t)).cloned());
     // A pin can only raise a tool's effect, so the narrower kit keeps the higher of the two.
     let mut effects = p.effects.clone();
-    for (tool, e) in &c.effects {
-        let kept = effects.get(tool).map_or(*e, |p| (*p).max(*e));
-        effects.insert(tool.clone(), kept);
+    for (tool, e) in c.effects.iter() {
+        let kept = effects.get(tool).map_or(e, |p| p.max(e));
+        effects.insert(tool.to_string(), kept);
     }
     ToolFilter { only, disable, effects }
 }

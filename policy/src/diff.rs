@@ -46,10 +46,10 @@ fn pin_changes(
 ) {
     // The old kit's pinned tools, then those only the new one pins: no set to build (in the
     // console's wasm a set would bring a sort of its own).
-    let added = new.effects.keys().filter(|t| !old.effects.contains_key(*t));
-    for tool in old.effects.keys().chain(added) {
+    let added = new.effects.iter().filter(|(t, _)| old.effects.get(t).is_none());
+    for (tool, _) in old.effects.iter().chain(added) {
         let (o, n) = (old.effects.get(tool), new.effects.get(tool));
-        let text = |e: Option<&crate::Effect>| e.map_or("unpinned", |e| e.as_str());
+        let text = |e: Option<crate::Effect>| e.map_or("unpinned", |e| e.as_str());
         let direction = match (o, n) {
             (a, b) if a == b => continue,
             (None, Some(_)) => Direction::Narrows,

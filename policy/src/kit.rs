@@ -87,7 +87,7 @@ impl Toolkits {
     /// declared, and `destructive` when it declared nothing (the MCP schema's default).
     pub fn effect(&self, toolkit: &str, tool: &str, declared: Option<Effect>) -> Effect {
         match self.filters.get(toolkit).and_then(|f| f.effects.get(tool)) {
-            Some(pin) => declared.map_or(*pin, |d| d.max(*pin)),
+            Some(pin) => declared.map_or(pin, |d| d.max(pin)),
             None => declared.unwrap_or(Effect::Destructive),
         }
     }
@@ -106,15 +106,93 @@ pub struct ToolFilter {
     pub disable: Vec<String>,
     /// The least effect each named tool is gated as, whatever the app's annotations say
     /// (`{"issues.delete": "destructive"}`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "Pins::is_empty")]
     #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, String>))]
-    pub effects: BTreeMap<String, Effect>,
+    pub effects: Pins,
 }
 
 impl ToolFilter {
     pub fn permits(&self, tool: &str) -> bool {
         self.only.as_ref().is_none_or(|o| o.iter().any(|t| t == tool))
             && !self.disable.iter().any(|t| t == tool)
+    }
+}
+
+/// The effects a filter pins, by tool name: a map in JSON (`{"issues.delete": "destructive"}`),
+/// held as a list kept in name order. A `BTreeMap<String, Effect>` would bring a B-tree of its
+/// own into the console's wasm (about 2 KB gzipped, over its budget) for maps of a few
+/// entries. A tool named twice in one map is an error, not a silent last-wins.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pins(Vec<(String, Effect)>);
+
+impl Pins {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, tool: &str) -> Option<Effect> {
+        self.find(tool).ok().map(|i| self.0[i].1)
+    }
+
+    /// Pins `tool` to `effect`, replacing its pin if it had one; the old pin, if any.
+    pub fn insert(&mut self, tool: String, effect: Effect) -> Option<Effect> {
+        match self.find(&tool) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, effect)),
+            Err(i) => {
+                self.0.insert(i, (tool, effect));
+                None
+            }
+        }
+    }
+
+    /// The pins in tool-name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Effect)> {
+        self.0.iter().map(|(t, e)| (t.as_str(), *e))
+    }
+
+    fn find(&self, tool: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(t, _)| t.as_str().cmp(tool))
+    }
+}
+
+impl FromIterator<(String, Effect)> for Pins {
+    /// Later pins of the same tool replace earlier ones.
+    fn from_iter<I: IntoIterator<Item = (String, Effect)>>(iter: I) -> Self {
+        let mut pins = Pins::default();
+        for (tool, effect) in iter {
+            pins.insert(tool, effect);
+        }
+        pins
+    }
+}
+
+impl Serialize for Pins {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Pins {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Pins;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map of tool names to read, write or destructive")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Pins, A::Error> {
+                let mut pins = Pins::default();
+                while let Some((tool, effect)) = map.next_entry::<String, Effect>()? {
+                    if pins.get(&tool).is_some() {
+                        let msg = format!("tool `{tool}` is pinned twice");
+                        return Err(serde::de::Error::custom(msg));
+                    }
+                    pins.insert(tool, effect);
+                }
+                Ok(pins)
+            }
+        }
+        d.deserialize_map(Visit)
     }
 }
 

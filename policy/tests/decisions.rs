@@ -324,3 +324,29 @@ fn kit_diff_says_what_widens_and_narrows() {
     assert_eq!(back.widens().count(), 1);
     assert_eq!(back.narrows().count(), 3);
 }
+
+#[test]
+fn effect_pins_read_and_write_as_a_map_in_tool_order_and_refuse_a_tool_pinned_twice() {
+    let mut k = Kit::default_kit();
+    k.toolkits.filters.insert("github".into(), Default::default());
+    let json = k
+        .to_json()
+        .replace(r#""github":{}"#, r#""github":{"effects":{"merge":"destructive","list":"read"}}"#);
+    let read = kit(&json);
+    let pins = &read.toolkits.filters["github"].effects;
+    let listed: Vec<_> = pins.iter().collect();
+    assert_eq!(listed, [("list", policy::Effect::Read), ("merge", policy::Effect::Destructive)]);
+    assert!(read.to_json().contains(r#""effects":{"list":"read","merge":"destructive"}"#));
+    assert_eq!(read.toolkits.effect("github", "list", Some(policy::Effect::Write)), policy::Effect::Write);
+    assert_eq!(
+        read.toolkits.effect("github", "merge", Some(policy::Effect::Read)),
+        policy::Effect::Destructive
+    );
+
+    let twice = json.replace(r#""list":"read""#, r#""merge":"read""#);
+    let err = Kit::from_json(&twice).unwrap_err();
+    assert_eq!(err.0[0].path, "toolkits.filters.github.effects");
+    assert!(err.0[0].message.contains("`merge` is pinned twice"), "{}", err.0[0].message);
+    let unknown = json.replace(r#""list":"read""#, r#""list":"harmless""#);
+    assert!(Kit::from_json(&unknown).is_err(), "an unknown effect is refused");
+}

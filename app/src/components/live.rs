@@ -16,17 +16,18 @@
 //! On the server both do nothing: pages render from the log.
 
 use leptos::prelude::NodeRef;
-use policy::activity::{Kind, Transport, Verdict};
 
 /// What an island needs to know of an activity row to decide whether its region changed.
-/// Each field is read with its type's closed parse; a row the browser cannot read as an entry
-/// is not reported.
+/// The fields are the row's names as the server wrote them (`policy::activity`'s `as_str`);
+/// islands compare them with names taken from the same types, so the browser ships no parser
+/// for the closed sets (it would cost the wasm budget and decide nothing more). A row without
+/// a kind is not reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveEvent {
-    pub kind: Kind,
+    pub kind: String,
     pub agent: Option<String>,
-    pub verdict: Option<Verdict>,
-    pub transport: Option<Transport>,
+    pub verdict: Option<String>,
+    pub transport: Option<String>,
 }
 
 /// Calls `on_event` with every activity row from now on, until the island is cleaned up.
@@ -42,12 +43,12 @@ pub fn subscribe(on_event: impl Fn(LiveEvent) + 'static, on_state: impl Fn(bool)
         let on_message = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |m: web_sys::MessageEvent| {
             let Some(row) = m.data().as_string().and_then(|d| js_sys::JSON::parse(&d).ok()) else { return };
             let get = |key: &str| js_sys::Reflect::get(&row, &key.into()).ok().and_then(|v| v.as_string());
-            let Some(kind) = get("kind").and_then(|k| Kind::parse(&k)) else { return };
+            let Some(kind) = get("kind") else { return };
             on_event(LiveEvent {
                 kind,
                 agent: get("agent"),
-                verdict: get("verdict").and_then(|v| Verdict::parse(&v)),
-                transport: get("transport").and_then(|t| Transport::parse(&t)),
+                verdict: get("verdict"),
+                transport: get("transport"),
             });
         });
         let opened = on_state.clone();

@@ -30,10 +30,9 @@ fn ActivityTable(children: Children) -> impl IntoView {
             return;
         };
         let filter = |name: &str| region.get_attribute(name).filter(|v| !v.is_empty());
-        let agent = filter("data-agent");
-        let kind = filter("data-kind").and_then(|k| Kind::parse(&k));
-        let verdict = filter("data-verdict").and_then(|v| Verdict::parse(&v));
-        let transport = filter("data-transport").and_then(|t| Transport::parse(&t));
+        // The filters as the server rendered them (`as_str` of the typed filter it applied).
+        let (agent, kind, verdict) = (filter("data-agent"), filter("data-kind"), filter("data-verdict"));
+        let transport = filter("data-transport");
         let live = region.get_attribute("data-live").as_deref() == Some("true");
         follows.set(Some(live));
         if !live {
@@ -43,9 +42,9 @@ fn ActivityTable(children: Children) -> impl IntoView {
         crate::components::live::subscribe(
             move |e| {
                 let wanted = agent.as_ref().is_none_or(|a| e.agent.as_ref() == Some(a))
-                    && kind.is_none_or(|k| e.kind == k)
-                    && verdict.is_none_or(|v| e.verdict == Some(v))
-                    && transport.is_none_or(|t| e.transport == Some(t));
+                    && kind.as_ref().is_none_or(|k| &e.kind == k)
+                    && verdict.as_ref().is_none_or(|v| e.verdict.as_ref() == Some(v))
+                    && transport.as_ref().is_none_or(|t| e.transport.as_ref() == Some(t));
                 if !wanted {
                     return;
                 }

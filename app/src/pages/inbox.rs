@@ -16,8 +16,9 @@ use crate::components::common::{
 };
 use crate::components::countdown::Countdown;
 
-/// Kinds of activity after which the inbox may have changed.
-const INBOX_KINDS: [Kind; 3] = [Kind::Park, Kind::Approval, Kind::Revoke];
+/// Kinds of activity after which the inbox may have changed, by name (evaluated at compile
+/// time, so the island carries three strings, not the kind parser).
+const INBOX_KINDS: [&str; 3] = [Kind::Park.as_str(), Kind::Approval.as_str(), Kind::Revoke.as_str()];
 
 #[island]
 fn LiveInbox(children: Children) -> impl IntoView {
@@ -28,7 +29,7 @@ fn LiveInbox(children: Children) -> impl IntoView {
         let refresh = crate::components::live::refresher(root, move || mark(root, selected));
         crate::components::live::subscribe(
             move |e| {
-                if INBOX_KINDS.contains(&e.kind) {
+                if INBOX_KINDS.contains(&e.kind.as_str()) {
                     refresh();
                 }
             },

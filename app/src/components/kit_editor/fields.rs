@@ -77,8 +77,8 @@ fn opt_items(s: &str) -> Option<Vec<String>> {
 }
 
 /// `tool=effect` pairs, comma-separated; each effect is read, write or destructive.
-fn pins(toolkit: &str, s: &str, errs: &mut Vec<KitError>) -> std::collections::BTreeMap<String, Effect> {
-    let mut pinned = std::collections::BTreeMap::new();
+fn pins(toolkit: &str, s: &str, errs: &mut Vec<KitError>) -> policy::kit::Pins {
+    let mut pinned = policy::kit::Pins::default();
     for item in items(s) {
         let parsed = item.split_once('=').and_then(|(tool, effect)| {
             let effect = match effect.trim() {
