@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use crate::store_error::{StoreError, StoreErrorKind};
+pub use ::store::{StoreError, StoreErrorKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -44,6 +44,25 @@ pub enum Error {
         "the master key ({given}) is not the one this database's vault was sealed with ({expected}); start with that key (NAIVE_MASTER_KEY or the key file)"
     )]
     MasterKeyMismatch { given: String, expected: String },
+}
+
+/// A storage failure becomes the gateway's twin variant, with the same code.
+impl From<::store::Error> for Error {
+    fn from(e: ::store::Error) -> Error {
+        use ::store::Error as S;
+        match e {
+            S::Internal { code, message } => Error::Internal { code, message },
+            S::Unavailable { code, message, retry_after_secs } => {
+                Error::Unavailable { code, message, retry_after_secs }
+            }
+            S::Invalid { code, message } => Error::Invalid { code, message },
+            S::UnsupportedDatabase { given, accepted } => Error::UnsupportedDatabase { given, accepted },
+            S::DatabaseDirectory { path, source } => Error::DatabaseDirectory { path, source },
+            S::DatabaseOpen { url, source } => Error::DatabaseOpen { url, source },
+            S::Migrate(e) => Error::Migrate(e),
+            S::Storage(e) => Error::Storage(e),
+        }
+    }
 }
 
 impl From<sqlx::Error> for Error {

@@ -28,11 +28,10 @@ pub mod postgres;
 mod profile_index;
 mod reads;
 pub mod secrets;
-pub mod sql;
+pub use ::store::sql;
 pub mod sqlite_memory;
 pub mod store;
-mod store_error;
-mod stored;
+pub(crate) use ::store::stored;
 #[doc(hidden)]
 pub mod testing;
 pub mod writer;

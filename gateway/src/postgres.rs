@@ -23,7 +23,7 @@ use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
 use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
-use crate::store_error::redact;
+use ::store::redact;
 
 /// How many times a job runs when PostgreSQL keeps reporting conflicts.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -163,7 +163,7 @@ impl Notifications {
 pub(crate) async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
     let sql = numbered(sql);
     let rows = query(&sql, args).fetch_all(pool).await?;
-    rows.iter().map(row).collect()
+    Ok(rows.iter().map(row).collect::<::store::Result<_>>()?)
 }
 
 /// Runs `f` on the runner's connection; a connection that failed outside the database (a
@@ -240,13 +240,13 @@ fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
 }
 
 impl Tx for PgTx<'_> {
-    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> ::store::Result<u64> {
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         Ok(self.rt.block_on(query(&sql, args).execute(&mut **conn))?.rows_affected())
     }
 
-    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> ::store::Result<Vec<Row>> {
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         let rows = self.rt.block_on(query(&sql, args).fetch_all(&mut **conn))?;
@@ -258,12 +258,12 @@ impl Tx for PgTx<'_> {
     }
 }
 
-fn row(r: &PgRow) -> Result<Row> {
-    (0..r.len()).map(|i| value(r, i)).collect::<Result<_>>().map(Row)
+fn row(r: &PgRow) -> ::store::Result<Row> {
+    (0..r.len()).map(|i| value(r, i)).collect::<::store::Result<_>>().map(Row::from_values)
 }
 
 /// Column `i` in the portable types; another type is a statement to cast.
-fn value(r: &PgRow, i: usize) -> Result<Value<'static>> {
+fn value(r: &PgRow, i: usize) -> ::store::Result<Value<'static>> {
     let type_name = r.try_get_raw(i)?.type_info().name().to_string();
     let kind = match type_name.as_str() {
         "INT8" | "INT4" | "INT2" | "BOOL" => Kind::Int,
@@ -271,7 +271,7 @@ fn value(r: &PgRow, i: usize) -> Result<Value<'static>> {
         "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Kind::Text,
         "BYTEA" => Kind::Blob,
         other => {
-            return Err(Error::internal(
+            return Err(::store::Error::internal(
                 "storage_decode",
                 format!(
                     "column {} is {other}: cast it to BIGINT, DOUBLE PRECISION, TEXT or BYTEA",
@@ -331,7 +331,7 @@ mod tests {
         let failed = db
             .run(move |tx| {
                 r.fetch_add(1, Ordering::SeqCst);
-                tx.exec(SERIALIZATION_FAILURE, &[])
+                Ok(tx.exec(SERIALIZATION_FAILURE, &[])?)
             })
             .await;
         assert!(is_conflict(&failed.unwrap_err()));

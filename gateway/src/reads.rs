@@ -29,7 +29,7 @@ impl Store {
 
     /// Every row `sql` returns, each as a `T`.
     pub async fn all<T: FromRow>(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<T>> {
-        self.rows(sql, args).await?.iter().map(T::from_row).collect()
+        Ok(self.rows(sql, args).await?.iter().map(T::from_row).collect::<::store::Result<_>>()?)
     }
 
     /// The first row `sql` returns as a `T`, if there is one.
@@ -38,7 +38,7 @@ impl Store {
             Engine::Sqlite(pool) => sqlite_row(pool, sql, args).await?,
             Engine::Postgres(pg) => pg.rows(sql, args).await?.into_iter().next(),
         };
-        row.as_ref().map(T::from_row).transpose()
+        Ok(row.as_ref().map(T::from_row).transpose()?)
     }
 
     /// The first row `sql` returns as a `T`; there must be one.
@@ -104,7 +104,7 @@ fn sqlite_decode(r: &SqliteRow) -> Result<Row> {
         };
         values.push(value);
     }
-    Ok(Row(values))
+    Ok(Row::from_values(values))
 }
 
 #[cfg(test)]

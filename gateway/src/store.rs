@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 
 use crate::error::{Error, Result};
 use crate::postgres::Postgres;
-pub use crate::store_error::redact;
+pub use ::store::redact;
 
 /// The schemes [`Store::open`] accepts, for error messages.
 pub const ACCEPTED_SCHEMES: &str =

@@ -295,7 +295,7 @@ fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
         "SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1",
         &[&tenant.as_str()],
     )?;
-    newest.map_or_else(|| Ok(GENESIS.to_string()), |r| r.get(0))
+    newest.map_or_else(|| Ok(GENESIS.to_string()), |r| Ok(r.get(0)?))
 }
 
 /// Entries committed with a sequence number in `after < seq < before`, in log order, at
@@ -325,7 +325,7 @@ pub(crate) fn skim_between(
 
 /// The newest entry's sequence number, 0 for an empty log.
 pub(crate) fn last_seq(c: &dyn Tx) -> Result<i64> {
-    c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| r.get(0))
+    c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| Ok(r.get(0)?))
 }
 
 const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
@@ -337,13 +337,13 @@ pub(crate) fn select_columns(rest: &str) -> String {
 
 /// Rows of [`select_columns`] as entries.
 pub(crate) fn entries(rows: &[Row]) -> Result<Vec<Entry>> {
-    rows.iter().map(Entry::from_row).collect()
+    Ok(rows.iter().map(Entry::from_row).collect::<::store::Result<_>>()?)
 }
 
 /// A row of [`COLUMNS`]; `corrupt_row` when its actor, kind, verdict or transport is not one
 /// the gateway writes.
 impl FromRow for Entry {
-    fn from_row(r: &Row) -> Result<Entry> {
+    fn from_row(r: &Row) -> ::store::Result<Entry> {
         let (actor, kind): (String, String) = (r.get(3)?, r.get(5)?);
         let verdict: Option<String> = r.get(7)?;
         let transport: Option<String> = r.get(11)?;

@@ -372,7 +372,7 @@ pub(crate) fn mark_refused(
 }
 
 impl crate::sql::FromRow for ApprovalRow {
-    fn from_row(r: &Row) -> Result<ApprovalRow> {
+    fn from_row(r: &Row) -> ::store::Result<ApprovalRow> {
         Ok(ApprovalRow {
             id: r.get(0)?,
             tenant_id: r.get(1)?,
@@ -463,7 +463,7 @@ pub(crate) fn due(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Approval>> {
         skip_locked(c, "approvals")
     );
     let rows = c.rows(&sql, &[&stored::ts(now)])?;
-    rows.iter().map(|r| crate::sql::FromRow::from_row(r).and_then(from_row)).collect()
+    rows.iter().map(|r| crate::sql::FromRow::from_row(r).map_err(Error::from).and_then(from_row)).collect()
 }
 
 /// The proposal an approval would canonize, with the agent's `because`.

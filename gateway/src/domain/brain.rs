@@ -202,7 +202,7 @@ pub(crate) fn trail(
 /// The profile whose writeback carried `proposal`.
 pub(crate) fn proposer(c: &dyn Tx, proposal: &str) -> Result<Option<ProfileId>> {
     let row = c.row(PROPOSER, &[&proposal])?;
-    row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()
+    Ok(row.map(|r| r.get::<String>(0).map(ProfileId::from_db)).transpose()?)
 }
 
 pub(crate) const PROPOSER: &str =
@@ -355,7 +355,7 @@ const COLUMNS: &str = "id, writeback_id, run_id, object_type, content, status, a
 
 /// A row of [`COLUMNS`], without its trail.
 impl FromRow for Proposal {
-    fn from_row(r: &Row) -> Result<Proposal> {
+    fn from_row(r: &Row) -> ::store::Result<Proposal> {
         let (content, status): (String, String) = (r.get(4)?, r.get(5)?);
         Ok(Proposal {
             id: r.get(0)?,
@@ -375,7 +375,7 @@ const WRITEBACK_COLUMNS: &str = "id, profile_id, run_id, source, envelope, recei
 
 /// A row of [`WRITEBACK_COLUMNS`], without its proposals.
 impl FromRow for Writeback {
-    fn from_row(r: &Row) -> Result<Writeback> {
+    fn from_row(r: &Row) -> ::store::Result<Writeback> {
         let envelope: String = r.get(4)?;
         Ok(Writeback {
             id: r.get(0)?,
@@ -463,7 +463,7 @@ pub struct Belief {
 
 /// A row of the beliefs read in [`beliefs`].
 impl FromRow for Belief {
-    fn from_row(r: &Row) -> Result<Belief> {
+    fn from_row(r: &Row) -> ::store::Result<Belief> {
         let content: String = r.get(2)?;
         Ok(Belief {
             id: r.get(0)?,

@@ -98,7 +98,7 @@ struct InFlightRow {
 }
 
 impl crate::sql::FromRow for InFlightRow {
-    fn from_row(r: &crate::sql::Row) -> Result<InFlightRow> {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<InFlightRow> {
         Ok(InFlightRow {
             hold: r.get(0)?,
             tenant: r.get(1)?,
@@ -135,7 +135,7 @@ pub(crate) fn claim(
         .rows(&sql, &[&stored::ts(now), &MAX_ATTEMPTS])?
         .iter()
         .map(crate::sql::FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
         let attempts = row.attempts + 1;

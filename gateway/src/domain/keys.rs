@@ -58,7 +58,7 @@ const KEY_COLUMNS: &str = "id, profile_id, prefix, created_at, last_used_at, exp
 
 /// A row of [`KEY_COLUMNS`].
 impl crate::sql::FromRow for KeyInfo {
-    fn from_row(r: &crate::sql::Row) -> Result<KeyInfo> {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<KeyInfo> {
         Ok(KeyInfo {
             id: r.get(0)?,
             profile_id: r.get(1)?,

@@ -59,9 +59,10 @@ pub(crate) fn current_kit_in(c: &dyn Tx, tenant: &TenantId, name: &str) -> Resul
 
 /// A row of [`COLUMNS`]; `corrupt_kit` when its body or diff does not read back.
 impl crate::sql::FromRow for KitRecord {
-    fn from_row(r: &crate::sql::Row) -> Result<KitRecord> {
-        let corrupt =
-            |e: String| Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}"));
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<KitRecord> {
+        let corrupt = |e: String| {
+            ::store::Error::internal("corrupt_kit", format!("a stored kit could not be read: {e}"))
+        };
         let (body, diff): (String, String) = (r.get(0)?, r.get(2)?);
         Ok(KitRecord {
             kit: Kit::from_json(&body).map_err(|e| corrupt(e.to_string()))?,

@@ -72,7 +72,7 @@ pub(crate) fn ensure_not_owner(
         .rows(OWNER_CHAIN, &[&profile.as_str()])?
         .iter()
         .map(|r| r.get::<Option<String>>(0))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<::store::Result<Vec<_>>>()?;
     refuse_owner(&owners, by)
 }
 
@@ -127,7 +127,7 @@ pub(crate) fn insert_profile(tx: &dyn Tx, p: &Profile) -> Result<()> {
                 message: format!("a profile named `{}` already exists in this tenant", p.name),
             }
         } else {
-            e
+            e.into()
         }
     })?;
     crate::domain::ledger::open_account(tx, &p.tenant_id, &p.id)
@@ -195,7 +195,7 @@ pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
 
 /// A row of [`COLUMNS`].
 impl crate::sql::FromRow for Profile {
-    fn from_row(r: &crate::sql::Row) -> Result<Profile> {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<Profile> {
         let (status, runtime): (String, String) = (r.get(6)?, r.get(7)?);
         Ok(Profile {
             id: r.get(0)?,

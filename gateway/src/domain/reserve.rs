@@ -637,7 +637,7 @@ mod tests {
                 .run(move |tx| {
                     let r =
                         tx.row("SELECT runtime_state FROM agent_profiles WHERE id = ?", &[&p.as_str()])?;
-                    r.expect("the profile").get::<String>(0)
+                    Ok(r.expect("the profile").get::<String>(0)?)
                 })
                 .await
                 .unwrap();

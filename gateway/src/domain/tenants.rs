@@ -47,7 +47,7 @@ const COMPANY_KEY_COLUMNS: &str = "id, prefix, created_at, last_used_at, expires
 
 /// A row of [`COMPANY_KEY_COLUMNS`].
 impl crate::sql::FromRow for CompanyKeyInfo {
-    fn from_row(r: &crate::sql::Row) -> Result<CompanyKeyInfo> {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<CompanyKeyInfo> {
         Ok(CompanyKeyInfo {
             id: r.get(0)?,
             prefix: r.get(1)?,
@@ -114,7 +114,7 @@ pub(crate) fn revoke_company_key(
         ),
         &[&t.as_str()],
     )?;
-    let ids = active.iter().map(|r| r.get::<String>(0)).collect::<Result<Vec<_>>>()?;
+    let ids = active.iter().map(|r| r.get::<String>(0)).collect::<::store::Result<Vec<_>>>()?;
     if !ids.iter().any(|id| id != k.as_str()) {
         return Err(Error::Conflict {
             code: "last_company_key",
@@ -176,7 +176,7 @@ fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey,
                 message: "that company key's prefix is already in use; choose another".into(),
             }
         } else {
-            e
+            e.into()
         }
     })?;
     Ok(())

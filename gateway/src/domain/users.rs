@@ -91,7 +91,7 @@ pub(crate) fn insert_user(
                 message: format!("the username `{}` is taken; choose another", u.username),
             }
         } else {
-            e
+            e.into()
         }
     })?;
     let Some(by) = by else { return Ok(Vec::new()) };
@@ -160,7 +160,7 @@ fn roles_to_db(roles: &[Role]) -> String {
 
 /// A row of [`COLUMNS`]; `corrupt_row` for a role the gateway does not know.
 impl crate::sql::FromRow for ConsoleUser {
-    fn from_row(r: &crate::sql::Row) -> Result<ConsoleUser> {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<ConsoleUser> {
         let roles: String = r.get(3)?;
         Ok(ConsoleUser {
             id: r.get(0)?,
@@ -169,7 +169,7 @@ impl crate::sql::FromRow for ConsoleUser {
             roles: roles
                 .split(',')
                 .map(|role| stored::named("role", role, Role::parse))
-                .collect::<Result<_>>()?,
+                .collect::<::store::Result<_>>()?,
             created_at: r.get(4)?,
         })
     }

@@ -352,7 +352,7 @@ pub(crate) fn delete_in(
         )?
         .iter()
         .map(|r| r.get(0))
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     if !users.is_empty() {
         return Err(Error::Conflict {
             code: "secret_in_use",

@@ -430,7 +430,10 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
         skip_locked(c, "h")
     );
     let attempts = crate::domain::in_flight::MAX_ATTEMPTS;
-    c.rows(&sql, &[&crate::stored::ts(now), &attempts])?.iter().map(crate::sql::FromRow::from_row).collect()
+    Ok(c.rows(&sql, &[&crate::stored::ts(now), &attempts])?
+        .iter()
+        .map(crate::sql::FromRow::from_row)
+        .collect::<::store::Result<_>>()?)
 }
 
 /// Ends `orphans`. An approved call that never completed says so in its result and trail.

@@ -36,7 +36,7 @@ fn subtree(c: &dyn Tx, tenant: &TenantId, root: &ProfileId) -> Result<Vec<Profil
         &[&root.as_str(), &tenant.as_str()],
     )?
     .iter()
-    .map(|r| r.get::<String>(0).map(ProfileId::from_db))
+    .map(|r| Ok(ProfileId::from_db(r.get::<String>(0)?)))
     .collect()
 }
 

@@ -30,7 +30,7 @@ pub(crate) fn run(c: &dyn Tx) -> Result<usize> {
         .rows("SELECT name FROM pending_upgrades", &[])?
         .iter()
         .map(FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     let mut done = 0;
     for (name,) in pending {
         if name != KITS_NAME_THEIR_TOOLKITS {
@@ -57,7 +57,7 @@ fn kits_name_their_toolkits(c: &dyn Tx) -> Result<()> {
         )?
         .iter()
         .map(FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     for (tenant, name, version, body) in kits {
         let old = Kit::from_json(&body).map_err(|e| {
             Error::internal("corrupt_kit", format!("kit {name} of {tenant} does not read: {e}"))
@@ -69,7 +69,7 @@ fn kits_name_their_toolkits(c: &dyn Tx) -> Result<()> {
             .rows("SELECT toolkit FROM connected_apps WHERE tenant_id = ? ORDER BY toolkit", &[&tenant])?
             .iter()
             .map(FromRow::from_row)
-            .collect::<Result<_>>()?;
+            .collect::<::store::Result<_>>()?;
         let mut new = old.clone();
         new.toolkits.allow_all = false;
         for (toolkit,) in apps {
@@ -137,10 +137,10 @@ mod tests {
             assert_eq!(db.run(run).await.unwrap(), 0, "{name}: once");
             let kits: Vec<(String, i64, String)> = db
                 .run(|c| {
-                    c.rows("SELECT name, version, body FROM kits ORDER BY name, version", &[])?
+                    Ok(c.rows("SELECT name, version, body FROM kits ORDER BY name, version", &[])?
                         .iter()
                         .map(FromRow::from_row)
-                        .collect()
+                        .collect::<::store::Result<_>>()?)
                 })
                 .await
                 .unwrap();

@@ -154,7 +154,7 @@ pub(crate) fn claim(
         .rows(DUE_SQL, &[&channel, &now, &(max_queues as i64)])?
         .iter()
         .map(FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     let mut claimed = Vec::with_capacity(due.len());
     for (tenant, destination) in due {
         let tenant = TenantId::from_db(tenant);
@@ -228,7 +228,7 @@ fn head(c: &dyn Tx, tenant: &TenantId, channel: &str, destination: &str, now: Da
         .rows(&head_sql(), &[tenant, &channel, &destination])?
         .iter()
         .map(FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     let Some(first) = rows.first() else { return Ok(Head::Empty) };
     if first.5 > now {
         return Ok(Head::NotDue(first.5));
@@ -604,7 +604,10 @@ mod tests {
     }
 
     fn left(c: &dyn Tx) -> Result<Vec<String>> {
-        c.rows("SELECT id FROM outbox ORDER BY seq", &[])?.iter().map(|r| r.get(0)).collect()
+        Ok(c.rows("SELECT id FROM outbox ORDER BY seq", &[])?
+            .iter()
+            .map(|r| r.get(0))
+            .collect::<::store::Result<_>>()?)
     }
 
     /// Finished rows go once retention has passed; queued and dead ones stay; and a row that
@@ -712,7 +715,9 @@ mod tests {
                 "{name}"
             );
             let rows: i64 = db
-                .run(|c| c.row("SELECT COUNT(*) FROM outbox WHERE id = 'cmd_over'", &[])?.unwrap().get(0))
+                .run(|c| {
+                    Ok(c.row("SELECT COUNT(*) FROM outbox WHERE id = 'cmd_over'", &[])?.unwrap().get(0)?)
+                })
                 .await
                 .unwrap();
             assert_eq!(rows, 0, "{name}: nothing written past the bound");
@@ -779,13 +784,17 @@ mod tests {
             let stale =
                 Outcome { failed: f.rows.clone(), failure: Some("late".into()), ..Default::default() };
             db.run(move |c| settle(c, &f, &stale, &config())).await.unwrap();
-            let attempts: i64 =
-                db.run(|c| c.row("SELECT MAX(attempts) FROM outbox", &[])?.unwrap().get(0)).await.unwrap();
+            let attempts: i64 = db
+                .run(|c| Ok(c.row("SELECT MAX(attempts) FROM outbox", &[])?.unwrap().get(0)?))
+                .await
+                .unwrap();
             assert_eq!(attempts, 0, "{name}: the lost lease recorded nothing");
             let done = Outcome { delivered: s.rows.iter().map(|r| r.seq).collect(), ..Default::default() };
             db.run(move |c| settle(c, &s, &done, &config())).await.unwrap();
-            let left: i64 =
-                db.run(|c| c.row("SELECT COUNT(*) FROM outbox_queues", &[])?.unwrap().get(0)).await.unwrap();
+            let left: i64 = db
+                .run(|c| Ok(c.row("SELECT COUNT(*) FROM outbox_queues", &[])?.unwrap().get(0)?))
+                .await
+                .unwrap();
             assert_eq!(left, 0, "{name}: an empty queue is gone");
         }
     }

@@ -97,7 +97,7 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
         .rows("SELECT id, events FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id", &[&e.tenant_id])?
         .iter()
         .map(crate::sql::FromRow::from_row)
-        .collect::<Result<_>>()?;
+        .collect::<::store::Result<_>>()?;
     for (endpoint, wanted) in endpoints {
         let wanted: Vec<String> = serde_json::from_str(&wanted).unwrap_or_default();
         for (event, data) in events.iter().filter(|(ev, _)| wanted.iter().any(|w| w == ev)) {

@@ -1,6 +1,6 @@
 //! The storage boundary's statement interface. Domain code writes each statement once, in SQL
 //! both engines accept, against [`Tx`]: an open transaction of SQLite (the writer's
-//! connection inside its group commit) or of PostgreSQL ([`crate::postgres`]). No rusqlite or
+//! connection inside its group commit) or of PostgreSQL (the gateway's runners, for now). No rusqlite or
 //! sqlx type crosses it: arguments go in as [`ToValue`], rows come out as [`Row`].
 //!
 //! The portable dialect:
@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// Which engine a transaction belongs to, for the rare statement that must differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,9 +64,14 @@ pub trait Tx {
 
 /// A row's values, read by position.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row(pub(crate) Vec<Value<'static>>);
+pub struct Row(Vec<Value<'static>>);
 
 impl Row {
+    /// A row of these values, in column order (for an engine's reader).
+    pub fn from_values(values: Vec<Value<'static>>) -> Row {
+        Row(values)
+    }
+
     /// Column `i` as a `T`; a type mismatch is our bug, reported as an internal error.
     pub fn get<T: FromValue>(&self, i: usize) -> Result<T> {
         let v = self.0.get(i).ok_or_else(|| decode_error(i, "no such column"))?;
@@ -264,6 +269,8 @@ tuple_rows! {
 
 /// Binds one portable value to an sqlx query of either engine (both accept the same Rust
 /// types, so one arm per [`Value`] serves SQLite's reads and PostgreSQL's statements).
+#[doc(hidden)]
+#[macro_export]
 macro_rules! bind_value {
     ($q:expr, $v:expr) => {
         match $v {
@@ -278,7 +285,7 @@ macro_rules! bind_value {
         }
     };
 }
-pub(crate) use bind_value;
+pub use bind_value;
 
 /// `sql`, or `locked` on PostgreSQL; [`locked!`] writes both from one text.
 pub fn pick<'s>(tx: &dyn Tx, sql: &'s str, locked: &'s str) -> &'s str {
@@ -290,12 +297,13 @@ pub fn pick<'s>(tx: &dyn Tx, sql: &'s str, locked: &'s str) -> &'s str {
 
 /// A `SELECT` that locks its rows until commit on PostgreSQL (`… FOR UPDATE`), for a hot
 /// statement: both texts are literals, so nothing is built per call.
+#[macro_export]
 macro_rules! locked {
     ($tx:expr, $sql:literal) => {
         $crate::sql::pick($tx, $sql, concat!($sql, " FOR UPDATE"))
     };
 }
-pub(crate) use locked;
+pub use locked;
 
 /// What ends a `SELECT` that locks the rows it reads until commit: `FOR UPDATE` on
 /// PostgreSQL; nothing on SQLite, whose single writer already runs one job at a time.
@@ -345,7 +353,7 @@ pub fn lock_key(tx: &dyn Tx, parts: &[&str]) -> Result<()> {
 
 /// `sql` with `?` and `?N` placeholders numbered the PostgreSQL way (`$N`); question marks
 /// inside string literals stay.
-pub(crate) fn numbered(sql: &str) -> String {
+pub fn numbered(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let (mut next, mut quoted) = (1, false);
     let mut chars = sql.chars().peekable();

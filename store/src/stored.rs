@@ -5,19 +5,19 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 
 /// The text form of a timestamp, identical to what sqlx stores for `DateTime<Utc>`.
-pub(crate) fn ts(t: DateTime<Utc>) -> String {
+pub fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
 /// Reads a stored timestamp; storage only ever holds [`ts`] output.
-pub(crate) fn parse_ts(s: &str) -> DateTime<Utc> {
+pub fn parse_ts(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
 }
 
-/// The one error for a stored value that does not read back as what the gateway wrote (the
+/// The one error for a stored value that does not read back as what was written (the
 /// database was changed outside it): an internal error naming the value, never a default.
-pub(crate) fn corrupt(what: &str, value: &str) -> crate::error::Error {
-    crate::error::Error::internal(
+pub fn corrupt(what: &str, value: &str) -> crate::Error {
+    crate::Error::internal(
         "corrupt_row",
         format!(
             "a stored {what} does not read back (`{value}`); the database was changed outside the gateway"
@@ -26,11 +26,11 @@ pub(crate) fn corrupt(what: &str, value: &str) -> crate::error::Error {
 }
 
 /// A stored JSON text, read back.
-pub(crate) fn json(what: &str, text: &str) -> crate::error::Result<serde_json::Value> {
+pub fn json(what: &str, text: &str) -> crate::Result<serde_json::Value> {
     serde_json::from_str(text).map_err(|_| corrupt(what, text))
 }
 
 /// A stored name of one of a closed set of values, read back with `parse`.
-pub(crate) fn named<T>(what: &str, text: &str, parse: impl Fn(&str) -> Option<T>) -> crate::error::Result<T> {
+pub fn named<T>(what: &str, text: &str, parse: impl Fn(&str) -> Option<T>) -> crate::Result<T> {
     parse(text).ok_or_else(|| corrupt(what, text))
 }
