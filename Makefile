@@ -28,7 +28,7 @@ fmt:
 # The server side and the browser side are linted separately: `app` is built with `ssr` for
 # the server and with `hydrate` for wasm, never both at once.
 lint:
-	cargo clippy -p policy -p gateway -p server --all-targets -- -D warnings
+	cargo clippy -p policy -p store -p gateway -p server --all-targets -- -D warnings
 	cargo clippy -p app --features ssr --all-targets -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
@@ -41,7 +41,7 @@ lint:
 # that exercise SQLite's own parts (its indexer, the crash soak's file) stay on SQLite.
 unit:
 	eval "$$(scripts/pg.sh start)" && trap 'scripts/pg.sh stop' EXIT \
-	  && cargo test -p policy -p gateway \
+	  && cargo test -p policy -p store -p gateway \
 	  && NAIVE_TEST_ENGINE=postgres cargo test -p gateway --tests \
 	  && cargo test -p app --features ssr --lib \
 	  && cargo test -p server -- --test-threads=1 \

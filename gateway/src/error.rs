@@ -65,6 +65,17 @@ impl From<::store::Error> for Error {
     }
 }
 
+/// A job the store's engines run answers with the gateway's error: a conflict PostgreSQL
+/// reports is told by its storage kind, and the job runs again.
+impl ::store::JobError for Error {
+    fn storage_kind(&self) -> Option<StoreErrorKind> {
+        match self {
+            Error::Storage(e) => Some(e.kind()),
+            _ => None,
+        }
+    }
+}
+
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Error {
         Error::Storage(e.into())

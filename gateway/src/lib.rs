@@ -1,13 +1,15 @@
 //! `gateway`: the domain services every governed action passes through.
 //!
-//! It owns storage (sqlx) and calls `policy` for every decision. It knows nothing of HTTP:
-//! the `/v1` API, MCP and the console's server functions are thin callers of [`Gateway`].
+//! It keeps its state through the `store` crate (re-exported as [`store`], with [`sql`], its
+//! statement interface) and calls `policy` for every decision. It names no database driver
+//! and knows nothing of HTTP: the `/v1` API, MCP and the console's server functions are thin
+//! callers of [`Gateway`].
 //!
 //! The layers, lowest first; a module names only its own layer and those below
 //! (`gateway/tests/tidy.rs` checks it, `docs/architecture.md` says why):
-//! - the store: [`store`] (the engine chosen by URL scheme), [`sql`] (the statement interface
-//!   written once for both engines), [`writer`] (SQLite's single writer with group commit),
-//!   [`postgres`]; with [`error`], [`ids`], [`cache`] and [`secrets`] beside it.
+//! - below them all, the `store` crate: the engine chosen by URL scheme, the statement
+//!   interface written once for both engines, SQLite's single writer with group commit,
+//!   PostgreSQL's runners; with [`error`], [`ids`], [`cache`] and [`secrets`] beside it.
 //! - [`audit`]: the tamper-evident log and the live bus.
 //! - [`domain`]: the rules and their SQL, one owner per table: tenants, users, profiles, kits,
 //!   keys, the pipeline's vocabulary, the ledger, approvals, the brain, the vault.
@@ -24,17 +26,12 @@ pub mod domain;
 pub mod error;
 pub mod ids;
 pub mod ops;
-pub mod postgres;
-mod profile_index;
-mod reads;
 pub mod secrets;
+pub use ::store;
 pub use ::store::sql;
-pub mod sqlite_memory;
-pub mod store;
 pub(crate) use ::store::stored;
 #[doc(hidden)]
 pub mod testing;
-pub mod writer;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,7 +54,7 @@ use delivery::{egress, outbox, webhooks};
 use domain::{chain, credentials, ledger, users, vault};
 use ops::upgrades;
 use policy::{Catalog, Kit};
-use writer::Writer;
+use store::writer::Writer;
 
 /// Tunables, with the product's defaults.
 #[derive(Clone, Debug)]
@@ -87,7 +84,7 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
             approval_ttl_secs: 15 * 60,
-            max_batch: writer::DEFAULT_MAX_BATCH,
+            max_batch: store::writer::DEFAULT_MAX_BATCH,
             hold_lease_secs: ledger::leases::DEFAULT_LEASE_SECS,
             master_key: None,
             outbox: outbox::OutboxConfig::default(),
@@ -116,8 +113,8 @@ impl std::ops::Deref for Gateway {
 pub struct Services {
     store: Store,
     writes: Writes,
-    /// SQLite's per-profile index builder ([`profile_index`]); PostgreSQL indexes in place.
-    indexer: Option<profile_index::Indexer>,
+    /// SQLite's per-profile index builder ([`store::profile_index`]); PostgreSQL indexes in place.
+    indexer: Option<store::profile_index::Indexer>,
     /// Publishes what other instances commit ([`bus`]); `None` for an in-memory database.
     _follower: Option<bus::Follower>,
     bus: Bus,
@@ -164,7 +161,7 @@ enum Writes {
     Sqlite(Writer),
     /// Each job in its own transaction; `instance` names this process in its notifications.
     Postgres {
-        pg: postgres::Postgres,
+        pg: store::postgres::Postgres,
         instance: Arc<str>,
     },
 }
@@ -195,7 +192,7 @@ impl Gateway {
             }
             None => (
                 Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
-                Some(profile_index::Indexer::start(&store)?),
+                Some(store::profile_index::Indexer::start(&store)?),
                 bus::start_follower(&store, bus.clone())?,
             ),
         };
@@ -263,7 +260,7 @@ impl Gateway {
     /// benchmarks; reads are correct either way). PostgreSQL indexes in place.
     pub async fn index_recent(&self) -> Result<()> {
         match &self.indexer {
-            Some(indexer) => indexer.catch_up().await,
+            Some(indexer) => Ok(indexer.catch_up().await?),
             None => Ok(()),
         }
     }
@@ -290,7 +287,7 @@ impl Gateway {
             Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
             Writes::Postgres { pg, instance } => {
                 let instance = instance.clone();
-                pg.run(move |tx| {
+                pg.run(move |tx| -> Result<T> {
                     activity::appended::start();
                     let v = with_webhooks(tx, &f)?;
                     pg_listen::announce(tx, &instance, &activity::appended::take())?;

@@ -94,6 +94,20 @@ impl From<sqlx::migrate::MigrateError> for Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// What a job's error must be for the engines to run the job: built from a storage error (a
+/// commit that failed, a runner that stopped), and telling a storage failure's kind, so that
+/// PostgreSQL's runner runs the job again after a conflict. The gateway's error is one; so is
+/// [`Error`].
+pub trait JobError: From<Error> + Send + 'static {
+    fn storage_kind(&self) -> Option<StoreErrorKind>;
+}
+
+impl JobError for Error {
+    fn storage_kind(&self) -> Option<StoreErrorKind> {
+        Error::storage_kind(self)
+    }
+}
+
 /// What kind of storage failure happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreErrorKind {

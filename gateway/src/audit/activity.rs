@@ -324,8 +324,8 @@ pub(crate) fn skim_between(
 }
 
 /// The newest entry's sequence number, 0 for an empty log.
-pub(crate) fn last_seq(c: &dyn Tx) -> Result<i64> {
-    c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| Ok(r.get(0)?))
+pub(crate) fn last_seq(c: &dyn Tx) -> ::store::Result<i64> {
+    c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| r.get(0))
 }
 
 const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
@@ -383,7 +383,7 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Resu
     let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let order = if q.after.is_some() { "ASC" } else { "DESC" };
     let sql = if q.profile.is_some() {
-        crate::profile_index::activity_for(store.kind(), COLUMNS, order)
+        crate::store::profile_index::activity_for(store.kind(), COLUMNS, order)
     } else {
         format!(
             "SELECT {COLUMNS} FROM activity WHERE tenant_id = ?1 AND ?2 IS NULL \
@@ -392,7 +392,7 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, q: &LogQuery) -> Resu
     };
     let profile = q.profile.as_ref().map(ProfileId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-    store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await
+    Ok(store.all(&sql, &[&tenant.as_str(), &profile, &after, &before, &limit]).await?)
 }
 
 /// Every tenant's entries (the operator's view: the one read that crosses tenants), newest
@@ -406,7 +406,7 @@ pub(crate) async fn page_all(store: &Store, tenant: Option<&TenantId>, q: &LogQu
     );
     let tenant = tenant.map(TenantId::as_str);
     let (after, before) = (q.after.unwrap_or(0), q.before.unwrap_or(i64::MAX));
-    store.all(&sql, &[&tenant, &after, &before, &limit]).await
+    Ok(store.all(&sql, &[&tenant, &after, &before, &limit]).await?)
 }
 
 /// Whether the entry a mark stopped at still reads as it was verified.

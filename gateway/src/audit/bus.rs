@@ -285,8 +285,8 @@ fn follow_loop(conn: &dyn Tx, bus: &Bus, stop: &AtomicBool) {
 /// The writer's transactions, as the log sees them: each tenant's cached chain head and the
 /// entries the open batch appended ([`crate::audit::activity`]) live on the writer's thread; what
 /// commits goes out on the bus.
-impl crate::writer::Journal for Bus {
-    fn opened(&self, conn: &dyn Tx) -> Result<()> {
+impl crate::store::writer::Journal for Bus {
+    fn opened(&self, conn: &dyn Tx) -> ::store::Result<()> {
         // What the log holds now is history; the bus carries what commits from here on.
         self.start_after(activity::last_seq(conn)?);
         Ok(())

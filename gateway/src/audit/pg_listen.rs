@@ -28,8 +28,8 @@ use crate::audit::activity::{self, Entry};
 use crate::audit::bus::Bus;
 use crate::error::Result;
 use crate::ids::TenantId;
-use crate::postgres::Postgres;
 use crate::sql::Tx;
+use crate::store::postgres::Postgres;
 
 /// The channel every instance listens on.
 pub const CHANNEL: &str = "naive_activity";

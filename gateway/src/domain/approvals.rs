@@ -503,10 +503,10 @@ mod tests {
     fn an_inbox_page_is_read_in_index_order_without_sorting_the_tenants_approvals() {
         let c = rusqlite::Connection::open_in_memory().unwrap();
         for sql in [
-            include_str!("../../../migrations/sqlite/0001_foundation.sql"),
-            include_str!("../../../migrations/sqlite/0002_gateway_core.sql"),
-            include_str!("../../../migrations/sqlite/0003_deferred_indexes.sql"),
-            include_str!("../../../migrations/sqlite/0006_approval_pages.sql"),
+            include_str!("../../../store/migrations/sqlite/0001_foundation.sql"),
+            include_str!("../../../store/migrations/sqlite/0002_gateway_core.sql"),
+            include_str!("../../../store/migrations/sqlite/0003_deferred_indexes.sql"),
+            include_str!("../../../store/migrations/sqlite/0006_approval_pages.sql"),
         ] {
             c.execute_batch(sql).unwrap();
         }

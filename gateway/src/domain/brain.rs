@@ -396,7 +396,7 @@ pub(crate) async fn proposals(store: &Store, tenant: &TenantId, q: &ProposalQuer
          AND (?4 IS NULL OR run_id = ?4) ORDER BY created_at DESC, id DESC LIMIT ?5"
     );
     let (status, limit) = (q.status.map(ProposalStatus::as_str), q.limit.unwrap_or(100).clamp(1, 500));
-    store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await
+    Ok(store.all(&sql, &[tenant, &status, &q.object_type, &q.run_id, &limit]).await?)
 }
 
 /// One proposal with its decision trail.
@@ -418,7 +418,7 @@ pub(crate) async fn writebacks(store: &Store, tenant: &TenantId, limit: i64) -> 
     let sql = format!(
         "SELECT {WRITEBACK_COLUMNS} FROM writebacks WHERE tenant_id = ? ORDER BY received_at DESC, id DESC LIMIT ?"
     );
-    store.all(&sql, &[tenant, &limit]).await
+    Ok(store.all(&sql, &[tenant, &limit]).await?)
 }
 
 /// One writeback with every proposal it carried.
@@ -489,7 +489,7 @@ pub(crate) async fn beliefs(store: &Store, tenant: &TenantId, q: &BeliefQuery) -
         format!("%{escaped}%")
     });
     let limit = q.limit.unwrap_or(100).clamp(1, 500);
-    store
+    Ok(store
         .all(
             "SELECT b.id, b.object_type, b.content, b.created_at, b.proposal_id, p.writeback_id, p.run_id, \
              w.profile_id, t.actor, t.because FROM beliefs b JOIN proposals p ON p.id = b.proposal_id \
@@ -500,5 +500,5 @@ pub(crate) async fn beliefs(store: &Store, tenant: &TenantId, q: &BeliefQuery) -
              ORDER BY b.created_at DESC, b.id DESC LIMIT ?4",
             &[tenant, &q.object_type, &pattern, &limit],
         )
-        .await
+        .await?)
 }

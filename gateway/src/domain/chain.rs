@@ -89,5 +89,5 @@ pub(crate) fn load_links(
 
 /// The chain's rows, nearest first, read outside any job (the kits come from the cache).
 pub(crate) async fn rows(store: &Store, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<ChainRow>> {
-    store.all(CHAIN_SQL, &[profile, tenant]).await
+    Ok(store.all(CHAIN_SQL, &[profile, tenant]).await?)
 }

@@ -76,7 +76,7 @@ pub(crate) async fn list(store: &Store, tenant: &TenantId, profile: &ProfileId) 
     let sql = format!(
         "SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id"
     );
-    store.all(&sql, &[tenant, profile]).await
+    Ok(store.all(&sql, &[tenant, profile]).await?)
 }
 
 /// One of a profile's keys.
@@ -88,7 +88,7 @@ pub(crate) async fn get(
 ) -> Result<Option<KeyInfo>> {
     let sql =
         format!("SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? AND id = ?");
-    store.opt(&sql, &[tenant, profile, key]).await
+    Ok(store.opt(&sql, &[tenant, profile, key]).await?)
 }
 
 /// A grace period in range, or `invalid_grace_period`.

@@ -77,13 +77,13 @@ impl crate::sql::FromRow for KitRecord {
 pub(crate) async fn current(store: &Store, tenant: &TenantId, name: &str) -> Result<Option<KitRecord>> {
     let sql =
         format!("SELECT {COLUMNS} FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC LIMIT 1");
-    store.opt(&sql, &[tenant, &name]).await
+    Ok(store.opt(&sql, &[tenant, &name]).await?)
 }
 
 /// Every version of the kit `name`, newest first.
 pub(crate) async fn versions(store: &Store, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM kits WHERE tenant_id = ? AND name = ? ORDER BY version DESC");
-    store.all(&sql, &[tenant, &name]).await
+    Ok(store.all(&sql, &[tenant, &name]).await?)
 }
 
 /// The newest version of every kit of the tenant, by name.
@@ -92,5 +92,5 @@ pub(crate) async fn newest(store: &Store, tenant: &TenantId) -> Result<Vec<KitRe
         "SELECT {COLUMNS} FROM kits k WHERE tenant_id = ?1 \
          AND version = (SELECT MAX(version) FROM kits WHERE tenant_id = ?1 AND name = k.name) ORDER BY name"
     );
-    store.all(&sql, &[tenant]).await
+    Ok(store.all(&sql, &[tenant]).await?)
 }

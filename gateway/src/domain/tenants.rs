@@ -64,7 +64,7 @@ pub(crate) async fn company_keys(store: &Store, tenant: &TenantId) -> Result<Vec
     let sql = format!(
         "SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? ORDER BY created_at DESC, id"
     );
-    store.all(&sql, &[tenant]).await
+    Ok(store.all(&sql, &[tenant]).await?)
 }
 
 /// One of a tenant's company keys.
@@ -74,7 +74,7 @@ pub(crate) async fn company_key(
     id: &KeyId,
 ) -> Result<Option<CompanyKeyInfo>> {
     let sql = format!("SELECT {COMPANY_KEY_COLUMNS} FROM company_keys WHERE tenant_id = ? AND id = ?");
-    store.opt(&sql, &[tenant, id]).await
+    Ok(store.opt(&sql, &[tenant, id]).await?)
 }
 
 /// A new company key; with `old`, the key it replaces ends (after its grace period).

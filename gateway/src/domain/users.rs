@@ -178,19 +178,19 @@ impl crate::sql::FromRow for ConsoleUser {
 /// The tenant's console users, by username.
 pub(crate) async fn list(store: &Store, tenant: &TenantId) -> Result<Vec<ConsoleUser>> {
     let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? ORDER BY username");
-    store.all(&sql, &[tenant]).await
+    Ok(store.all(&sql, &[tenant]).await?)
 }
 
 /// The tenant's console user with this id.
 pub(crate) async fn by_id(store: &Store, tenant: &TenantId, id: &UserId) -> Result<Option<ConsoleUser>> {
     let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? AND id = ?");
-    store.opt(&sql, &[tenant, id]).await
+    Ok(store.opt(&sql, &[tenant, id]).await?)
 }
 
 /// The tenant's console user with this username.
 pub(crate) async fn by_name(store: &Store, tenant: &TenantId, username: &str) -> Result<Option<ConsoleUser>> {
     let sql = format!("SELECT {COLUMNS} FROM console_users WHERE tenant_id = ? AND username = ?");
-    store.opt(&sql, &[tenant, &username]).await
+    Ok(store.opt(&sql, &[tenant, &username]).await?)
 }
 
 /// The user with this username, in whichever tenant, with their password's hash.

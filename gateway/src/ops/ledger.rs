@@ -51,7 +51,7 @@ impl Gateway {
         let since = since.format("%Y-%m-%d").to_string();
         let rows: Vec<(String, i64)> = self
             .store
-            .all(crate::profile_index::spend_by_day(self.store.kind()), &[tenant, profile, &since])
+            .all(crate::store::profile_index::spend_by_day(self.store.kind()), &[tenant, profile, &since])
             .await?;
         let mut days = std::collections::BTreeMap::new();
         for (day, units) in rows {
@@ -133,7 +133,7 @@ impl Gateway {
         max: i64,
     ) -> Result<Vec<LedgerEntry>> {
         self.profile(tenant, profile).await?;
-        let sql = crate::profile_index::ledger_for(
+        let sql = crate::store::profile_index::ledger_for(
             self.store.kind(),
             "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
         );

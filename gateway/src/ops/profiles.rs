@@ -64,7 +64,7 @@ impl Gateway {
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
         let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
-        self.store.all(&sql, &[tenant]).await
+        Ok(self.store.all(&sql, &[tenant]).await?)
     }
 
     /// The tenant's profiles in tree order: each parent followed by its sub-agents.

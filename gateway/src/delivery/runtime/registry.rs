@@ -86,12 +86,12 @@ pub(crate) async fn runtime_row(
     store: &crate::store::Store,
     tenant: &TenantId,
 ) -> Result<Option<RuntimeRow>> {
-    store
+    Ok(store
         .opt(
             "SELECT url, claimed, reachable, last_seen_at, last_error, updated_by, updated_at FROM runtimes WHERE tenant_id = ?",
             &[tenant],
         )
-        .await
+        .await?)
 }
 
 /// Removes the tenant's runtime and records it; `not_found` when it has none.

@@ -1,5 +1,5 @@
 //! SQLite allocates through mimalloc once `Store::open` has run first in a process
-//! (gateway/src/sqlite_memory.rs). A test binary of its own, so nothing opens SQLite before it.
+//! (store/src/sqlite_memory.rs). A test binary of its own, so nothing opens SQLite before it.
 
 use rusqlite::ffi;
 
@@ -7,8 +7,8 @@ use rusqlite::ffi;
 async fn the_store_gives_sqlite_mimalloc_and_sqlite_still_works() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/naive.db", dir.path().display());
-    let store = gateway::Store::open(&url).await.unwrap();
-    assert!(gateway::sqlite_memory::install(), "the store configured SQLite before opening it");
+    let store = store::Store::open(&url).await.unwrap();
+    assert!(store::sqlite_memory::install(), "the store configured SQLite before opening it");
     // SAFETY: a block from SQLite's allocator, sized and freed by it.
     unsafe {
         let p = ffi::sqlite3_malloc(1000);

@@ -14,9 +14,10 @@
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 
-use crate::error::{Error, Result};
+use crate::Store;
+use crate::database::Engine;
 use crate::sql::{FromRow, Kind, Row, ToValue, Value};
-use crate::store::{Engine, Store};
+use crate::{Error, Result};
 
 impl Store {
     /// Every row `sql` returns.
@@ -29,7 +30,7 @@ impl Store {
 
     /// Every row `sql` returns, each as a `T`.
     pub async fn all<T: FromRow>(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<T>> {
-        Ok(self.rows(sql, args).await?.iter().map(T::from_row).collect::<::store::Result<_>>()?)
+        self.rows(sql, args).await?.iter().map(T::from_row).collect()
     }
 
     /// The first row `sql` returns as a `T`, if there is one.
@@ -38,7 +39,7 @@ impl Store {
             Engine::Sqlite(pool) => sqlite_row(pool, sql, args).await?,
             Engine::Postgres(pg) => pg.rows(sql, args).await?.into_iter().next(),
         };
-        Ok(row.as_ref().map(T::from_row).transpose()?)
+        row.as_ref().map(T::from_row).transpose()
     }
 
     /// The first row `sql` returns as a `T`; there must be one.
@@ -51,7 +52,7 @@ impl Store {
 
 impl Store {
     /// Runs one statement outside any job; how many rows it changed. For tests and an
-    /// operator's repair only: the gateway's own writes are jobs ([`crate::Gateway`]), which
+    /// operator's repair only: the gateway's own writes are jobs (the gateway's `Gateway::write`), which
     /// keep the log, the chain and the caches right.
     #[doc(hidden)]
     pub async fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
@@ -111,7 +112,7 @@ fn sqlite_decode(r: &SqliteRow) -> Result<Row> {
 mod tests {
     use chrono::{DateTime, Utc};
 
-    use crate::store::Store;
+    use crate::Store;
     use crate::testing::Cluster;
 
     /// Both engines, each on a fresh database, through the same read API.

@@ -6,12 +6,12 @@
 
 use std::collections::BTreeSet;
 
-use gateway::testing::Cluster;
+use store::testing::Cluster;
 
 type Columns = BTreeSet<(String, String)>;
 
 async fn sqlite_columns() -> Columns {
-    let store = gateway::Store::open("sqlite::memory:").await.unwrap();
+    let store = store::Store::open("sqlite::memory:").await.unwrap();
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p \
          WHERE m.type = 'table' AND m.name NOT LIKE '\\_sqlx%' ESCAPE '\\' AND m.name NOT LIKE 'sqlite%'",
@@ -39,9 +39,9 @@ async fn postgres_columns(url: &str) -> Columns {
 async fn the_postgres_schema_has_the_sqlite_schemas_tables_and_columns() {
     let cluster = Cluster::get();
     let url = cluster.fresh_database().await;
-    gateway::store::migrate_postgres(&url).await.expect("migrations/postgres applies");
+    store::migrate_postgres(&url).await.expect("migrations/postgres applies");
     // A second start finds everything applied.
-    gateway::store::migrate_postgres(&url).await.expect("migrating again is a no-op");
+    store::migrate_postgres(&url).await.expect("migrating again is a no-op");
     let (sqlite, postgres) = (sqlite_columns().await, postgres_columns(&url).await);
     assert!(sqlite.len() > 150, "read the SQLite schema: {} columns", sqlite.len());
     let only_sqlite: Vec<_> = sqlite.difference(&postgres).collect();

@@ -32,9 +32,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::{Error, Result};
+use crate::Store;
 use crate::sql::Tx;
-use crate::store::Store;
+use crate::{Error, JobError, Result};
 
 /// Queued jobs beyond this make callers wait: a bound on memory and on latency.
 pub const QUEUE_CAPACITY: usize = 4_096;
@@ -49,13 +49,13 @@ trait Task: Send {
     fn reply(self: Box<Self>, commit_error: Option<&str>);
 }
 
-struct Pending<T, F> {
+struct Pending<T, E, F> {
     f: F,
-    result: Option<Result<T>>,
-    tx: oneshot::Sender<Result<T>>,
+    result: Option<Result<T, E>>,
+    tx: oneshot::Sender<Result<T, E>>,
 }
 
-impl<T: Send, F: Fn(&Connection) -> Result<T> + Send> Task for Pending<T, F> {
+impl<T: Send, E: JobError, F: Fn(&dyn Tx) -> Result<T, E> + Send> Task for Pending<T, E, F> {
     fn run(&mut self, conn: &Connection) -> bool {
         let r = (self.f)(conn);
         let ok = r.is_ok();
@@ -65,13 +65,14 @@ impl<T: Send, F: Fn(&Connection) -> Result<T> + Send> Task for Pending<T, F> {
 
     fn reply(self: Box<Self>, commit_error: Option<&str>) {
         let answer = match (commit_error, self.result) {
-            (_, None) => Err(Error::internal(
+            (_, None) => Err(E::from(Error::internal(
                 "write_failed",
                 "the write was rolled back after an internal error; try again",
-            )),
-            (Some(e), Some(Ok(_))) => {
-                Err(Error::internal("commit_failed", format!("the write did not commit ({e}); try again")))
-            }
+            ))),
+            (Some(e), Some(Ok(_))) => Err(E::from(Error::internal(
+                "commit_failed",
+                format!("the write did not commit ({e}); try again"),
+            ))),
             (_, Some(r)) => r,
         };
         let _ = self.tx.send(answer);
@@ -103,6 +104,19 @@ pub trait Journal: Send + 'static {
     fn undo(&self, mark: usize);
     /// The batch committed on `conn`.
     fn committed(&self, conn: &dyn Tx);
+}
+
+/// No journal: for a writer whose jobs keep no state outside the database (tests).
+impl Journal for () {
+    fn opened(&self, _: &dyn Tx) -> Result<()> {
+        Ok(())
+    }
+    fn begin(&self, _: bool) {}
+    fn mark(&self) -> usize {
+        0
+    }
+    fn undo(&self, _: usize) {}
+    fn committed(&self, _: &dyn Tx) {}
 }
 
 /// Counters for monitoring group commit: how many commits, and how many jobs they carried.
@@ -167,12 +181,13 @@ impl Writer {
     /// `f` may run more than once (see the module doc), so it must do nothing but its writes
     /// and return the same answer for the same database state; remember anything with an
     /// effect outside the database (a connector's answer) in the closure, once.
-    pub async fn run<T, F>(&self, f: F) -> Result<T>
+    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
-        F: Fn(&Connection) -> Result<T> + Send + 'static,
+        E: JobError,
+        F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        let (tx, rrx) = oneshot::channel::<Result<T>>();
+        let (tx, rrx) = oneshot::channel::<Result<T, E>>();
         let job: Job = Box::new(Pending { f, result: None, tx });
         self.tx.send(job).await.map_err(|_| {
             Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
@@ -356,19 +371,19 @@ const CAUGHT_UP: std::time::Duration = std::time::Duration::from_millis(1);
 mod tests {
     use super::*;
 
-    type TestJob = Box<dyn Fn(&Connection) -> Result<()> + Send + Sync>;
+    type TestJob = Box<dyn Fn(&dyn Tx) -> Result<()> + Send + Sync>;
 
     async fn writer() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&format!("sqlite://{}/w.db", dir.path().display())).await.unwrap();
-        let w = Writer::start(&store, 64, crate::audit::bus::Bus::default()).unwrap();
-        w.run(|c| Ok(c.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)")?)).await.unwrap();
+        let w = Writer::start(&store, 64, ()).unwrap();
+        w.run(|c| c.exec("CREATE TABLE t (k TEXT PRIMARY KEY)", &[])).await.unwrap();
         (dir, w)
     }
 
-    fn insert(k: &'static str) -> impl Fn(&Connection) -> Result<()> + Send + Sync + 'static {
+    fn insert(k: &'static str) -> impl Fn(&dyn Tx) -> Result<()> + Send + Sync + 'static {
         move |c| {
-            c.execute("INSERT INTO t (k) VALUES (?)", [k])?;
+            c.exec("INSERT INTO t (k) VALUES (?)", &[&k])?;
             Ok(())
         }
     }
@@ -385,7 +400,7 @@ mod tests {
         let busy = tokio::spawn({
             let w = w.clone();
             async move {
-                w.run(move |_| {
+                w.run(move |_| -> Result<()> {
                     let _ = started.send(());
                     let _ = wait.lock().unwrap().recv();
                     Ok(())
@@ -410,7 +425,7 @@ mod tests {
         let ok1 = spawn(Box::new(insert("a")));
         queued(1).await;
         let bad = spawn(Box::new(|c| {
-            c.execute("INSERT INTO t (k) VALUES ('b')", [])?;
+            c.exec("INSERT INTO t (k) VALUES ('b')", &[])?;
             Err(Error::invalid("test_failure", "failed after writing"))
         }));
         queued(2).await;
@@ -429,10 +444,10 @@ mod tests {
         assert_eq!(w.replays(), 1);
         let rows = w
             .run(|c| {
-                let mut st = c.prepare("SELECT k FROM t ORDER BY k")?;
-                let rows =
-                    st.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok(rows)
+                c.rows("SELECT k FROM t ORDER BY k", &[])?
+                    .iter()
+                    .map(|r| r.get::<String>(0))
+                    .collect::<Result<Vec<_>>>()
             })
             .await
             .unwrap();

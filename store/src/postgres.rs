@@ -21,9 +21,9 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Column as _, Connection as _, Row as _, TypeInfo as _, ValueRef as _};
 use tokio::runtime::Runtime;
 
-use crate::error::{Error, Result};
+use crate::redact;
 use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
-use ::store::redact;
+use crate::{Error, JobError, Result, StoreErrorKind};
 
 /// How many times a job runs when PostgreSQL keeps reporting conflicts.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -97,15 +97,16 @@ impl Postgres {
             .connect(url)
             .await
             .map_err(|source| Error::DatabaseOpen { url: redact(url), source: source.into() })?;
-        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        sqlx::migrate!("migrations/postgres").run(&pool).await?;
         Ok(Postgres { pool, runners: start_runners(url)? })
     }
 
     /// Runs `f` in one transaction, again after a serialization failure or deadlock.
-    pub async fn run<T, F>(&self, f: F) -> Result<T>
+    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
-        F: Fn(&dyn Tx) -> Result<T> + Send + 'static,
+        E: JobError,
+        F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |runner: &mut Runner| {
@@ -120,12 +121,12 @@ impl Postgres {
     }
 
     /// Runs a read outside any job, on a pooled connection ([`crate::reads`]).
-    pub(crate) async fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+    pub async fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
         rows_on(&self.pool, sql, args).await
     }
 
-    /// Runs one statement outside any job ([`crate::store::Store::exec`]).
-    pub(crate) async fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+    /// Runs one statement outside any job ([`crate::Store::exec`]).
+    pub async fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
         let sql = numbered(sql);
         Ok(query(&sql, args).execute(&self.pool).await?.rows_affected())
     }
@@ -140,7 +141,7 @@ impl Postgres {
     }
 
     /// `LISTEN`s on `channel`, on a connection of its own.
-    pub(crate) async fn listen(&self, channel: &str) -> Result<Notifications> {
+    pub async fn listen(&self, channel: &str) -> Result<Notifications> {
         let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
         listener.ignore_pool_close_event(false);
         listener.listen(channel).await?;
@@ -149,48 +150,52 @@ impl Postgres {
 }
 
 /// One `LISTEN` connection ([`Postgres::listen`]): its notifications' payloads, in commit order.
-pub(crate) struct Notifications(sqlx::postgres::PgListener);
+pub struct Notifications(sqlx::postgres::PgListener);
 
 impl Notifications {
     /// The next payload; `None` once the connection dropped (listen again, and read what was
     /// committed meanwhile from the tables: notifications sent while away are lost).
-    pub(crate) async fn next(&mut self) -> Result<Option<String>> {
+    pub async fn next(&mut self) -> Result<Option<String>> {
         Ok(self.0.try_recv().await?.map(|n| n.payload().to_string()))
     }
 }
 
 /// A read on `pool`, outside any job.
-pub(crate) async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+pub async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
     let sql = numbered(sql);
     let rows = query(&sql, args).fetch_all(pool).await?;
-    Ok(rows.iter().map(row).collect::<::store::Result<_>>()?)
+    rows.iter().map(row).collect()
 }
 
 /// Runs `f` on the runner's connection; a connection that failed outside the database (a
 /// dropped socket) is forgotten, and the next job opens a new one.
-fn run_on<T>(runner: &mut Runner, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
+fn run_on<T, E: JobError>(runner: &mut Runner, f: &dyn Fn(&dyn Tx) -> Result<T, E>) -> Result<T, E> {
     // The runner's own runtime drives each statement's I/O on this thread: a current-thread
     // runtime's I/O runs only inside its `Runtime::block_on`.
     runner.conn()?;
     let Runner { rt, conn, .. } = runner;
     let result = run_blocking(conn.as_mut().expect("connected above"), rt, f);
-    if let Err(Error::Storage(e)) = &result
-        && e.kind() == crate::error::StoreErrorKind::Driver
+    if let Err(e) = &result
+        && e.storage_kind() == Some(StoreErrorKind::Driver)
     {
         runner.conn = None;
     }
     result
 }
 
-fn run_blocking<T>(conn: &mut PgConnection, rt: &Runtime, f: &dyn Fn(&dyn Tx) -> Result<T>) -> Result<T> {
+fn run_blocking<T, E: JobError>(
+    conn: &mut PgConnection,
+    rt: &Runtime,
+    f: &dyn Fn(&dyn Tx) -> Result<T, E>,
+) -> Result<T, E> {
     let mut attempt = 1;
     loop {
-        let mut tx = rt.block_on(conn.begin())?;
+        let mut tx = rt.block_on(conn.begin()).map_err(Error::from)?;
         let result = f(&PgTx { conn: RefCell::new(&mut *tx), rt });
         let result = match result {
-            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(commit_error),
+            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(|e| E::from(commit_error(e))),
             Err(e) => {
-                rt.block_on(tx.rollback())?;
+                rt.block_on(tx.rollback()).map_err(Error::from)?;
                 Err(e)
             }
         };
@@ -223,8 +228,8 @@ fn backoff(attempt: u32) -> std::time::Duration {
 }
 
 /// Whether PostgreSQL refused the transaction for a conflict that running it again resolves.
-fn is_conflict(e: &Error) -> bool {
-    matches!(e, Error::Storage(s) if s.kind() == crate::error::StoreErrorKind::Conflict)
+fn is_conflict(e: &impl JobError) -> bool {
+    e.storage_kind() == Some(StoreErrorKind::Conflict)
 }
 
 /// An open PostgreSQL transaction, driven from a blocking thread.
@@ -240,13 +245,13 @@ fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
 }
 
 impl Tx for PgTx<'_> {
-    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> ::store::Result<u64> {
+    fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<u64> {
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         Ok(self.rt.block_on(query(&sql, args).execute(&mut **conn))?.rows_affected())
     }
 
-    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> ::store::Result<Vec<Row>> {
+    fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<Vec<Row>> {
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         let rows = self.rt.block_on(query(&sql, args).fetch_all(&mut **conn))?;
@@ -258,12 +263,12 @@ impl Tx for PgTx<'_> {
     }
 }
 
-fn row(r: &PgRow) -> ::store::Result<Row> {
-    (0..r.len()).map(|i| value(r, i)).collect::<::store::Result<_>>().map(Row::from_values)
+fn row(r: &PgRow) -> crate::Result<Row> {
+    (0..r.len()).map(|i| value(r, i)).collect::<crate::Result<_>>().map(Row::from_values)
 }
 
 /// Column `i` in the portable types; another type is a statement to cast.
-fn value(r: &PgRow, i: usize) -> ::store::Result<Value<'static>> {
+fn value(r: &PgRow, i: usize) -> crate::Result<Value<'static>> {
     let type_name = r.try_get_raw(i)?.type_info().name().to_string();
     let kind = match type_name.as_str() {
         "INT8" | "INT4" | "INT2" | "BOOL" => Kind::Int,
@@ -271,7 +276,7 @@ fn value(r: &PgRow, i: usize) -> ::store::Result<Value<'static>> {
         "TEXT" | "VARCHAR" | "NAME" | "BPCHAR" => Kind::Text,
         "BYTEA" => Kind::Blob,
         other => {
-            return Err(::store::Error::internal(
+            return Err(crate::Error::internal(
                 "storage_decode",
                 format!(
                     "column {} is {other}: cast it to BIGINT, DOUBLE PRECISION, TEXT or BYTEA",
@@ -312,7 +317,7 @@ mod tests {
         let db = Postgres::open(&cluster.fresh_database().await, 2).await.unwrap();
         let runs = Arc::new(AtomicU32::new(0));
         let r = runs.clone();
-        let third = db
+        let third: Result<_> = db
             .run(move |tx| {
                 tx.exec(
                     "INSERT INTO login_attempts (username, attempts, window_start) VALUES ('ana', 1, 'now')",
@@ -325,13 +330,16 @@ mod tests {
             })
             .await;
         assert_eq!((third.unwrap(), runs.load(Ordering::SeqCst)), ("done", 3));
-        let kept = db.run(|tx| Ok(tx.rows("SELECT username FROM login_attempts", &[])?.len())).await.unwrap();
+        let kept = db
+            .run(|tx| Ok::<_, Error>(tx.rows("SELECT username FROM login_attempts", &[])?.len()))
+            .await
+            .unwrap();
         assert_eq!(kept, 1, "the failed runs were rolled back, the third committed");
         let r = runs.clone();
         let failed = db
             .run(move |tx| {
                 r.fetch_add(1, Ordering::SeqCst);
-                Ok(tx.exec(SERIALIZATION_FAILURE, &[])?)
+                tx.exec(SERIALIZATION_FAILURE, &[])
             })
             .await;
         assert!(is_conflict(&failed.unwrap_err()));

@@ -28,7 +28,7 @@ use crate::sql::Engine;
 pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Indexes every row above the marks, in one transaction on `idx`.
-pub(crate) fn index_tail(c: &Connection) -> rusqlite::Result<()> {
+pub fn index_tail(c: &Connection) -> rusqlite::Result<()> {
     // Deferred: the main database is only read, so only `idx` is ever locked for writing.
     c.execute_batch(
         "BEGIN;
@@ -97,12 +97,12 @@ type Request = std::sync::mpsc::Sender<()>;
 
 /// A handle to the indexer thread; it stops when the last handle drops.
 #[derive(Clone, Debug)]
-pub(crate) struct Indexer {
+pub struct Indexer {
     tx: std::sync::mpsc::Sender<Request>,
 }
 
 impl Indexer {
-    pub(crate) fn start(store: &crate::store::Store) -> crate::error::Result<Indexer> {
+    pub fn start(store: &crate::Store) -> crate::Result<Indexer> {
         let conn = store.sqlite_side("the indexer")?.open_indexer_connection()?;
         check_marks(&conn)?;
         let (tx, rx) = std::sync::mpsc::channel::<Request>();
@@ -125,10 +125,7 @@ impl Indexer {
                 }
             })
             .map_err(|e| {
-                crate::error::Error::invalid(
-                    "indexer_start_failed",
-                    format!("cannot start the indexer thread: {e}"),
-                )
+                crate::Error::invalid("indexer_start_failed", format!("cannot start the indexer thread: {e}"))
             })?;
         Ok(Indexer { tx })
     }
@@ -136,15 +133,10 @@ impl Indexer {
 
 impl Indexer {
     /// Indexes the newest rows now rather than at the next interval, and returns when done.
-    pub(crate) async fn catch_up(&self) -> crate::error::Result<()> {
+    pub async fn catch_up(&self) -> crate::Result<()> {
         let (done, wait) = std::sync::mpsc::channel();
-        let stopped = || {
-            crate::error::Error::unavailable(
-                "indexer_stopped",
-                "the indexer has stopped; try again shortly",
-                5,
-            )
-        };
+        let stopped =
+            || crate::Error::unavailable("indexer_stopped", "the indexer has stopped; try again shortly", 5);
         self.tx.send(done).map_err(|_| stopped())?;
         tokio::task::spawn_blocking(move || wait.recv()).await.map_err(|_| stopped())?.map_err(|_| stopped())
     }
@@ -165,7 +157,7 @@ fn qualified(t: &str, columns: &str) -> String {
 
 /// One profile's activity entries with `?3 < seq < ?4`, in `order` (`ASC` or `DESC`), at
 /// most `?5` (binds: ?1 tenant, ?2 profile).
-pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
+pub fn activity_of_profile(columns: &str, order: &str) -> String {
     let q = qualified("a", columns);
     format!(
         "SELECT {q} FROM idx.activity_by_profile i JOIN activity a ON a.seq = i.seq \
@@ -186,7 +178,7 @@ pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
 /// period read costs the period's entries, not the account's whole history. The bounds are
 /// the smallest first seq of the days from `?4` on and the largest last seq of the days up
 /// to `?5`, so they hold even if the clock once stepped back between two entries.
-pub(crate) fn ledger_of_account(columns: &str) -> String {
+pub fn ledger_of_account(columns: &str) -> String {
     let q = qualified("e", columns);
     let tail = columns.split(',').map(|c| format!("e.{}", c.trim())).collect::<Vec<_>>().join(", ");
     let account = "(SELECT no FROM idx.profile_numbers WHERE profile_id = ?2)";
@@ -210,7 +202,7 @@ pub(crate) fn ledger_of_account(columns: &str) -> String {
 /// One account's posted spend per UTC day from `?3` (a `YYYY-MM-DD` day) on: the indexer's
 /// daily sums below the mark and the newest entries above it, in one statement (binds: ?1
 /// tenant, ?2 account). A day can appear in both halves; the caller adds them.
-pub(crate) const SPEND_BY_DAY: &str = "
+pub const SPEND_BY_DAY: &str = "
 SELECT d.day, d.posted_units FROM idx.spend_by_day d
   WHERE d.account_no = (SELECT no FROM idx.profile_numbers WHERE profile_id = ?2) AND d.day >= ?3
 UNION ALL
@@ -220,7 +212,7 @@ SELECT substr(e.created_at, 1, 10), SUM(e.posted_delta) FROM ledger_entries e
   GROUP BY 1";
 
 /// [`activity_of_profile`] on `engine`.
-pub(crate) fn activity_for(engine: Engine, columns: &str, order: &str) -> String {
+pub fn activity_for(engine: Engine, columns: &str, order: &str) -> String {
     match engine {
         Engine::Sqlite => activity_of_profile(columns, order),
         Engine::Postgres => postgres::activity_of_profile(columns, order),
@@ -228,7 +220,7 @@ pub(crate) fn activity_for(engine: Engine, columns: &str, order: &str) -> String
 }
 
 /// [`ledger_of_account`] on `engine`.
-pub(crate) fn ledger_for(engine: Engine, columns: &str) -> String {
+pub fn ledger_for(engine: Engine, columns: &str) -> String {
     match engine {
         Engine::Sqlite => ledger_of_account(columns),
         Engine::Postgres => postgres::ledger_of_account(columns),
@@ -236,7 +228,7 @@ pub(crate) fn ledger_for(engine: Engine, columns: &str) -> String {
 }
 
 /// [`SPEND_BY_DAY`] on `engine`.
-pub(crate) fn spend_by_day(engine: Engine) -> &'static str {
+pub fn spend_by_day(engine: Engine) -> &'static str {
     match engine {
         Engine::Sqlite => SPEND_BY_DAY,
         Engine::Postgres => postgres::SPEND_BY_DAY,
@@ -246,9 +238,9 @@ pub(crate) fn spend_by_day(engine: Engine) -> &'static str {
 /// The same three reads on PostgreSQL, which keeps its per-profile indexes in place
 /// (`activity_by_profile`, `ledger_by_account` in `migrations/postgres`): same binds, same
 /// rows.
-pub(crate) mod postgres {
+pub mod postgres {
     /// [`super::activity_of_profile`].
-    pub(crate) fn activity_of_profile(columns: &str, order: &str) -> String {
+    pub fn activity_of_profile(columns: &str, order: &str) -> String {
         format!(
             "SELECT {columns} FROM activity WHERE tenant_id = ?1 AND profile_id = ?2 \
              AND seq > ?3 AND seq < ?4 ORDER BY seq {order} LIMIT ?5"
@@ -256,7 +248,7 @@ pub(crate) mod postgres {
     }
 
     /// [`super::ledger_of_account`].
-    pub(crate) fn ledger_of_account(columns: &str) -> String {
+    pub fn ledger_of_account(columns: &str) -> String {
         format!(
             "SELECT {columns} FROM ledger_entries WHERE tenant_id = ?1 AND account_id = ?2 AND seq > ?3 \
              AND (?4 IS NULL OR created_at >= ?4) AND (?5 IS NULL OR created_at < ?5) ORDER BY seq LIMIT ?6"
@@ -264,7 +256,7 @@ pub(crate) mod postgres {
     }
 
     /// [`super::SPEND_BY_DAY`].
-    pub(crate) const SPEND_BY_DAY: &str = "
+    pub const SPEND_BY_DAY: &str = "
 SELECT substr(created_at, 1, 10), CAST(SUM(posted_delta) AS BIGINT) FROM ledger_entries
   WHERE tenant_id = ?1 AND account_id = ?2 AND substr(created_at, 1, 10) >= ?3 GROUP BY 1";
 }
@@ -276,15 +268,15 @@ mod tests {
     fn schema() -> Connection {
         let c = Connection::open_in_memory().unwrap();
         for sql in [
-            include_str!("../../migrations/sqlite/0001_foundation.sql"),
-            include_str!("../../migrations/sqlite/0002_gateway_core.sql"),
-            include_str!("../../migrations/sqlite/0003_deferred_indexes.sql"),
+            include_str!("../migrations/sqlite/0001_foundation.sql"),
+            include_str!("../migrations/sqlite/0002_gateway_core.sql"),
+            include_str!("../migrations/sqlite/0003_deferred_indexes.sql"),
         ] {
             c.execute_batch(sql).unwrap();
         }
         c.execute_batch("ATTACH DATABASE ':memory:' AS idx").unwrap();
         c.execute_batch(
-            &crate::store::INDEX_SCHEMA
+            &crate::database::INDEX_SCHEMA
                 .replace("EXISTS ", "EXISTS idx.")
                 .replace("INTO index_marks", "INTO idx.index_marks"),
         )

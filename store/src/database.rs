@@ -15,9 +15,9 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::error::{Error, Result};
 use crate::postgres::Postgres;
-pub use ::store::redact;
+pub use crate::redact;
+use crate::{Error, Result};
 
 /// The schemes [`Store::open`] accepts, for error messages.
 pub const ACCEPTED_SCHEMES: &str =
@@ -49,7 +49,7 @@ enum Backend {
 
 /// The embedded engine: one file (or a shared in-memory database) in WAL mode.
 #[derive(Clone, Debug)]
-pub(crate) struct Sqlite {
+pub struct Sqlite {
     pool: SqlitePool,
     /// What the writer's own connection opens: the same file, or the same shared in-memory
     /// database.
@@ -125,7 +125,7 @@ impl Store {
     }
 
     /// The PostgreSQL engine, when that is what this store is.
-    pub(crate) fn postgres(&self) -> Option<&Postgres> {
+    pub fn postgres(&self) -> Option<&Postgres> {
         match &self.0 {
             Backend::Postgres(p) => Some(p),
             Backend::Sqlite(_) => None,
@@ -141,7 +141,7 @@ impl Store {
     }
 
     /// The SQLite side, for the writer, the indexer and the follower; `None` on PostgreSQL.
-    pub(crate) fn sqlite(&self) -> Option<&Sqlite> {
+    pub fn sqlite(&self) -> Option<&Sqlite> {
         match &self.0 {
             Backend::Sqlite(s) => Some(s),
             Backend::Postgres(_) => None,
@@ -150,7 +150,7 @@ impl Store {
 
     /// The SQLite side, for what only SQLite has: the single writer, the indexer and the
     /// follower.
-    pub(crate) fn sqlite_side(&self, part: &str) -> Result<&Sqlite> {
+    pub fn sqlite_side(&self, part: &str) -> Result<&Sqlite> {
         self.sqlite().ok_or_else(|| {
             Error::internal(
                 "engine_mismatch",
@@ -187,7 +187,7 @@ impl Store {
 
 impl Sqlite {
     /// Opens the writer's own connection to the same database.
-    pub(crate) fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
+    pub fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
         let c = open_rusqlite(&self.writer_target)?;
         c.execute_batch("PRAGMA foreign_keys = ON;")?;
         c.set_prepared_statement_cache_capacity(256);
@@ -196,16 +196,16 @@ impl Sqlite {
 
     /// Opens the indexer's connection: the database, with the index database attached as
     /// `idx`. It writes only to `idx`, so it never takes the database's write lock.
-    pub(crate) fn open_indexer_connection(&self) -> Result<rusqlite::Connection> {
+    pub fn open_indexer_connection(&self) -> Result<rusqlite::Connection> {
         let c = open_rusqlite(&self.writer_target)?;
         c.execute("ATTACH DATABASE ? AS idx", [&self.index_target])?;
         c.execute_batch("PRAGMA idx.journal_mode = WAL; PRAGMA idx.synchronous = NORMAL;")?;
         Ok(c)
     }
 
-    /// The follower's connection ([`crate::audit::bus`]): read-only, with SQLite's default small
+    /// The follower's connection (the gateway's audit bus): read-only, with SQLite's default small
     /// page cache and no memory map, since it reads each new entry once.
-    pub(crate) fn open_follower_connection(&self) -> Result<Box<dyn crate::sql::Tx + Send>> {
+    pub fn open_follower_connection(&self) -> Result<Box<dyn crate::sql::Tx + Send>> {
         let c = rusqlite::Connection::open_with_flags(
             &self.writer_target,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -252,7 +252,7 @@ fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
 async fn migrate_sqlite(pool: &SqlitePool) -> Result<()> {
     let mut conn = pool.acquire().await?;
     sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
-    let migrated = sqlx::migrate!("../migrations/sqlite").run_direct(&mut *conn).await;
+    let migrated = sqlx::migrate!("migrations/sqlite").run_direct(&mut *conn).await;
     sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
     migrated?;
     let dangling: Vec<(String, i64, String)> =
@@ -280,7 +280,7 @@ fn ensure_parent_dir(path: &Path) -> Result<()> {
 }
 
 /// The index database's tables ([`crate::profile_index`]), created when the store opens.
-pub(crate) const INDEX_SCHEMA: &str = include_str!("../../migrations/sqlite_index.sql");
+pub const INDEX_SCHEMA: &str = include_str!("../migrations/sqlite_index.sql");
 
 #[cfg(test)]
 mod tests {
@@ -356,7 +356,7 @@ mod tests {
         let url = format!("sqlite://{}/old.db", dir.display());
         let opts = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true).foreign_keys(false);
         let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
-        let mut before = sqlx::migrate!("../migrations/sqlite");
+        let mut before = sqlx::migrate!("migrations/sqlite");
         before.migrations =
             before.migrations.iter().filter(|m| m.version < version).cloned().collect::<Vec<_>>().into();
         before.run(&pool).await.unwrap();
