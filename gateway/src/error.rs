@@ -76,24 +76,6 @@ impl ::store::JobError for Error {
     }
 }
 
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Error {
-        Error::Storage(e.into())
-    }
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Error {
-        Error::Storage(e.into())
-    }
-}
-
-impl From<sqlx::migrate::MigrateError> for Error {
-    fn from(e: sqlx::migrate::MigrateError) -> Error {
-        Error::Migrate(e.into())
-    }
-}
-
 impl Error {
     /// The stable machine-readable code.
     pub fn code(&self) -> &'static str {

@@ -11,6 +11,9 @@
 //! - a file of `gateway/src` names (`crate::…`) only its own layer and the layers below it
 //!   ([`LAYERS`]).
 //!
+//! - `gateway` names no database driver (`rusqlite`, `sqlx`): in its manifest, its sources,
+//!   its tests and its load generator, storage is the `store` crate's;
+//!
 //! - the files of `store/src`, of `gateway/src` and of `server/src` import each other without a cycle
 //!   ([`the_import_graphs_have_no_cycle`]; it prints each graph's size, and
 //!   `NAIVE_TIDY_ROOT=<another checkout>` reads that checkout instead, to compare).
@@ -71,7 +74,6 @@ const LONG_FNS: &[&str] = &[
     "app/src/pages/proposals.rs:ProposalsPage",
     "app/src/pages/spend.rs:Ledger",
     "app/src/pages/users.rs:UsersPage",
-    "gateway/src/bin/gateway-load.rs:seed_console",
     "gateway/src/ops/demo.rs:seed_demo_if_empty",
     "policy/src/engine.rs:run_checks",
     "server/src/http/idempotency.rs:layer",
@@ -194,6 +196,31 @@ fn fn_name(line: &str) -> Option<String> {
     let rest = rest.strip_prefix("fn ")?;
     let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
     (!name.is_empty()).then_some(name)
+}
+
+#[test]
+fn the_gateway_names_no_database_driver() {
+    let root = root();
+    let mut files = vec![root.join("gateway/Cargo.toml")];
+    rust_files(&root.join("gateway/src"), &mut files);
+    rust_files(&root.join("gateway/tests"), &mut files);
+    let drivers = ["rusqlite", "sqlx"];
+    let mut named = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("tidy.rs")) {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if drivers.iter().any(|d| line.contains(d)) {
+                let rel = file.strip_prefix(&root).unwrap().display();
+                named.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "read the gateway: {} files", files.len());
+    assert!(
+        named.is_empty(),
+        "the gateway names a driver; go through the store crate:\n{}",
+        named.join("\n")
+    );
 }
 
 #[test]

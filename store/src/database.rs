@@ -177,6 +177,17 @@ impl Store {
         self.rows("SELECT 1", &[]).await.map(|_| ())
     }
 
+    /// The plan SQLite chooses for `sql` with every parameter NULL, one step per line as
+    /// `EXPLAIN QUERY PLAN` prints them: for the tests that pin a hot statement to its index.
+    /// SQLite only.
+    pub fn sqlite_query_plan(&self, sql: &str) -> Result<String> {
+        let c = open_rusqlite(&self.sqlite_side("a query plan")?.writer_target)?;
+        let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let nulls = vec![rusqlite::types::Value::Null; stmt.parameter_count()];
+        let steps = stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?;
+        Ok(steps.collect::<rusqlite::Result<Vec<_>>>()?.join("\n"))
+    }
+
     pub async fn close(&self) {
         match &self.0 {
             Backend::Sqlite(s) => s.pool.close().await,
@@ -225,7 +236,7 @@ pub async fn migrate_postgres(url: &str) -> Result<()> {
 }
 
 /// A rusqlite connection to a file path or a shared in-memory URI, in WAL mode.
-fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
+pub(crate) fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
     let c = if target.starts_with("file:") {
         rusqlite::Connection::open_with_flags(
             target,

@@ -21,6 +21,7 @@ mod error;
 pub mod postgres;
 pub mod profile_index;
 mod reads;
+pub mod seeding;
 pub mod sql;
 pub mod sqlite_memory;
 pub mod stored;

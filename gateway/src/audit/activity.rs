@@ -183,7 +183,7 @@ thread_local! {
 }
 
 /// What the writer thread does with the entries its transaction appends: keeps them, so it
-/// can publish them once they commit ([`crate::writer`]), and drops those of undone writes.
+/// can publish them once they commit ([`crate::store::writer`]), and drops those of undone writes.
 pub(crate) mod appended {
     use super::{APPENDED, Entry};
 

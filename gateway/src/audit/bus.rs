@@ -6,7 +6,7 @@
 //! the activity log's sequence numbers, so they increase and survive restarts.
 //!
 //! Order: the writer thread publishes what each transaction appended right after its
-//! COMMIT and before it answers the callers ([`crate::writer`]), so the bus carries every
+//! COMMIT and before it answers the callers ([`crate::store::writer`]), so the bus carries every
 //! committed entry exactly once, in the log's order. (Callers publishing after they were
 //! woken raced each other, and a subscriber that skips what it has seen lost the entry that
 //! came second.)

@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use gateway::delivery::egress::Allowance;
 use gateway::domain::calls::{ActionCall, Disposition};
 use gateway::domain::vault::MasterKey;
+use gateway::sql::Tx;
 use gateway::{Gateway, GatewayConfig, Role};
 use policy::{Kit, Money};
 use serde_json::json;
@@ -677,9 +678,34 @@ async fn seed_console(path: &str, approvals: u64, entries: u64) {
         let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
     let started = Instant::now();
-    let mut c = rusqlite::Connection::open(path).expect("open for seeding");
-    c.busy_timeout(Duration::from_secs(30)).expect("busy timeout");
-    let tx = c.transaction().expect("begin");
+    gateway::store::seeding::sqlite_batch(path, |tx| seed_history(tx, &tenant, &pid, approvals, entries))
+        .expect("seed the history");
+    let gw = Gateway::open(&url).await.expect("reopen");
+    gw.index_recent().await.expect("index");
+    gw.store().close().await;
+    drop(gw);
+    // Fold the seeding's write-ahead logs into the databases, so a server started on them does
+    // not spend its first seconds checkpointing hundreds of megabytes under the benchmark.
+    gateway::store::seeding::sqlite_checkpoint(path).expect("checkpoint");
+    println!(
+        "seeded {approvals} approvals and {} ledger entries in {:.1?}",
+        entries / 2 * 2,
+        started.elapsed()
+    );
+    println!("admin password: {password}");
+    println!("profile: {pid}");
+}
+
+/// The history [`seed_console`] writes: `approvals` decided approvals (one in a hundred still
+/// pending) and `entries` ledger entries of posted charges, spread over sixty days, all in
+/// one transaction.
+fn seed_history(
+    tx: &dyn Tx,
+    tenant: &str,
+    pid: &str,
+    approvals: u64,
+    entries: u64,
+) -> gateway::store::Result<()> {
     let now = chrono::Utc::now();
     let span = chrono::Duration::days(60).num_seconds();
     let at = |i: u64, n: u64| {
@@ -688,90 +714,47 @@ async fn seed_console(path: &str, approvals: u64, entries: u64) {
     // The demo's own few entries were written just now; date them before the seeded history,
     // so that time grows with seq as it does in a live gateway (the ledger's period reads rely
     // on it for speed, not for correctness).
-    tx.execute(
-        "UPDATE ledger_entries SET created_at = ? WHERE tenant_id = ?",
-        rusqlite::params![(now - chrono::Duration::seconds(span + 86_400)).to_rfc3339(), tenant],
-    )
-    .expect("date the demo's entries");
-    {
-        let mut ins = tx
-            .prepare(
-                "INSERT INTO approvals (id, tenant_id, profile_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, \
-                 status, requested_at, expires_at, decided_by, decided_at, decision_reason) \
-                 VALUES (?, ?, ?, 'cards.charge', ?, 'seed', ?, 'Procurement', 1, 'above_approval_threshold', ?, ?, ?, ?, ?, ?)",
-            )
-            .expect("prepare");
-        for i in 0..approvals {
-            let requested = at(i, approvals);
-            let (status, expires, by, reason) = match i % 100 {
-                99 => ("pending", (now + chrono::Duration::days(1)).to_rfc3339(), None, None),
-                n if n % 3 == 0 => ("denied", requested.clone(), Some("approver"), Some("not this supplier")),
-                n if n % 3 == 1 => ("approved", requested.clone(), Some("approver"), None),
-                _ => ("expired", requested.clone(), None, None),
-            };
-            let args =
-                format!(r#"{{"amount":"{}.00","merchant":"globex-parts","memo":"seed {i}"}}"#, 30 + i % 50);
-            ins.execute(rusqlite::params![
-                format!("apr_seed{i:09}"),
-                tenant,
-                pid,
-                args,
-                (30 + (i % 50) as i64) * 10_000,
-                status,
-                requested,
-                expires,
-                by,
-                by.map(|_| requested.clone()),
-                reason
-            ])
-            .expect("approval");
-        }
-        let mut hold = tx
-            .prepare(
-                "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
-                 VALUES (?, ?, ?, ?, 'cards.charge', ?, 0, 1, 'posted', ?, ?, ?)",
-            )
-            .expect("prepare");
-        let mut entry = tx
-            .prepare(
-                "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
-                 VALUES (?, ?, ?, 'cards.charge', 1, ?, ?, ?, ?)",
-            )
-            .expect("prepare");
-        let charges = entries / 2;
-        let mut posted: i64 = 0;
-        for i in 0..charges {
-            let id = format!("hld_seed{i:09}");
-            let units = 100 + (i % 900) as i64;
-            let when = at(i, charges);
-            hold.execute(rusqlite::params![id, tenant, pid, pid, units, units, when, when]).expect("hold");
-            entry.execute(rusqlite::params![tenant, pid, id, "hold", units, 0, when]).expect("entry");
-            entry.execute(rusqlite::params![tenant, pid, id, "post", -units, units, when]).expect("entry");
-            posted += units;
-        }
-        tx.execute(
-            "UPDATE budget_accounts SET posted_units = posted_units + ? WHERE profile_id = ?",
-            rusqlite::params![posted, pid],
-        )
-        .expect("totals");
+    let before = (now - chrono::Duration::seconds(span + 86_400)).to_rfc3339();
+    tx.exec("UPDATE ledger_entries SET created_at = ? WHERE tenant_id = ?", &[&before, &tenant])?;
+    for i in 0..approvals {
+        let requested = at(i, approvals);
+        let (status, expires, by, reason) = match i % 100 {
+            99 => ("pending", (now + chrono::Duration::days(1)).to_rfc3339(), None, None),
+            n if n % 3 == 0 => ("denied", requested.clone(), Some("approver"), Some("not this supplier")),
+            n if n % 3 == 1 => ("approved", requested.clone(), Some("approver"), None),
+            _ => ("expired", requested.clone(), None, None),
+        };
+        let args =
+            format!(r#"{{"amount":"{}.00","merchant":"globex-parts","memo":"seed {i}"}}"#, 30 + i % 50);
+        let (id, units, decided) =
+            (format!("apr_seed{i:09}"), (30 + (i % 50) as i64) * 10_000, by.map(|_| &requested));
+        tx.exec(
+            "INSERT INTO approvals (id, tenant_id, profile_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, \
+             status, requested_at, expires_at, decided_by, decided_at, decision_reason) \
+             VALUES (?, ?, ?, 'cards.charge', ?, 'seed', ?, 'Procurement', 1, 'above_approval_threshold', ?, ?, ?, ?, ?, ?)",
+            &[&id, &tenant, &pid, &args, &units, &status, &requested, &expires, &by, &decided, &reason],
+        )?;
     }
-    tx.commit().expect("commit");
-    let gw = Gateway::open(&url).await.expect("reopen");
-    gw.index_recent().await.expect("index");
-    gw.store().close().await;
-    drop(gw);
-    // Fold the seeding's write-ahead logs into the databases, so a server started on them does
-    // not spend its first seconds checkpointing hundreds of megabytes under the benchmark.
-    c.execute("ATTACH DATABASE ? AS idx", [format!("{path}-index")]).expect("attach the index");
-    c.execute_batch("PRAGMA main.wal_checkpoint(TRUNCATE); PRAGMA idx.wal_checkpoint(TRUNCATE);")
-        .expect("checkpoint");
-    println!(
-        "seeded {approvals} approvals and {} ledger entries in {:.1?}",
-        entries / 2 * 2,
-        started.elapsed()
-    );
-    println!("admin password: {password}");
-    println!("profile: {pid}");
+    let charges = entries / 2;
+    let mut posted: i64 = 0;
+    for i in 0..charges {
+        let (id, units, when) = (format!("hld_seed{i:09}"), 100 + (i % 900) as i64, at(i, charges));
+        tx.exec(
+            "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+             VALUES (?, ?, ?, ?, 'cards.charge', ?, 0, 1, 'posted', ?, ?, ?)",
+            &[&id, &tenant, &pid, &pid, &units, &units, &when, &when],
+        )?;
+        let entry = "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
+                     VALUES (?, ?, ?, 'cards.charge', 1, ?, ?, ?, ?)";
+        tx.exec(entry, &[&tenant, &pid, &id, &"hold", &units, &0i64, &when])?;
+        tx.exec(entry, &[&tenant, &pid, &id, &"post", &-units, &units, &when])?;
+        posted += units;
+    }
+    tx.exec(
+        "UPDATE budget_accounts SET posted_units = posted_units + ? WHERE profile_id = ?",
+        &[&posted, &pid],
+    )?;
+    Ok(())
 }
 
 #[tokio::main]

@@ -499,27 +499,11 @@ fn approvals_sql(status: bool, profile: bool) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_inbox_page_is_read_in_index_order_without_sorting_the_tenants_approvals() {
-        let c = rusqlite::Connection::open_in_memory().unwrap();
-        for sql in [
-            include_str!("../../../store/migrations/sqlite/0001_foundation.sql"),
-            include_str!("../../../store/migrations/sqlite/0002_gateway_core.sql"),
-            include_str!("../../../store/migrations/sqlite/0003_deferred_indexes.sql"),
-            include_str!("../../../store/migrations/sqlite/0006_approval_pages.sql"),
-        ] {
-            c.execute_batch(sql).unwrap();
-        }
+    #[tokio::test]
+    async fn an_inbox_page_is_read_in_index_order_without_sorting_the_tenants_approvals() {
+        let store = crate::Store::open("sqlite::memory:").await.unwrap();
         for (status, index) in [(true, "approvals_by_status"), (false, "approvals_by_time")] {
-            let sql = format!("EXPLAIN QUERY PLAN {}", approvals_sql(status, false));
-            let mut stmt = c.prepare(&sql).unwrap();
-            let n = stmt.parameter_count();
-            let plan: Vec<String> = stmt
-                .query_map(rusqlite::params_from_iter(vec![rusqlite::types::Value::Null; n]), |r| r.get(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            let plan = plan.join("\n");
+            let plan = store.sqlite_query_plan(&approvals_sql(status, false)).unwrap();
             assert!(plan.contains(index) && !plan.contains("TEMP B-TREE"), "status filter {status}:\n{plan}");
         }
     }

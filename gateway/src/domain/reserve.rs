@@ -10,7 +10,7 @@
 //! the same transaction). A repeated `Idempotency-Key` is answered from the store only after
 //! the profile is known to be active, so a revoked agent never gets a replay.
 //!
-//! A job may run twice (see [`crate::writer`]); the connector's answer is remembered in
+//! A job may run twice (see [`crate::store::writer`]); the connector's answer is remembered in
 //! [`ReserveJob::answer`], so it is asked once.
 
 use std::sync::{Arc, OnceLock};

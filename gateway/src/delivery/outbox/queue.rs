@@ -659,22 +659,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_claim_reads_due_queues_and_queue_heads_by_index_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plan.db");
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(crate::Store::open(&format!("sqlite://{}", path.display()))).expect("migrates");
-        let c = rusqlite::Connection::open(&path).unwrap();
+    #[tokio::test]
+    async fn a_claim_reads_due_queues_and_queue_heads_by_index_only() {
+        let store = crate::Store::open("sqlite::memory:").await.expect("migrates");
         for (sql, index) in [(DUE_SQL.to_string(), "outbox_queues_due"), (head_sql(), "outbox_pending")] {
-            let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            let n = stmt.parameter_count();
-            let plan: Vec<String> = stmt
-                .query_map(rusqlite::params_from_iter(vec![rusqlite::types::Value::Null; n]), |r| r.get(3))
-                .unwrap()
-                .map(std::result::Result::unwrap)
-                .collect();
-            let plan = plan.join("\n");
+            let plan = store.sqlite_query_plan(&sql).unwrap();
             assert!(plan.contains(index) && !plan.contains("TEMP B-TREE"), "{sql}:\n{plan}");
         }
     }
