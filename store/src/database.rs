@@ -141,7 +141,7 @@ impl Store {
     }
 
     /// The SQLite side, for the writer, the indexer and the follower; `None` on PostgreSQL.
-    pub fn sqlite(&self) -> Option<&Sqlite> {
+    pub(crate) fn sqlite(&self) -> Option<&Sqlite> {
         match &self.0 {
             Backend::Sqlite(s) => Some(s),
             Backend::Postgres(_) => None,
@@ -165,10 +165,10 @@ impl Store {
         self.sqlite().is_none_or(|s| !s.writer_target.starts_with("file:"))
     }
 
-    /// The SQLite pool, for tests and query-plan checks that are SQLite's own. Panics on
-    /// PostgreSQL: engine-neutral code reads through [`Store::all`] and its siblings.
-    #[doc(hidden)]
-    pub fn pool(&self) -> &SqlitePool {
+    /// The SQLite pool, for this crate's tests of SQLite's own parts. Panics on PostgreSQL:
+    /// engine-neutral code reads through [`Store::all`] and its siblings.
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &SqlitePool {
         &self.sqlite().expect("Store::pool is SQLite's; read through Store::all").pool
     }
 
@@ -198,7 +198,7 @@ impl Store {
 
 impl Sqlite {
     /// Opens the writer's own connection to the same database.
-    pub fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
+    pub(crate) fn open_writer_connection(&self) -> Result<rusqlite::Connection> {
         let c = open_rusqlite(&self.writer_target)?;
         c.execute_batch("PRAGMA foreign_keys = ON;")?;
         c.set_prepared_statement_cache_capacity(256);
@@ -207,7 +207,7 @@ impl Sqlite {
 
     /// Opens the indexer's connection: the database, with the index database attached as
     /// `idx`. It writes only to `idx`, so it never takes the database's write lock.
-    pub fn open_indexer_connection(&self) -> Result<rusqlite::Connection> {
+    pub(crate) fn open_indexer_connection(&self) -> Result<rusqlite::Connection> {
         let c = open_rusqlite(&self.writer_target)?;
         c.execute("ATTACH DATABASE ? AS idx", [&self.index_target])?;
         c.execute_batch("PRAGMA idx.journal_mode = WAL; PRAGMA idx.synchronous = NORMAL;")?;

@@ -12,13 +12,14 @@ type Columns = BTreeSet<(String, String)>;
 
 async fn sqlite_columns() -> Columns {
     let store = store::Store::open("sqlite::memory:").await.unwrap();
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p \
-         WHERE m.type = 'table' AND m.name NOT LIKE '\\_sqlx%' ESCAPE '\\' AND m.name NOT LIKE 'sqlite%'",
-    )
-    .fetch_all(store.pool())
-    .await
-    .unwrap();
+    let rows: Vec<(String, String)> = store
+        .all(
+            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p \
+             WHERE m.type = 'table' AND m.name NOT LIKE '\\_sqlx%' ESCAPE '\\' AND m.name NOT LIKE 'sqlite%'",
+            &[],
+        )
+        .await
+        .unwrap();
     rows.into_iter().collect()
 }
 
