@@ -124,6 +124,24 @@ async fn idempotency_returns_the_first_result_without_a_second_effect() {
     w.assert_ledger_ok().await;
 }
 
+/// A stored answer that does not read back (the database was changed outside the gateway) is
+/// the internal `corrupt_row` error when the key is sent again, not an answer with a null
+/// body, and nothing runs a second time.
+#[tokio::test]
+async fn a_corrupt_stored_answer_is_an_error_on_replay_not_a_null_body() {
+    let w = world().await;
+    w.kit(CARDS).await;
+    let a = w.agent("buyer", "Cards", None).await;
+    let args = json!({"amount": "5.00", "merchant": "acme"});
+    w.call_idem(&a, "cards.charge", args.clone(), Some("k1")).await.unwrap();
+    let sql = "UPDATE idempotency SET response = '{not json' WHERE idempotency_key = 'k1' AND status <> 0";
+    assert_eq!(w.gw.store().exec(sql, &[]).await.unwrap(), 1);
+    let err = w.call_idem(&a, "cards.charge", args, Some("k1")).await.unwrap_err();
+    assert_eq!(err.code(), "corrupt_row", "{err}");
+    assert!(err.is_internal());
+    assert_eq!(w.gw.sandbox().calls(), 1);
+}
+
 #[tokio::test]
 async fn a_connector_failure_is_unavailable_voids_the_hold_and_can_be_retried() {
     let w = world().await;

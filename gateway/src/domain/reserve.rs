@@ -203,7 +203,7 @@ impl ReserveJob {
                     .into(),
             });
         };
-        let body = serde_json::from_str(&response).unwrap_or(Value::Null);
+        let body = stored::json("idempotent answer", &response)?;
         Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
     }
 
