@@ -1,8 +1,6 @@
 //! The gateway's one error type. Each variant maps to a stable code that every transport
 //! shows unchanged, so a client can branch on `code` and a human can read `message`.
 
-use std::path::PathBuf;
-
 pub use ::store::{StoreError, StoreErrorKind};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,16 +27,10 @@ pub enum Error {
     /// nothing was done; send the same request again after `retry_after_secs`.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String, retry_after_secs: u32 },
-    #[error("unsupported database URL `{given}`: use one of {accepted} (for example sqlite://data/naive.db)")]
-    UnsupportedDatabase { given: String, accepted: &'static str },
-    #[error("cannot create the database directory {}: {source}", path.display())]
-    DatabaseDirectory { path: PathBuf, source: std::io::Error },
-    #[error("cannot open the database at {url}: {source}")]
-    DatabaseOpen { url: String, source: StoreError },
-    #[error("cannot migrate the database: {0}")]
-    Migrate(StoreError),
-    #[error("storage error: {0}")]
-    Storage(StoreError),
+    /// The database could not be opened or migrated, or a statement failed: the store's own
+    /// error, with its code (`unsupported_database`, `database_unavailable`, `storage_error`).
+    #[error(transparent)]
+    Store(::store::Error),
     /// The vault's master key is not the one the database was sealed with.
     #[error(
         "the master key ({given}) is not the one this database's vault was sealed with ({expected}); start with that key (NAIVE_MASTER_KEY or the key file)"
@@ -56,11 +48,7 @@ impl From<::store::Error> for Error {
                 Error::Unavailable { code, message, retry_after_secs }
             }
             S::Invalid { code, message } => Error::Invalid { code, message },
-            S::UnsupportedDatabase { given, accepted } => Error::UnsupportedDatabase { given, accepted },
-            S::DatabaseDirectory { path, source } => Error::DatabaseDirectory { path, source },
-            S::DatabaseOpen { url, source } => Error::DatabaseOpen { url, source },
-            S::Migrate(e) => Error::Migrate(e),
-            S::Storage(e) => Error::Storage(e),
+            e => Error::Store(e),
         }
     }
 }
@@ -70,7 +58,7 @@ impl From<::store::Error> for Error {
 impl ::store::JobError for Error {
     fn storage_kind(&self) -> Option<StoreErrorKind> {
         match self {
-            Error::Storage(e) => Some(e.kind()),
+            Error::Store(e) => e.storage_kind(),
             _ => None,
         }
     }
@@ -87,11 +75,7 @@ impl Error {
             | Error::Internal { code, .. }
             | Error::Unavailable { code, .. } => code,
             Error::Unauthenticated { .. } => "invalid_key",
-            Error::UnsupportedDatabase { .. } => "unsupported_database",
-            Error::DatabaseDirectory { .. } | Error::DatabaseOpen { .. } | Error::Migrate(_) => {
-                "database_unavailable"
-            }
-            Error::Storage(_) => "storage_error",
+            Error::Store(e) => e.code(),
             Error::MasterKeyMismatch { .. } => "master_key_mismatch",
         }
     }
@@ -110,7 +94,7 @@ impl Error {
 
     /// Whether a statement failed on a UNIQUE or PRIMARY KEY constraint, on either engine.
     pub fn is_unique_violation(&self) -> bool {
-        matches!(self, Error::Storage(e) if e.kind() == StoreErrorKind::UniqueViolation)
+        matches!(self, Error::Store(e) if e.is_unique_violation())
     }
 
     /// Whether this is the gateway's own failure (a 5xx), which a caller may retry and which
@@ -120,11 +104,7 @@ impl Error {
             self,
             Error::Internal { .. }
                 | Error::Unavailable { .. }
-                | Error::UnsupportedDatabase { .. }
-                | Error::DatabaseDirectory { .. }
-                | Error::DatabaseOpen { .. }
-                | Error::Migrate(_)
-                | Error::Storage(_)
+                | Error::Store(_)
                 | Error::MasterKeyMismatch { .. }
         )
     }

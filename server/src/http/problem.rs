@@ -79,11 +79,12 @@ impl From<gateway::Error> for Problem {
             E::Conflict { .. } => StatusCode::CONFLICT,
             E::Unauthenticated { .. } => StatusCode::UNAUTHORIZED,
             E::Forbidden { .. } => StatusCode::FORBIDDEN,
-            E::UnsupportedDatabase { .. }
-            | E::DatabaseDirectory { .. }
-            | E::DatabaseOpen { .. }
-            | E::Migrate(_) => StatusCode::SERVICE_UNAVAILABLE,
-            E::Storage(_) | E::MasterKeyMismatch { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            // A statement that failed is ours; a database that cannot be opened or migrated
+            // is unavailable.
+            E::Store(gateway::store::Error::Storage(_)) | E::MasterKeyMismatch { .. } => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            E::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(error = %e, "request failed");
