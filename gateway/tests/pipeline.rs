@@ -632,6 +632,55 @@ async fn a_request_key_is_claimed_once_replayed_and_released_on_failure() {
     assert_eq!(gw.claim_request("other-cred", "k", "d2").await.unwrap(), Claim::New);
 }
 
+/// A stored request answer whose status or headers do not read back is `corrupt_row` on
+/// replay, not a 500 with no headers.
+#[tokio::test]
+async fn a_corrupt_stored_request_answer_is_an_error_not_a_default() {
+    use gateway::domain::idempotency::Stored;
+    let w = world().await;
+    let stored = Stored { status: 201, headers: vec![("etag".into(), "\"3\"".into())], body: b"{}".to_vec() };
+    for (i, set) in ["headers = '{not json'", "status = 70000"].into_iter().enumerate() {
+        let key = format!("k{i}");
+        w.gw.claim_request("cred", &key, "d").await.unwrap();
+        w.gw.finish_request("cred", &key, stored.clone()).await.unwrap();
+        let sql = format!("UPDATE request_idempotency SET {set} WHERE idem_key = '{key}'");
+        assert_eq!(w.gw.store().exec(&sql, &[]).await.unwrap(), 1);
+        let err = w.gw.claim_request("cred", &key, "d").await.unwrap_err();
+        assert_eq!(err.code(), "corrupt_row", "{set}: {err}");
+    }
+}
+
+/// A webhook endpoint whose stored events or format do not read back is `corrupt_row` when
+/// it is listed and when an event is queued for it, never an endpoint that wants nothing or a
+/// silent change of format; the event's change is not half-written.
+#[tokio::test]
+async fn a_corrupt_webhook_endpoint_is_an_error_not_an_empty_subscription() {
+    use gateway::delivery::webhooks::{EndpointSpec, Format};
+    let egress_allow = gateway::delivery::egress::Allowance::loopback();
+    let master_key = Some(gateway::domain::vault::MasterKey::generate());
+    let w = world_with(GatewayConfig { egress_allow, master_key, ..Default::default() }).await;
+    let spec = EndpointSpec {
+        url: "http://127.0.0.1:9/hook".into(),
+        events: vec!["profile.revoked".into()],
+        format: Format::Slack,
+    };
+    w.gw.create_webhook(&w.tenant, spec, "owner", Transport::Console).await.unwrap();
+    let a = w.agent("bot", "Default", None).await;
+    for set in ["events = 'profile.revoked'", "format = 'teams'"] {
+        let sql = format!("UPDATE webhook_endpoints SET {set}");
+        assert_eq!(w.gw.store().exec(&sql, &[]).await.unwrap(), 1);
+        let err = w.gw.webhooks(&w.tenant).await.unwrap_err();
+        assert_eq!(err.code(), "corrupt_row", "{set}: {err}");
+        let sql = "UPDATE webhook_endpoints SET events = '[\"profile.revoked\"]', format = 'slack'";
+        w.gw.store().exec(sql, &[]).await.unwrap();
+    }
+    w.gw.store().exec("UPDATE webhook_endpoints SET events = 'profile.revoked'", &[]).await.unwrap();
+    let err = w.gw.revoke_profile(&w.tenant, &a.profile, "owner", None).await.unwrap_err();
+    assert_eq!(err.code(), "corrupt_row", "{err}");
+    let profile = w.gw.profile(&w.tenant, &a.profile).await.unwrap();
+    assert_eq!(profile.status, SubjectStatus::Active, "the revoke is not half-written");
+}
+
 /// An index database from before daily sums existed (its marks advanced, its sums empty) is
 /// rebuilt when the gateway opens, so the spend chart never silently misses history.
 #[tokio::test]

@@ -9,9 +9,10 @@ pub fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
-/// Reads a stored timestamp; storage only ever holds [`ts`] output.
-pub fn parse_ts(s: &str) -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).unwrap_or_default()
+/// Reads a stored timestamp; storage only ever holds [`ts`] output, so anything else is
+/// [`corrupt`].
+pub fn parse_ts(s: &str) -> crate::Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc)).map_err(|_| corrupt("timestamp", s))
 }
 
 /// The one error for a stored value that does not read back as what was written (the
@@ -27,6 +28,11 @@ pub fn corrupt(what: &str, value: &str) -> crate::Error {
 
 /// A stored JSON text, read back.
 pub fn json(what: &str, text: &str) -> crate::Result<serde_json::Value> {
+    decode(what, text)
+}
+
+/// A stored JSON text, read back as the type that was written.
+pub fn decode<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> crate::Result<T> {
     serde_json::from_str(text).map_err(|_| corrupt(what, text))
 }
 

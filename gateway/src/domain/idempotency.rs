@@ -74,10 +74,9 @@ pub(crate) fn claim(tx: &dyn Tx, scope: &str, key: &str, digest: &str, now: Date
             return Ok(Claim::InProgress);
         }
         if status != 0 {
-            let headers: String = r.get(2)?;
             return Ok(Claim::Replay(Stored {
-                status: u16::try_from(status).unwrap_or(500),
-                headers: serde_json::from_str(&headers).unwrap_or_default(),
+                status: u16::try_from(status).map_err(|_| stored::corrupt("status", &status.to_string()))?,
+                headers: stored::decode("answer's headers", &r.get::<String>(2)?)?,
                 body: r.get(3)?,
             }));
         }

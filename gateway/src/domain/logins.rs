@@ -30,10 +30,11 @@ pub(crate) fn count_attempt(
     let row = tx.row("SELECT attempts, window_start FROM login_attempts WHERE username = ?", &[&username])?;
     let window = Duration::seconds(LOGIN_WINDOW_SECS);
     let (attempts, start) = match row {
-        Some(r) if stored::parse_ts(&r.get::<String>(1)?) + window > now => {
-            (r.get::<i64>(0)?, stored::parse_ts(&r.get::<String>(1)?))
-        }
-        _ => (0, now),
+        Some(r) => match stored::parse_ts(&r.get::<String>(1)?)? {
+            start if start + window > now => (r.get::<i64>(0)?, start),
+            _ => (0, now),
+        },
+        None => (0, now),
     };
     if attempts >= MAX_FAILED_LOGINS {
         let left = (start + window - now).num_seconds().max(1);

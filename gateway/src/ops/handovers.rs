@@ -31,7 +31,7 @@ impl Gateway {
         let (session, item) = (secrets::hash_token(session_token), item_id.to_string());
         let row = self.write(move |c| take_sealed(c, &session, &item)).await?;
         let Some((sealed, at)) = row else { return Ok(None) };
-        if stored::parse_ts(&at) + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now()
+        if stored::parse_ts(&at)? + Duration::seconds(HANDOVER_TTL_SECS) <= Utc::now()
             || sealed.len() < NONCE_LEN
         {
             return Ok(None);

@@ -11,8 +11,8 @@ use crate::delivery::egress::{EGRESS_REFUSED, Failed};
 use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
 use crate::delivery::webhooks::deliver::{TIMEOUT, WebhookProbe, render};
 use crate::delivery::webhooks::{
-    CHANNEL, COLUMNS, CreatedEndpoint, Endpoint, EndpointRow, EndpointSpec, MAX_ENDPOINTS, WebhookDelivery,
-    check, delete_in, endpoint, insert, new_secret, sign,
+    CHANNEL, COLUMNS, CreatedEndpoint, Endpoint, EndpointSpec, MAX_ENDPOINTS, WebhookDelivery, check,
+    delete_in, insert, new_secret, sign,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -42,7 +42,9 @@ impl Gateway {
         };
         let mut outcome = Outcome::default();
         for (i, row) in q.rows.iter().enumerate() {
-            let body = render(e.format, &row.payload, &self.config.public_url);
+            let Ok(body) = render(e.format, &row.payload, &self.config.public_url) else {
+                return fail(i, "corrupt_row".into(), outcome);
+            };
             match self.post(&e, &secret, &row.id, &body).await {
                 Ok(()) => outcome.delivered.push(row.seq),
                 Err(code) => return fail(i, code, outcome),
@@ -105,7 +107,7 @@ impl Gateway {
         let msg = format!("msg_test_{}", uuid::Uuid::now_v7().simple());
         let payload = json!({ "type": "webhook.test", "timestamp": chrono::Utc::now(),
             "data": { "message": "a test event from the Naïve gateway", "webhook_id": id } });
-        let body = render(e.format, &payload.to_string(), &self.config.public_url);
+        let body = render(e.format, &payload.to_string(), &self.config.public_url)?;
         let started = Instant::now();
         let sent = self.send_signed(&e, &secret, &msg, body).await.map_err(|code| Failure::new(code, 0));
         let (status, answer) = probe_answer(sent).await;
@@ -166,14 +168,13 @@ impl Gateway {
     pub async fn webhooks(&self, tenant: &TenantId) -> Result<Vec<Endpoint>> {
         let sql =
             format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id");
-        let rows: Vec<EndpointRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(endpoint).collect())
+        Ok(self.store.all(&sql, &[tenant]).await?)
     }
 
     pub(crate) async fn webhook(&self, tenant: &TenantId, id: &str) -> Result<Endpoint> {
         let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? AND id = ?");
-        let row: Option<EndpointRow> = self.store.opt(&sql, &[tenant, &id]).await?;
-        row.map(endpoint).ok_or(Error::NotFound { what: "webhook" })
+        let row: Option<Endpoint> = self.store.opt(&sql, &[tenant, &id]).await?;
+        row.ok_or(Error::NotFound { what: "webhook" })
     }
 
     /// Removes an endpoint and its secret; its queued messages end as dead letters.

@@ -34,9 +34,10 @@ fn link(public_url: &str, event: &str, data: &Value) -> String {
     }
 }
 
-/// The body an endpoint receives for a queued payload (`{type, timestamp, data}`).
-pub(crate) fn render(format: Format, payload: &str, public_url: &str) -> Vec<u8> {
-    let mut v: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
+/// The body an endpoint receives for a queued payload (`{type, timestamp, data}`);
+/// `corrupt_row` for a payload that does not read back.
+pub(crate) fn render(format: Format, payload: &str, public_url: &str) -> ::store::Result<Vec<u8>> {
+    let mut v = crate::stored::json("message's payload", payload)?;
     let event = v["type"].as_str().unwrap_or_default().to_string();
     let url = link(public_url, &event, &v["data"]);
     v["data"]["link"] = json!(url);
@@ -44,7 +45,7 @@ pub(crate) fn render(format: Format, payload: &str, public_url: &str) -> Vec<u8>
         Format::Standard => v,
         Format::Slack => json!({ "text": summary(&event, &v["data"], &url) }),
     };
-    serde_json::to_vec(&body).expect("JSON serializes")
+    Ok(serde_json::to_vec(&body).expect("JSON serializes"))
 }
 
 /// One line a person reads, ending in the link.
@@ -81,15 +82,23 @@ mod tests {
         let payload = json!({ "type": "approval.parked", "timestamp": "t",
             "data": { "approval_id": "apr_1", "action": "cards.charge", "amount": "60.00", "profile_id": "agt_1" } });
         let standard: Value =
-            serde_json::from_slice(&render(Format::Standard, &payload.to_string(), "http://h:1/")).unwrap();
+            serde_json::from_slice(&render(Format::Standard, &payload.to_string(), "http://h:1/").unwrap())
+                .unwrap();
         assert_eq!(standard["data"]["link"], "http://h:1/?approval=apr_1");
         assert_eq!(standard["type"], "approval.parked");
         let slack: Value =
-            serde_json::from_slice(&render(Format::Slack, &payload.to_string(), "http://h:1")).unwrap();
+            serde_json::from_slice(&render(Format::Slack, &payload.to_string(), "http://h:1").unwrap())
+                .unwrap();
         let text = slack["text"].as_str().unwrap();
         assert!(
             text.contains("cards.charge of $60.00") && text.ends_with("<http://h:1/?approval=apr_1>"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_payload_that_does_not_read_back_is_corrupt_not_a_null_body() {
+        let err = render(Format::Standard, "{not json", "http://h:1/").unwrap_err();
+        assert_eq!(err.code(), "corrupt_row", "{err}");
     }
 }

@@ -7,6 +7,7 @@ use crate::audit::activity::{Entry, Kind, Verdict};
 use crate::delivery::outbox::{self, NewRow};
 use crate::error::Result;
 use crate::sql::Tx;
+use crate::stored;
 
 /// Every event an endpoint may subscribe to.
 pub const EVENTS: [&str; 8] = [
@@ -99,7 +100,7 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
         .map(crate::sql::FromRow::from_row)
         .collect::<::store::Result<_>>()?;
     for (endpoint, wanted) in endpoints {
-        let wanted: Vec<String> = serde_json::from_str(&wanted).unwrap_or_default();
+        let wanted: Vec<String> = stored::decode("endpoint's events", &wanted)?;
         for (event, data) in events.iter().filter(|(ev, _)| wanted.iter().any(|w| w == ev)) {
             let id = format!("msg_{}", uuid::Uuid::now_v7().simple());
             let payload = json!({ "type": event, "timestamp": e.at, "data": data }).to_string();

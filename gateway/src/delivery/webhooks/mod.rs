@@ -29,6 +29,7 @@ use crate::audit::activity::{self, Kind, NewEntry, Transport, Verdict};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
+use crate::stored;
 
 pub use deliver::WebhookProbe;
 pub use events::EVENTS;
@@ -58,8 +59,8 @@ impl Format {
             Format::Slack => "slack",
         }
     }
-    fn parse(s: &str) -> Format {
-        if s == "slack" { Format::Slack } else { Format::Standard }
+    fn parse(s: &str) -> Option<Format> {
+        [Format::Standard, Format::Slack].into_iter().find(|f| f.as_str() == s)
     }
 }
 
@@ -187,19 +188,18 @@ pub(crate) fn check(spec: &EndpointSpec) -> Result<url::Url> {
 }
 
 pub(crate) const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
-pub(crate) type EndpointRow = (String, String, String, String, String, String, DateTime<Utc>);
-
-pub(crate) fn endpoint(
-    (id, url, events, format, secret_name, created_by, created_at): EndpointRow,
-) -> Endpoint {
-    Endpoint {
-        id,
-        url,
-        events: serde_json::from_str(&events).unwrap_or_default(),
-        format: Format::parse(&format),
-        secret_name,
-        created_by,
-        created_at,
+/// A row of [`COLUMNS`].
+impl crate::sql::FromRow for Endpoint {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<Endpoint> {
+        Ok(Endpoint {
+            id: r.get(0)?,
+            url: r.get(1)?,
+            events: stored::decode("endpoint's events", &r.get::<String>(2)?)?,
+            format: stored::named("endpoint's format", &r.get::<String>(3)?, Format::parse)?,
+            secret_name: r.get(4)?,
+            created_by: r.get(5)?,
+            created_at: r.get(6)?,
+        })
     }
 }
 
