@@ -188,7 +188,7 @@ impl ReserveJob {
             &[&self.subject.profile.as_str(), key],
         )?;
         let Some(r) = row else { return Ok(None) };
-        let (digest, status, response): (String, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let (digest, status, response): (String, i64, Option<String>) = (r.get(0)?, r.get(1)?, r.get(2)?);
         if digest != self.request_digest {
             return Err(Error::Conflict {
                 code: "idempotency_key_reused",
@@ -203,7 +203,7 @@ impl ReserveJob {
                     .into(),
             });
         };
-        let body = stored::json("idempotent answer", &response)?;
+        let body = stored::json("idempotent answer", response.as_deref().unwrap_or_default())?;
         Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
     }
 
@@ -249,8 +249,8 @@ impl ReserveJob {
         }
     }
 
-    fn store(&self, c: &dyn Tx, d: Option<Disposition>, body: &str) -> Result<()> {
-        store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, d, body)
+    fn store(&self, c: &dyn Tx, first: First) -> Result<()> {
+        store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, first)
     }
 
     fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
@@ -275,7 +275,7 @@ impl ReserveJob {
         if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
             stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?;
         }
-        self.store(c, Some(Disposition::Refused), &resp.body.to_string())?;
+        self.store(c, First::Answer(Disposition::Refused, &resp.body.to_string()))?;
         Ok(Reserved::Final(resp))
     }
 
@@ -314,7 +314,7 @@ impl ReserveJob {
                 .kit_version(kit.version.0)
                 .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
         )?;
-        self.store(c, Some(Disposition::Parked), &body.to_string())?;
+        self.store(c, First::Answer(Disposition::Parked, &body.to_string()))?;
         let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
         Ok(Reserved::Final(resp))
     }
@@ -341,19 +341,19 @@ impl ReserveJob {
             Some(Ok(done)) => {
                 let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
                 let (resp, _) = executed(c, &self.settling(&hold, version, kind), done.result, posted)?;
-                self.store(c, Some(Disposition::Executed), &resp.body.to_string())?;
+                self.store(c, First::Answer(Disposition::Executed, &resp.body.to_string()))?;
                 Ok(Reserved::Final(resp))
             }
             Some(Err(failure)) => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
-                self.store(c, None, &hold)?;
+                self.store(c, First::InFlight(&hold))?;
                 let (resp, _) = settle(c, &self.settling(&hold, version, kind), Err(failure), decision.cost)?;
                 Ok(Reserved::Final(resp))
             }
             None => {
                 let hold = ledger::reserve(c, &self.new_hold(decision))?;
                 leases::take(c, &hold, &self.lease)?;
-                self.store(c, None, &hold)?;
+                self.store(c, First::InFlight(&hold))?;
                 if kind == ConnectorKind::Http {
                     crate::domain::in_flight::record(c, &self.carry(&hold, decision.cost, version))?;
                 }
@@ -431,7 +431,7 @@ fn full_queue(env: &mut Envelope, name: &str, full: &Full) {
 /// Forgets the in-progress Idempotency-Key claim of a hold that ended without an answer, so a
 /// resend runs.
 pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
-    c.exec("DELETE FROM idempotency WHERE status = 0 AND response = ?", &[&hold])?;
+    c.exec("DELETE FROM idempotency WHERE status = 0 AND hold_id = ?", &[&hold])?;
     Ok(())
 }
 
@@ -466,13 +466,20 @@ fn executed(c: &dyn Tx, at: &Settling, result: Value, posted: Money) -> Result<(
     Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))
 }
 
-/// Replaces an in-progress idempotency claim (which holds the hold id) with the response.
+/// Replaces the in-progress idempotency claim of `hold` with the call's answer.
 fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Value) -> Result<()> {
     c.exec(
-        "UPDATE idempotency SET status = ?, response = ? WHERE status = 0 AND response = ?",
+        "UPDATE idempotency SET status = ?, response = ?, hold_id = NULL WHERE status = 0 AND hold_id = ?",
         &[&d.as_i64(), &body.to_string(), &hold],
     )?;
     Ok(())
+}
+
+/// What an Idempotency-Key's row first holds: the call's answer, or the hold of the call
+/// still in flight (status 0), replaced by its answer when it settles.
+enum First<'a> {
+    Answer(Disposition, &'a str),
+    InFlight(&'a str),
 }
 
 fn store_idempotency(
@@ -480,13 +487,17 @@ fn store_idempotency(
     profile: &ProfileId,
     key: Option<&str>,
     digest: &str,
-    d: Option<Disposition>,
-    body: &str,
+    first: First,
 ) -> Result<()> {
     let Some(key) = key else { return Ok(()) };
+    let (status, response, hold) = match first {
+        First::Answer(d, body) => (d.as_i64(), Some(body), None),
+        First::InFlight(hold) => (0, None, Some(hold)),
+    };
     c.exec(
-        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        &[&profile.as_str(), &key, &digest, &d.map_or(0, Disposition::as_i64), &body, &stored::ts(Utc::now())],
+        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, hold_id, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[&profile.as_str(), &key, &digest, &status, &response, &hold, &stored::ts(Utc::now())],
     )?;
     Ok(())
 }
