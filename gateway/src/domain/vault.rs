@@ -128,15 +128,37 @@ pub struct SecretInfo {
     pub last_used_at: Option<DateTime<Utc>>,
 }
 
-pub(crate) type SecretRow = (String, String, String, DateTime<Utc>, DateTime<Utc>, Option<DateTime<Utc>>);
+const INFO_COLUMNS: &str = "name, fingerprint, created_by, created_at, updated_at, last_used_at";
 
-pub(crate) fn info(
-    (name, fingerprint, created_by, created_at, updated_at, last_used_at): SecretRow,
-) -> SecretInfo {
-    SecretInfo { name, fingerprint, created_by, created_at, updated_at, last_used_at }
+/// A row of [`INFO_COLUMNS`].
+impl crate::sql::FromRow for SecretInfo {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<SecretInfo> {
+        Ok(SecretInfo {
+            name: r.get(0)?,
+            fingerprint: r.get(1)?,
+            created_by: r.get(2)?,
+            created_at: r.get(3)?,
+            updated_at: r.get(4)?,
+            last_used_at: r.get(5)?,
+        })
+    }
 }
 
-pub(crate) const INFO_COLUMNS: &str = "name, fingerprint, created_by, created_at, updated_at, last_used_at";
+/// What may be known of the tenant's secret `name`, if there is one.
+pub(crate) async fn info(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    name: &str,
+) -> Result<Option<SecretInfo>> {
+    let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? AND name = ?");
+    Ok(store.opt(&sql, &[tenant, &name]).await?)
+}
+
+/// The tenant's secrets by name, without their values.
+pub(crate) async fn infos(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<SecretInfo>> {
+    let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? ORDER BY name");
+    Ok(store.all(&sql, &[tenant]).await?)
+}
 
 /// The vault's in-memory side: the master key, if any, and the data keys opened so far
 /// (they never change; a master rotation only re-wraps them).

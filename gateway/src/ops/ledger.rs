@@ -5,7 +5,7 @@ use policy::{Kit, Money};
 
 use crate::Gateway;
 use crate::domain::ledger::{
-    Budget, EntryRow, InvariantReport, LedgerEntry, LedgerQuery, Totals, money, signed_amount,
+    Budget, ENTRY_COLUMNS, InvariantReport, LedgerEntry, LedgerQuery, Totals, money,
 };
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -133,25 +133,8 @@ impl Gateway {
         max: i64,
     ) -> Result<Vec<LedgerEntry>> {
         self.profile(tenant, profile).await?;
-        let sql = crate::store::profile_index::ledger_for(
-            self.store.kind(),
-            "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at",
-        );
+        let sql = crate::store::profile_index::ledger_for(self.store.kind(), ENTRY_COLUMNS);
         let (after, limit) = (q.after.unwrap_or(0), q.limit.unwrap_or(max).clamp(1, max));
-        let rows: Vec<EntryRow> =
-            self.store.all(&sql, &[tenant, profile, &after, &q.from, &q.to, &limit]).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(seq, hold_id, action, kit_version, kind, pending, posted, created_at)| LedgerEntry {
-                seq,
-                hold_id,
-                action,
-                kit_version,
-                kind,
-                pending_delta: signed_amount(pending),
-                posted_delta: signed_amount(posted),
-                created_at,
-            })
-            .collect())
+        Ok(self.store.all(&sql, &[tenant, profile, &after, &q.from, &q.to, &limit]).await?)
     }
 }

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::domain::vault::{
-    DataKey, INFO_COLUMNS, MasterKey, SecretInfo, SecretRow, check_name, check_value, delete_in, info, open,
-    put_in, rotate_in, secret_aad, touch_in, unwrap_data_key,
+    DataKey, MasterKey, SecretInfo, check_name, check_value, delete_in, info, infos, open, put_in, rotate_in,
+    secret_aad, touch_in, unwrap_data_key,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -35,16 +35,12 @@ impl Gateway {
 
     /// What may be known of the tenant's secret `name`.
     pub async fn secret(&self, tenant: &TenantId, name: &str) -> Result<SecretInfo> {
-        let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? AND name = ?");
-        let row: Option<SecretRow> = self.store.opt(&sql, &[tenant, &name]).await?;
-        row.map(info).ok_or(Error::NotFound { what: "secret" })
+        info(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "secret" })
     }
 
     /// The tenant's secrets by name, without their values.
     pub async fn secrets(&self, tenant: &TenantId) -> Result<Vec<SecretInfo>> {
-        let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? ORDER BY name");
-        let rows: Vec<SecretRow> = self.store.all(&sql, &[tenant]).await?;
-        Ok(rows.into_iter().map(info).collect())
+        infos(&self.store, tenant).await
     }
 
     /// Deletes the tenant's secret `name`; refused while a connector uses it.

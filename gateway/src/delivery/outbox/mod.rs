@@ -260,41 +260,30 @@ pub(crate) fn command_id() -> String {
 
 const STATE_COLUMNS: &str =
     "id, ordering_key, kind, author, status, attempts, next_attempt_at, last_error, created_at, delivered_at";
-type StateRow = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    DateTime<Utc>,
-    Option<String>,
-    DateTime<Utc>,
-    Option<DateTime<Utc>>,
-);
-
-pub(crate) fn state(r: StateRow) -> Result<CommandState> {
-    let (command_id, task_id, kind, author, status, attempts, next, last_error, created_at, delivered_at) = r;
-    let status = crate::stored::named("delivery status", &status, DeliveryStatus::parse)?;
-    Ok(CommandState {
-        command_id,
-        task_id,
-        kind,
-        author,
-        status,
-        attempts,
-        next_attempt_at: (status == DeliveryStatus::Queued).then_some(next),
-        last_error,
-        created_at,
-        delivered_at,
-    })
+/// A row of [`STATE_COLUMNS`].
+impl crate::sql::FromRow for CommandState {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<CommandState> {
+        let status = crate::stored::named("delivery status", &r.get::<String>(4)?, DeliveryStatus::parse)?;
+        Ok(CommandState {
+            command_id: r.get(0)?,
+            task_id: r.get(1)?,
+            kind: r.get(2)?,
+            author: r.get(3)?,
+            status,
+            attempts: r.get(5)?,
+            next_attempt_at: if status == DeliveryStatus::Queued { Some(r.get(6)?) } else { None },
+            last_error: r.get(7)?,
+            created_at: r.get(8)?,
+            delivered_at: r.get(9)?,
+        })
+    }
 }
 
 /// One command's state, in a job (the `teams.command` tool reads it in its own transaction).
 pub(crate) fn command_in(c: &dyn Tx, tenant: &TenantId, id: &str) -> Result<Option<CommandState>> {
     let sql = format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND id = ?");
     match c.row(&sql, &[tenant, &RUNTIME, &id])? {
-        Some(r) => Ok(Some(state(crate::sql::FromRow::from_row(&r)?)?)),
+        Some(r) => Ok(Some(crate::sql::FromRow::from_row(&r)?)),
         None => Ok(None),
     }
 }
@@ -306,7 +295,7 @@ pub(crate) async fn read_row(
     id: &str,
     channel: Option<&str>,
 ) -> Result<Option<CommandState>> {
-    let row: Option<StateRow> = match channel {
+    let row: Option<CommandState> = match channel {
         Some(channel) => {
             let sql =
                 format!("SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? AND id = ?");
@@ -319,7 +308,7 @@ pub(crate) async fn read_row(
             store.opt(&sql, &[tenant, &CHANNELS[0], &CHANNELS[1], &id]).await?
         }
     };
-    row.map(state).transpose()
+    Ok(row)
 }
 
 /// One runtime command's state, read outside any job.
@@ -345,8 +334,7 @@ pub(crate) async fn rows(
         "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND channel = ? {filter} ORDER BY id DESC LIMIT {LIST_LIMIT}"
     );
     let status = status.map(DeliveryStatus::as_str);
-    let rows: Vec<StateRow> = store.all(&sql, &[tenant, &channel, &status]).await?;
-    rows.into_iter().map(state).collect()
+    Ok(store.all(&sql, &[tenant, &channel, &status]).await?)
 }
 
 pub(crate) fn retry_in(

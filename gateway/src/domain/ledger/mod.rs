@@ -373,8 +373,25 @@ pub struct LedgerEntry {
     pub created_at: DateTime<Utc>,
 }
 
-/// seq, hold, action, kit version, kind, pending delta, posted delta, when.
-pub(crate) type EntryRow = (i64, String, String, i64, String, i64, i64, DateTime<Utc>);
+/// The columns a [`LedgerEntry`] is read from, in order.
+pub(crate) const ENTRY_COLUMNS: &str =
+    "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at";
+
+/// A row of [`ENTRY_COLUMNS`].
+impl crate::sql::FromRow for LedgerEntry {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<LedgerEntry> {
+        Ok(LedgerEntry {
+            seq: r.get(0)?,
+            hold_id: r.get(1)?,
+            action: r.get(2)?,
+            kit_version: r.get(3)?,
+            kind: r.get(4)?,
+            pending_delta: signed_amount(r.get(5)?),
+            posted_delta: signed_amount(r.get(6)?),
+            created_at: r.get(7)?,
+        })
+    }
+}
 
 /// Which entries of one account to read: a period and a keyset cursor.
 #[derive(Clone, Debug, Default)]
