@@ -141,20 +141,13 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
         let note = note.filter(|n| !n.trim().is_empty());
         let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
         // Refused under the kit in force now, or the connector failed: say so on the page.
-        match resp.disposition {
-            gateway::domain::calls::Disposition::Refused
-            | gateway::domain::calls::Disposition::Unavailable
-            | gateway::domain::calls::Disposition::Full => {
-                let reason = resp.body["error"]["details"]["reason"].as_str().unwrap_or("refused");
-                let message = resp.body["message"].as_str().unwrap_or("the call could not run");
-                Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")))
-            }
-            _ => {
-                let what = decided_call(&gw, &tenant.id, &id).await?;
-                back_with_notice(&format!("Approved {what}: {}.", what_ran(&resp.body))).await;
-                Ok(())
-            }
+        if let Some(env) = resp.envelope() {
+            let (reason, message) = (env.error.details.reason, env.message);
+            return Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")));
         }
+        let what = decided_call(&gw, &tenant.id, &id).await?;
+        back_with_notice(&format!("Approved {what}: {}.", what_ran(&resp))).await;
+        Ok(())
     })
     .await
 }
@@ -175,10 +168,11 @@ async fn decided_call(
 /// What an executed call produced, in words: the belief it became, or the id its provider
 /// gave it (a charge, a message), and that its hold settled.
 #[cfg(feature = "ssr")]
-fn what_ran(body: &serde_json::Value) -> String {
-    if let Some(belief) = body["belief_id"].as_str() {
+fn what_ran(resp: &gateway::domain::calls::ActionResponse) -> String {
+    if let Some(belief) = resp.belief_id() {
         return format!("the claim is now belief {belief}");
     }
+    let body = &resp.body;
     let id_in = |v: &serde_json::Value| {
         v.as_object()?.iter().find_map(|(k, v)| {
             (k.ends_with("_id") && !["activity_id", "approval_id", "hold_id"].contains(&k.as_str()))

@@ -182,7 +182,7 @@ pub async fn decide_proposal_form(
         };
         let by = gateway::domain::brain::Decider::Human(gateway::domain::principal::Human::in_console(&user));
         let r = gw.decide_proposal(&tenant.id, &id, &by, decision, &because).await.map_err(to_fn_error)?;
-        let done = match r.body["belief_id"].as_str() {
+        let done = match r.belief_id() {
             Some(belief) => format!("Accepted: the claim is now belief {belief}, listed under Beliefs."),
             None => "Rejected: the claim stays out of the company's beliefs.".to_string(),
         };

@@ -3,7 +3,7 @@
 //! a reserved call on its way to its connector ([`ReservedCall`]), the id an upstream sees, and the
 //! checked arguments the policy engine reads. Pure: no reads, no writes.
 
-use policy::{ActionRequest, CheckedArgs, Envelope, Money, ToolSpec};
+use policy::{ActionRequest, CheckedArgs, Envelope, Money, RecoveryStep, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -67,6 +67,31 @@ pub struct ActionResponse {
 }
 
 impl ActionResponse {
+    /// The verdict envelope of a call that did not run (refused, unavailable, or not queued
+    /// because its queue is full); `None` for a call that ran or parked.
+    pub fn envelope(&self) -> Option<Envelope> {
+        let failed =
+            matches!(self.disposition, Disposition::Refused | Disposition::Unavailable | Disposition::Full);
+        failed.then(|| serde_json::from_value(self.body.clone()).ok()).flatten()
+    }
+
+    /// How long an agent should wait before sending a call that could not run now again (an
+    /// unavailable connector, a full queue): the wait its recovery names first.
+    pub fn retry_after_secs(&self) -> Option<u32> {
+        if !matches!(self.disposition, Disposition::Unavailable | Disposition::Full) {
+            return None;
+        }
+        match self.envelope()?.recovery.first()? {
+            RecoveryStep::RetryAfter { seconds } => Some(*seconds),
+            _ => None,
+        }
+    }
+
+    /// The belief an accepted proposal became, for the answer to a proposal decision.
+    pub fn belief_id(&self) -> Option<&str> {
+        self.body.get("belief_id").and_then(Value::as_str)
+    }
+
     pub(crate) fn refused(env: &Envelope) -> ActionResponse {
         ActionResponse {
             disposition: Disposition::Refused,

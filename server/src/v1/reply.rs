@@ -20,9 +20,7 @@ pub fn respond(r: ActionResponse) -> Response {
         Disposition::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Disposition::Full => StatusCode::CONFLICT,
     };
-    let retry_after = matches!(r.disposition, Disposition::Unavailable | Disposition::Full)
-        .then(|| r.body["recovery"][0]["seconds"].as_u64())
-        .flatten();
+    let retry_after = r.retry_after_secs();
     let mut res = (status, Json(r.body)).into_response();
     if let Some(secs) = retry_after {
         res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
