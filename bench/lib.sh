@@ -21,12 +21,12 @@ new_dir() {
   printf -v "$1" "%s" "$path"
 }
 
-# Starts a release server on $DATABASE_URL with its log at $1 and waits until it answers;
-# sets $base and $server.
+# Starts a release server ($SERVER_BIN, target/release/server unless set) on $DATABASE_URL
+# with its log at $1 and waits until it answers; sets $base and $server.
 start_server() {
   local port
   port=$(free_port)
-  target/release/server --bind "127.0.0.1:$port" >"$1" 2>&1 &
+  "${SERVER_BIN:-target/release/server}" --bind "127.0.0.1:$port" >"$1" 2>&1 &
   server=$!
   pids+=($server)
   base="http://127.0.0.1:$port"
