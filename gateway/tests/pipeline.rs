@@ -817,6 +817,10 @@ async fn a_corrupt_row_is_an_error_not_a_default() {
     assert_eq!(err.code(), "corrupt_row");
     assert!(err.to_string().contains("approval's arguments"), "{err}");
     assert!(err.is_internal(), "a 5xx, never cached");
+    // Credit beyond what money can hold reads as an error, not as no credit.
+    w.gw.store().exec("UPDATE tenants SET credit_units = 9223372036854775807", &[]).await.unwrap();
+    let err = w.gw.tenant(&w.tenant).await.unwrap_err();
+    assert_eq!((err.code(), err.is_internal()), ("corrupt_row", true), "{err}");
 }
 
 /// An activity entry whose kind was edited to one the gateway never writes is an error on a

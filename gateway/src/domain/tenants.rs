@@ -182,15 +182,32 @@ fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey,
     Ok(())
 }
 
-pub(crate) fn tenant_from_row(
-    (id, name, credit, created_at): (String, String, i64, DateTime<Utc>),
-) -> Tenant {
-    Tenant {
-        id: TenantId::from_db(id),
-        name,
-        credit: Money::from_units(credit).unwrap_or(Money::ZERO),
-        created_at,
+const TENANT_COLUMNS: &str = "id, name, credit_units, created_at";
+
+/// A row of [`TENANT_COLUMNS`].
+impl crate::sql::FromRow for Tenant {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<Tenant> {
+        let credit: i64 = r.get(2)?;
+        Ok(Tenant {
+            id: TenantId::from_db(r.get(0)?),
+            name: r.get(1)?,
+            credit: Money::from_units(credit)
+                .ok_or_else(|| stored::corrupt("credit", &credit.to_string()))?,
+            created_at: r.get(3)?,
+        })
     }
+}
+
+/// One tenant; `not_found` for an unknown id.
+pub(crate) async fn one(store: &Store, id: &TenantId) -> Result<Tenant> {
+    let sql = format!("SELECT {TENANT_COLUMNS} FROM tenants WHERE id = ?");
+    store.opt(&sql, &[id]).await?.ok_or(Error::NotFound { what: "tenant" })
+}
+
+/// Every tenant, oldest first.
+pub(crate) async fn all(store: &Store) -> Result<Vec<Tenant>> {
+    let sql = format!("SELECT {TENANT_COLUMNS} FROM tenants ORDER BY created_at, id");
+    Ok(store.all(&sql, &[]).await?)
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
 //! Tenants as operations: creating one with its first kit and company key, reading them, and
 //! issuing or revoking company keys.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use policy::{Kit, Money};
 
 use crate::Gateway;
 use crate::domain::keys::IssuedKey;
 use crate::domain::tenants::{
     self as tenants, CompanyKeyInfo, MAX_NAME_LEN, Tenant, insert_tenant, issue_company_key,
-    revoke_company_key, tenant_from_row,
+    revoke_company_key,
 };
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
@@ -45,19 +45,11 @@ impl Gateway {
     }
 
     pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
-        let row: Option<(String, String, i64, DateTime<Utc>)> = self
-            .store
-            .opt("SELECT id, name, credit_units, created_at FROM tenants WHERE id = ?", &[id])
-            .await?;
-        row.map(tenant_from_row).ok_or(Error::NotFound { what: "tenant" })
+        tenants::one(&self.store, id).await
     }
 
     pub async fn tenants(&self) -> Result<Vec<Tenant>> {
-        let rows: Vec<(String, String, i64, DateTime<Utc>)> = self
-            .store
-            .all("SELECT id, name, credit_units, created_at FROM tenants ORDER BY created_at, id", &[])
-            .await?;
-        Ok(rows.into_iter().map(tenant_from_row).collect())
+        tenants::all(&self.store).await
     }
 }
 
