@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId, UserId};
 use crate::sql::{Tx, lock_key};
+use crate::store::Store;
 use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,6 +192,18 @@ pub fn tree_order(profiles: Vec<Profile>) -> Vec<TreeEntry> {
         );
     }
     out
+}
+
+/// One of the tenant's profiles; `not_found` for another tenant's or an unknown one.
+pub(crate) async fn one(store: &Store, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
+    let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
+    store.opt(&sql, &[tenant, id]).await?.ok_or(Error::NotFound { what: "agent profile" })
+}
+
+/// The tenant's profiles, oldest first.
+pub(crate) async fn all(store: &Store, tenant: &TenantId) -> Result<Vec<Profile>> {
+    let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
+    Ok(store.all(&sql, &[tenant]).await?)
 }
 
 /// A row of [`COLUMNS`].

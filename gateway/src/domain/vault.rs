@@ -154,6 +154,24 @@ pub(crate) async fn info(
     Ok(store.opt(&sql, &[tenant, &name]).await?)
 }
 
+/// The sealed value of the tenant's secret `name`, if there is one.
+pub(crate) async fn sealed(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    name: &str,
+) -> Result<Option<Vec<u8>>> {
+    let sql = "SELECT sealed FROM vault_secrets WHERE tenant_id = ? AND name = ?";
+    let row: Option<(Vec<u8>,)> = store.opt(sql, &[tenant, &name]).await?;
+    Ok(row.map(|(sealed,)| sealed))
+}
+
+/// The tenant's data key as wrapped under the master key.
+pub(crate) async fn wrapped_data_key(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<u8>> {
+    let (wrapped,): (Vec<u8>,) =
+        store.one("SELECT wrapped FROM vault_keys WHERE tenant_id = ?", &[tenant]).await?;
+    Ok(wrapped)
+}
+
 /// The tenant's secrets by name, without their values.
 pub(crate) async fn infos(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<SecretInfo>> {
     let sql = format!("SELECT {INFO_COLUMNS} FROM vault_secrets WHERE tenant_id = ? ORDER BY name");

@@ -4,9 +4,7 @@
 use policy::{Kit, Money};
 
 use crate::Gateway;
-use crate::domain::ledger::{
-    Budget, ENTRY_COLUMNS, InvariantReport, LedgerEntry, LedgerQuery, Totals, money,
-};
+use crate::domain::ledger::{Budget, ENTRY_COLUMNS, InvariantReport, LedgerEntry, LedgerQuery, check, money};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -17,11 +15,7 @@ impl Gateway {
         let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
         let mut totals = Vec::with_capacity(chain.len());
         for id in &chain {
-            let (posted, pending): (i64, i64) = self
-                .store
-                .one("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?", &[id])
-                .await?;
-            totals.push(Totals { posted: money(posted), pending: money(pending) });
+            totals.push(check::totals(&self.store, id).await?);
         }
         let kits: Vec<Kit> = links.into_iter().map(|l| l.kit).collect();
         Ok(Budget {
@@ -68,57 +62,21 @@ impl Gateway {
     /// each hard cap, and no hold has more than one ending entry per account.
     pub async fn check_ledger(&self, tenant: &TenantId) -> Result<InvariantReport> {
         let mut v = Vec::new();
-        let rows: Vec<(String, i64, i64, i64, i64)> = self
-            .store
-            .all(
-                "SELECT a.profile_id, a.posted_units, a.pending_units, \
-                 CAST(COALESCE(s.posted, 0) AS BIGINT), CAST(COALESCE(s.pending, 0) AS BIGINT) \
-                 FROM budget_accounts a LEFT JOIN ( \
-                   SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
-                   FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
-                 ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
-                &[tenant],
-            )
-            .await?;
-        for (account, posted, pending, sum_posted, sum_pending) in &rows {
-            if posted != sum_posted || pending != sum_pending {
-                v.push(format!(
-                    "{account}: totals {posted}/{pending} but entries sum to {sum_posted}/{sum_pending}"
-                ));
-            }
-            let id = ProfileId::from_db(account.clone());
-            let kits = self.effective_kits(tenant, &[id]).await?;
+        for a in check::account_sums(&self.store, tenant).await? {
+            v.extend(a.mismatch());
+            let kits = self.effective_kits(tenant, std::slice::from_ref(&a.account)).await?;
             if let Some(cap) = kits[0].limits.budget.hard_cap
-                && posted + pending > cap.units()
+                && a.posted + a.pending > cap.units()
             {
+                let (account, posted, pending) = (&a.account, a.posted, a.pending);
                 v.push(format!(
                     "{account}: posted {posted} + pending {pending} exceeds hard cap {}",
                     cap.units()
                 ));
             }
         }
-        let twice: Vec<(String, String, i64)> = self
-            .store
-            .all(
-                "SELECT hold_id, account_id, COUNT(*) FROM ledger_entries WHERE tenant_id = ? AND kind != 'hold' \
-                 GROUP BY hold_id, account_id HAVING COUNT(*) > 1",
-                &[tenant],
-            )
-            .await?;
-        for (hold, account, n) in twice {
-            v.push(format!("hold {hold} ended {n} times on {account}"));
-        }
-        let (credit_pending, open_credit): (i64, i64) = self
-            .store
-            .one(
-                "SELECT credit_pending_units, CAST(COALESCE((SELECT SUM(credit_units) FROM holds \
-                 WHERE tenant_id = t.id AND status = 'pending'), 0) AS BIGINT) FROM tenants t WHERE id = ?",
-                &[tenant],
-            )
-            .await?;
-        if credit_pending != open_credit {
-            v.push(format!("credit pending {credit_pending} but open holds reserve {open_credit}"));
-        }
+        v.extend(check::holds_ended_twice(&self.store, tenant).await?);
+        v.extend(check::credit_mismatch(&self.store, tenant).await?);
         Ok(InvariantReport { violations: v })
     }
 }

@@ -6,10 +6,10 @@ use policy::SubjectStatus;
 
 use crate::Gateway;
 use crate::domain::profiles::{
-    COLUMNS, MAX_NAME_LEN, OWNER_CHAIN, Profile, RuntimeState, TreeEntry, insert_profile, refuse_owner,
-    tree_order,
+    self as profiles, MAX_NAME_LEN, OWNER_CHAIN, Profile, RuntimeState, TreeEntry, insert_profile,
+    refuse_owner, tree_order,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::{ProfileId, TenantId, UserId};
 
 impl Gateway {
@@ -58,13 +58,11 @@ impl Gateway {
     }
 
     pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
-        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? AND id = ?");
-        self.store.opt(&sql, &[tenant, id]).await?.ok_or(Error::NotFound { what: "agent profile" })
+        profiles::one(&self.store, tenant, id).await
     }
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {
-        let sql = format!("SELECT {COLUMNS} FROM agent_profiles WHERE tenant_id = ? ORDER BY created_at, id");
-        Ok(self.store.all(&sql, &[tenant]).await?)
+        profiles::all(&self.store, tenant).await
     }
 
     /// The tenant's profiles in tree order: each parent followed by its sub-agents.

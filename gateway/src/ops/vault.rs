@@ -7,7 +7,7 @@ use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::domain::vault::{
     DataKey, MasterKey, SecretInfo, check_name, check_value, delete_in, info, infos, open, put_in, rotate_in,
-    secret_aad, touch_in, unwrap_data_key,
+    sealed, secret_aad, touch_in, unwrap_data_key, wrapped_data_key,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -60,11 +60,7 @@ impl Gateway {
     /// Opens the tenant's secret `name` for a connector about to use it, and notes the use.
     pub(crate) async fn open_secret(&self, tenant: &TenantId, name: &str) -> Result<String> {
         let master = self.vault.master()?;
-        let row: Option<(Vec<u8>,)> = self
-            .store
-            .opt("SELECT sealed FROM vault_secrets WHERE tenant_id = ? AND name = ?", &[tenant, &name])
-            .await?;
-        let Some((sealed,)) = row else {
+        let Some(sealed) = sealed(&self.store, tenant, name).await? else {
             return Err(Error::invalid(
                 "unknown_secret",
                 format!("there is no secret named `{name}` in this tenant's vault; store it first"),
@@ -85,8 +81,7 @@ impl Gateway {
         if let Some(k) = self.vault.cached(tenant) {
             return Ok(k);
         }
-        let (wrapped,): (Vec<u8>,) =
-            self.store.one("SELECT wrapped FROM vault_keys WHERE tenant_id = ?", &[tenant]).await?;
+        let wrapped = wrapped_data_key(&self.store, tenant).await?;
         let key = unwrap_data_key(master, tenant, &wrapped)?;
         self.vault.remember(tenant, &key);
         Ok(key)

@@ -11,8 +11,8 @@ use crate::delivery::egress::{EGRESS_REFUSED, Failed};
 use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
 use crate::delivery::webhooks::deliver::{TIMEOUT, WebhookProbe, render};
 use crate::delivery::webhooks::{
-    CHANNEL, COLUMNS, CreatedEndpoint, Endpoint, EndpointSpec, MAX_ENDPOINTS, WebhookDelivery, check,
-    delete_in, insert, new_secret, sign,
+    CHANNEL, CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, check, delete_in, insert, list,
+    make_room, new_secret, one, sign,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -135,20 +135,7 @@ impl Gateway {
             (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone(), secret.clone());
         let key = self
             .write(move |c| {
-                // Concurrent registrations take turns here, so the cap holds.
-                crate::sql::lock_key(c, &["webhook endpoints", t.as_str()])?;
-                let (n,): (i64,) = crate::sql::FromRow::from_row(
-                    &c.row("SELECT COUNT(*) FROM webhook_endpoints WHERE tenant_id = ?", &[&t])?
-                        .expect("a count"),
-                )?;
-                if n >= MAX_ENDPOINTS as i64 {
-                    return Err(Error::Conflict {
-                        code: "too_many_webhooks",
-                        message: format!(
-                            "a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"
-                        ),
-                    });
-                }
+                make_room(c, &t)?;
                 let (_, key) = crate::domain::vault::put_in(c, &master, &t, &s, &v, &a, via)?;
                 insert(c, &t, &i, &spec, &s, &a, via)?;
                 Ok(key)
@@ -166,15 +153,11 @@ impl Gateway {
 
     /// The tenant's endpoints, oldest first.
     pub async fn webhooks(&self, tenant: &TenantId) -> Result<Vec<Endpoint>> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id");
-        Ok(self.store.all(&sql, &[tenant]).await?)
+        list(&self.store, tenant).await
     }
 
     pub(crate) async fn webhook(&self, tenant: &TenantId, id: &str) -> Result<Endpoint> {
-        let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? AND id = ?");
-        let row: Option<Endpoint> = self.store.opt(&sql, &[tenant, &id]).await?;
-        row.ok_or(Error::NotFound { what: "webhook" })
+        one(&self.store, tenant, id).await
     }
 
     /// Removes an endpoint and its secret; its queued messages end as dead letters.

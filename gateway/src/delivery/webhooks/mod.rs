@@ -187,7 +187,7 @@ pub(crate) fn check(spec: &EndpointSpec) -> Result<url::Url> {
     Ok(url)
 }
 
-pub(crate) const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
+const COLUMNS: &str = "id, url, events, format, secret_name, created_by, created_at";
 /// A row of [`COLUMNS`].
 impl crate::sql::FromRow for Endpoint {
     fn from_row(r: &crate::sql::Row) -> ::store::Result<Endpoint> {
@@ -223,6 +223,34 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transpo
             .detail(json!({ "webhook_id": i })),
     )?;
     Ok(())
+}
+
+/// Takes the tenant's turn to register an endpoint (concurrent registrations wait here, so
+/// the cap holds) and refuses a tenant that has [`MAX_ENDPOINTS`] already.
+pub(crate) fn make_room(c: &dyn Tx, tenant: &TenantId) -> Result<()> {
+    crate::sql::lock_key(c, &["webhook endpoints", tenant.as_str()])?;
+    let row = c.row("SELECT COUNT(*) FROM webhook_endpoints WHERE tenant_id = ?", &[tenant])?;
+    let (n,): (i64,) = crate::sql::FromRow::from_row(&row.expect("a count"))?;
+    if n >= MAX_ENDPOINTS as i64 {
+        return Err(Error::Conflict {
+            code: "too_many_webhooks",
+            message: format!("a tenant has at most {MAX_ENDPOINTS} webhook endpoints; remove one first"),
+        });
+    }
+    Ok(())
+}
+
+/// The tenant's endpoints, oldest first.
+pub(crate) async fn list(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<Endpoint>> {
+    let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? ORDER BY created_at, id");
+    Ok(store.all(&sql, &[tenant]).await?)
+}
+
+/// One of the tenant's endpoints; `not_found` for another tenant's or an unknown one.
+pub(crate) async fn one(store: &crate::store::Store, tenant: &TenantId, id: &str) -> Result<Endpoint> {
+    let sql = format!("SELECT {COLUMNS} FROM webhook_endpoints WHERE tenant_id = ? AND id = ?");
+    let row: Option<Endpoint> = store.opt(&sql, &[tenant, &id]).await?;
+    row.ok_or(Error::NotFound { what: "webhook" })
 }
 
 pub(crate) fn insert(

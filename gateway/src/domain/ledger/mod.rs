@@ -11,6 +11,7 @@
 //! running totals. These functions run inside a writer job, so the reads and updates of a
 //! reservation have nothing in between.
 
+pub(crate) mod check;
 pub mod leases;
 
 use chrono::{DateTime, Utc};
