@@ -121,18 +121,18 @@ impl Envelope {
         alternatives: Vec<String>,
     ) -> Envelope {
         let step = recovery_for(kit, action, refusal);
-        Envelope::build(
-            EnvelopeVerdict::Deny,
-            refusal.reason(),
-            refusal.detail(),
-            layer_of(refusal.step()),
-            action.tool.name.clone(),
-            message_for(kit, action, refusal),
-            hint_for(refusal),
-            vec![step],
+        Envelope::build(Draft {
+            verdict: EnvelopeVerdict::Deny,
+            reason: refusal.reason(),
+            detail: refusal.detail(),
+            layer: layer_of(refusal.step()),
+            action: action.tool.name.clone(),
+            message: message_for(kit, action, refusal),
+            hint: hint_for(refusal),
+            recovery: vec![step],
             alternatives,
             repeat,
-        )
+        })
     }
 
     /// The envelope for a `park`: a successful deferral with the approval to poll.
@@ -147,18 +147,18 @@ impl Envelope {
             expires_at: approval.expires_at,
             on_expiry: OnExpiry::Deny,
         };
-        Envelope::build(
-            EnvelopeVerdict::Park,
-            refusal.reason(),
-            refusal.detail(),
-            layer_of(refusal.step()),
-            action.tool.name.clone(),
-            message_for(kit, action, refusal),
-            hint_for(refusal),
-            vec![step],
-            Vec::new(),
-            1,
-        )
+        Envelope::build(Draft {
+            verdict: EnvelopeVerdict::Park,
+            reason: refusal.reason(),
+            detail: refusal.detail(),
+            layer: layer_of(refusal.step()),
+            action: action.tool.name.clone(),
+            message: message_for(kit, action, refusal),
+            hint: hint_for(refusal),
+            recovery: vec![step],
+            alternatives: Vec::new(),
+            repeat: 1,
+        })
     }
 
     /// A park that a gateway rule, not the kit, asked for (an agent accepting a brain
@@ -169,34 +169,34 @@ impl Envelope {
             expires_at: approval.expires_at,
             on_expiry: OnExpiry::Deny,
         };
-        Envelope::build(
-            EnvelopeVerdict::Park,
-            "approval_required",
+        Envelope::build(Draft {
+            verdict: EnvelopeVerdict::Park,
+            reason: "approval_required",
             detail,
-            Layer::Company,
-            action.to_string(),
+            layer: Layer::Company,
+            action: action.to_string(),
             message,
-            hint_text("approval_required").to_string(),
-            vec![step],
-            Vec::new(),
-            1,
-        )
+            hint: hint_text("approval_required").to_string(),
+            recovery: vec![step],
+            alternatives: Vec::new(),
+            repeat: 1,
+        })
     }
 
     /// The envelope for an outage: the only retryable verdict.
     pub fn unavailable(action: &str, detail: &str, retry_after_seconds: u32, repeat: u32) -> Envelope {
-        Envelope::build(
-            EnvelopeVerdict::Unavailable,
-            "unavailable",
+        Envelope::build(Draft {
+            verdict: EnvelopeVerdict::Unavailable,
+            reason: "unavailable",
             detail,
-            Layer::Connector,
-            action.to_string(),
-            format!("`{action}` could not be carried out just now ({detail}); nothing was charged"),
-            "The service behind the gateway is unreachable. Wait for the retry_after step, then call again with the same Idempotency-Key.".to_string(),
-            vec![RecoveryStep::RetryAfter { seconds: retry_after_seconds }],
-            Vec::new(),
+            layer: Layer::Connector,
+            action: action.to_string(),
+            message: format!("`{action}` could not be carried out just now ({detail}); nothing was charged"),
+            hint: "The service behind the gateway is unreachable. Wait for the retry_after step, then call again with the same Idempotency-Key.".to_string(),
+            recovery: vec![RecoveryStep::RetryAfter { seconds: retry_after_seconds }],
+            alternatives: Vec::new(),
             repeat,
-        )
+        })
     }
 
     /// A refusal that does not come from the engine, for example an agent trying to decide
@@ -210,33 +210,35 @@ impl Envelope {
         recovery: RecoveryStep,
         repeat: u32,
     ) -> Envelope {
-        Envelope::build(
-            EnvelopeVerdict::Deny,
+        Envelope::build(Draft {
+            verdict: EnvelopeVerdict::Deny,
             reason,
             detail,
             layer,
-            action.to_string(),
+            action: action.to_string(),
             message,
-            hint_text(reason).to_string(),
-            vec![recovery],
-            Vec::new(),
+            hint: hint_text(reason).to_string(),
+            recovery: vec![recovery],
+            alternatives: Vec::new(),
             repeat,
-        )
+        })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn build(
-        verdict: EnvelopeVerdict,
-        reason: &str,
-        detail: &str,
-        layer: Layer,
-        action: String,
-        message: String,
-        hint: String,
-        mut recovery: Vec<RecoveryStep>,
-        mut alternatives: Vec<String>,
-        repeat: u32,
-    ) -> Envelope {
+    /// The envelope for `d`; an identical refusal repeated [`ESCALATE_AT_REPEAT`] times
+    /// escalates to a human instead of offering the same recovery again.
+    fn build(d: Draft<'_>) -> Envelope {
+        let Draft {
+            verdict,
+            reason,
+            detail,
+            layer,
+            action,
+            message,
+            hint,
+            mut recovery,
+            mut alternatives,
+            repeat,
+        } = d;
         let repeat = repeat.max(1);
         if verdict != EnvelopeVerdict::Park
             && verdict != EnvelopeVerdict::Unavailable
@@ -267,6 +269,20 @@ impl Envelope {
             alternatives,
         }
     }
+}
+
+/// What an envelope says before [`Envelope::build`] applies the repeat rule and the error body.
+struct Draft<'a> {
+    verdict: EnvelopeVerdict,
+    reason: &'a str,
+    detail: &'a str,
+    layer: Layer,
+    action: String,
+    message: String,
+    hint: String,
+    recovery: Vec<RecoveryStep>,
+    alternatives: Vec<String>,
+    repeat: u32,
 }
 
 /// `error.code`, per verdict.
