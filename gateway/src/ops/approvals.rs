@@ -383,8 +383,11 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
     // settle holds), then every account and tenant they touch, in order, then the work.
     let due = approvals::due(c, now)?;
     let orphans = orphans(c, now)?;
-    let holds: Vec<&str> =
-        due.iter().filter_map(|a| a.hold_id.as_deref()).chain(orphans.iter().map(|o| o.0.as_str())).collect();
+    let holds: Vec<&str> = due
+        .iter()
+        .filter_map(|a| a.hold_id.as_deref())
+        .chain(orphans.iter().map(|o| o.hold.as_str()))
+        .collect();
     ledger::lock_for_ending(c, &holds)?;
     expire(c, due, &mut report)?;
     end_orphans(c, orphans, &mut report)?;
@@ -411,9 +414,31 @@ fn expire(c: &dyn Tx, due: Vec<Approval>, report: &mut SweepReport) -> Result<Ve
     Ok(entries)
 }
 
-/// A pending hold nobody will settle: the hold, its tenant, profile, action, amount, and the
-/// approval that released it, if one did.
-type Orphan = (String, String, String, String, i64, Option<String>);
+/// A pending hold nobody will settle, and the approval that released it, if one did.
+struct Orphan {
+    hold: String,
+    tenant: TenantId,
+    profile: ProfileId,
+    action: String,
+    amount: Money,
+    approval: Option<String>,
+}
+
+/// A row of the columns [`orphans`] reads.
+impl crate::sql::FromRow for Orphan {
+    fn from_row(r: &crate::sql::Row) -> ::store::Result<Orphan> {
+        let units: i64 = r.get(4)?;
+        Ok(Orphan {
+            hold: r.get(0)?,
+            tenant: TenantId::from_db(r.get(1)?),
+            profile: ProfileId::from_db(r.get(2)?),
+            action: r.get(3)?,
+            amount: Money::from_units(units)
+                .ok_or_else(|| crate::stored::corrupt("amount", &units.to_string()))?,
+            approval: r.get(5)?,
+        })
+    }
+}
 
 /// The pending holds no pending approval keeps whose lease lapsed by `now` (a hold from
 /// before leases, with none, counts as lapsed), locked on PostgreSQL (skipping those locked
@@ -439,7 +464,7 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
 /// Ends `orphans`. An approved call that never completed says so in its result and trail.
 fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Result<Vec<Entry>> {
     let mut entries = Vec::new();
-    for (hold, tenant, profile, action, amount, approval) in orphans {
+    for Orphan { hold, tenant, profile, action, amount, approval } in orphans {
         ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
         crate::domain::reserve::forget_claim(c, &hold)?;
         let lost = crate::domain::in_flight::lost_call(c, &hold)?;
@@ -450,11 +475,11 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
         }
         entries.push(activity::append(
             c,
-            NewEntry::new(&TenantId::from_db(tenant), "system", Kind::Hold)
-                .profile(&ProfileId::from_db(profile))
+            NewEntry::new(&tenant, "system", Kind::Hold)
+                .profile(&profile)
                 .action(action)
                 .verdict(Verdict::Expired)
-                .amount(Money::from_units(amount).unwrap_or(Money::ZERO))
+                .amount(amount)
                 .detail(match lost {
                     Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,
                         "reason": "the call went to the upstream but no answer came back, even to resends; nothing was charged here: look the action id up on the upstream" }),
