@@ -16,6 +16,7 @@
 //! its jobs against [`sql::Tx`] and turns an [`Error`] into its own with the same code. Only
 //! this crate names `rusqlite` or `sqlx`.
 
+pub mod counts;
 mod database;
 mod error;
 pub mod postgres;

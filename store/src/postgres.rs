@@ -190,6 +190,7 @@ fn run_blocking<T, E: JobError>(
 ) -> Result<T, E> {
     let mut attempt = 1;
     loop {
+        crate::counts::job();
         let mut tx = rt.block_on(conn.begin()).map_err(Error::from)?;
         let result = f(&PgTx { conn: RefCell::new(&mut *tx), rt });
         let result = match result {
@@ -246,12 +247,14 @@ fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
 
 impl Tx for PgTx<'_> {
     fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<u64> {
+        crate::counts::in_job();
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         Ok(self.rt.block_on(query(&sql, args).execute(&mut **conn))?.rows_affected())
     }
 
     fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<Vec<Row>> {
+        crate::counts::in_job();
         let sql = numbered(sql);
         let mut conn = self.conn.borrow_mut();
         let rows = self.rt.block_on(query(&sql, args).fetch_all(&mut **conn))?;

@@ -22,6 +22,7 @@ use crate::{Error, Result};
 impl Store {
     /// Every row `sql` returns.
     pub async fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+        crate::counts::outside_job();
         match self.engine() {
             Engine::Sqlite(pool) => sqlite_rows(pool, sql, args).await,
             Engine::Postgres(pg) => pg.rows(sql, args).await,
@@ -35,6 +36,7 @@ impl Store {
 
     /// The first row `sql` returns as a `T`, if there is one.
     pub async fn opt<T: FromRow>(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Option<T>> {
+        crate::counts::outside_job();
         let row = match self.engine() {
             Engine::Sqlite(pool) => sqlite_row(pool, sql, args).await?,
             Engine::Postgres(pg) => pg.rows(sql, args).await?.into_iter().next(),
@@ -56,6 +58,7 @@ impl Store {
     /// keep the log, the chain and the caches right.
     #[doc(hidden)]
     pub async fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+        crate::counts::outside_job();
         match self.engine() {
             Engine::Sqlite(pool) => Ok(sqlite_query(sql, args).execute(pool).await?.rows_affected()),
             Engine::Postgres(pg) => pg.exec(sql, args).await,

@@ -416,10 +416,12 @@ mod sqlite {
 
     impl Tx for rusqlite::Connection {
         fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<u64> {
+            crate::counts::in_job();
             Ok(self.prepare_cached(sql)?.execute(binds(args))? as u64)
         }
 
         fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+            crate::counts::in_job();
             let mut st = self.prepare_cached(sql)?;
             let n = st.column_count();
             let mut rows = st.query(binds(args))?;
@@ -431,6 +433,7 @@ mod sqlite {
         }
 
         fn row(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Option<Row>> {
+            crate::counts::in_job();
             let mut st = self.prepare_cached(sql)?;
             let n = st.column_count();
             let mut rows = st.query(binds(args))?;

@@ -57,6 +57,7 @@ struct Pending<T, E, F> {
 
 impl<T: Send, E: JobError, F: Fn(&dyn Tx) -> Result<T, E> + Send> Task for Pending<T, E, F> {
     fn run(&mut self, conn: &Connection) -> bool {
+        crate::counts::job();
         let r = (self.f)(conn);
         let ok = r.is_ok();
         self.result = Some(r);

@@ -1,0 +1,68 @@
+//! The statements a governed action costs, counted on the engine under test, so they cannot
+//! creep back up (issue #32: on PostgreSQL each one is a round trip while the tenant's locks
+//! are held). The counts are process-wide, so this file holds one test and nothing else runs
+//! beside it. The figures are the ones in `docs/architecture.md` (what a governed action
+//! costs).
+
+mod support;
+
+use gateway::domain::calls::Disposition;
+use gateway::store::counts::Statements;
+use gateway::store::sql::Engine;
+use serde_json::json;
+use support::world;
+
+const KIT: &str = r#"{"name":"Buyer","primitives":["cards","web"],
+  "limits":{"budget":{"hard_cap":"1000"},"approve":{"above":"500"}}}"#;
+const CALLS: u64 = 20;
+
+/// What a call costs today: (statements inside its jobs, statements outside them, jobs).
+/// PostgreSQL runs more than SQLite: it takes the tenant's chain lock and the rows it updates
+/// with statements of their own, where SQLite's single writer needs none.
+fn today(action: &str, engine: Engine) -> (u64, u64, u64) {
+    match (action, engine) {
+        ("web.read", Engine::Sqlite) => (8, 0, 1),
+        ("web.read", Engine::Postgres) => (11, 0, 1),
+        (_, Engine::Sqlite) => (7, 0, 1),
+        (_, Engine::Postgres) => (10, 0, 1),
+    }
+}
+
+/// Work of the gateway's own beside the calls (a key's last use, written once a minute) may
+/// add a statement now and then; one more statement on every call may not.
+const STRAY: u64 = CALLS / 4;
+
+#[tokio::test]
+async fn a_governed_action_costs_no_more_statements_than_it_did() {
+    let engine = gateway::testing::engine_under_test();
+    let w = world().await;
+    w.kit(KIT).await;
+    let a = w.agent("buyer", "Buyer", None).await;
+    for (action, args) in [
+        ("web.read", json!({"url": "https://example.test/"})),
+        ("cards.charge", json!({"amount": "0.01", "merchant": "acme"})),
+    ] {
+        // The first calls fill the caches (the key, the profile's chain and kits).
+        for _ in 0..3 {
+            assert_eq!(w.call(&a, action, args.clone()).await.disposition, Disposition::Executed);
+        }
+        let before = Statements::now();
+        for _ in 0..CALLS {
+            assert_eq!(w.call(&a, action, args.clone()).await.disposition, Disposition::Executed);
+        }
+        let ran = Statements::now().since(before);
+        let per_call = |n: u64| n as f64 / CALLS as f64;
+        println!(
+            "{action} on {engine:?}: {:.1} statements in {:.1} jobs and {:.1} outside them per call; \
+             {:.1} PostgreSQL round trips",
+            per_call(ran.in_jobs),
+            per_call(ran.jobs),
+            per_call(ran.outside_jobs),
+            per_call(ran.postgres_round_trips())
+        );
+        let (in_jobs, outside, jobs) = today(action, engine);
+        assert!(ran.in_jobs <= in_jobs * CALLS + STRAY, "{action}: {ran:?} for {CALLS} calls");
+        assert!(ran.outside_jobs <= outside * CALLS + STRAY, "{action}: {ran:?} for {CALLS} calls");
+        assert!(ran.jobs <= jobs * CALLS + STRAY, "{action}: {ran:?} for {CALLS} calls");
+    }
+}
