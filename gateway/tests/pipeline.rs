@@ -14,8 +14,14 @@ use support::{World, sqlite_world, world, world_with};
 const CARDS: &str = r#"{"name":"Cards","primitives":["cards","web","email","brain"],
   "limits":{"budget":{"hard_cap":"100"},"approve":{"above":"25"}}}"#;
 
-fn approval_id(body: &serde_json::Value) -> String {
-    body["recovery"][0]["approval_id"].as_str().expect("a park carries an approval id").to_string()
+fn approval_id(body: &gateway::domain::calls::Answer) -> String {
+    match body {
+        gateway::domain::calls::Answer::Verdict(env) => match env.recovery.first() {
+            Some(policy::RecoveryStep::WaitForApproval { approval_id, .. }) => approval_id.clone(),
+            other => panic!("a park carries an approval id first, not {other:?}"),
+        },
+        other => panic!("a park answers with an envelope, not {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -24,8 +30,8 @@ async fn an_allowed_action_executes_posts_its_hold_and_is_logged() {
     let a = w.agent("reader", "Default", None).await;
     let r = w.call(&a, "web.read", json!({"url": "https://example.test"})).await;
     assert_eq!(r.disposition, Disposition::Executed, "{}", r.body);
-    assert_eq!(r.body["cost"], "0.0025");
-    assert!(r.body["result"]["text"].as_str().unwrap().contains("Sandbox page"));
+    assert_eq!(r.json()["cost"], "0.0025");
+    assert!(r.json()["result"]["text"].as_str().unwrap().contains("Sandbox page"));
     let b = w.gw.budget(&w.tenant, &a.profile).await.unwrap();
     assert_eq!(b.totals.posted, Money::units_const(25));
     assert_eq!(b.totals.pending, Money::ZERO);
@@ -50,7 +56,7 @@ async fn a_hard_cap_denies_and_stops_the_runtime() {
     }
     let r = w.call(&a, "web.read", json!({"url": "u5"})).await;
     assert_eq!(r.disposition, Disposition::Refused);
-    assert_eq!(r.body["reason"], "budget_exceeded");
+    assert_eq!(r.json()["reason"], "budget_exceeded");
     let p = w.gw.profile(&w.tenant, &a.profile).await.unwrap();
     assert_eq!(p.runtime, RuntimeState::Stopped);
     assert_eq!(p.runtime_reason.as_deref(), Some("budget_exhausted"));
@@ -69,7 +75,7 @@ async fn a_saved_kit_governs_the_next_call_of_an_agent_already_acting() {
     lower.limits.budget.hard_cap = Some(Money::units_const(25));
     w.gw.save_kit(&w.tenant, lower, Some(kit.version), "admin").await.unwrap();
     let r = w.call(&a, "web.read", read).await;
-    assert_eq!((r.disposition, r.body["reason"].clone()), (Disposition::Refused, json!("budget_exceeded")));
+    assert_eq!((r.disposition, r.json()["reason"].clone()), (Disposition::Refused, json!("budget_exceeded")));
     w.assert_ledger_ok().await;
 }
 
@@ -149,8 +155,8 @@ async fn a_connector_failure_is_unavailable_voids_the_hold_and_can_be_retried() 
     w.gw.sandbox().fail_next(1);
     let r = w.call_idem(&a, "email.send", json!({"to": "a@x.test"}), Some("e1")).await.unwrap();
     assert_eq!(r.disposition, Disposition::Unavailable);
-    assert_eq!(r.body["retryable"], true);
-    assert_eq!(r.body["recovery"][0]["kind"], "retry_after");
+    assert_eq!(r.json()["retryable"], true);
+    assert_eq!(r.json()["recovery"][0]["kind"], "retry_after");
     let b = w.gw.budget(&w.tenant, &a.profile).await.unwrap();
     assert_eq!((b.totals.posted, b.totals.pending), (Money::ZERO, Money::ZERO));
     let again = w.call_idem(&a, "email.send", json!({"to": "a@x.test"}), Some("e1")).await.unwrap();
@@ -166,7 +172,7 @@ async fn a_park_keeps_its_hold_and_approval_executes_that_exact_call_once() {
     let args = json!({"amount": "48.00", "merchant": "acme"});
     let r = w.call(&a, "cards.charge", args.clone()).await;
     assert_eq!(r.disposition, Disposition::Parked);
-    assert_eq!(r.body["recovery"][0]["on_expiry"], "deny");
+    assert_eq!(r.json()["recovery"][0]["on_expiry"], "deny");
     let id = approval_id(&r.body);
     assert_eq!(w.gw.budget(&w.tenant, &a.profile).await.unwrap().totals.pending, Money::dollars(48));
 
@@ -184,7 +190,7 @@ async fn a_park_keeps_its_hold_and_approval_executes_that_exact_call_once() {
             json!({"amount": "5.00", "merchant": "acme"}),
         )
         .await;
-    assert_ne!(done.body["result"]["charge_id"], again.body["result"]["charge_id"]);
+    assert_ne!(done.json()["result"]["charge_id"], again.json()["result"]["charge_id"]);
     let approval = w.gw.approval(&w.tenant, &id).await.unwrap();
     assert_eq!(approval.status, ApprovalStatus::Approved);
     assert_eq!(approval.args, args);
@@ -301,7 +307,7 @@ async fn revoke_cascades_to_sub_agents_their_keys_and_approvals() {
         assert_eq!((p.status, p.runtime), (SubjectStatus::Revoked, RuntimeState::Stopped));
         // Reads are refused too.
         let r = w.call(a, "web.read", json!({"url": "x"})).await;
-        assert_eq!(r.body["reason"], "agent_profile_revoked");
+        assert_eq!(r.json()["reason"], "agent_profile_revoked");
     }
     assert_eq!(w.gw.approval(&w.tenant, &id).await.unwrap().status, ApprovalStatus::Denied);
     assert_eq!(w.call(&parent, "web.read", json!({"url": "x"})).await.disposition, Disposition::Executed);
@@ -320,13 +326,13 @@ async fn sub_agents_spend_from_the_parents_budget() {
         Disposition::Executed
     );
     let r = w.call(&parent, "cards.charge", json!({"amount": "25", "merchant": "acme"})).await;
-    assert_eq!(r.body["reason"], "budget_exceeded", "{}", r.body);
+    assert_eq!(r.json()["reason"], "budget_exceeded", "{}", r.body);
     assert_eq!(
         w.call(&parent, "cards.charge", json!({"amount": "20", "merchant": "acme"})).await.disposition,
         Disposition::Executed
     );
     let r = w.call(&child, "cards.charge", json!({"amount": "0.01", "merchant": "acme"})).await;
-    assert_eq!(r.body["reason"], "budget_exceeded");
+    assert_eq!(r.json()["reason"], "budget_exceeded");
     let pb = w.gw.budget(&w.tenant, &parent.profile).await.unwrap();
     assert_eq!(pb.totals.posted, Money::dollars(50));
     let cb = w.gw.budget(&w.tenant, &child.profile).await.unwrap();
@@ -341,16 +347,16 @@ async fn repeated_identical_refusals_escalate_on_the_third() {
     let a = w.agent("bot", "Default", None).await;
     for n in 1..=3 {
         let r = w.call(&a, "brain.query", json!({"q": "x"})).await;
-        assert_eq!(r.body["repeat"], n);
+        assert_eq!(r.json()["repeat"], n);
         if n == 3 {
-            assert_eq!(r.body["recovery"].as_array().unwrap().len(), 1);
-            assert_eq!(r.body["recovery"][0]["kind"], "escalate_to_human");
+            assert_eq!(r.json()["recovery"].as_array().unwrap().len(), 1);
+            assert_eq!(r.json()["recovery"][0]["kind"], "escalate_to_human");
         } else {
-            assert_eq!(r.body["recovery"][0]["kind"], "request_capability");
+            assert_eq!(r.json()["recovery"][0]["kind"], "request_capability");
         }
     }
     // A different argument digest counts separately.
-    assert_eq!(w.call(&a, "brain.query", json!({"q": "y"})).await.body["repeat"], 1);
+    assert_eq!(w.call(&a, "brain.query", json!({"q": "y"})).await.json()["repeat"], 1);
 }
 
 #[tokio::test]
@@ -461,7 +467,7 @@ async fn brain_writebacks_become_proposals_and_decisions_keep_a_trail() {
         gateway::domain::principal::Human { roles: vec![gateway::Role::Reviewer], ..w.approver.clone() };
     let human = Decider::Human(reviewer);
     let r = w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Reject, "hearsay").await.unwrap();
-    assert_eq!(r.body["proposal"]["status"], "rejected");
+    assert_eq!(r.json()["proposal"]["status"], "rejected");
     assert_eq!(
         w.gw.decide_proposal(&w.tenant, &pref, &human, Decision::Accept, "x").await.unwrap_err().code(),
         "proposal_already_decided"
@@ -496,7 +502,7 @@ async fn brain_is_refused_under_a_kit_without_it() {
         .await
         .unwrap();
     assert_eq!(r.disposition, Disposition::Refused);
-    assert_eq!(r.body["error"]["details"]["reason"], "primitive_disabled_by_kit");
+    assert_eq!(r.json()["error"]["details"]["reason"], "primitive_disabled_by_kit");
     assert_eq!(w.count("proposals").await, 0);
 }
 

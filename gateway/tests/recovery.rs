@@ -114,7 +114,7 @@ async fn a_lost_call_is_sent_again_and_settles_on_the_upstreams_answer() {
         .call_idem(&agent, "cards.charge", json!({"amount": "5.00", "merchant": "acme"}), Some("order-1"))
         .await
         .unwrap();
-    assert_eq!(again.body["cost"], "3.00", "{}", again.body);
+    assert_eq!(again.json()["cost"], "3.00", "{}", again.body);
     assert_eq!(seen.load(Ordering::SeqCst), 2);
     w.assert_ledger_ok().await;
 }

@@ -85,9 +85,10 @@ async fn a_tenant_with_a_stuck_backlog_slows_no_one_else() {
     assert_eq!((queued, full), (10, 20), "the bound holds");
     let refused = comment(&app, &stuck_key, "one more").await;
     assert_eq!(refused.disposition, Disposition::Full);
-    assert_eq!(refused.body["error"]["details"]["reason"], "outbox_full", "{}", refused.body);
-    assert!(refused.body["message"].as_str().unwrap().contains(&BACKLOG.to_string()), "{}", refused.body);
-    let wait = refused.body["recovery"].as_array().unwrap().iter().find(|s| s["kind"] == "wait_for_delivery");
+    assert_eq!(refused.json()["error"]["details"]["reason"], "outbox_full", "{}", refused.body);
+    assert!(refused.json()["message"].as_str().unwrap().contains(&BACKLOG.to_string()), "{}", refused.body);
+    let body = refused.json();
+    let wait = body["recovery"].as_array().unwrap().iter().find(|s| s["kind"] == "wait_for_delivery");
     assert!(
         wait.is_some_and(|w| w["command_id"].as_str().is_some_and(|c| c.starts_with("cmd_"))),
         "{}",

@@ -141,8 +141,8 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
         let note = note.filter(|n| !n.trim().is_empty());
         let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
         // Refused under the kit in force now, or the connector failed: say so on the page.
-        if let Some(env) = resp.envelope() {
-            let (reason, message) = (env.error.details.reason, env.message);
+        if let Some(env) = resp.failure() {
+            let (reason, message) = (&env.error.details.reason, &env.message);
             return Err(ServerFnError::new(format!("{reason}: not run — {message}; its hold was released")));
         }
         let what = decided_call(&gw, &tenant.id, &id).await?;
@@ -172,7 +172,9 @@ fn what_ran(resp: &gateway::domain::calls::ActionResponse) -> String {
     if let Some(belief) = resp.belief_id() {
         return format!("the claim is now belief {belief}");
     }
-    let body = &resp.body;
+    let gateway::domain::calls::Answer::Executed(ran) = &resp.body else {
+        return "it ran and its hold settled".into();
+    };
     let id_in = |v: &serde_json::Value| {
         v.as_object()?.iter().find_map(|(k, v)| {
             (k.ends_with("_id") && !["activity_id", "approval_id", "hold_id"].contains(&k.as_str()))
@@ -180,7 +182,7 @@ fn what_ran(resp: &gateway::domain::calls::ActionResponse) -> String {
                 .flatten()
         })
     };
-    match id_in(body).or_else(|| id_in(&body["result"])) {
+    match id_in(&ran.result) {
         Some(id) => format!("it ran ({id}) and its hold settled"),
         None => "it ran and its hold settled".into(),
     }

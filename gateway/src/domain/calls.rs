@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::domain::brain::{ProposalDecided, WritebackAccepted};
 use crate::domain::connector::ConnectorKind;
 use crate::domain::principal::Subject;
 use crate::error::{Error, Result};
@@ -57,22 +58,86 @@ impl Disposition {
     }
 }
 
-/// The answer to a governed call: the result, or a verdict envelope.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The answer to a governed call: how it ended and what the caller receives.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ActionResponse {
     pub disposition: Disposition,
-    pub body: Value,
+    pub body: Answer,
     /// True when this is the stored first answer to a repeated Idempotency-Key.
     pub replayed: bool,
 }
 
+/// What a governed call answers, one shape per way it can end; each serializes as itself
+/// (the body `/v1` sends and MCP returns as structured content).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// It ran through its connector.
+    Executed(Executed),
+    /// It did not run (refused, unavailable, its queue full) or waits for a human (parked).
+    Verdict(Box<Envelope>),
+    /// A brain writeback was recorded.
+    Writeback(Box<WritebackAccepted>),
+    /// A proposal was decided.
+    Proposal(Box<ProposalDecided>),
+}
+
+/// A governed call that ran, as the agent receives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Executed {
+    pub ok: bool,
+    /// `primitive.verb`, such as `cards.charge`.
+    pub action: String,
+    /// What the connector answered (a charge id, a message id, page text…).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub result: Value,
+    /// What posted: the actual cost, at most what was held.
+    pub cost: Money,
+    pub hold_id: String,
+    /// What carried it out: `sandbox` (nothing real happened) or `http` (the tenant's upstream).
+    pub connector: ConnectorKind,
+}
+
+impl Answer {
+    /// The answer as JSON, as a transport sends it.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("answers serialize")
+    }
+
+    /// A stored answer to a call that ended as `d` (an Idempotency-Key's first answer), read
+    /// back as what was written: the result of one that ran, else its envelope.
+    pub(crate) fn read_back(d: Disposition, text: &str) -> ::store::Result<Answer> {
+        Ok(match d {
+            Disposition::Executed => Answer::Executed(crate::stored::decode("idempotent answer", text)?),
+            _ => Answer::Verdict(crate::stored::decode("idempotent answer", text)?),
+        })
+    }
+}
+
+/// The answer's JSON text, as it is stored for an Idempotency-Key.
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&serde_json::to_string(self).expect("answers serialize"))
+    }
+}
+
 impl ActionResponse {
+    /// The verdict envelope of a call that did not run or waits for a human; `None` for one
+    /// that ran.
+    pub fn envelope(&self) -> Option<&Envelope> {
+        match &self.body {
+            Answer::Verdict(env) => Some(env),
+            _ => None,
+        }
+    }
+
     /// The verdict envelope of a call that did not run (refused, unavailable, or not queued
-    /// because its queue is full); `None` for a call that ran or parked.
-    pub fn envelope(&self) -> Option<Envelope> {
+    /// because its queue is full); `None` for one that ran or parked.
+    pub fn failure(&self) -> Option<&Envelope> {
         let failed =
             matches!(self.disposition, Disposition::Refused | Disposition::Unavailable | Disposition::Full);
-        failed.then(|| serde_json::from_value(self.body.clone()).ok()).flatten()
+        self.envelope().filter(|_| failed)
     }
 
     /// How long an agent should wait before sending a call that could not run now again (an
@@ -89,13 +154,21 @@ impl ActionResponse {
 
     /// The belief an accepted proposal became, for the answer to a proposal decision.
     pub fn belief_id(&self) -> Option<&str> {
-        self.body.get("belief_id").and_then(Value::as_str)
+        match &self.body {
+            Answer::Proposal(p) => p.belief_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The body as JSON, as a transport sends it.
+    pub fn json(&self) -> Value {
+        self.body.to_json()
     }
 
     pub(crate) fn refused(env: &Envelope) -> ActionResponse {
         ActionResponse {
             disposition: Disposition::Refused,
-            body: serde_json::to_value(env).expect("envelopes serialize"),
+            body: Answer::Verdict(Box::new(env.clone())),
             replayed: false,
         }
     }

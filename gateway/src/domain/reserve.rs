@@ -25,11 +25,10 @@ use policy::{
     CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal, SubjectStatus,
     ToolSpec, evaluate,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
-use crate::domain::calls::{ActionResponse, Disposition, Settling, request};
+use crate::domain::calls::{ActionResponse, Answer, Disposition, Executed, Settling, request};
 use crate::domain::chain::Link;
 use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
 use crate::domain::ledger::leases::{self, Lease};
@@ -50,23 +49,6 @@ pub(crate) enum Reserved {
     Hold { hold: String, cost: Money, kit_version: u32 },
     /// A kit the cached ancestry used is no longer current; nothing was written.
     Stale,
-}
-
-/// A governed call that ran, as the agent receives it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Executed {
-    pub ok: bool,
-    /// `primitive.verb`, such as `cards.charge`.
-    pub action: String,
-    /// What the connector answered (a charge id, a message id, page text…).
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub result: Value,
-    /// What posted: the actual cost, at most what was held.
-    pub cost: Money,
-    pub hold_id: String,
-    /// What carried it out: `sandbox` (nothing real happened) or `http` (the tenant's upstream).
-    pub connector: ConnectorKind,
 }
 
 /// One reservation, prepared outside the writer. Cheap to clone (the ancestry is shared).
@@ -208,7 +190,7 @@ impl ReserveJob {
                     .into(),
             });
         };
-        let body = stored::json("idempotent answer", response.as_deref().unwrap_or_default())?;
+        let body = Answer::read_back(d, response.as_deref().unwrap_or_default())?;
         Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
     }
 
@@ -307,7 +289,7 @@ impl ReserveJob {
         )?;
         let (approval, expires) = (opened.id.clone(), opened.expires_at);
         let env = Envelope::park(kit, &request(&self.tool, &self.checked), refusal, opened.handle());
-        let body = serde_json::to_value(&env).expect("envelopes serialize");
+        let body = Answer::Verdict(Box::new(env));
         activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Park)
@@ -411,9 +393,11 @@ pub(crate) fn settle(
                     ),
             )?;
             forget_claim(c, hold)?;
-            let body = serde_json::to_value(&env).expect("envelopes serialize");
             let disposition = if f.full.is_some() { Disposition::Full } else { Disposition::Unavailable };
-            Ok((ActionResponse { disposition, body, replayed: false }, vec![e]))
+            Ok((
+                ActionResponse { disposition, body: Answer::Verdict(Box::new(env)), replayed: false },
+                vec![e],
+            ))
         }
     }
 }
@@ -467,12 +451,18 @@ fn executed(c: &dyn Tx, at: &Settling, result: Value, posted: Money) -> Result<(
             .kit_version(kit_version)
             .detail(detail),
     )?;
-    let body = serde_json::to_value(&answer).expect("answers serialize");
-    Ok((ActionResponse { disposition: Disposition::Executed, body, replayed: false }, e))
+    Ok((
+        ActionResponse {
+            disposition: Disposition::Executed,
+            body: Answer::Executed(answer),
+            replayed: false,
+        },
+        e,
+    ))
 }
 
 /// Replaces the in-progress idempotency claim of `hold` with the call's answer.
-fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Value) -> Result<()> {
+fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Answer) -> Result<()> {
     c.exec(
         "UPDATE idempotency SET status = ?, response = ?, hold_id = NULL WHERE status = 0 AND hold_id = ?",
         &[&d.as_i64(), &body.to_string(), &hold],
@@ -633,7 +623,7 @@ mod tests {
                     Disposition::Executed => ran += 1,
                     Disposition::Refused => {
                         assert_eq!(
-                            resp.body["error"]["details"]["reason"],
+                            resp.json()["error"]["details"]["reason"],
                             "hard_cap_exceeded",
                             "{}: {}",
                             db.name(),
@@ -686,7 +676,7 @@ mod tests {
                     Disposition::Parked => parked += 1,
                     Disposition::Refused => {
                         assert_eq!(
-                            resp.body["reason"],
+                            resp.json()["reason"],
                             "agent_profile_revoked",
                             "{}: {}",
                             db.name(),

@@ -26,8 +26,7 @@ use serde_json::{Value, json};
 use crate::Gateway;
 use crate::delivery::connectors::{Call, Connector};
 use crate::domain::calls::{
-    ActionCall, ActionResponse, Disposition, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest,
-    request,
+    ActionCall, ActionResponse, Answer, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest, request,
 };
 use crate::domain::chain::{self, Link, chain_status};
 use crate::domain::ledger;
@@ -130,9 +129,9 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let listing = action == crate::delivery::connectors::apps::LISTING;
         let mut resp = self.perform_unfiltered(subject, action, args, idem).await?;
-        if listing && resp.disposition == Disposition::Executed {
+        if let (true, Answer::Executed(ran)) = (listing, &mut resp.body) {
             let links = self.cached_links(&subject.tenant, &subject.profile).await?;
-            crate::delivery::connectors::apps::filter_listing(&links[0].kit, &mut resp.body["result"]);
+            crate::delivery::connectors::apps::filter_listing(&links[0].kit, &mut ran.result);
         }
         Ok(resp)
     }

@@ -74,7 +74,7 @@ impl Gateway {
             Approved::Run { approval, kit_version } => (*approval, kit_version),
         };
         let resp = self.run_approved(&a, by, kit_version).await?;
-        let (id_, body, d) = (a.id.clone(), resp.body.clone(), resp.disposition);
+        let (id_, body, d) = (a.id.clone(), resp.json(), resp.disposition);
         let actor = by.username.clone();
         self.write(move |c| {
             let step = if d == Disposition::Executed { "executed" } else { "failed" };

@@ -15,7 +15,7 @@ use crate::domain::brain::{
     self, DECIDE_TOOL, Decider, Decision, Proposal, ProposalDecided, ProposalStatus, WritebackAccepted,
     WritebackInput, because, proposer,
 };
-use crate::domain::calls::{ActionResponse, Disposition};
+use crate::domain::calls::{ActionResponse, Answer, Disposition};
 use crate::domain::principal::{REVIEWERS, Subject};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -47,7 +47,7 @@ impl Gateway {
         let wb = self.writeback(&subject.tenant, &wid).await?;
         Ok(ActionResponse {
             disposition: Disposition::Executed,
-            body: serde_json::to_value(WritebackAccepted { ok: true, writeback: wb }).expect("serializes"),
+            body: Answer::Writeback(Box::new(WritebackAccepted { ok: true, writeback: wb })),
             replayed: false,
         })
     }
@@ -95,7 +95,7 @@ impl Gateway {
             .await?;
         Ok(Some(ActionResponse {
             disposition: Disposition::Refused,
-            body: serde_json::to_value(env).expect("serializes"),
+            body: Answer::Verdict(Box::new(env)),
             replayed: false,
         }))
     }
@@ -249,7 +249,7 @@ impl Gateway {
             .await?;
         Ok(ActionResponse {
             disposition: Disposition::Parked,
-            body: serde_json::to_value(env).expect("serializes"),
+            body: Answer::Verdict(Box::new(env)),
             replayed: false,
         })
     }
@@ -298,8 +298,8 @@ impl Gateway {
     }
 }
 
-fn decided(proposal: Proposal, belief_id: Option<String>) -> Value {
-    serde_json::to_value(ProposalDecided { ok: true, proposal, belief_id }).expect("serializes")
+fn decided(proposal: Proposal, belief_id: Option<String>) -> Answer {
+    Answer::Proposal(Box::new(ProposalDecided { ok: true, proposal, belief_id }))
 }
 
 fn request_for(spec: &policy::ToolSpec) -> ActionRequest<'_> {

@@ -8,6 +8,7 @@ use policy::{Kit, Money};
 use serde_json::json;
 
 use crate::Gateway;
+use crate::domain::calls::Answer;
 use crate::domain::principal::Subject;
 use crate::domain::users::Role;
 use crate::error::Result;
@@ -144,9 +145,11 @@ impl Gateway {
             )
             .await?;
         // The reviewer already accepted one, so the company's beliefs are not empty.
-        if let (Some(reviewer), Some(pid)) =
-            (reviewer, submitted.body["writeback"]["proposals"][2]["id"].as_str())
-        {
+        let third = match &submitted.body {
+            Answer::Writeback(w) => w.writeback.proposals.get(2).map(|p| p.id.as_str()),
+            _ => None,
+        };
+        if let (Some(reviewer), Some(pid)) = (reviewer, third) {
             let by =
                 crate::domain::brain::Decider::Human(crate::domain::principal::Human::in_console(&reviewer));
             self.decide_proposal(

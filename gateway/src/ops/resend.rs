@@ -65,7 +65,7 @@ fn settle_recovered(
     let (resp, _) = crate::domain::reserve::settle(c, &carry.settling(kind), outcome, carry.cost)?;
     let ran = resp.disposition == Disposition::Executed;
     let ended = if ran { "posted" } else { "voided" };
-    finish_approval(c, &carry.hold, &resp.body, ran)?;
+    finish_approval(c, &carry.hold, &resp.json(), ran)?;
     activity::append(
         c,
         NewEntry::new(&s.tenant, activity::SYSTEM_ACTOR, Kind::Hold)

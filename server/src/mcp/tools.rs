@@ -204,9 +204,9 @@ fn failure(e: gateway::Error, version: Option<&str>) -> Result<CallToolResult, E
 
 fn answer(r: ActionResponse) -> CallToolResult {
     match r.disposition {
-        Disposition::Executed | Disposition::Parked => CallToolResult::structured(r.body),
+        Disposition::Executed | Disposition::Parked => CallToolResult::structured(r.json()),
         Disposition::Refused | Disposition::Unavailable | Disposition::Full => {
-            CallToolResult::structured_error(r.body)
+            CallToolResult::structured_error(r.json())
         }
     }
 }

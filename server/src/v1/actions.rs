@@ -27,7 +27,7 @@ use crate::v1::reply::respond;
     params(("user_id" = String, Path, description = "The calling agent's profile id."),
         ("primitive" = String, Path, description = "cards, email, web, brain…"),
         ("verb" = String, Path, description = "charge, send, read, query…")),
-    responses((status = 200, description = "The action ran.", body = gateway::domain::reserve::Executed),
+    responses((status = 200, description = "The action ran.", body = gateway::domain::calls::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
         (status = 409, description = "Not queued (`outbox_full`): the tenant's runtime queue is at its bound; wait for the command in `recovery`, then send again. Nothing was charged.", body = policy::Envelope, content_type = "application/json",

@@ -88,7 +88,7 @@ pub struct ApproveBody {
 #[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
     params(("id" = String, Path, description = "The approval id.")),
     request_body(content = ApproveBody, description = "An optional note."),
-    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::domain::reserve::Executed),
+    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::domain::calls::Executed),
         (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn approve(
     State(state): State<AppState>,
