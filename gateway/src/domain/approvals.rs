@@ -286,6 +286,14 @@ pub(crate) fn deny_accept_of(c: &dyn Tx, proposal: &str, actor: &str, reason: &s
 
 /// Records what an approved call answered, once, with the trail step that says how it ended
 /// (`executed` or `failed`).
+/// The approval that released `hold` and has no result yet, if there is one.
+pub(crate) fn awaiting_result(c: &dyn Tx, hold: &str) -> Result<Option<String>> {
+    match c.row("SELECT id FROM approvals WHERE hold_id = ? AND result IS NULL", &[&hold])? {
+        Some(row) => Ok(Some(row.get(0)?)),
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn record_result(
     c: &dyn Tx,
     id: &str,

@@ -502,3 +502,17 @@ pub(crate) async fn beliefs(store: &Store, tenant: &TenantId, q: &BeliefQuery) -
         )
         .await?)
 }
+
+/// How many of the tenant's proposals wait for a reviewer: (pending, parked on an agent's
+/// accept).
+pub(crate) async fn waiting(store: &Store, tenant: &TenantId) -> Result<(u64, u64)> {
+    let (pending, parked): (i64, i64) = store
+        .one(
+            "SELECT CAST(COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN status = 'parked' THEN 1 ELSE 0 END), 0) AS BIGINT) FROM proposals \
+             WHERE tenant_id = ? AND status IN ('pending', 'parked')",
+            &[tenant],
+        )
+        .await?;
+    Ok((pending as u64, parked as u64))
+}

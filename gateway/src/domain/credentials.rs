@@ -22,7 +22,11 @@ use chrono::{DateTime, Utc};
 use crate::domain::keys::KeyTable;
 use crate::domain::principal::Subject;
 use crate::domain::users::ConsoleUser;
+use crate::error::Result;
 use crate::ids::{KeyId, TenantId, TokenId};
+use crate::sql::Tx;
+use crate::store::Store;
+use crate::stored;
 
 /// `last_used_at` is refreshed at most this often, to keep writes off the hot path.
 pub(crate) const LAST_USED_RESOLUTION_SECS: i64 = 60;
@@ -82,5 +86,37 @@ pub(crate) struct CachedKey {
 
 /// A personal token's row: id, tenant, user, hash, roles, last used.
 pub(crate) type TokenRow = (String, String, String, String, String, Option<DateTime<Utc>>);
+/// A key's row: id, tenant, profile (none for a company key), hash, last used, expiry.
 pub(crate) type KeyRow =
     (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// The unrevoked key in `table` with `prefix`, if there is one.
+pub(crate) async fn key_row(store: &Store, table: KeyTable, prefix: &str) -> Result<Option<KeyRow>> {
+    let owner = if table == KeyTable::Agent { "profile_id" } else { "NULL" };
+    let sql = format!(
+        "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at FROM {} \
+         WHERE prefix = ? AND revoked_at IS NULL",
+        table.name()
+    );
+    Ok(store.opt(&sql, &[&prefix]).await?)
+}
+
+/// The unrevoked personal token with `prefix`, if there is one.
+pub(crate) async fn token_row(store: &Store, prefix: &str) -> Result<Option<TokenRow>> {
+    let sql = "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens \
+               WHERE prefix = ? AND revoked_at IS NULL";
+    Ok(store.opt(sql, &[&prefix]).await?)
+}
+
+/// Records that the credential `id` in `table` was used at `now`.
+pub(crate) fn touch_in(c: &dyn Tx, table: &str, id: &str, now: DateTime<Utc>) -> Result<()> {
+    c.exec(&format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"), &[&stored::ts(now), &id])?;
+    Ok(())
+}
+
+/// Whether the credential row `id` in `table` is unrevoked and unexpired at `now`.
+pub(crate) async fn live(store: &Store, table: &str, id: &str, now: DateTime<Utc>) -> Result<bool> {
+    let sql = format!("SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL");
+    let row: Option<(Option<DateTime<Utc>>,)> = store.opt(&sql, &[&id]).await?;
+    Ok(row.is_some_and(|(e,)| e.is_none_or(|e| e > now)))
+}

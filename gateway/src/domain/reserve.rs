@@ -666,7 +666,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(60)).await;
             let (t, p) = (link.tenant.clone(), link.profile.clone());
             let report =
-                db.run(move |tx| crate::ops::revoke::revoke(tx, &t, &p, "owner", None)).await.unwrap();
+                db.run(move |tx| crate::domain::revoke::revoke(tx, &t, &p, "owner", None)).await.unwrap();
             let mut parked = 0;
             for c in calls {
                 let Reserved::Final(resp) = c.await.unwrap().unwrap() else {

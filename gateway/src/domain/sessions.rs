@@ -24,6 +24,17 @@ pub(crate) fn forget_ended(c: &dyn crate::sql::Tx, now: chrono::DateTime<chrono:
 }
 
 /// Records a new session (its token's hash) for `user` of `tenant`, and the sign-in.
+/// The tenant and user of the unexpired session whose token hashes to `hash`, at `now`.
+pub(crate) async fn user_of(
+    store: &crate::store::Store,
+    hash: &str,
+    now: chrono::DateTime<Utc>,
+) -> Result<Option<(TenantId, UserId)>> {
+    let sql = "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?";
+    let row: Option<(String, String)> = store.opt(sql, &[&hash, &stored::ts(now)]).await?;
+    Ok(row.map(|(user, tenant)| (TenantId::from_db(tenant), UserId::from_db(user))))
+}
+
 pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, name: &str) -> Result<Entry> {
     let now = Utc::now();
     c.exec(

@@ -39,6 +39,15 @@ pub(crate) type TokenRow =
     (String, String, String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 pub(crate) const COLUMNS: &str = "id, label, prefix, roles, created_at, last_used_at, revoked_at";
 
+/// The user's tokens, newest first, revoked ones included.
+pub(crate) async fn list(store: &crate::store::Store, user: &ConsoleUser) -> Result<Vec<TokenInfo>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM user_tokens WHERE tenant_id = ? AND user_id = ? ORDER BY created_at DESC, id"
+    );
+    let rows: Vec<TokenRow> = store.all(&sql, &[&user.tenant_id, &user.id]).await?;
+    Ok(rows.into_iter().map(from_row).collect())
+}
+
 pub(crate) fn from_row(
     (id, label, prefix, roles, created_at, last_used_at, revoked_at): TokenRow,
 ) -> TokenInfo {

@@ -241,19 +241,9 @@ impl Gateway {
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         let mut totals = Vec::with_capacity(links.len());
         for l in links.iter() {
-            let (posted, pending): (i64, i64) = self
-                .store
-                .one(
-                    "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?",
-                    &[&l.profile],
-                )
-                .await?;
-            totals.push(ledger::Totals { posted: ledger::money(posted), pending: ledger::money(pending) });
+            totals.push(ledger::check::totals(&self.store, &l.profile).await?);
         }
-        let (credit, credit_pending): (i64, i64) = self
-            .store
-            .one("SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?", &[&subject.tenant])
-            .await?;
+        let credit_left = ledger::check::credit_left(&self.store, &subject.tenant).await?;
         let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         let budgets = ledger::views(&totals, &kits);
         Ok(policy::explain(&DecisionInput {
@@ -261,7 +251,7 @@ impl Gateway {
             kit: &links[0].kit,
             action: request(&tool, &checked),
             budgets: &budgets,
-            company_credit: ledger::money(credit).saturating_sub(ledger::money(credit_pending)),
+            company_credit: credit_left,
         }))
     }
 

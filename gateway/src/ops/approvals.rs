@@ -1,7 +1,7 @@
 //! Deciding parked calls: the inbox's reads, approve (the decider checked, the call decided
-//! again under the kits and caps in force, then run once), deny, and the sweeper that expires
-//! overdue approvals and ends orphaned holds. The approvals table itself is written by
-//! [`crate::domain::approvals`] alone.
+//! again under the kits and caps in force, then run once), deny, and the sweeper task that
+//! runs [`crate::domain::sweep`] (overdue approvals expired, orphaned holds ended). The
+//! approvals table itself is written by [`crate::domain::approvals`] alone.
 
 use std::time::Duration as StdDuration;
 
@@ -16,8 +16,8 @@ use crate::domain::calls::{ActionResponse, Disposition};
 use crate::domain::ledger::{self, HoldEnd};
 use crate::domain::principal::{APPROVERS, Human, Subject};
 use crate::error::{Error, Result};
-use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, skip_locked};
+use crate::ids::TenantId;
+use crate::sql::Tx;
 
 impl Gateway {
     /// One approval with its trail.
@@ -159,7 +159,7 @@ impl Gateway {
     pub async fn sweep(&self) -> Result<SweepReport> {
         let mut total = SweepReport::default();
         for _ in 0..approvals::MAX_SWEEP_JOBS {
-            let r = self.write(move |c| sweep_once(c, Utc::now())).await?;
+            let r = self.write(move |c| crate::domain::sweep::sweep_once(c, Utc::now())).await?;
             total.approvals_expired += r.approvals_expired;
             total.holds_expired += r.holds_expired;
             if !r.full() {
@@ -335,12 +335,7 @@ fn approve_job(
 
 /// The platform-credit part of a pending hold; a hold that has ended is a conflict.
 fn held_credit(c: &dyn Tx, hold: &str) -> Result<Money> {
-    let units: Option<i64> =
-        match c.row("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'", &[&hold])? {
-            Some(r) => Some(r.get(0)?),
-            None => None,
-        };
-    units.and_then(Money::from_units).ok_or_else(|| Error::Conflict {
+    ledger::pending_credit(c, hold)?.ok_or_else(|| Error::Conflict {
         code: "hold_already_ended",
         message: "this approval's hold has already ended; the agent must ask again".into(),
     })
@@ -372,121 +367,4 @@ fn refuse_approved(
             .kit_version(kit_version)
             .detail(json!({ "approval_id": a.id, "reason": env.error.details.reason, "hold_id": a.hold_id, "hold": "voided", "credential": by.credential })),
     )?])
-}
-
-/// One sweep at `now`: expired approvals, orphaned holds, ended sessions, sign-in windows
-/// and unclaimed secrets. On PostgreSQL rows another transaction holds are skipped, so sweeps
-/// on several instances at once each end different holds.
-pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
-    let mut report = SweepReport::default();
-    // Both sets first (each row locked, skipping those another instance's sweep or a
-    // settle holds), then every account and tenant they touch, in order, then the work.
-    let due = approvals::due(c, now)?;
-    let orphans = orphans(c, now)?;
-    let holds: Vec<&str> = due
-        .iter()
-        .filter_map(|a| a.hold_id.as_deref())
-        .chain(orphans.iter().map(|o| o.hold.as_str()))
-        .collect();
-    ledger::lock_for_ending(c, &holds)?;
-    expire(c, due, &mut report)?;
-    end_orphans(c, orphans, &mut report)?;
-    crate::domain::sessions::forget_ended(c, now)?;
-    crate::domain::logins::forget_ended(c, now)?;
-    crate::domain::handovers::forget_unclaimed(c, now)?;
-    Ok(report)
-}
-
-/// Expires `due` into denials that void their holds.
-fn expire(c: &dyn Tx, due: Vec<Approval>, report: &mut SweepReport) -> Result<Vec<Entry>> {
-    let mut entries = Vec::new();
-    for a in due {
-        entries.extend(approvals::close(
-            c,
-            &a,
-            ApprovalStatus::Expired,
-            crate::audit::activity::SYSTEM_ACTOR,
-            None,
-            "expired before a decision (on_expiry: deny)",
-        )?);
-        report.approvals_expired += 1;
-    }
-    Ok(entries)
-}
-
-/// A pending hold nobody will settle, and the approval that released it, if one did.
-struct Orphan {
-    hold: String,
-    tenant: TenantId,
-    profile: ProfileId,
-    action: String,
-    amount: Money,
-    approval: Option<String>,
-}
-
-/// A row of the columns [`orphans`] reads.
-impl crate::sql::FromRow for Orphan {
-    fn from_row(r: &crate::sql::Row) -> ::store::Result<Orphan> {
-        let units: i64 = r.get(4)?;
-        Ok(Orphan {
-            hold: r.get(0)?,
-            tenant: TenantId::from_db(r.get(1)?),
-            profile: ProfileId::from_db(r.get(2)?),
-            action: r.get(3)?,
-            amount: Money::from_units(units)
-                .ok_or_else(|| crate::stored::corrupt("amount", &units.to_string()))?,
-            approval: r.get(5)?,
-        })
-    }
-}
-
-/// The pending holds no pending approval keeps whose lease lapsed by `now` (a hold from
-/// before leases, with none, counts as lapsed), locked on PostgreSQL (skipping those locked
-/// elsewhere, such as one being settled right now).
-fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
-    let sql = format!(
-        "SELECT h.id, h.tenant_id, h.profile_id, h.action, h.amount_units, a.id FROM holds h \
-         LEFT JOIN approvals a ON a.hold_id = h.id \
-         WHERE h.status = 'pending' AND ((a.id IS NULL OR a.status = 'approved') \
-           AND COALESCE(h.lease_until, h.created_at) <= ?1 \
-           AND NOT EXISTS (SELECT 1 FROM carries r WHERE r.hold_id = h.id AND r.attempts < ?2) \
-           OR a.status IN ('denied', 'expired')) LIMIT {}{}",
-        approvals::SWEEP_BATCH,
-        skip_locked(c, "h")
-    );
-    let attempts = crate::domain::in_flight::MAX_ATTEMPTS;
-    Ok(c.rows(&sql, &[&crate::stored::ts(now), &attempts])?
-        .iter()
-        .map(crate::sql::FromRow::from_row)
-        .collect::<::store::Result<_>>()?)
-}
-
-/// Ends `orphans`. An approved call that never completed says so in its result and trail.
-fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Result<Vec<Entry>> {
-    let mut entries = Vec::new();
-    for Orphan { hold, tenant, profile, action, amount, approval } in orphans {
-        ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
-        crate::domain::reserve::forget_claim(c, &hold)?;
-        let lost = crate::domain::in_flight::lost_call(c, &hold)?;
-        if let Some(a) = &approval {
-            let note = "the approved call never completed; its hold expired and nothing was charged";
-            let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
-            approvals::record_result(c, a, &result, "system", "failed", Some(note))?;
-        }
-        entries.push(activity::append(
-            c,
-            NewEntry::new(&tenant, "system", Kind::Hold)
-                .profile(&profile)
-                .action(action)
-                .verdict(Verdict::Expired)
-                .amount(amount)
-                .detail(match lost {
-                    Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,
-                        "reason": "the call went to the upstream but no answer came back, even to resends; nothing was charged here: look the action id up on the upstream" }),
-                    None => json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" }),
-                }),
-        )?);
-        report.holds_expired += 1;
-    }
-    Ok(entries)
 }

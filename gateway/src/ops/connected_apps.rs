@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::connectors::app_config::{
-    AppProbe, AppRow, MAX_APP_TIMEOUT_MS, app_problem, check_app, check_toolkit, delete_in, record, save_in,
+    AppProbe, MAX_APP_TIMEOUT_MS, app_problem, check_app, check_toolkit, delete_in, save_in,
 };
 use crate::delivery::connectors::apps::{AppClient, AppEntry, AppRecord, Apps};
 use crate::delivery::connectors::config::AuthSpec;
@@ -30,14 +30,7 @@ impl Gateway {
 
     /// The tenant's connected apps, by toolkit.
     pub async fn connected_apps(&self, tenant: &TenantId) -> Result<Vec<AppRecord>> {
-        let rows: Vec<AppRow> = self
-            .store
-            .all(
-                "SELECT toolkit, spec, updated_by, updated_at FROM connected_apps WHERE tenant_id = ? ORDER BY toolkit",
-                &[tenant],
-            )
-            .await?;
-        rows.into_iter().map(record).collect()
+        crate::delivery::connectors::app_config::list(&self.store, tenant).await
     }
 
     /// Registers (or changes) the connected app under `toolkit`.

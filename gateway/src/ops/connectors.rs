@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::connectors::config::{
-    AuthSpec, ConnectorRecord, ConnectorRow, ConnectorSpec, HttpSpec, Target, check_header, record, save_in,
+    AuthSpec, ConnectorRecord, ConnectorSpec, HttpSpec, Target, check_header, save_in,
 };
 use crate::delivery::connectors::http::{Credential, Http, Probe};
 use crate::delivery::connectors::runtime::TeamRuntime;
@@ -19,14 +19,7 @@ use crate::ids::TenantId;
 impl Gateway {
     /// The tenant's configured connectors; every target not listed runs on the sandbox.
     pub async fn connectors(&self, tenant: &TenantId) -> Result<Vec<ConnectorRecord>> {
-        let rows: Vec<ConnectorRow> = self
-            .store
-            .all(
-                "SELECT target, spec, updated_by, updated_at FROM connectors WHERE tenant_id = ? ORDER BY target",
-                &[tenant],
-            )
-            .await?;
-        rows.into_iter().map(record).collect()
+        crate::delivery::connectors::config::list(&self.store, tenant).await
     }
 
     /// The tenant's configured connectors, each with why it cannot run now, if it cannot.

@@ -5,16 +5,13 @@
 use chrono::{DateTime, Utc};
 
 use crate::Gateway;
-use crate::domain::credentials::{
-    CachedKey, Credential, KeyRow, LAST_USED_RESOLUTION_SECS, Person, TokenRow,
-};
+use crate::domain::credentials::{self, CachedKey, Credential, LAST_USED_RESOLUTION_SECS, Person};
 use crate::domain::keys::KeyTable;
 use crate::domain::principal::Subject;
 use crate::domain::users::Role;
 use crate::error::Result;
 use crate::ids::{KeyId, TenantId, TokenId};
 use crate::secrets;
-use crate::stored;
 
 impl Gateway {
     /// The caller a token belongs to, or `None` for a malformed, unknown, revoked or expired
@@ -65,13 +62,7 @@ impl Gateway {
     /// A key by its prefix, in whichever table holds it, if its hash matches.
     async fn read_key(&self, prefix: &str, hash: &str) -> Result<Option<CachedKey>> {
         for table in [KeyTable::Agent, KeyTable::Company] {
-            let owner = if table == KeyTable::Agent { "profile_id" } else { "NULL" };
-            let sql = format!(
-                "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at FROM {} \
-                 WHERE prefix = ? AND revoked_at IS NULL",
-                table.name()
-            );
-            let row: Option<KeyRow> = self.store.opt(&sql, &[&prefix]).await?;
+            let row = credentials::key_row(&self.store, table, prefix).await?;
             let Some((id, tenant, profile, stored, last_used_at, expires_at)) = row else { continue };
             if !secrets::digest_eq(hash, &stored) {
                 return Ok(None);
@@ -95,28 +86,14 @@ impl Gateway {
     fn touch(&self, table: &'static str, id: String, now: DateTime<Utc>) {
         let gw = self.clone();
         tokio::spawn(async move {
-            let _ = gw
-                .write(move |c| {
-                    c.exec(
-                        &format!("UPDATE {table} SET last_used_at = ? WHERE id = ?"),
-                        &[&stored::ts(now), &id],
-                    )?;
-                    Ok(())
-                })
-                .await;
+            let _ = gw.write(move |c| credentials::touch_in(c, table, &id, now)).await;
         });
     }
 
     /// A personal API token's user, with the roles the token may use.
     async fn person(&self, token: &str) -> Result<Option<Person>> {
         let Some(prefix) = secrets::split_user_token(token) else { return Ok(None) };
-        let row: Option<TokenRow> = self
-            .store
-            .opt(
-                "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens WHERE prefix = ? AND revoked_at IS NULL",
-                &[&prefix],
-            )
-            .await?;
+        let row = credentials::token_row(&self.store, prefix).await?;
         let Some((id, tenant, user, stored, roles, last_used)) = row else { return Ok(None) };
         if !secrets::digest_eq(&secrets::hash_token(token), &stored) {
             return Ok(None);
@@ -148,9 +125,7 @@ impl Gateway {
     /// Whether the credential row `id` in `table` is unrevoked and unexpired, read from the
     /// database.
     async fn live(&self, table: &'static str, id: String) -> Result<bool> {
-        let sql = format!("SELECT expires_at FROM {table} WHERE id = ? AND revoked_at IS NULL");
-        let row: Option<(Option<DateTime<Utc>>,)> = self.store.opt(&sql, &[&id]).await?;
-        Ok(row.is_some_and(|(e,)| e.is_none_or(|e| e > Utc::now())))
+        credentials::live(&self.store, table, &id, Utc::now()).await
     }
 
     /// Whether the agent's key itself still authenticates, whatever its profile's status.

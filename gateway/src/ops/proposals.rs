@@ -32,16 +32,7 @@ impl Gateway {
 
     /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
     pub async fn proposals_waiting(&self, tenant: &TenantId) -> Result<(u64, u64)> {
-        let (pending, parked): (i64, i64) = self
-            .store
-            .one(
-                "SELECT CAST(COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS BIGINT), \
-                 CAST(COALESCE(SUM(CASE WHEN status = 'parked' THEN 1 ELSE 0 END), 0) AS BIGINT) FROM proposals \
-                 WHERE tenant_id = ? AND status IN ('pending', 'parked')",
-                &[tenant],
-            )
-            .await?;
-        Ok((pending as u64, parked as u64))
+        crate::domain::brain::waiting(&self.store, tenant).await
     }
 
     /// One proposal with its decision trail.

@@ -87,10 +87,7 @@ fn settle_recovered(
 /// An approved call recovered: its approval gets the answer and a trail step, as if the
 /// approver's request had lived to see it.
 fn finish_approval(c: &dyn Tx, hold: &str, body: &Value, ran: bool) -> Result<()> {
-    let Some(row) = c.row("SELECT id FROM approvals WHERE hold_id = ? AND result IS NULL", &[&hold])? else {
-        return Ok(());
-    };
-    let id: String = row.get(0)?;
+    let Some(id) = crate::domain::approvals::awaiting_result(c, hold)? else { return Ok(()) };
     let step = if ran { "executed" } else { "failed" };
     let note = "recovered after the approving instance stopped";
     crate::domain::approvals::record_result(c, &id, body, activity::SYSTEM_ACTOR, step, Some(note))

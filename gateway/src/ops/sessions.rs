@@ -3,12 +3,10 @@
 use chrono::Utc;
 
 use crate::Gateway;
-use crate::domain::sessions::{end, start};
+use crate::domain::sessions::{end, start, user_of};
 use crate::domain::users::ConsoleUser;
 use crate::error::Result;
-use crate::ids::{TenantId, UserId};
 use crate::secrets;
-use crate::stored;
 
 impl Gateway {
     /// Starts a session for `user`; returns the token for the cookie, shown nowhere else.
@@ -22,16 +20,9 @@ impl Gateway {
 
     /// The user a session token belongs to, if it is live.
     pub async fn session_user(&self, token: &str) -> Result<Option<ConsoleUser>> {
-        let (hash, now) = (secrets::hash_token(token), stored::ts(Utc::now()));
-        let row: Option<(String, String)> = self
-            .store
-            .opt(
-                "SELECT user_id, tenant_id FROM console_sessions WHERE token_hash = ? AND expires_at > ?",
-                &[&hash, &now],
-            )
-            .await?;
-        let Some((user, tenant)) = row else { return Ok(None) };
-        match self.user(&TenantId::from_db(tenant), &UserId::from_db(user)).await {
+        let live = user_of(&self.store, &secrets::hash_token(token), Utc::now()).await?;
+        let Some((tenant, user)) = live else { return Ok(None) };
+        match self.user(&tenant, &user).await {
             Ok(u) => Ok(Some(u)),
             Err(crate::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),

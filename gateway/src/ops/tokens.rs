@@ -4,9 +4,7 @@
 use chrono::Utc;
 
 use crate::Gateway;
-use crate::domain::tokens::{
-    COLUMNS, MAX_LABEL_LEN, TokenInfo, TokenRow, from_row, insert_token, revoke_token,
-};
+use crate::domain::tokens::{MAX_LABEL_LEN, TokenInfo, insert_token, revoke_token};
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::{Error, Result};
 use crate::ids::TokenId;
@@ -54,11 +52,7 @@ impl Gateway {
 
     /// The user's tokens, newest first, revoked ones included.
     pub async fn user_tokens(&self, user: &ConsoleUser) -> Result<Vec<TokenInfo>> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM user_tokens WHERE tenant_id = ? AND user_id = ? ORDER BY created_at DESC, id"
-        );
-        let rows: Vec<TokenRow> = self.store.all(&sql, &[&user.tenant_id, &user.id]).await?;
-        Ok(rows.into_iter().map(from_row).collect())
+        crate::domain::tokens::list(&self.store, user).await
     }
 
     /// Revokes one of the user's own tokens at once.

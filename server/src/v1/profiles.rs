@@ -91,7 +91,7 @@ pub async fn get(
 
 #[utoipa::path(get, path = "/v1/agent-profiles/{id}/revoke-preview", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "What a revoke would touch.", body = gateway::ops::revoke::RevokeReport)))]
+    responses((status = 200, description = "What a revoke would touch.", body = gateway::domain::revoke::RevokeReport)))]
 pub async fn revoke_preview(
     State(state): State<AppState>,
     caller: Caller,
@@ -103,7 +103,7 @@ pub async fn revoke_preview(
 
 #[utoipa::path(post, path = "/v1/agent-profiles/{id}/revoke", tag = "profiles",
     params(("id" = String, Path, description = "A profile id.")),
-    responses((status = 200, description = "Revoked, with the cascade.", body = gateway::ops::revoke::RevokeReport)))]
+    responses((status = 200, description = "Revoked, with the cascade.", body = gateway::domain::revoke::RevokeReport)))]
 pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,

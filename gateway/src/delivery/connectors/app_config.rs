@@ -68,7 +68,14 @@ pub(crate) fn check_app(spec: &HttpSpec) -> Result<url::Url> {
     Ok(url)
 }
 
-pub(crate) type AppRow = (String, String, String, DateTime<Utc>);
+type AppRow = (String, String, String, DateTime<Utc>);
+
+/// The tenant's connected apps, by toolkit.
+pub(crate) async fn list(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<AppRecord>> {
+    let sql = "SELECT toolkit, spec, updated_by, updated_at FROM connected_apps WHERE tenant_id = ? ORDER BY toolkit";
+    let rows: Vec<AppRow> = store.all(sql, &[tenant]).await?;
+    rows.into_iter().map(record).collect()
+}
 
 pub(crate) fn record((toolkit, spec, updated_by, updated_at): AppRow) -> Result<AppRecord> {
     let app = serde_json::from_str(&spec).map_err(|e| {

@@ -186,7 +186,15 @@ pub(crate) fn check_header(name: &str) -> Result<HeaderName> {
     })
 }
 
-pub(crate) type ConnectorRow = (String, String, String, DateTime<Utc>);
+type ConnectorRow = (String, String, String, DateTime<Utc>);
+
+/// The tenant's configured connectors, by target.
+pub(crate) async fn list(store: &crate::store::Store, tenant: &TenantId) -> Result<Vec<ConnectorRecord>> {
+    let sql =
+        "SELECT target, spec, updated_by, updated_at FROM connectors WHERE tenant_id = ? ORDER BY target";
+    let rows: Vec<ConnectorRow> = store.all(sql, &[tenant]).await?;
+    rows.into_iter().map(record).collect()
+}
 
 pub(crate) fn record((target, spec, updated_by, updated_at): ConnectorRow) -> Result<ConnectorRecord> {
     let connector = serde_json::from_str(&spec).map_err(|e| {

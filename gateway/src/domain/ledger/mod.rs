@@ -153,6 +153,18 @@ pub(crate) fn money(units: i64) -> Money {
     Money::from_units(units).expect("balances are never negative nor above Money::MAX")
 }
 
+/// The platform-credit part of `hold` while it is pending; `None` once it has ended.
+pub(crate) fn pending_credit(c: &dyn Tx, hold: &str) -> Result<Option<Money>> {
+    let Some(r) = c.row("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'", &[&hold])?
+    else {
+        return Ok(None);
+    };
+    let units: i64 = r.get(0)?;
+    Money::from_units(units)
+        .map(Some)
+        .ok_or_else(|| stored::corrupt("held credit", &units.to_string()).into())
+}
+
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
 pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
     let now = stored::ts(Utc::now());
@@ -578,7 +590,7 @@ mod tests {
                 .map(|_| {
                     let db = db.clone();
                     tokio::spawn(async move {
-                        db.run(held_open(move |tx| crate::ops::approvals::sweep_once(tx, later))).await
+                        db.run(held_open(move |tx| crate::domain::sweep::sweep_once(tx, later))).await
                     })
                 })
                 .collect();
