@@ -106,6 +106,17 @@ pub struct ApprovalHandle {
     pub expires_at: String,
 }
 
+impl ApprovalHandle {
+    /// The recovery step of a parked call: wait for this approval, a refusal if it lapses.
+    fn wait(self) -> RecoveryStep {
+        RecoveryStep::WaitForApproval {
+            approval_id: self.approval_id,
+            expires_at: self.expires_at,
+            on_expiry: OnExpiry::Deny,
+        }
+    }
+}
+
 impl Envelope {
     /// `isError` for MCP results.
     pub fn is_error(&self) -> bool {
@@ -120,18 +131,12 @@ impl Envelope {
         repeat: u32,
         alternatives: Vec<String>,
     ) -> Envelope {
-        let step = recovery_for(kit, action, refusal);
+        let recovery = vec![recovery_for(kit, action, refusal)];
         Envelope::build(Draft {
-            verdict: EnvelopeVerdict::Deny,
-            reason: refusal.reason(),
-            detail: refusal.detail(),
-            layer: layer_of(refusal.step()),
-            action: action.tool.name.clone(),
-            message: message_for(kit, action, refusal),
-            hint: hint_for(refusal),
-            recovery: vec![step],
+            recovery,
             alternatives,
             repeat,
+            ..Draft::engine(EnvelopeVerdict::Deny, kit, action, refusal)
         })
     }
 
@@ -142,33 +147,14 @@ impl Envelope {
         refusal: Refusal,
         approval: ApprovalHandle,
     ) -> Envelope {
-        let step = RecoveryStep::WaitForApproval {
-            approval_id: approval.approval_id,
-            expires_at: approval.expires_at,
-            on_expiry: OnExpiry::Deny,
-        };
-        Envelope::build(Draft {
-            verdict: EnvelopeVerdict::Park,
-            reason: refusal.reason(),
-            detail: refusal.detail(),
-            layer: layer_of(refusal.step()),
-            action: action.tool.name.clone(),
-            message: message_for(kit, action, refusal),
-            hint: hint_for(refusal),
-            recovery: vec![step],
-            alternatives: Vec::new(),
-            repeat: 1,
-        })
+        let recovery = vec![approval.wait()];
+        Envelope::build(Draft { recovery, ..Draft::engine(EnvelopeVerdict::Park, kit, action, refusal) })
     }
 
     /// A park that a gateway rule, not the kit, asked for (an agent accepting a brain
     /// proposal): `detail` is a stable code and `message` says why a human must decide.
     pub fn park_for(action: &str, detail: &str, message: String, approval: ApprovalHandle) -> Envelope {
-        let step = RecoveryStep::WaitForApproval {
-            approval_id: approval.approval_id,
-            expires_at: approval.expires_at,
-            on_expiry: OnExpiry::Deny,
-        };
+        let step = approval.wait();
         Envelope::build(Draft {
             verdict: EnvelopeVerdict::Park,
             reason: "approval_required",
@@ -283,6 +269,30 @@ struct Draft<'a> {
     recovery: Vec<RecoveryStep>,
     alternatives: Vec<String>,
     repeat: u32,
+}
+
+impl Draft<'_> {
+    /// What the engine's `refusal` of `action` under `kit` says, with no recovery or
+    /// alternatives yet and a first refusal's repeat.
+    fn engine<'r>(
+        verdict: EnvelopeVerdict,
+        kit: &Kit,
+        action: &ActionRequest<'_>,
+        refusal: Refusal,
+    ) -> Draft<'r> {
+        Draft {
+            verdict,
+            reason: refusal.reason(),
+            detail: refusal.detail(),
+            layer: layer_of(refusal.step()),
+            action: action.tool.name.clone(),
+            message: message_for(kit, action, refusal),
+            hint: hint_for(refusal),
+            recovery: Vec::new(),
+            alternatives: Vec::new(),
+            repeat: 1,
+        }
+    }
 }
 
 /// `error.code`, per verdict.
