@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static IN_JOBS: AtomicU64 = AtomicU64::new(0);
 static OUTSIDE_JOBS: AtomicU64 = AtomicU64::new(0);
 static JOBS: AtomicU64 = AtomicU64::new(0);
+static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Statements and jobs run by this process, or between two readings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,8 +20,10 @@ pub struct Statements {
     pub in_jobs: u64,
     /// Statements run outside any job: reads, and an operator's one-off statements.
     pub outside_jobs: u64,
-    /// Jobs run; on PostgreSQL each attempt of a job, since each is a transaction.
+    /// Jobs run, each attempt of a job counted.
     pub jobs: u64,
+    /// PostgreSQL transactions committed: one per batch of jobs (a BEGIN and a COMMIT each).
+    pub transactions: u64,
 }
 
 impl Statements {
@@ -30,6 +33,7 @@ impl Statements {
             in_jobs: IN_JOBS.load(Ordering::Relaxed),
             outside_jobs: OUTSIDE_JOBS.load(Ordering::Relaxed),
             jobs: JOBS.load(Ordering::Relaxed),
+            transactions: TRANSACTIONS.load(Ordering::Relaxed),
         }
     }
 
@@ -39,6 +43,7 @@ impl Statements {
             in_jobs: self.in_jobs - earlier.in_jobs,
             outside_jobs: self.outside_jobs - earlier.outside_jobs,
             jobs: self.jobs - earlier.jobs,
+            transactions: self.transactions - earlier.transactions,
         }
     }
 
@@ -48,9 +53,9 @@ impl Statements {
     }
 
     /// The round trips these cost on PostgreSQL: one per statement, plus BEGIN and COMMIT per
-    /// job. (On SQLite none leaves the process, and the writer commits many jobs at once.)
+    /// transaction. (On SQLite none leaves the process.)
     pub fn postgres_round_trips(&self) -> u64 {
-        self.total() + 2 * self.jobs
+        self.total() + 2 * self.transactions
     }
 }
 
@@ -60,6 +65,10 @@ pub(crate) fn in_job() {
 
 pub(crate) fn outside_job() {
     OUTSIDE_JOBS.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn transaction() {
+    TRANSACTIONS.fetch_add(1, Ordering::Relaxed);
 }
 
 pub(crate) fn job() {

@@ -56,6 +56,12 @@ pub trait Tx {
     fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>>;
     fn engine(&self) -> Engine;
 
+    /// Takes the transaction-scoped advisory lock `key` on PostgreSQL ([`lock_key`]); a
+    /// PostgreSQL batch that took it before its first job answers at once.
+    fn advisory_lock(&self, key: i64) -> Result<()> {
+        self.exec("SELECT pg_advisory_xact_lock(?)", &[&key]).map(drop)
+    }
+
     /// The first row, if any.
     fn row(&self, sql: &str, args: &[&dyn ToValue]) -> Result<Option<Row>> {
         Ok(self.rows(sql, args)?.into_iter().next())
@@ -339,16 +345,22 @@ pub fn json_text(tx: &dyn Tx, column: &str, key: &str) -> String {
 /// time.
 pub fn lock_key(tx: &dyn Tx, parts: &[&str]) -> Result<()> {
     if tx.engine() == Engine::Postgres {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        for p in parts {
-            h.update(p.as_bytes());
-            h.update([0x1f]);
-        }
-        let key = i64::from_be_bytes(h.finalize()[..8].try_into().expect("8 bytes"));
-        tx.exec("SELECT pg_advisory_xact_lock(?)", &[&key])?;
+        tx.advisory_lock(lock_digest(parts))?;
     }
     Ok(())
+}
+
+/// The 64-bit advisory lock key of `parts` ([`lock_key`]), for a job that asks its batch to
+/// take it ([`crate::postgres::Postgres::run_keyed`]). Whoever takes several takes them in
+/// ascending order.
+pub fn lock_digest(parts: &[&str]) -> i64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0x1f]);
+    }
+    i64::from_be_bytes(h.finalize()[..8].try_into().expect("8 bytes"))
 }
 
 /// `sql` with `?` and `?N` placeholders numbered the PostgreSQL way (`$N`); question marks

@@ -2,91 +2,86 @@
 //! its [`Tx`], and [`Postgres::run`], which runs a job the way the SQLite writer does, so a
 //! job written once against [`Tx`] runs on either engine.
 //!
-//! Each job gets its own READ COMMITTED transaction on one of [`RUNNERS`] job threads, each
-//! with its own connection and its own single-threaded runtime (jobs are synchronous, like
-//! the writer's): a statement's round trip then wakes only the thread that waits for it,
-//! where a job on a shared blocking pool woke a runtime worker and then the job's thread for
-//! every statement. Reads outside jobs use an async pool. When PostgreSQL answers a serialization
-//! failure (40001) or a deadlock (40P01), the transaction is rolled back and the job runs
-//! again after a random pause, up to [`MAX_ATTEMPTS`]; jobs already must be pure functions of the database state,
-//! because the SQLite writer may run one twice too.
+//! Jobs run in READ COMMITTED transactions on [`RUNNERS`] job threads, each with its own
+//! connection and its own single-threaded runtime (jobs are synchronous, like the writer's):
+//! a statement's round trip then wakes only the thread that waits for it. Each runner commits
+//! the jobs queued for it in batches, and a job that names its tenant's key always goes to
+//! the same runner ([`batch`]: group commit, the lock order, what a failure undoes). Reads
+//! outside jobs use an async pool. When PostgreSQL answers a serialization failure (40001)
+//! or a deadlock (40P01), the batch is rolled back and runs again after a random pause, up to
+//! [`MAX_ATTEMPTS`]; jobs must be pure functions of the database state, as on SQLite.
 //!
 //! Guarantees: a job's writes commit together or not at all, and its caller hears back only
-//! after COMMIT; a job that fails leaves nothing behind; a transaction is never left open on
+//! after COMMIT; a job that fails leaves nothing behind, and its neighbours in a batch still
+//! commit; a transaction is never left open on
 //! a pooled connection (sqlx rolls back a dropped one).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock};
 
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Column as _, Connection as _, Row as _, TypeInfo as _, ValueRef as _};
+use sqlx::{Column as _, Row as _, TypeInfo as _, ValueRef as _};
 use tokio::runtime::Runtime;
 
+#[cfg(test)]
+use crate::StoreErrorKind;
 use crate::redact;
 use crate::sql::{Engine, Kind, Row, ToValue, Tx, Value, numbered};
-use crate::{Error, JobError, Result, StoreErrorKind};
+use crate::{Error, JobError, Result};
+
+mod batch;
+
+pub use batch::{Journal, MAX_BATCH, Reading, Stats};
+use batch::{Pending, Queued, Runner};
 
 /// How many times a job runs when PostgreSQL keeps reporting conflicts.
 pub const MAX_ATTEMPTS: u32 = 8;
 
-/// A migrated PostgreSQL database and a pool of connections to it.
-#[derive(Clone, Debug)]
+/// A migrated PostgreSQL database, a pool of connections to it for reads, and the runner
+/// threads that run jobs ([`batch`]).
+#[derive(Clone)]
 pub struct Postgres {
     pool: PgPool,
-    runners: std::sync::mpsc::Sender<Job>,
+    runners: Arc<Vec<Sender<Queued>>>,
+    next: Arc<AtomicUsize>,
+    journal: Arc<OnceLock<Arc<dyn Journal>>>,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("pool", &self.pool).field("runners", &self.runners.len()).finish()
+    }
 }
 
 /// Job threads per instance, each holding one connection while the instance is busy.
 pub const RUNNERS: usize = 16;
 
-/// A job for a runner thread: it runs on the runner's connection and runtime.
-type Job = Box<dyn FnOnce(&mut Runner) + Send>;
-
-/// One job thread's connection, opened when its first job arrives and again after it broke.
-struct Runner {
-    rt: Runtime,
-    url: String,
-    conn: Option<PgConnection>,
-}
-
-impl Runner {
-    fn conn(&mut self) -> Result<&mut PgConnection> {
-        if self.conn.is_none() {
-            let c = self.rt.block_on(PgConnection::connect(&self.url))?;
-            self.conn = Some(c);
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
-    }
-}
-
-/// Starts the runner threads; they stop when the last [`Postgres`] handle drops.
-fn start_runners(url: &str) -> Result<std::sync::mpsc::Sender<Job>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Job>();
-    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+/// Starts the runner threads, each with its own queue; they stop when the last [`Postgres`]
+/// handle drops.
+fn start_runners(
+    url: &str,
+    journal: &Arc<OnceLock<Arc<dyn Journal>>>,
+    stats: &Arc<Stats>,
+) -> Result<Vec<Sender<Queued>>> {
+    let failed = |e: std::io::Error| {
+        Error::internal("runner_start_failed", format!("cannot start a PostgreSQL job thread: {e}"))
+    };
+    let mut queues = Vec::with_capacity(RUNNERS);
     for i in 0..RUNNERS {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-            Error::internal("runner_start_failed", format!("cannot start a PostgreSQL job thread: {e}"))
-        })?;
-        let (rx, mut runner) = (rx.clone(), Runner { rt, url: url.to_string(), conn: None });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(failed)?;
+        let runner =
+            Runner { rt, url: url.to_string(), conn: None, journal: journal.clone(), stats: stats.clone() };
+        let (tx, rx) = std::sync::mpsc::channel::<Queued>();
         std::thread::Builder::new()
             .name(format!("naive-pg-{i}"))
-            .spawn(move || {
-                loop {
-                    let job = rx.lock().expect("runner queue lock").recv();
-                    let Ok(job) = job else { return };
-                    // A job that panics loses its answer (its caller hears the job stopped)
-                    // and its connection, not the thread.
-                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut runner)));
-                    if ran.is_err() {
-                        tracing::error!("a PostgreSQL job panicked; its transaction was dropped");
-                        runner.conn = None;
-                    }
-                }
-            })
-            .map_err(|e| {
-                Error::internal("runner_start_failed", format!("cannot start a PostgreSQL job thread: {e}"))
-            })?;
+            .spawn(move || runner.serve(rx))
+            .map_err(failed)?;
+        queues.push(tx);
     }
-    Ok(tx)
+    Ok(queues)
 }
 
 impl Postgres {
@@ -98,22 +93,55 @@ impl Postgres {
             .await
             .map_err(|source| Error::DatabaseOpen { url: redact(url), source: source.into() })?;
         sqlx::migrate!("migrations/postgres").run(&pool).await?;
-        Ok(Postgres { pool, runners: start_runners(url)? })
+        let (journal, stats) = (Arc::new(OnceLock::new()), Arc::new(Stats::default()));
+        let runners = Arc::new(start_runners(url, &journal, &stats)?);
+        Ok(Postgres { pool, runners, next: Arc::new(AtomicUsize::new(0)), journal, stats })
     }
 
-    /// Runs `f` in one transaction, again after a serialization failure or deadlock.
+    /// Sets what every batch reports to ([`Journal`]); the first setting stays.
+    pub fn set_journal(&self, journal: Arc<dyn Journal>) {
+        let _ = self.journal.set(journal);
+    }
+
+    /// What the runners measured so far.
+    pub fn stats(&self) -> Reading {
+        self.stats.read()
+    }
+
+    /// Runs `f` in a transaction of its own, again after a serialization failure or deadlock.
     pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
+        self.queue(None, f).await
+    }
+
+    /// Runs `f` in a batch that holds the advisory lock `key` ([`crate::sql::lock_digest`])
+    /// from before its first job to COMMIT, beside other jobs queued for the same runner.
+    pub async fn run_keyed<T, E, F>(&self, key: i64, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: JobError,
+        F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        self.queue(Some(key), f).await
+    }
+
+    async fn queue<T, E, F>(&self, key: Option<i64>, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: JobError,
+        F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
+    {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |runner: &mut Runner| {
-            let result = run_on(runner, &f);
-            let _ = tx.send(result);
-        });
-        self.runners.send(job).map_err(|_| {
+        let runner = match key {
+            Some(k) => (k as u64 % self.runners.len() as u64) as usize,
+            None => self.next.fetch_add(1, Ordering::Relaxed) % self.runners.len(),
+        };
+        let task = Box::new(Pending { f, result: None, tx });
+        self.runners[runner].send(Queued { key, task }).map_err(|_| {
             Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
         })?;
         rx.await
@@ -167,59 +195,6 @@ pub async fn rows_on(pool: &PgPool, sql: &str, args: &[&dyn ToValue]) -> Result<
     rows.iter().map(row).collect()
 }
 
-/// Runs `f` on the runner's connection; a connection that failed outside the database (a
-/// dropped socket) is forgotten, and the next job opens a new one.
-fn run_on<T, E: JobError>(runner: &mut Runner, f: &dyn Fn(&dyn Tx) -> Result<T, E>) -> Result<T, E> {
-    // The runner's own runtime drives each statement's I/O on this thread: a current-thread
-    // runtime's I/O runs only inside its `Runtime::block_on`.
-    runner.conn()?;
-    let Runner { rt, conn, .. } = runner;
-    let result = run_blocking(conn.as_mut().expect("connected above"), rt, f);
-    if let Err(e) = &result
-        && e.storage_kind() == Some(StoreErrorKind::Driver)
-    {
-        runner.conn = None;
-    }
-    result
-}
-
-fn run_blocking<T, E: JobError>(
-    conn: &mut PgConnection,
-    rt: &Runtime,
-    f: &dyn Fn(&dyn Tx) -> Result<T, E>,
-) -> Result<T, E> {
-    let mut attempt = 1;
-    loop {
-        crate::counts::job();
-        let mut tx = rt.block_on(conn.begin()).map_err(Error::from)?;
-        let result = f(&PgTx { conn: RefCell::new(&mut *tx), rt });
-        let result = match result {
-            Ok(v) => rt.block_on(tx.commit()).map(|_| v).map_err(|e| E::from(commit_error(e))),
-            Err(e) => {
-                rt.block_on(tx.rollback()).map_err(Error::from)?;
-                Err(e)
-            }
-        };
-        match result {
-            Err(e) if is_conflict(&e) && attempt < MAX_ATTEMPTS => {
-                std::thread::sleep(backoff(attempt));
-                attempt += 1;
-            }
-            r => return r,
-        }
-    }
-}
-
-/// A COMMIT PostgreSQL refused: a conflict stays a storage error (the job runs again);
-/// anything else is the same `commit_failed` the SQLite writer answers.
-fn commit_error(e: sqlx::Error) -> Error {
-    let e = Error::from(e);
-    if is_conflict(&e) {
-        return e;
-    }
-    Error::internal("commit_failed", format!("the write did not commit ({e}); try again"))
-}
-
 /// A random pause before attempt `attempt + 1`, up to 2^attempt ms (at most 64 ms), so jobs
 /// that conflicted do not meet again in step.
 fn backoff(attempt: u32) -> std::time::Duration {
@@ -229,14 +204,29 @@ fn backoff(attempt: u32) -> std::time::Duration {
 }
 
 /// Whether PostgreSQL refused the transaction for a conflict that running it again resolves.
+#[cfg(test)]
 fn is_conflict(e: &impl JobError) -> bool {
     e.storage_kind() == Some(StoreErrorKind::Conflict)
 }
 
-/// An open PostgreSQL transaction, driven from a blocking thread.
+/// An open PostgreSQL transaction, driven from a runner thread.
 struct PgTx<'c> {
     conn: RefCell<&'c mut PgConnection>,
     rt: &'c Runtime,
+    /// Advisory locks this transaction holds: a second request for one costs no statement.
+    held: RefCell<Vec<i64>>,
+    /// Whether a statement since the flag was last cleared may have changed something (any
+    /// statement but a `SELECT`) or failed, which leaves the transaction unusable.
+    wrote: Cell<bool>,
+}
+
+impl PgTx<'_> {
+    fn note(&self, sql: &str, failed: bool) {
+        let read = sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("select"));
+        if failed || !read {
+            self.wrote.set(true);
+        }
+    }
 }
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
@@ -248,17 +238,29 @@ fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
 impl Tx for PgTx<'_> {
     fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<u64> {
         crate::counts::in_job();
-        let sql = numbered(sql);
+        let numbered = numbered(sql);
         let mut conn = self.conn.borrow_mut();
-        Ok(self.rt.block_on(query(&sql, args).execute(&mut **conn))?.rows_affected())
+        let done = self.rt.block_on(query(&numbered, args).execute(&mut **conn));
+        self.note(sql, done.is_err());
+        Ok(done?.rows_affected())
     }
 
     fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<Vec<Row>> {
         crate::counts::in_job();
-        let sql = numbered(sql);
+        let numbered = numbered(sql);
         let mut conn = self.conn.borrow_mut();
-        let rows = self.rt.block_on(query(&sql, args).fetch_all(&mut **conn))?;
-        rows.iter().map(row).collect()
+        let rows = self.rt.block_on(query(&numbered, args).fetch_all(&mut **conn));
+        self.note(sql, rows.is_err());
+        rows?.iter().map(row).collect()
+    }
+
+    fn advisory_lock(&self, key: i64) -> crate::Result<()> {
+        if self.held.borrow().contains(&key) {
+            return Ok(());
+        }
+        self.exec("SELECT pg_advisory_xact_lock(?)", &[&key])?;
+        self.held.borrow_mut().push(key);
+        Ok(())
     }
 
     fn engine(&self) -> Engine {
