@@ -159,10 +159,9 @@ pub struct Services {
 /// Where jobs run.
 enum Writes {
     Sqlite(Writer),
-    /// Each job in its own transaction; `instance` names this process in its notifications.
+    /// Jobs in batches on runner threads, whose log entries [`pg_listen::Announcer`] announces.
     Postgres {
         pg: store::postgres::Postgres,
-        instance: Arc<str>,
     },
 }
 
@@ -188,7 +187,8 @@ impl Gateway {
             Some(pg) => {
                 let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
                 pg_listen::start(pg.clone(), bus.clone(), instance.to_string());
-                (Writes::Postgres { pg: pg.clone(), instance }, None, None)
+                pg.set_journal(Arc::new(pg_listen::Announcer::new(instance.clone())));
+                (Writes::Postgres { pg: pg.clone() }, None, None)
             }
             None => (
                 Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
@@ -265,19 +265,22 @@ impl Gateway {
         }
     }
 
-    /// The SQLite writer's (commits, jobs) counters: jobs per commit is the group-commit
-    /// batch size. PostgreSQL commits each job on its own: (0, 0).
+    /// The (commits, jobs) counters of the SQLite writer or the PostgreSQL runners: jobs per
+    /// commit is the group-commit batch size.
     pub fn writer_stats(&self) -> (u64, u64) {
         match &self.writes {
             Writes::Sqlite(w) => w.stats(),
-            Writes::Postgres { .. } => (0, 0),
+            Writes::Postgres { pg } => {
+                let r = pg.stats();
+                (r.transactions, r.jobs)
+            }
         }
     }
 
     /// Runs the job `f` atomically on the store's engine: on SQLite's single writer with
-    /// group commit, on PostgreSQL in its own transaction (again after a conflict). Either
-    /// way `f` may run more than once, and its caller hears back only after COMMIT, when
-    /// what it appended to the log is on the bus.
+    /// group commit, on PostgreSQL in a transaction of its own (again after a conflict).
+    /// Either way `f` may run more than once, and its caller hears back only after COMMIT,
+    /// when what it appended to the log is on the bus.
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -285,15 +288,23 @@ impl Gateway {
     {
         match &self.writes {
             Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
-            Writes::Postgres { pg, instance } => {
-                let instance = instance.clone();
-                pg.run(move |tx| -> Result<T> {
-                    activity::appended::start();
-                    let v = with_webhooks(tx, &f)?;
-                    pg_listen::announce(tx, &instance, &activity::appended::take())?;
-                    Ok(v)
-                })
-                .await
+            Writes::Postgres { pg } => pg.run(move |tx| with_webhooks(tx, &f)).await,
+        }
+    }
+
+    /// [`Gateway::write`] for a job that changes `tenant`'s accounts, holds or log (a governed
+    /// call, its settling, a decision on it). On PostgreSQL it joins a batch of that tenant's
+    /// jobs that takes the tenant's lock once, before its first job, and commits once
+    /// ([`activity::lock_tenant`]); SQLite batches every job anyway.
+    pub(crate) async fn write_for<T, F>(&self, tenant: &TenantId, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
+    {
+        match &self.writes {
+            Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
+            Writes::Postgres { pg } => {
+                pg.run_keyed(activity::tenant_key(tenant), move |tx| with_webhooks(tx, &f)).await
             }
         }
     }

@@ -218,6 +218,14 @@ pub(crate) mod appended {
         APPENDED.with(|a| a.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
     }
 
+    /// The hash of the newest entry kept of `tenant`'s chain.
+    pub(crate) fn newest_hash(tenant: &crate::ids::TenantId) -> Option<String> {
+        APPENDED.with(|a| {
+            let a = a.borrow();
+            a.as_ref()?.iter().rev().find(|e| &e.tenant_id == tenant).map(|e| e.hash.clone())
+        })
+    }
+
     pub(super) fn keep(e: &Entry) {
         APPENDED.with(|a| {
             if let Some(v) = a.borrow_mut().as_mut() {
@@ -279,9 +287,10 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
 }
 
 /// The hash a tenant's next entry links to. On SQLite, the writer's cached head (it alone
-/// appends). On PostgreSQL, the newest entry read under a transaction-scoped advisory lock on
-/// the tenant, held until commit, so concurrent appends to one tenant's chain take turns and
-/// its chain and sequence numbers follow commit order.
+/// appends). On PostgreSQL, the newest entry read under the tenant's lock ([`lock_tenant`]),
+/// held until commit, so concurrent appends to one tenant's chain take turns and its chain
+/// and sequence numbers follow commit order; or, when this transaction already appended to
+/// the chain (a batch's earlier job), that entry, whose append took the lock.
 fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
     match tx.engine() {
         Engine::Sqlite => {
@@ -289,13 +298,37 @@ fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
                 return Ok(h);
             }
         }
-        Engine::Postgres => crate::sql::lock_key(tx, &["chain", tenant.as_str()])?,
+        Engine::Postgres => {
+            if let Some(h) = appended::newest_hash(tenant) {
+                return Ok(h);
+            }
+            lock_tenant(tx, tenant)?;
+        }
     }
     let newest = tx.row(
         "SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1",
         &[&tenant.as_str()],
     )?;
     newest.map_or_else(|| Ok(GENESIS.to_string()), |r| Ok(r.get(0)?))
+}
+
+/// The advisory lock key of `tenant`'s writes on PostgreSQL ([`lock_tenant`]).
+pub(crate) fn tenant_key(tenant: &TenantId) -> i64 {
+    crate::sql::lock_digest(&["chain", tenant.as_str()])
+}
+
+/// Takes `tenant`'s lock until commit on PostgreSQL; nothing on SQLite. It is the first of a
+/// tenant's locks in the one order every job takes them (docs/architecture.md, the lock
+/// order): the tenant, then its accounts (deeper first), its holds, its credit row. Every
+/// job that appends to the tenant's log or changes its accounts, holds or credit takes it
+/// before any of those, so a batch holding it for many jobs never waits in a circle. A
+/// batch of the tenant's jobs ([`crate::Gateway::write_for`]) already holds it: then this
+/// costs nothing.
+pub(crate) fn lock_tenant(tx: &dyn Tx, tenant: &TenantId) -> Result<()> {
+    if tx.engine() == Engine::Postgres {
+        tx.advisory_lock(tenant_key(tenant))?;
+    }
+    Ok(())
 }
 
 /// Entries committed with a sequence number in `after < seq < before`, in log order, at

@@ -1,8 +1,8 @@
 //! PostgreSQL's side of the live bus ([`crate::audit::bus`]): every instance hears every commit,
 //! its own included, from one `LISTEN` connection, in commit order.
 //!
-//! A job that appended to the log sends, inside its transaction, one `pg_notify` on
-//! [`CHANNEL`] carrying the entries (or, when they do not fit a notification, their tenant
+//! A batch of jobs that appended to the log sends, as the last statements of its
+//! transaction ([`Announcer`]), one `pg_notify` per tenant on [`CHANNEL`] carrying the entries (or, when they do not fit a notification, their tenant
 //! and sequence numbers, read back by the listener). PostgreSQL delivers notifications when
 //! the transaction commits, in commit order, and drops those of a transaction that rolled
 //! back, so the bus carries committed entries only.
@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::activity::{self, Entry};
+use crate::audit::activity::{self, Entry, appended};
 use crate::audit::bus::Bus;
 use crate::error::Result;
 use crate::ids::TenantId;
@@ -54,7 +54,50 @@ struct Note<'a> {
     seqs: Vec<i64>,
 }
 
-/// Sends, inside the job's transaction, the notification of what it appended.
+/// What a PostgreSQL batch tells the log: it keeps the entries the batch's jobs append
+/// (dropping those of a job whose writes were undone) and announces them, one notification
+/// per tenant, as the batch's last statements before COMMIT.
+pub(crate) struct Announcer {
+    instance: std::sync::Arc<str>,
+}
+
+impl Announcer {
+    pub(crate) fn new(instance: std::sync::Arc<str>) -> Announcer {
+        Announcer { instance }
+    }
+}
+
+impl crate::store::postgres::Journal for Announcer {
+    fn begin(&self) {
+        appended::start();
+    }
+
+    fn mark(&self) -> usize {
+        appended::len()
+    }
+
+    fn undo(&self, mark: usize) {
+        appended::truncate(mark);
+    }
+
+    fn finish(&self, tx: &dyn Tx) -> crate::store::Result<()> {
+        let mut entries = appended::take();
+        // A stable sort: each tenant's entries stay in append order, which is its chain's.
+        entries.sort_by(|a, b| a.tenant_id.as_str().cmp(b.tenant_id.as_str()));
+        for tenant in entries.chunk_by(|a, b| a.tenant_id == b.tenant_id) {
+            announce(tx, &self.instance, tenant).map_err(|e| {
+                crate::store::Error::internal(
+                    "announce_failed",
+                    format!("the log's notification failed: {e}"),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends, inside the job's transaction, the notification of what it appended (one tenant's
+/// entries).
 pub(crate) fn announce(tx: &dyn Tx, from: &str, entries: &[Entry]) -> Result<()> {
     if entries.is_empty() {
         return Ok(());

@@ -278,6 +278,40 @@ async fn drive(gws: &[Gateway], tokens: Vec<String>, work: Work, actions: u64) -
     Phase { secs: started.elapsed().as_secs_f64(), cpu: cpu_secs() - cpu, lat }
 }
 
+/// The measured phase's PostgreSQL batches over every instance: their size, and how long a
+/// batch held its tenant's lock per action in it (the serial part of one tenant's rate).
+fn report_batches(
+    before: &[gateway::store::postgres::Reading],
+    after: &[gateway::store::postgres::Reading],
+    statements: gateway::store::counts::Statements,
+) {
+    let mut r = gateway::store::postgres::Reading::default();
+    for (b, a) in before.iter().zip(after) {
+        let d = a.since(*b);
+        r.transactions += d.transactions;
+        r.jobs += d.jobs;
+        r.keyed_jobs += d.keyed_jobs;
+        r.keys_held_ns += d.keys_held_ns;
+        r.conflicts += d.conflicts;
+    }
+    println!(
+        "  {} jobs in {} transactions ({:.1} per batch), {} batches run again after a conflict; \
+         a tenant's lock held {:.1} µs per action (taken to COMMIT, over the actions in its batch)",
+        r.jobs,
+        r.transactions,
+        r.jobs as f64 / r.transactions.max(1) as f64,
+        r.conflicts,
+        r.held_us_per_job()
+    );
+    let per_action = |n: u64| n as f64 / r.jobs.max(1) as f64;
+    println!(
+        "  per action: {:.1} statements in its job, {:.1} outside jobs, {:.1} PostgreSQL round trips",
+        per_action(statements.in_jobs),
+        per_action(statements.outside_jobs),
+        per_action(statements.postgres_round_trips())
+    );
+}
+
 async fn bench(
     callers: usize,
     tenants: usize,
@@ -294,7 +328,13 @@ async fn bench(
         tokens.extend(setup(&gw, agents, work.kit()).await);
     }
     work.connect(&gw).await;
+    let runners = || gws.iter().filter_map(|g| g.store().postgres().map(|p| p.stats())).collect::<Vec<_>>();
+    let (before, statements) = (runners(), gateway::store::counts::Statements::now());
     let phase = drive(&gws, tokens, work, actions).await;
+    let statements = gateway::store::counts::Statements::now().since(statements);
+    if let Target::Postgres { .. } = target {
+        report_batches(&before, &runners(), statements);
+    }
     if let Target::Sqlite { .. } = target {
         let (commits, jobs) = gw.writer_stats();
         println!(

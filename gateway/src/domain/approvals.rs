@@ -336,7 +336,7 @@ pub(crate) fn close(
         _ => (HoldEnd::Voided, Verdict::Denied),
     };
     if let Some(h) = &a.hold_id {
-        ledger::end(c, h, hold_end, Money::ZERO, None)?;
+        ledger::end(c, &a.tenant_id, h, hold_end, Money::ZERO, None)?;
     }
     crate::domain::brain::return_parked(c, &a.id, actor, reason)?;
     let mut entry = NewEntry::new(&a.tenant_id, actor, Kind::Approval);

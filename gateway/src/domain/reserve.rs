@@ -13,10 +13,18 @@
 //! A job may run twice (see [`crate::store::writer`]); the connector's answer is remembered in
 //! [`ReserveJob::answer`], so it is asked once.
 //!
-//! Cost, with warm caches: a call executed in process is this one job and no read outside it,
-//! 8 statements on SQLite and 11 on PostgreSQL for the sandbox `web.read` (13 round trips with
-//! BEGIN and COMMIT), 7 and 10 for a `cards.charge` on the sandbox connector;
-//! `gateway/tests/statements.rs` counts them (docs/architecture.md, what a governed action costs).
+//! Cost, with warm caches: a call executed in process is this one job and no read outside it.
+//! On PostgreSQL the job runs in a batch of its tenant's jobs that holds the tenant's lock
+//! ([`crate::Gateway::write_for`]) and costs three statements, each one round trip: the
+//! standing (statuses, kit versions, totals and credit of the whole chain in one `SELECT`),
+//! the ledger write (hold, balances, credit and ledger entries in one `WITH`) and the log
+//! append. The batch adds BEGIN, the lock, the chain head, the notification and COMMIT, once.
+//! So a lone call costs 6 statements and 8 round trips, for the sandbox `web.read` and
+//! `cards.charge` alike. On SQLite, where no statement leaves the process, the ledger write is
+//! a statement per part: 6 statements for `web.read` (priced, so credit moves), 5 for
+//! `cards.charge`. `gateway/tests/statements.rs` counts a lone call's statements so they
+//! cannot creep back, and `make bench-gateway` prints the batched figure
+//! (docs/architecture.md, what a governed action costs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -70,30 +78,18 @@ pub(crate) struct ReserveJob {
     pub lease: Lease,
 }
 
-/// The running totals of `chain` and the company's credit, with `own` (the amount and credit
-/// part of a hold this decision already holds) given back, so a decision about a parked call
-/// sees the balances as if its own hold were not there.
+/// The running totals of `links`' accounts and the company's credit, read under the
+/// tenant's lock, with `own` (the amount and credit part of a hold this decision already
+/// holds) given back, so a decision about a parked call sees the balances as if its own hold
+/// were not there.
 pub(crate) fn budget_views(
     c: &dyn Tx,
     tenant: &TenantId,
     links: &[Link],
     own: Option<(Money, Money)>,
 ) -> Result<(Vec<policy::BudgetView>, Money)> {
-    let chain: Vec<ProfileId> = links.iter().map(|l| l.profile.clone()).collect();
-    let totals = ledger::totals(c, &chain)?;
-    views_of(c, tenant, links, totals, own, true)
-}
-
-/// [`budget_views`] from totals already read (and locked) in this transaction.
-fn views_of(
-    c: &dyn Tx,
-    tenant: &TenantId,
-    links: &[Link],
-    mut totals: Vec<ledger::Totals>,
-    own: Option<(Money, Money)>,
-    takes_credit: bool,
-) -> Result<(Vec<policy::BudgetView>, Money)> {
-    let mut credit = ledger::credit_available(c, tenant, takes_credit)?;
+    activity::lock_tenant(c, tenant)?;
+    let Standing { mut totals, mut credit, .. } = current_standing(c, tenant, links)?;
     if let Some((amount, credit_part)) = own {
         for t in &mut totals {
             t.pending = t.pending.saturating_sub(amount);
@@ -104,33 +100,61 @@ fn views_of(
     Ok((ledger::views(&totals, &kits), credit))
 }
 
-/// The standing of the chain as the database has it now (the first status that is not
-/// active, the profile's own or an ancestor's), and whether any kit in it has a version newer
-/// than the one `links` were built from. One statement per level, on the writer's connection.
-pub(crate) fn current_standing(c: &dyn Tx, links: &[Link]) -> Result<(SubjectStatus, bool)> {
-    let sql = "SELECT p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name) \
-               FROM agent_profiles p WHERE p.id = ?";
-    let (mut status, mut stale) = (SubjectStatus::Active, false);
+/// What a reservation decides on, as the database has it now.
+pub(crate) struct Standing {
+    /// The first status in the chain that is not active (the profile's own or an
+    /// ancestor's), or active.
+    pub status: SubjectStatus,
+    /// Whether a kit in the chain has a version newer than the one the links were built from.
+    pub stale: bool,
+    /// Each account's running totals, in chain order.
+    pub totals: Vec<ledger::Totals>,
+    /// The company's platform credit left: its balance less the credit pending holds hold.
+    pub credit: Money,
+}
+
+/// The chain's [`Standing`] in one statement. Read under the tenant's lock (the caller took
+/// it), which every writer of the tenant's accounts, credit and profile statuses takes
+/// first, so nothing read here changes before commit: no row lock is needed.
+pub(crate) fn current_standing(c: &dyn Tx, tenant: &TenantId, links: &[Link]) -> Result<Standing> {
+    let marks = vec!["?"; links.len()].join(", ");
+    let sql = format!(
+        "SELECT p.id, p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name), \
+                COALESCE(a.posted_units, 0), COALESCE(a.pending_units, 0), t.credit_units, t.credit_pending_units \
+         FROM agent_profiles p JOIN tenants t ON t.id = p.tenant_id LEFT JOIN budget_accounts a ON a.profile_id = p.id \
+         WHERE p.tenant_id = ? AND p.id IN ({marks})"
+    );
+    let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant];
+    args.extend(links.iter().map(|l| &l.profile as &dyn crate::sql::ToValue));
+    let rows = c.rows(&sql, &args)?;
+    let mut s =
+        Standing { status: SubjectStatus::Active, stale: false, totals: Vec::new(), credit: Money::ZERO };
     for l in links {
-        let r = c.row(sql, &[&l.profile.as_str()])?.ok_or(Error::NotFound { what: "agent profile" })?;
-        let (s, v): (String, Option<i64>) = (r.get(0)?, r.get(1)?);
-        let s = stored::named("profile status", &s, SubjectStatus::parse)?;
-        if status == SubjectStatus::Active {
-            status = s;
+        let r = rows
+            .iter()
+            .find(|r| r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str()))
+            .ok_or(Error::NotFound { what: "agent profile" })?;
+        let (status, version): (String, Option<i64>) = (r.get(1)?, r.get(2)?);
+        let status = stored::named("profile status", &status, SubjectStatus::parse)?;
+        if s.status == SubjectStatus::Active {
+            s.status = status;
         }
-        stale |= v != Some(i64::from(l.kit.version.0));
+        s.stale |= version != Some(i64::from(l.kit.version.0));
+        s.totals.push(ledger::Totals { posted: ledger::money(r.get(3)?), pending: ledger::money(r.get(4)?) });
+        s.credit = ledger::money(r.get(5)?).saturating_sub(ledger::money(r.get(6)?));
     }
-    Ok((status, stale))
+    Ok(s)
 }
 
 impl ReserveJob {
     pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
-        // On PostgreSQL the accounts are locked (by reading their totals) before the standing
-        // is read: a revoke holding them makes this call wait and then see the revoke
-        // ([`crate::ops::revoke`]).
-        let chain: Vec<ProfileId> = self.links.iter().map(|l| l.profile.clone()).collect();
-        let totals = ledger::totals(c, &chain)?;
-        let (status, stale) = current_standing(c, &self.links)?;
+        // On PostgreSQL the tenant and its accounts are locked (the accounts by reading their
+        // totals) before the standing is read: a revoke holding them makes this call wait and
+        // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
+        // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
+        activity::lock_tenant(c, &self.subject.tenant)?;
+        let Standing { status, stale, totals, credit } =
+            current_standing(c, &self.subject.tenant, &self.links)?;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
         {
@@ -139,9 +163,8 @@ impl ReserveJob {
         if stale {
             return Ok(Reserved::Stale);
         }
-        // A tool without a price takes no credit, so it need not queue on the tenant's row.
-        let takes_credit = self.tool.price.units() != 0;
-        let (budgets, credit) = views_of(c, &self.subject.tenant, &self.links, totals, None, takes_credit)?;
+        let kits: Vec<&Kit> = self.links.iter().map(|l| &l.kit).collect();
+        let budgets = ledger::views(&totals, &kits);
         let decision = evaluate(&DecisionInput {
             subject: status,
             kit: &self.links[0].kit,
@@ -363,13 +386,13 @@ pub(crate) fn settle(
     crate::domain::in_flight::forget(c, hold)?;
     match outcome {
         Ok(done) => {
-            let posted = ledger::end(c, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
+            let posted = ledger::end(c, &s.tenant, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
             let (resp, e) = executed(c, at, done.result, posted)?;
             finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
             Ok((resp, vec![e]))
         }
         Err(f) => {
-            ledger::end(c, hold, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+            ledger::end(c, &s.tenant, hold, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
             let mut env = Envelope::unavailable(name, &f.detail, f.retry_after_secs, 1);
             if let Some(full) = &f.full {
                 full_queue(&mut env, name, full);

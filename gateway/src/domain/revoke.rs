@@ -79,6 +79,7 @@ pub(crate) fn revoke(
     // Deepest first, then by id within a depth: the one order every locker of several
     // accounts follows ([`ledger::lock_for_ending`]).
     let deepest_first: Vec<ProfileId> = profiles.iter().rev().cloned().collect();
+    crate::audit::activity::lock_tenant(c, tenant)?;
     ledger::lock_accounts(c, &deepest_first)?;
     for id in &profiles {
         crate::domain::profiles::mark_revoked(c, id)?;

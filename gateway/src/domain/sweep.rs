@@ -20,10 +20,15 @@ use crate::sql::{Tx, skip_locked};
 /// on several instances at once each end different holds.
 pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
     let mut report = SweepReport::default();
-    // Both sets first (each row locked, skipping those another instance's sweep or a
-    // settle holds), then every account and tenant they touch, in order, then the work.
-    let due = approvals::due(c, now)?;
-    let orphans = orphans(c, now)?;
+    // The tenants with work due first (the first lock in the lock order), then both sets
+    // (each row locked, skipping those another instance's sweep or a settle holds), then
+    // every account and tenant row they touch, in order, then the work.
+    let locked = lock_tenants_due(c, now)?;
+    let mine = |t: &TenantId| locked.as_ref().is_none_or(|l| l.contains(t));
+    let mut due = approvals::due(c, now)?;
+    due.retain(|a| mine(&a.tenant_id));
+    let mut orphans = orphans(c, now)?;
+    orphans.retain(|o| mine(&o.tenant));
     let holds: Vec<&str> = due
         .iter()
         .filter_map(|a| a.hold_id.as_deref())
@@ -36,6 +41,30 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
     crate::domain::logins::forget_ended(c, now)?;
     crate::domain::handovers::forget_unclaimed(c, now)?;
     Ok(report)
+}
+
+/// On PostgreSQL, takes the lock ([`activity::lock_tenant`]) of every tenant with an
+/// approval due or a pending hold whose lease lapsed or whose approval was decided, in
+/// ascending key order, and returns them; a tenant that gains work after this read waits for
+/// the next sweep. `None` on SQLite, whose single writer needs no locks.
+fn lock_tenants_due(c: &dyn Tx, now: DateTime<Utc>) -> Result<Option<Vec<TenantId>>> {
+    if c.engine() != crate::sql::Engine::Postgres {
+        return Ok(None);
+    }
+    let rows = c.rows(
+        "SELECT tenant_id FROM approvals WHERE status = 'pending' AND expires_at <= ?1 \
+         UNION SELECT h.tenant_id FROM holds h LEFT JOIN approvals a ON a.hold_id = h.id \
+         WHERE h.status = 'pending' AND (COALESCE(h.lease_until, h.created_at) <= ?1 \
+           OR a.status IN ('denied', 'expired'))",
+        &[&crate::stored::ts(now)],
+    )?;
+    let mut tenants =
+        rows.iter().map(|r| Ok(TenantId::from_db(r.get(0)?))).collect::<::store::Result<Vec<TenantId>>>()?;
+    tenants.sort_by_key(activity::tenant_key);
+    for t in &tenants {
+        activity::lock_tenant(c, t)?;
+    }
+    Ok(Some(tenants))
 }
 
 /// Expires `due` into denials that void their holds.
@@ -106,7 +135,7 @@ fn orphans(c: &dyn Tx, now: DateTime<Utc>) -> Result<Vec<Orphan>> {
 fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Result<Vec<Entry>> {
     let mut entries = Vec::new();
     for Orphan { hold, tenant, profile, action, amount, approval } in orphans {
-        ledger::end(c, &hold, HoldEnd::Expired, Money::ZERO, None)?;
+        ledger::end(c, &tenant, &hold, HoldEnd::Expired, Money::ZERO, None)?;
         crate::domain::reserve::forget_claim(c, &hold)?;
         let lost = crate::domain::in_flight::lost_call(c, &hold)?;
         if let Some(a) = &approval {

@@ -157,12 +157,13 @@ pub(crate) fn insert_tenant(
 /// Moves a tenant's platform credit: `pending` is added to what is held, `available` to what
 /// is left to spend (both negative to release or spend). The ledger decides the amounts.
 pub(crate) fn move_credit(c: &dyn Tx, tenant: &TenantId, pending: i64, available: i64) -> Result<()> {
-    c.exec(
-        "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?",
-        &[&pending, &available, &tenant.as_str()],
-    )?;
+    crate::audit::activity::lock_tenant(c, tenant)?;
+    c.exec(MOVE_CREDIT, &[&pending, &available, &tenant.as_str()])?;
     Ok(())
 }
+
+/// [`move_credit`]'s statement; its arguments are `pending`, `available` and the tenant.
+pub(crate) const MOVE_CREDIT: &str = "UPDATE tenants SET credit_pending_units = credit_pending_units + ?, credit_units = credit_units + ? WHERE id = ?";
 
 fn insert_company_key(tx: &dyn Tx, tenant: &TenantId, id: &KeyId, k: &MintedKey, at: &str) -> Result<()> {
     tx.exec(

@@ -177,7 +177,7 @@ impl Gateway {
         });
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
-            match self.write(move |c| j.run(c)).await? {
+            match self.write_for(&subject.tenant, move |c| j.run(c)).await? {
                 Reserved::Final(resp) => {
                     if crate::delivery::connectors::runtime::queues_command(&job.tool) {
                         self.wake_delivery();
@@ -212,16 +212,18 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let _carrying = self.leases.carry(&carry.hold);
         let call = carry.call();
-        let kind = connector.kind();
+        let (kind, tenant) = (connector.kind(), carry.subject.tenant.clone());
         if crate::delivery::connectors::runtime::queues_command(&carry.tool) {
             // A runtime write queues its command in the job that settles the hold.
-            let resp = self.write(move |c| settle_in_job(c, &carry, &connector)).await?;
+            let resp = self.write_for(&tenant, move |c| settle_in_job(c, &carry, &connector)).await?;
             self.wake_delivery();
             return Ok(resp);
         }
         let outcome = connector.execute(&call).await;
         let (resp, _) = self
-            .write(move |c| reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost))
+            .write_for(&tenant, move |c| {
+                reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost)
+            })
             .await?;
         Ok(resp)
     }

@@ -65,8 +65,9 @@ impl Gateway {
         let note = approvals::optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
         let lease = self.leases.lease();
-        let decided =
-            self.write(move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease)).await?;
+        let decided = self
+            .write_for(tenant, move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease))
+            .await?;
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
                 return Ok(resp);
@@ -76,7 +77,7 @@ impl Gateway {
         let resp = self.run_approved(&a, by, kit_version).await?;
         let (id_, body, d) = (a.id.clone(), resp.json(), resp.disposition);
         let actor = by.username.clone();
-        self.write(move |c| {
+        self.write_for(tenant, move |c| {
             let step = if d == Disposition::Executed { "executed" } else { "failed" };
             approvals::record_result(c, &id_, &body, &actor, step, None)
         })
@@ -141,7 +142,7 @@ impl Gateway {
         by.require(APPROVERS)?;
         let reason = approvals::required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
-        self.write(move |c| {
+        self.write_for(tenant, move |c| {
             let a = approvals::load(c, &t, &id_)?;
             check_decider(c, &a, &by_)?;
             approvals::close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
@@ -353,7 +354,7 @@ fn refuse_approved(
     let reason = format!("refused when approved: {}", env.message);
     approvals::mark_refused(c, a, by, &reason, env)?;
     if let Some(h) = &a.hold_id {
-        ledger::end(c, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
+        ledger::end(c, &a.tenant_id, h, HoldEnd::Voided, Money::ZERO, Some(kit_version))?;
     }
     crate::domain::brain::return_parked(c, &a.id, &by.username, &reason)?;
     Ok(vec![activity::append(

@@ -49,8 +49,8 @@ impl Gateway {
             tracing::warn!(hold = %carry.hold, code = %f.detail, "a lost call got no answer again; retrying later");
             return Ok(());
         }
-        let kind = connector.kind();
-        self.write(move |c| settle_recovered(c, &carry, outcome.clone(), kind)).await
+        let (kind, tenant) = (connector.kind(), carry.subject.tenant.clone());
+        self.write_for(&tenant, move |c| settle_recovered(c, &carry, outcome.clone(), kind)).await
     }
 }
 

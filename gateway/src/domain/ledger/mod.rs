@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, locked};
+use crate::sql::{ToValue, Tx, locked};
 use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,8 +69,11 @@ pub struct Totals {
 }
 
 /// The running totals of each account in `chain`, in order, locked until commit on
-/// PostgreSQL. A chain runs from the acting profile up to its root, so two chains share a
-/// suffix and take its locks in the same order: reservations never deadlock on each other.
+/// PostgreSQL: for tests that race reservations without the tenant's lock (the pipeline
+/// reads them with [`crate::domain::reserve::current_standing`]). A chain runs from the
+/// acting profile up to its root, so two chains share a suffix and take its locks in the
+/// same order: reservations never deadlock on each other.
+#[cfg(test)]
 pub(crate) fn totals(tx: &dyn Tx, chain: &[ProfileId]) -> Result<Vec<Totals>> {
     let sql = locked!(tx, "SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?");
     let mut out = Vec::with_capacity(chain.len());
@@ -128,20 +131,6 @@ pub(crate) fn lock_for_ending(tx: &dyn Tx, holds: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// The company's platform credit left: balance minus pending credit holds. Read after the
-/// accounts and, when `lock` (the caller may take credit), locked until commit on PostgreSQL,
-/// as every ending that gives credit back takes it too.
-pub(crate) fn credit_available(tx: &dyn Tx, tenant: &TenantId, lock: bool) -> Result<Money> {
-    let plain = "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?";
-    let sql = if lock {
-        locked!(tx, "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?")
-    } else {
-        plain
-    };
-    let r = tx.row(sql, &[&tenant.as_str()])?.ok_or(Error::NotFound { what: "tenant" })?;
-    Ok(money(r.get(0)?).saturating_sub(money(r.get(1)?)))
-}
-
 /// Budget views for the engine: each account's totals with the caps of that level's kit.
 pub fn views(totals: &[Totals], kits: &[&Kit]) -> Vec<BudgetView> {
     totals.iter().zip(kits).map(|(t, k)| BudgetView::from_kit(k, t.posted, t.pending)).collect()
@@ -168,7 +157,7 @@ pub(crate) fn pending_credit(c: &dyn Tx, hold: &str) -> Result<Option<Money>> {
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
 pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
     let now = stored::ts(Utc::now());
-    let id = insert_hold(c, h, None, &now)?;
+    let id = new_hold_id();
     let m = Movement {
         tenant: &h.tenant,
         hold: &id,
@@ -179,12 +168,9 @@ pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
         posted_delta: 0,
         at: &now,
     };
-    m.apply(c, h.chain.iter().map(ProfileId::as_str))?;
-    // A call that takes no credit leaves the tenant's row alone: on PostgreSQL every write
-    // to it would make the tenant's calls queue on that one row until commit.
-    if h.credit.units() != 0 {
-        crate::domain::tenants::move_credit(c, &h.tenant, h.credit.units(), 0)?;
-    }
+    // A call that takes no credit leaves the tenant's row alone.
+    let credit = (h.credit.units() != 0).then_some((h.credit.units(), 0));
+    write_hold(c, h, None, &m, credit)?;
     Ok(id)
 }
 
@@ -205,7 +191,7 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
     let now = stored::ts(Utc::now());
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
-    let id = insert_hold(c, h, Some(posted_units), &now)?;
+    let id = new_hold_id();
     let m = Movement {
         tenant: &h.tenant,
         hold: &id,
@@ -216,37 +202,78 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
         posted_delta: posted_units,
         at: &now,
     };
-    m.apply(c, h.chain.iter().map(ProfileId::as_str))?;
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
-    if credit_posted != 0 {
-        crate::domain::tenants::move_credit(c, &h.tenant, 0, -credit_posted)?;
-    }
+    write_hold(c, h, Some(posted_units), &m, (credit_posted != 0).then_some((0, -credit_posted)))?;
     Ok((id, money(posted_units)))
 }
 
-/// Writes a hold row: pending, or (with `posted`) already posted and ended. Returns its id.
-fn insert_hold(c: &dyn Tx, h: &NewHold, posted: Option<i64>, now: &str) -> Result<String> {
-    let id = format!("hld_{}", uuid::Uuid::now_v7().simple());
+fn new_hold_id() -> String {
+    format!("hld_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// A statement and its arguments, to run alone or as one part of a larger statement.
+type Part = (String, Vec<Box<dyn ToValue>>);
+
+/// Writes the hold `m` moves (pending, or with `posted` already posted and ended), with its
+/// movement of every account of its chain and, when `credit` is `(pending, available)`, of
+/// the tenant's platform credit ([`crate::domain::tenants::move_credit`]): one statement on
+/// PostgreSQL (every part in one `WITH`, a single round trip under the tenant's lock), one
+/// per part on SQLite, where a statement leaves no process.
+fn write_hold(
+    c: &dyn Tx,
+    h: &NewHold,
+    posted: Option<i64>,
+    m: &Movement,
+    credit: Option<(i64, i64)>,
+) -> Result<()> {
+    crate::audit::activity::lock_tenant(c, m.tenant)?;
+    let accounts: Vec<&str> = h.chain.iter().map(ProfileId::as_str).collect();
+    let mut parts = vec![hold_row(h, posted, m), m.balances(&accounts)];
+    parts.extend(credit.map(|(pending, available)| credit_move(m.tenant, pending, available)));
+    parts.push(m.entries(&accounts));
+    if c.engine() != crate::sql::Engine::Postgres {
+        for (sql, args) in parts {
+            c.exec(&sql, &args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
+        }
+        return Ok(());
+    }
+    let (last, with) = parts.split_last().expect("at least the entries");
+    let ctes: Vec<String> = with.iter().enumerate().map(|(i, (sql, _))| format!("w{i} AS ({sql})")).collect();
+    let sql = format!("WITH {} {}", ctes.join(", "), last.0);
+    let args: Vec<&dyn ToValue> = parts.iter().flat_map(|(_, a)| a.iter().map(|v| v.as_ref())).collect();
+    c.exec(&sql, &args)?;
+    Ok(())
+}
+
+/// The `UPDATE` of the tenant's platform credit ([`crate::domain::tenants::move_credit`]).
+fn credit_move(tenant: &TenantId, pending: i64, available: i64) -> Part {
+    let sql = crate::domain::tenants::MOVE_CREDIT;
+    let args: Vec<Box<dyn ToValue>> =
+        vec![Box::new(pending), Box::new(available), Box::new(tenant.as_str().to_string())];
+    (sql.to_string(), args)
+}
+
+/// The `INSERT` of the hold's row.
+fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Part {
+    let sql = "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
-    c.exec(
-        "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        &[
-            &id,
-            &h.tenant.as_str(),
-            &h.chain[0].as_str(),
-            &chain,
-            &h.action,
-            &h.amount.units(),
-            &h.credit.units(),
-            &i64::from(h.kit_version),
-            &if posted.is_some() { "posted" } else { "pending" },
-            &posted,
-            &now,
-            &posted.map(|_| now),
-        ],
-    )?;
-    Ok(id)
+    let status = if posted.is_some() { "posted" } else { "pending" };
+    let args: Vec<Box<dyn ToValue>> = vec![
+        Box::new(m.hold.to_string()),
+        Box::new(h.tenant.as_str().to_string()),
+        Box::new(h.chain[0].as_str().to_string()),
+        Box::new(chain),
+        Box::new(h.action.clone()),
+        Box::new(h.amount.units()),
+        Box::new(h.credit.units()),
+        Box::new(i64::from(h.kit_version)),
+        Box::new(status.to_string()),
+        Box::new(posted),
+        Box::new(m.at.to_string()),
+        Box::new(posted.map(|_| m.at.to_string())),
+    ];
+    (sql.to_string(), args)
 }
 
 /// Platform credit is consumed in proportion to what was posted; the rest is released.
@@ -273,29 +300,46 @@ struct Movement<'a> {
 }
 
 impl Movement<'_> {
-    /// Moves each account's balances and appends its ledger entry.
-    fn apply<'s>(&self, c: &dyn Tx, accounts: impl Iterator<Item = &'s str>) -> Result<()> {
-        let (pending, posted) = (self.pending_delta, self.posted_delta);
+    /// The `UPDATE` of the accounts' running totals.
+    fn balances(&self, accounts: &[&str]) -> Part {
+        let marks = vec!["?"; accounts.len()].join(", ");
+        let sql = format!(
+            "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id IN ({marks})"
+        );
+        let mut args: Vec<Box<dyn ToValue>> = vec![Box::new(self.pending_delta), Box::new(self.posted_delta)];
+        args.extend(accounts.iter().map(|a| Box::new(a.to_string()) as Box<dyn ToValue>));
+        (sql, args)
+    }
+
+    /// The `INSERT` of one ledger entry per account.
+    fn entries(&self, accounts: &[&str]) -> Part {
+        let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; accounts.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) VALUES {rows}"
+        );
+        let mut args: Vec<Box<dyn ToValue>> = Vec::with_capacity(9 * accounts.len());
         for account in accounts {
-            c.exec(
-                "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id = ?",
-                &[&pending, &posted, &account],
-            )?;
-            c.exec(
-                "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                &[
-                    &self.tenant.as_str(),
-                    &account,
-                    &self.hold,
-                    &self.action,
-                    &i64::from(self.kit_version),
-                    &self.kind,
-                    &pending,
-                    &posted,
-                    &self.at,
-                ],
-            )?;
+            args.extend([
+                Box::new(self.tenant.as_str().to_string()) as Box<dyn ToValue>,
+                Box::new(account.to_string()),
+                Box::new(self.hold.to_string()),
+                Box::new(self.action.to_string()),
+                Box::new(i64::from(self.kit_version)),
+                Box::new(self.kind.to_string()),
+                Box::new(self.pending_delta),
+                Box::new(self.posted_delta),
+                Box::new(self.at.to_string()),
+            ]);
+        }
+        (sql, args)
+    }
+
+    /// Moves each account's balances and appends its ledger entry: two statements whatever
+    /// the chain's length, under the tenant's lock.
+    fn apply(&self, c: &dyn Tx, accounts: &[&str]) -> Result<()> {
+        crate::audit::activity::lock_tenant(c, self.tenant)?;
+        for (sql, args) in [self.balances(accounts), self.entries(accounts)] {
+            c.exec(&sql, &args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
         }
         Ok(())
     }
@@ -307,12 +351,15 @@ impl Movement<'_> {
 /// hold's own. Returns the amount posted.
 pub(crate) fn end(
     c: &dyn Tx,
+    tenant: &TenantId,
     hold: &str,
     how: HoldEnd,
     posted: Money,
     decided_under: Option<u32>,
 ) -> Result<Money> {
-    // Locked on PostgreSQL: a second ending waits here, then finds the hold ended.
+    // The tenant's lock first, then the hold's row (the lock order): a second ending waits
+    // here, then finds the hold ended.
+    crate::audit::activity::lock_tenant(c, tenant)?;
     let sql = locked!(
         c,
         "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'"
@@ -324,7 +371,10 @@ pub(crate) fn end(
             message: format!("hold {hold} has already ended"),
         });
     };
-    let (tenant, chain, action): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    let (stored_tenant, chain, action): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+    if stored_tenant != tenant.as_str() {
+        return Err(Error::internal("hold_tenant_mismatch", format!("hold {hold} is not this tenant's")));
+    }
     let (amount, credit, kit_version): (i64, i64, i64) = (r.get(3)?, r.get(4)?, r.get(5)?);
     let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
     let now = stored::ts(Utc::now());
@@ -334,10 +384,9 @@ pub(crate) fn end(
     )?;
     // The status guard makes a second ending impossible; assert it where it holds.
     assert_eq!(changed, 1, "a pending hold read in this transaction ends exactly once");
-    let tenant = TenantId::from_db(tenant);
     let kit_version = decided_under.unwrap_or_else(|| u32::try_from(kit_version).unwrap_or(0));
     let m = Movement {
-        tenant: &tenant,
+        tenant,
         hold,
         action: &action,
         kit_version,
@@ -346,10 +395,10 @@ pub(crate) fn end(
         posted_delta: posted_units,
         at: &now,
     };
-    m.apply(c, chain.split(','))?;
+    m.apply(c, &chain.split(',').collect::<Vec<_>>())?;
     let credit_posted = credit_share(credit, posted_units, amount);
     if credit != 0 || credit_posted != 0 {
-        crate::domain::tenants::move_credit(c, &tenant, -credit, -credit_posted)?;
+        crate::domain::tenants::move_credit(c, tenant, -credit, -credit_posted)?;
     }
     Ok(money(posted_units))
 }
@@ -539,10 +588,10 @@ mod tests {
             }
             assert_eq!(holds.len() as i64, CAP / COST, "{}: as many holds as the cap allows", db.name());
             let ends = holds.iter().flat_map(|h| [h.clone(), h.clone()]).map(|h| {
-                let db = db.clone();
+                let (db, tenant) = (db.clone(), tenant.clone());
                 let posted = Money::from_units(COST).unwrap();
                 tokio::spawn(async move {
-                    db.run(held_open(move |tx| end(tx, &h, HoldEnd::Posted, posted, None))).await
+                    db.run(held_open(move |tx| end(tx, &tenant, &h, HoldEnd::Posted, posted, None))).await
                 })
             });
             let mut ended = 0;
