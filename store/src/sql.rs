@@ -363,6 +363,44 @@ pub fn lock_digest(parts: &[&str]) -> i64 {
     i64::from_be_bytes(h.finalize()[..8].try_into().expect("8 bytes"))
 }
 
+/// A statement with owned arguments, built now to run later ([`rows_after`]).
+pub struct Statement {
+    pub sql: String,
+    pub args: Vec<Box<dyn ToValue>>,
+}
+
+impl Statement {
+    pub fn new(sql: impl Into<String>, args: Vec<Box<dyn ToValue>>) -> Statement {
+        Statement { sql: sql.into(), args }
+    }
+
+    fn arg_refs(&self) -> impl Iterator<Item = &dyn ToValue> {
+        self.args.iter().map(|a| a.as_ref())
+    }
+}
+
+/// Runs the writes `before`, then `sql`, and returns `sql`'s rows. On PostgreSQL that is one
+/// statement, one round trip: each of `before` a data-modifying `WITH` part of `sql`. Every
+/// part sees the database as it was when the statement began, so `sql` and the later parts
+/// must not read what an earlier part writes (a foreign key to a row an earlier part inserts
+/// is fine: constraints are checked when the statement ends). Placeholders are plain `?`.
+/// On SQLite, where a statement leaves no process, each runs on its own, in order.
+pub fn rows_after(tx: &dyn Tx, before: &[Statement], sql: &str, args: &[&dyn ToValue]) -> Result<Vec<Row>> {
+    if before.is_empty() {
+        return tx.rows(sql, args);
+    }
+    if tx.engine() == Engine::Sqlite {
+        for s in before {
+            tx.exec(&s.sql, &s.arg_refs().collect::<Vec<_>>())?;
+        }
+        return tx.rows(sql, args);
+    }
+    let parts: Vec<String> = before.iter().enumerate().map(|(i, s)| format!("w{i} AS ({})", s.sql)).collect();
+    let all: Vec<&dyn ToValue> =
+        before.iter().flat_map(Statement::arg_refs).chain(args.iter().copied()).collect();
+    tx.rows(&format!("WITH {} {sql}", parts.join(", ")), &all)
+}
+
 /// `sql` with `?` and `?N` placeholders numbered the PostgreSQL way (`$N`); question marks
 /// inside string literals stay.
 pub fn numbered(sql: &str) -> String {

@@ -237,6 +237,12 @@ pub(crate) mod appended {
 
 /// Appends one entry inside the caller's transaction and returns it.
 pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
+    append_after(tx, &[], new)
+}
+
+/// [`append`], after the writes `before` of the change the entry records, sent with the entry
+/// in one round trip on PostgreSQL ([`crate::sql::rows_after`]).
+pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: NewEntry) -> Result<Entry> {
     let prev = chain_head(tx, &new.tenant)?;
     // Microsecond precision so the stored text hashes the same when read back.
     let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
@@ -257,7 +263,9 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
         hash: String::new(),
     };
     e.hash = entry_hash(&prev, &e);
-    let inserted = tx.row(
+    let inserted = crate::sql::rows_after(
+        tx,
+        before,
         "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         &[
@@ -277,6 +285,7 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
         ],
     )?;
     e.seq = inserted
+        .first()
         .ok_or_else(|| Error::internal("append_failed", "the log entry was not written; try again"))?
         .get(0)?;
     if tx.engine() == Engine::Sqlite {

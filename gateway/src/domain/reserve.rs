@@ -349,8 +349,9 @@ impl ReserveJob {
         match answer {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
-                let (hold, posted) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
-                let (resp, _) = executed(c, &self.settling(&hold, version, kind), done.result, posted)?;
+                let (hold, posted, writes) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
+                let settling = self.settling(&hold, version, kind);
+                let (resp, _) = executed(c, &settling, done.result, posted, &writes)?;
                 self.store(c, First::Answer(Disposition::Executed, &resp.body.to_string()))?;
                 Ok(Reserved::Final(resp))
             }
@@ -387,7 +388,7 @@ pub(crate) fn settle(
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, &s.tenant, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
-            let (resp, e) = executed(c, at, done.result, posted)?;
+            let (resp, e) = executed(c, at, done.result, posted, &[])?;
             finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
             Ok((resp, vec![e]))
         }
@@ -447,8 +448,15 @@ pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
     Ok(())
 }
 
-/// Records a carried-out call whose hold has posted, and builds the agent's answer.
-fn executed(c: &dyn Tx, at: &Settling, result: Value, posted: Money) -> Result<(ActionResponse, Entry)> {
+/// Records a carried-out call whose hold has posted, after the ledger's `writes` not yet run,
+/// and builds the agent's answer.
+fn executed(
+    c: &dyn Tx,
+    at: &Settling,
+    result: Value,
+    posted: Money,
+    writes: &[crate::sql::Statement],
+) -> Result<(ActionResponse, Entry)> {
     let Settling { subject: s, action: name, hold, kit_version, actor, connector } = *at;
     let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
     // A queued runtime command is traced from its log entry to its delivery state.
@@ -463,8 +471,9 @@ fn executed(c: &dyn Tx, at: &Settling, result: Value, posted: Money) -> Result<(
         hold_id: hold.to_string(),
         connector,
     };
-    let e = activity::append(
+    let e = activity::append_after(
         c,
+        writes,
         NewEntry::new(&s.tenant, actor, Kind::Action)
             .via(s.via)
             .profile(&s.profile)

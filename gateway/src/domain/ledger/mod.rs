@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{ToValue, Tx, locked};
+use crate::sql::{Statement, ToValue, Tx, locked};
 use crate::stored;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,9 +185,11 @@ pub(crate) fn open_account(c: &dyn Tx, tenant: &TenantId, profile: &ProfileId) -
 
 /// Makes a hold and posts it in one step, for a call carried out within the transaction that
 /// decided it: no reader could ever see it pending, so it is written once, already posted,
-/// with one `post` entry per account. Returns the hold id and the amount posted (at most the
-/// held amount).
-pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String, Money)> {
+/// with one `post` entry per account. Returns the hold id, the amount posted (at most the
+/// held amount) and the writes, for the caller to run with its log entry
+/// ([`crate::audit::activity::append_after`]): one round trip on PostgreSQL for the call's
+/// ledger and log.
+pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String, Money, Vec<Statement>)> {
     let now = stored::ts(Utc::now());
     let amount = h.amount.units();
     let posted_units = posted.units().min(amount);
@@ -203,22 +205,18 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
         at: &now,
     };
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
-    write_hold(c, h, Some(posted_units), &m, (credit_posted != 0).then_some((0, -credit_posted)))?;
-    Ok((id, money(posted_units)))
+    let writes =
+        hold_writes(c, h, Some(posted_units), &m, (credit_posted != 0).then_some((0, -credit_posted)))?;
+    Ok((id, money(posted_units), writes))
 }
 
 fn new_hold_id() -> String {
     format!("hld_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// A statement and its arguments, to run alone or as one part of a larger statement.
-type Part = (String, Vec<Box<dyn ToValue>>);
-
 /// Writes the hold `m` moves (pending, or with `posted` already posted and ended), with its
 /// movement of every account of its chain and, when `credit` is `(pending, available)`, of
-/// the tenant's platform credit ([`crate::domain::tenants::move_credit`]): one statement on
-/// PostgreSQL (every part in one `WITH`, a single round trip under the tenant's lock), one
-/// per part on SQLite, where a statement leaves no process.
+/// the tenant's platform credit: one statement on PostgreSQL ([`crate::sql::rows_after`]).
 fn write_hold(
     c: &dyn Tx,
     h: &NewHold,
@@ -226,35 +224,38 @@ fn write_hold(
     m: &Movement,
     credit: Option<(i64, i64)>,
 ) -> Result<()> {
-    crate::audit::activity::lock_tenant(c, m.tenant)?;
-    let accounts: Vec<&str> = h.chain.iter().map(ProfileId::as_str).collect();
-    let mut parts = vec![hold_row(h, posted, m), m.balances(&accounts)];
-    parts.extend(credit.map(|(pending, available)| credit_move(m.tenant, pending, available)));
-    parts.push(m.entries(&accounts));
-    if c.engine() != crate::sql::Engine::Postgres {
-        for (sql, args) in parts {
-            c.exec(&sql, &args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
-        }
-        return Ok(());
-    }
-    let (last, with) = parts.split_last().expect("at least the entries");
-    let ctes: Vec<String> = with.iter().enumerate().map(|(i, (sql, _))| format!("w{i} AS ({sql})")).collect();
-    let sql = format!("WITH {} {}", ctes.join(", "), last.0);
-    let args: Vec<&dyn ToValue> = parts.iter().flat_map(|(_, a)| a.iter().map(|v| v.as_ref())).collect();
-    c.exec(&sql, &args)?;
+    let mut writes = hold_writes(c, h, posted, m, credit)?;
+    let last = writes.pop().expect("at least the ledger entries");
+    let args: Vec<&dyn ToValue> = last.args.iter().map(|a| a.as_ref()).collect();
+    crate::sql::rows_after(c, &writes, &last.sql, &args)?;
     Ok(())
 }
 
+/// [`write_hold`]'s statements, not yet run, after taking the tenant's lock they need.
+fn hold_writes(
+    c: &dyn Tx,
+    h: &NewHold,
+    posted: Option<i64>,
+    m: &Movement,
+    credit: Option<(i64, i64)>,
+) -> Result<Vec<Statement>> {
+    crate::audit::activity::lock_tenant(c, m.tenant)?;
+    let accounts: Vec<&str> = h.chain.iter().map(ProfileId::as_str).collect();
+    let mut writes = vec![hold_row(h, posted, m), m.balances(&accounts)];
+    writes.extend(credit.map(|(pending, available)| credit_move(m.tenant, pending, available)));
+    writes.push(m.entries(&accounts));
+    Ok(writes)
+}
+
 /// The `UPDATE` of the tenant's platform credit ([`crate::domain::tenants::move_credit`]).
-fn credit_move(tenant: &TenantId, pending: i64, available: i64) -> Part {
-    let sql = crate::domain::tenants::MOVE_CREDIT;
+fn credit_move(tenant: &TenantId, pending: i64, available: i64) -> Statement {
     let args: Vec<Box<dyn ToValue>> =
         vec![Box::new(pending), Box::new(available), Box::new(tenant.as_str().to_string())];
-    (sql.to_string(), args)
+    Statement::new(crate::domain::tenants::MOVE_CREDIT, args)
 }
 
 /// The `INSERT` of the hold's row.
-fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Part {
+fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Statement {
     let sql = "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
@@ -273,7 +274,7 @@ fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Part {
         Box::new(m.at.to_string()),
         Box::new(posted.map(|_| m.at.to_string())),
     ];
-    (sql.to_string(), args)
+    Statement::new(sql, args)
 }
 
 /// Platform credit is consumed in proportion to what was posted; the rest is released.
@@ -301,18 +302,18 @@ struct Movement<'a> {
 
 impl Movement<'_> {
     /// The `UPDATE` of the accounts' running totals.
-    fn balances(&self, accounts: &[&str]) -> Part {
+    fn balances(&self, accounts: &[&str]) -> Statement {
         let marks = vec!["?"; accounts.len()].join(", ");
         let sql = format!(
             "UPDATE budget_accounts SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE profile_id IN ({marks})"
         );
         let mut args: Vec<Box<dyn ToValue>> = vec![Box::new(self.pending_delta), Box::new(self.posted_delta)];
         args.extend(accounts.iter().map(|a| Box::new(a.to_string()) as Box<dyn ToValue>));
-        (sql, args)
+        Statement::new(sql, args)
     }
 
     /// The `INSERT` of one ledger entry per account.
-    fn entries(&self, accounts: &[&str]) -> Part {
+    fn entries(&self, accounts: &[&str]) -> Statement {
         let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; accounts.len()].join(", ");
         let sql = format!(
             "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) VALUES {rows}"
@@ -331,15 +332,15 @@ impl Movement<'_> {
                 Box::new(self.at.to_string()),
             ]);
         }
-        (sql, args)
+        Statement::new(sql, args)
     }
 
     /// Moves each account's balances and appends its ledger entry: two statements whatever
     /// the chain's length, under the tenant's lock.
     fn apply(&self, c: &dyn Tx, accounts: &[&str]) -> Result<()> {
         crate::audit::activity::lock_tenant(c, self.tenant)?;
-        for (sql, args) in [self.balances(accounts), self.entries(accounts)] {
-            c.exec(&sql, &args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
+        for s in [self.balances(accounts), self.entries(accounts)] {
+            c.exec(&s.sql, &s.args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
         }
         Ok(())
     }
