@@ -80,10 +80,9 @@ bench-gateway:
 	eval "$$(scripts/pg.sh start)" && up=$$(mktemp -d) \
 	  && (NAIVE_UPSTREAM_SECRET=bench-upstream target/release/server upstream --listen 127.0.0.1:0 --records $$up/up.db > $$up/log & sleep 1) \
 	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; rm -rf $$up' EXIT \
-	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite,postgres \
+	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite \
 	     --upstream "$$(grep -o 'http://[^ ]*' $$up/log)" --upstream-secret bench-upstream \
-	  && target/release/gateway-load bench --callers 64 --tenants 16 --actions 60000 --engines postgres \
-	  && bench/pgbench.sh
+	  && bench/pg-targets.sh 60000
 
 # The outbox: runtime writes queued per second in-process (64 callers, beside web.read), the
 # delivery worker draining them into the reference runtime (its own release process), and

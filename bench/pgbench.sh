@@ -2,8 +2,8 @@
 # PostgreSQL's own ceiling on this machine, beside `gateway-load bench --engines postgres`:
 # pgbench (shipped with PostgreSQL) at the same 64 clients, on the cluster in
 # NAIVE_TEST_POSTGRES_URL (scripts/pg.sh: fsync off, as SQLite's synchronous=NORMAL does not
-# sync each commit either). `-N` is a 7-statement write transaction; a governed action is one
-# transaction of about 14 statements, so it cannot pass half the -N figure here.
+# sync each commit either). `-N` is a 7-statement write transaction; a governed action costs
+# two statements in a batch of its tenant's (bench/pg-targets.sh compares the two).
 #   eval "$(scripts/pg.sh start)"; bench/pgbench.sh; scripts/pg.sh stop
 set -euo pipefail
 url="${NAIVE_TEST_POSTGRES_URL:?start a cluster first: eval \"\$(scripts/pg.sh start)\"}"

@@ -161,7 +161,8 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let (t, pid, a, b, cred, via) =
             (tenant.clone(), id.to_string(), by.actor(), because.to_string(), by.credential(), by.via());
-        self.write(move |c| {
+        // Keyed by tenant: a parked accept it denies ends a hold, under the tenant's lock first.
+        self.write_for(tenant, move |c| {
             brain::mark_rejected(c, &pid, &a, &b, cred.as_deref())?;
             // A parked accept waiting on a human is moot now.
             approvals::deny_accept_of(c, &pid, &a, "proposal rejected")?;
@@ -267,7 +268,7 @@ impl Gateway {
         let (t, pid, a, b) = (tenant.clone(), proposal.to_string(), actor.to_string(), because.to_string());
         let cred = credential.map(str::to_string);
         let (belief, _) = self
-            .write(move |c| {
+            .write_for(tenant, move |c| {
                 {
                     let belief = brain::accept(c, &t, &pid)?;
                     // An agent's accept still waiting on a human is settled by this decision.

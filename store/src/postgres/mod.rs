@@ -6,15 +6,15 @@
 //! connection and its own single-threaded runtime (jobs are synchronous, like the writer's):
 //! a statement's round trip then wakes only the thread that waits for it. Each runner commits
 //! the jobs queued for it in batches, and a job that names its tenant's key always goes to
-//! the same runner ([`batch`]: group commit, the lock order, what a failure undoes). Reads
+//! the same runner (`batch.rs`: group commit, the lock order, what a failure undoes). Reads
 //! outside jobs use an async pool. When PostgreSQL answers a serialization failure (40001)
 //! or a deadlock (40P01), the batch is rolled back and runs again after a random pause, up to
 //! [`MAX_ATTEMPTS`]; jobs must be pure functions of the database state, as on SQLite.
 //!
 //! Guarantees: a job's writes commit together or not at all, and its caller hears back only
 //! after COMMIT; a job that fails leaves nothing behind, and its neighbours in a batch still
-//! commit; a transaction is never left open on
-//! a pooled connection (sqlx rolls back a dropped one).
+//! commit; a transaction is never left open on a connection (a batch that did not commit is
+//! rolled back before its callers hear back).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
