@@ -108,6 +108,26 @@ impl JobError for Error {
     }
 }
 
+/// What a job's caller hears once its transaction ended, on either engine: the job's own
+/// result, unless the job never finished (`None`) or it succeeded and the transaction did not
+/// commit (`commit_error`).
+pub(crate) fn job_answer<T, E: JobError>(
+    result: Option<Result<T, E>>,
+    commit_error: Option<&str>,
+) -> Result<T, E> {
+    match (commit_error, result) {
+        (_, None) => Err(E::from(Error::internal(
+            "write_failed",
+            "the write was rolled back after an internal error; try again",
+        ))),
+        (Some(e), Some(Ok(_))) => Err(E::from(Error::internal(
+            "commit_failed",
+            format!("the write did not commit ({e}); try again"),
+        ))),
+        (_, Some(r)) => r,
+    }
+}
+
 /// What kind of storage failure happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreErrorKind {

@@ -65,18 +65,7 @@ impl<T: Send, E: JobError, F: Fn(&dyn Tx) -> Result<T, E> + Send> Task for Pendi
     }
 
     fn reply(self: Box<Self>, commit_error: Option<&str>) {
-        let answer = match (commit_error, self.result) {
-            (_, None) => Err(E::from(Error::internal(
-                "write_failed",
-                "the write was rolled back after an internal error; try again",
-            ))),
-            (Some(e), Some(Ok(_))) => Err(E::from(Error::internal(
-                "commit_failed",
-                format!("the write did not commit ({e}); try again"),
-            ))),
-            (_, Some(r)) => r,
-        };
-        let _ = self.tx.send(answer);
+        let _ = self.tx.send(crate::error::job_answer(self.result, commit_error));
     }
 }
 

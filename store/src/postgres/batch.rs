@@ -156,18 +156,7 @@ impl<T: Send, E: JobError, F: Fn(&dyn Tx) -> std::result::Result<T, E> + Send> T
     }
 
     fn reply(self: Box<Self>, failure: Option<&str>) {
-        let answer = match (failure, self.result) {
-            (_, None) => Err(E::from(Error::internal(
-                "write_failed",
-                "the write was rolled back after an internal error; try again",
-            ))),
-            (Some(why), Some(Ok(_))) => Err(E::from(Error::internal(
-                "commit_failed",
-                format!("the write did not commit ({why}); try again"),
-            ))),
-            (_, Some(r)) => r,
-        };
-        let _ = self.tx.send(answer);
+        let _ = self.tx.send(crate::error::job_answer(self.result, failure));
     }
 }
 
