@@ -447,3 +447,98 @@ mod tests {
         db.close().await;
     }
 }
+
+#[cfg(test)]
+mod random {
+    use std::collections::BTreeSet;
+
+    use crate::postgres::Postgres;
+    use crate::sql::{Tx, lock_digest};
+    use crate::testing::Cluster;
+    use crate::{Error, Result};
+
+    /// What a job does: write its row and keep it, write it and then fail, break a unique
+    /// constraint after writing it, or fail before writing.
+    #[derive(Clone, Copy, Debug)]
+    enum Fate {
+        Commits,
+        FailsAfterWriting,
+        BreaksAConstraint,
+        FailsBeforeWriting,
+    }
+
+    fn job(name: String, fate: Fate) -> impl Fn(&dyn Tx) -> Result<()> + Send + 'static {
+        move |tx| {
+            if let Fate::FailsBeforeWriting = fate {
+                return Err(Error::invalid("refused", "before any write"));
+            }
+            tx.exec(
+                "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?, 1, 'now')",
+                &[&name],
+            )?;
+            match fate {
+                Fate::FailsAfterWriting => Err(Error::invalid("refused", "after a write")),
+                Fate::BreaksAConstraint => tx
+                    .exec("INSERT INTO login_attempts (username, attempts, window_start) VALUES ('taken', 1, 'now')", &[])
+                    .map(drop),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// Jobs of random fates, keyed to a few tenants, race on the runners: exactly the rows of
+    /// the jobs that answered Ok are there, however the jobs were batched. `NAIVE_SEED` replays
+    /// a run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn whatever_the_batches_exactly_the_jobs_that_answered_ok_leave_their_rows() {
+        let seed: u64 = std::env::var("NAIVE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+        println!("NAIVE_SEED={seed}");
+        let cluster = Cluster::get();
+        let db = Postgres::open(&cluster.fresh_database().await, 2).await.unwrap();
+        db.run(|tx| job("taken".into(), Fate::Commits)(tx)).await.unwrap();
+        let before = db.stats();
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let fates = [
+            Fate::Commits,
+            Fate::Commits,
+            Fate::FailsAfterWriting,
+            Fate::BreaksAConstraint,
+            Fate::FailsBeforeWriting,
+        ];
+        let mut calls = Vec::new();
+        for i in 0..400 {
+            let (tenant, fate) = (next() % 4, fates[(next() % fates.len() as u64) as usize]);
+            let key = lock_digest(&["chain", &format!("tenant-{tenant}")]);
+            let (db, name) = (db.clone(), format!("job-{i}"));
+            let j = job(name.clone(), fate);
+            calls.push(tokio::spawn(async move { (name, fate, db.run_keyed(key, j).await) }));
+        }
+        let mut committed = BTreeSet::from(["taken".to_string()]);
+        for c in calls {
+            let (name, fate, answer) = c.await.unwrap();
+            assert_eq!(answer.is_ok(), matches!(fate, Fate::Commits), "{name} ({fate:?}): {answer:?}");
+            if answer.is_ok() {
+                committed.insert(name);
+            }
+        }
+        let rows = db
+            .run(|tx| {
+                let rows = tx.rows("SELECT username FROM login_attempts", &[])?;
+                rows.iter().map(|r| r.get::<String>(0)).collect::<Result<BTreeSet<_>>>()
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, committed, "the rows are exactly those of the jobs that answered Ok");
+        let ran = db.stats().since(before);
+        assert!(ran.transactions < ran.jobs, "the jobs were batched: {ran:?}");
+        db.close().await;
+    }
+}
