@@ -383,7 +383,7 @@ mod tests {
     use crate::testing::Cluster;
     use crate::{Error, Result};
 
-    fn insert(tx: &dyn Tx, name: &str) -> Result<u64> {
+    pub(super) fn insert(tx: &dyn Tx, name: &str) -> Result<u64> {
         tx.exec(
             "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?, 1, 'now')",
             &[&name],
@@ -436,15 +436,19 @@ mod tests {
         );
         // The busy job committed after `before` too: its transaction, then the six's one.
         assert_eq!((ran.transactions, ran.jobs), (2, 7), "the six jobs committed as one batch: {ran:?}");
-        let names = db
-            .run(|tx| {
-                let rows = tx.rows("SELECT username FROM login_attempts ORDER BY username", &[])?;
-                rows.iter().map(|r| r.get::<String>(0)).collect::<Result<Vec<_>>>()
-            })
-            .await
-            .unwrap();
+        let names = names(&db).await;
         assert_eq!(names, ["ana", "cy", "di"], "the failed jobs left nothing, the others committed");
         db.close().await;
+    }
+
+    /// The rows the jobs left, by name.
+    pub(super) async fn names(db: &Postgres) -> Vec<String> {
+        db.run(|tx| {
+            let rows = tx.rows("SELECT username FROM login_attempts ORDER BY username", &[])?;
+            rows.iter().map(|r| r.get::<String>(0)).collect::<Result<Vec<_>>>()
+        })
+        .await
+        .unwrap()
     }
 }
 
@@ -452,6 +456,7 @@ mod tests {
 mod random {
     use std::collections::BTreeSet;
 
+    use super::tests::{insert, names};
     use crate::postgres::Postgres;
     use crate::sql::{Tx, lock_digest};
     use crate::testing::Cluster;
@@ -472,15 +477,10 @@ mod random {
             if let Fate::FailsBeforeWriting = fate {
                 return Err(Error::invalid("refused", "before any write"));
             }
-            tx.exec(
-                "INSERT INTO login_attempts (username, attempts, window_start) VALUES (?, 1, 'now')",
-                &[&name],
-            )?;
+            insert(tx, &name)?;
             match fate {
                 Fate::FailsAfterWriting => Err(Error::invalid("refused", "after a write")),
-                Fate::BreaksAConstraint => tx
-                    .exec("INSERT INTO login_attempts (username, attempts, window_start) VALUES ('taken', 1, 'now')", &[])
-                    .map(drop),
+                Fate::BreaksAConstraint => insert(tx, "taken").map(drop),
                 _ => Ok(()),
             }
         }
@@ -529,13 +529,7 @@ mod random {
                 committed.insert(name);
             }
         }
-        let rows = db
-            .run(|tx| {
-                let rows = tx.rows("SELECT username FROM login_attempts", &[])?;
-                rows.iter().map(|r| r.get::<String>(0)).collect::<Result<BTreeSet<_>>>()
-            })
-            .await
-            .unwrap();
+        let rows: BTreeSet<String> = names(&db).await.into_iter().collect();
         assert_eq!(rows, committed, "the rows are exactly those of the jobs that answered Ok");
         let ran = db.stats().since(before);
         assert!(ran.transactions < ran.jobs, "the jobs were batched: {ran:?}");
