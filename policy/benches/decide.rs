@@ -127,6 +127,8 @@ fn ours<'a>(kit: &'a Kit, catalog: &'a Catalog, c: &Case, budgets: &'a [BudgetVi
         },
         budgets,
         company_credit: Money::dollars(10_000),
+        periods: &[],
+        rates: &[],
     }
 }
 

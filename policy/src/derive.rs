@@ -36,14 +36,26 @@ pub fn derive_child(parent: &Kit, requested: &Kit) -> Kit {
         toolkits: narrow_toolkits(&parent.toolkits, &requested.toolkits),
         can,
         limits: Limits {
-            budget: BudgetLimits { hard_cap, soft_cap },
+            budget: BudgetLimits {
+                hard_cap,
+                soft_cap,
+                periods: union(&parent.limits.budget.periods, &requested.limits.budget.periods),
+            },
             approve: ApproveLimits {
                 above: min_opt(parent.limits.approve.above, requested.limits.approve.above),
                 always,
                 destructive: parent.limits.approve.destructive || requested.limits.approve.destructive,
             },
+            rate: union(&parent.limits.rate, &requested.limits.rate),
         },
     }
+}
+
+/// Every limit of both sides, each once: each must hold, so more of them only refuse more.
+fn union<T: Clone + PartialEq>(parent: &[T], requested: &[T]) -> Vec<T> {
+    let mut all = parent.to_vec();
+    all.extend(requested.iter().filter(|l| !parent.contains(l)).cloned());
+    all
 }
 
 fn min_opt(a: Option<Money>, b: Option<Money>) -> Option<Money> {

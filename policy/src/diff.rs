@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::kit::{CanRule, Kit, RuleEffect};
+use crate::kit::{CanRule, Kit, PeriodLimit, RateLimit, RuleEffect};
 use crate::money::Money;
 use crate::primitive::Primitive;
 
@@ -110,6 +110,8 @@ impl KitDiff {
         }
         cap_change(&mut push, "hard cap", old.limits.budget.hard_cap, new.limits.budget.hard_cap);
         cap_change(&mut push, "soft cap", old.limits.budget.soft_cap, new.limits.budget.soft_cap);
+        period_changes(&mut push, &old.limits.budget.periods, &new.limits.budget.periods);
+        rate_changes(&mut push, &old.limits.rate, &new.limits.rate);
         cap_change(&mut push, "approval threshold", old.limits.approve.above, new.limits.approve.above);
         for a in new.limits.approve.always.iter().filter(|a| !old.limits.approve.always.contains(a)) {
             push(Direction::Narrows, format!("requires approval for `{a}`"));
@@ -152,6 +154,48 @@ fn cap_change(push: &mut impl FnMut(Direction, String), what: &str, old: Option<
         (None, Some(n)) => push(Direction::Narrows, format!("sets a {what} of {n}")),
         (Some(o), None) => push(Direction::Widens, format!("removes the {what} of {o}")),
         _ => {}
+    }
+}
+
+/// Period limits are matched by period (and week start); their caps change like the
+/// lifetime ones.
+fn period_changes(push: &mut impl FnMut(Direction, String), old: &[PeriodLimit], new: &[PeriodLimit]) {
+    let same = |a: &PeriodLimit, b: &PeriodLimit| a.every == b.every && a.week_start() == b.week_start();
+    let none = |p: &PeriodLimit| PeriodLimit { hard_cap: None, soft_cap: None, ..*p };
+    for n in new {
+        let o = old.iter().find(|o| same(o, n)).copied().unwrap_or_else(|| none(n));
+        let label = n.adjective();
+        cap_change(push, &format!("{label} hard cap"), o.hard_cap, n.hard_cap);
+        cap_change(push, &format!("{label} soft cap"), o.soft_cap, n.soft_cap);
+    }
+    for o in old.iter().filter(|o| !new.iter().any(|n| same(o, n))) {
+        let label = o.adjective();
+        cap_change(push, &format!("{label} hard cap"), o.hard_cap, None);
+        cap_change(push, &format!("{label} soft cap"), o.soft_cap, None);
+    }
+}
+
+/// Rate limits are matched by action pattern and unit: more calls widen, fewer narrow.
+fn rate_changes(push: &mut impl FnMut(Direction, String), old: &[RateLimit], new: &[RateLimit]) {
+    let same = |a: &RateLimit, b: &RateLimit| a.action == b.action && a.per == b.per;
+    for n in new {
+        let what = format!("the rate limit on `{}` per {}", n.action, n.per.as_str());
+        match old.iter().find(|o| same(o, n)) {
+            None => push(Direction::Narrows, format!("sets {what} to {} calls", n.calls)),
+            Some(o) if n.calls > o.calls => {
+                push(Direction::Widens, format!("raises {what} from {} to {} calls", o.calls, n.calls))
+            }
+            Some(o) if n.calls < o.calls => {
+                push(Direction::Narrows, format!("lowers {what} from {} to {} calls", o.calls, n.calls))
+            }
+            Some(_) => {}
+        }
+    }
+    for o in old.iter().filter(|o| !new.iter().any(|n| same(o, n))) {
+        push(
+            Direction::Widens,
+            format!("removes the rate limit of {} calls per {} on `{}`", o.calls, o.per.as_str(), o.action),
+        );
     }
 }
 

@@ -10,12 +10,17 @@
 //! runs the same checks and lists every reason that applied.
 //!
 //! Invariant (checked by property tests): `allow` or `freeze` implies
-//! `posted + pending + cost <= hard_cap` for every budget view.
+//! `posted + pending + cost <= hard_cap` for every budget view and every period view.
+//!
+//! Periods and rates: the engine knows no clock and no time zone. The gateway finds the
+//! period each limit's call falls in and passes its totals and end ([`PeriodView`]), and the
+//! count of each matching rate window ([`RateView`]); the kit editor's simulator asks the
+//! server for the same views, so the browser's wasm carries no time-zone database.
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Effect, ToolSpec};
-use crate::kit::{Kit, RuleEffect, action_pattern_matches};
+use crate::kit::{Kit, Period, RuleEffect, action_pattern_matches};
 use crate::money::Money;
 use crate::primitive::Primitive;
 use crate::verdict::{EngineVerdict, ExplainVerdict, explain_verdict};
@@ -84,6 +89,42 @@ impl BudgetView {
     }
 }
 
+/// One period limit as it stands for the call being decided: the gateway found the period
+/// the call falls in (in the tenant's time zone) and summed what that period holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeriodView {
+    /// The budget of [`DecisionInput::budgets`] (the level of the chain) it limits.
+    pub budget: usize,
+    /// Its index in that level's kit, `limits.budget.periods[limit]`.
+    pub limit: usize,
+    pub every: Period,
+    /// Posted and pending within the period.
+    pub posted: Money,
+    pub pending: Money,
+    pub hard_cap: Option<Money>,
+    pub soft_cap: Option<Money>,
+    /// When the period ends and its totals start from zero, in seconds since 1970 (UTC).
+    pub resets_at: i64,
+}
+
+impl PeriodView {
+    fn would_be(&self, cost: Money) -> Option<Money> {
+        self.posted.checked_add(self.pending)?.checked_add(cost)
+    }
+}
+
+/// One call-rate limit as it stands: how many calls its current window has counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateView {
+    /// The acting kit's `limits.rate[i]`, or `None` for the tenant's own limit.
+    pub limit: Option<u32>,
+    /// The calls the window allows, and those it has counted.
+    pub calls: u32,
+    pub used: u32,
+    /// Seconds until the window ends.
+    pub retry_after: u32,
+}
+
 /// Everything the engine needs to decide one action.
 #[derive(Clone, Copy, Debug)]
 pub struct DecisionInput<'a> {
@@ -94,6 +135,10 @@ pub struct DecisionInput<'a> {
     pub budgets: &'a [BudgetView],
     /// Platform credits the company has left (balance minus pending holds).
     pub company_credit: Money,
+    /// Every period limit of every level, in the period the call falls in.
+    pub periods: &'a [PeriodView],
+    /// Every rate limit that matches the action, with its current window's count.
+    pub rates: &'a [RateView],
 }
 
 /// The decision pipeline's step that produced a refusal.
@@ -101,6 +146,7 @@ pub struct DecisionInput<'a> {
 #[serde(rename_all = "snake_case")]
 pub enum Step {
     Revocation,
+    Rate,
     Primitive,
     Capability,
     Effect,
@@ -115,6 +161,12 @@ pub enum Step {
 pub enum Refusal {
     ProfileInactive {
         status: SubjectStatus,
+    },
+    /// A rate limit's window is full: the one retryable deny.
+    RateLimited {
+        limit: Option<u32>,
+        calls: u32,
+        retry_after: u32,
     },
     PrimitiveDisabled {
         primitive: Primitive,
@@ -147,9 +199,24 @@ pub enum Refusal {
     CompanyCreditExhausted {
         available: Money,
     },
+    /// A period's hard cap: refused until the period resets or a human raises the cap.
+    PeriodCapExceeded {
+        budget: usize,
+        limit: usize,
+        every: Period,
+        cap: Money,
+        resets_at: i64,
+    },
     SoftCapCrossed {
         budget: usize,
         cap: Money,
+    },
+    PeriodSoftCapCrossed {
+        budget: usize,
+        limit: usize,
+        every: Period,
+        cap: Money,
+        resets_at: i64,
     },
     AboveApprovalThreshold {
         threshold: Money,
@@ -166,9 +233,12 @@ impl Refusal {
         match self {
             Refusal::DestructiveNeedsApproval
             | Refusal::SoftCapCrossed { .. }
+            | Refusal::PeriodSoftCapCrossed { .. }
             | Refusal::AboveApprovalThreshold { .. }
             | Refusal::AlwaysApprove { .. } => EngineVerdict::Freeze,
             Refusal::ProfileInactive { .. }
+            | Refusal::RateLimited { .. }
+            | Refusal::PeriodCapExceeded { .. }
             | Refusal::PrimitiveDisabled { .. }
             | Refusal::ToolkitNotPermitted
             | Refusal::ToolDisabledByKit
@@ -186,6 +256,7 @@ impl Refusal {
     pub const fn step(self) -> Step {
         match self {
             Refusal::ProfileInactive { .. } => Step::Revocation,
+            Refusal::RateLimited { .. } => Step::Rate,
             Refusal::PrimitiveDisabled { .. } => Step::Primitive,
             Refusal::ToolkitNotPermitted
             | Refusal::ToolDisabledByKit
@@ -198,7 +269,9 @@ impl Refusal {
             Refusal::BalanceLimit { .. }
             | Refusal::HardCapExceeded { .. }
             | Refusal::CompanyCreditExhausted { .. }
-            | Refusal::SoftCapCrossed { .. } => Step::Budget,
+            | Refusal::PeriodCapExceeded { .. }
+            | Refusal::SoftCapCrossed { .. }
+            | Refusal::PeriodSoftCapCrossed { .. } => Step::Budget,
             Refusal::AboveApprovalThreshold { .. } | Refusal::AlwaysApprove { .. } => Step::Approval,
         }
     }
@@ -207,6 +280,7 @@ impl Refusal {
     pub const fn reason(self) -> &'static str {
         match self {
             Refusal::ProfileInactive { .. } => "agent_profile_revoked",
+            Refusal::RateLimited { .. } => "rate_limited",
             Refusal::PrimitiveDisabled { .. }
             | Refusal::ToolkitNotPermitted
             | Refusal::ToolDisabledByKit
@@ -217,11 +291,41 @@ impl Refusal {
             Refusal::PriceOverflow
             | Refusal::BalanceLimit { .. }
             | Refusal::HardCapExceeded { .. }
+            | Refusal::PeriodCapExceeded { .. }
             | Refusal::CompanyCreditExhausted { .. } => "budget_exceeded",
             Refusal::DestructiveNeedsApproval
             | Refusal::SoftCapCrossed { .. }
+            | Refusal::PeriodSoftCapCrossed { .. }
             | Refusal::AboveApprovalThreshold { .. }
             | Refusal::AlwaysApprove { .. } => "approval_required",
+        }
+    }
+
+    /// The JSON path of the limit that decided, when a limit did: `limits.rate[0]`,
+    /// `limits.budget.periods[1]`, `tenant.rate_limit`. For a limit of an ancestor's kit the
+    /// path is in that kit.
+    pub fn limit_path(self) -> Option<String> {
+        match self {
+            Refusal::RateLimited { limit: Some(i), .. } => Some(format!("limits.rate[{i}]")),
+            Refusal::RateLimited { limit: None, .. } => Some("tenant.rate_limit".to_string()),
+            Refusal::PeriodCapExceeded { limit, .. } => {
+                Some(format!("limits.budget.periods[{limit}].hard_cap"))
+            }
+            Refusal::PeriodSoftCapCrossed { limit, .. } => {
+                Some(format!("limits.budget.periods[{limit}].soft_cap"))
+            }
+            Refusal::HardCapExceeded { .. } => Some("limits.budget.hard_cap".to_string()),
+            Refusal::SoftCapCrossed { .. } => Some("limits.budget.soft_cap".to_string()),
+            _ => None,
+        }
+    }
+
+    /// When the period of the limit that decided starts again from zero (seconds since 1970).
+    pub const fn resets_at(self) -> Option<i64> {
+        match self {
+            Refusal::PeriodCapExceeded { resets_at, .. }
+            | Refusal::PeriodSoftCapCrossed { resets_at, .. } => Some(resets_at),
+            _ => None,
         }
     }
 
@@ -230,6 +334,8 @@ impl Refusal {
         match self {
             Refusal::ProfileInactive { status: SubjectStatus::Suspended } => "profile_suspended",
             Refusal::ProfileInactive { .. } => "profile_revoked",
+            Refusal::RateLimited { limit: Some(_), .. } => "kit_rate_limit",
+            Refusal::RateLimited { limit: None, .. } => "tenant_rate_limit",
             Refusal::PrimitiveDisabled { .. } => "primitive_disabled_by_kit",
             Refusal::ToolkitNotPermitted => "toolkit_not_permitted",
             Refusal::ToolDisabledByKit => "tool_disabled_by_kit",
@@ -243,6 +349,8 @@ impl Refusal {
             Refusal::HardCapExceeded { .. } => "hard_cap_exceeded",
             Refusal::CompanyCreditExhausted { .. } => "company_credit_exhausted",
             Refusal::SoftCapCrossed { .. } => "soft_cap_crossed",
+            Refusal::PeriodCapExceeded { .. } => "period_hard_cap_exceeded",
+            Refusal::PeriodSoftCapCrossed { .. } => "period_soft_cap_crossed",
             Refusal::AboveApprovalThreshold { .. } => "above_approval_threshold",
             Refusal::AlwaysApprove { .. } => "always_requires_approval",
         }
@@ -329,6 +437,12 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
     if input.subject != SubjectStatus::Active {
         refuse!(Refusal::ProfileInactive { status: input.subject });
     }
+    // Step 2b: call rates. The gateway passes only the limits that match the action.
+    for r in input.rates {
+        if r.used >= r.calls {
+            refuse!(Refusal::RateLimited { limit: r.limit, calls: r.calls, retry_after: r.retry_after });
+        }
+    }
     // Step 3: the primitive gate.
     if !kit.primitives.contains(tool.primitive) {
         refuse!(Refusal::PrimitiveDisabled { primitive: tool.primitive });
@@ -384,6 +498,14 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
             _ => {}
         }
     }
+    for p in input.periods {
+        if let Some(cap) = p.hard_cap
+            && p.would_be(cost).is_none_or(|w| w > cap)
+        {
+            let PeriodView { budget, limit, every, resets_at, .. } = *p;
+            refuse!(Refusal::PeriodCapExceeded { budget, limit, every, cap, resets_at });
+        }
+    }
     if tool.price > input.company_credit {
         refuse!(Refusal::CompanyCreditExhausted { available: input.company_credit });
     }
@@ -392,6 +514,14 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
             && b.would_be(cost).is_none_or(|w| w > cap)
         {
             refuse!(Refusal::SoftCapCrossed { budget: i, cap });
+        }
+    }
+    for p in input.periods {
+        if let Some(cap) = p.soft_cap
+            && p.would_be(cost).is_none_or(|w| w > cap)
+        {
+            let PeriodView { budget, limit, every, resets_at, .. } = *p;
+            refuse!(Refusal::PeriodSoftCapCrossed { budget, limit, every, cap, resets_at });
         }
     }
     // Step 8: approval thresholds.

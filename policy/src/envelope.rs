@@ -4,7 +4,7 @@
 //!
 //! Guarantees: fields serialize in one fixed order
 //! (docs/architecture.md#verdicts-and-the-refusal-envelope); `retryable` is true only for
-//! `unavailable`, which always carries a `retry_after` step; a park carries
+//! `unavailable` and a `rate_limited` deny, which always carry a `retry_after` step; a park carries
 //! `wait_for_approval` with `on_expiry: "deny"`; from the third identical refusal on, the
 //! envelope carries exactly one `escalate_to_human` step and no alternatives. Recovery steps
 //! name a tool or a human act, never a shell command.
@@ -38,7 +38,7 @@ pub enum Layer {
 pub const fn layer_of(step: Step) -> Layer {
     match step {
         Step::Revocation => Layer::Subject,
-        Step::Primitive | Step::Capability | Step::Effect | Step::Approval => Layer::Company,
+        Step::Rate | Step::Primitive | Step::Capability | Step::Effect | Step::Approval => Layer::Company,
         Step::Price | Step::Budget => Layer::Budget,
     }
 }
@@ -48,14 +48,43 @@ pub const fn layer_of(step: Step) -> Layer {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RecoveryStep {
-    RequestCapability { change: String, human_action: String },
-    RequestToolkit { toolkit: String, change: String, human_action: String },
-    RaiseBudget { change: String, human_action: String },
-    ReinstateProfile { change: String, human_action: String },
-    WaitForApproval { approval_id: String, expires_at: String, on_expiry: OnExpiry },
-    RetryAfter { seconds: u32 },
-    WaitForDelivery { command_id: String, human_action: String },
-    EscalateToHuman { human_action: String },
+    RequestCapability {
+        change: String,
+        human_action: String,
+    },
+    RequestToolkit {
+        toolkit: String,
+        change: String,
+        human_action: String,
+    },
+    RaiseBudget {
+        change: String,
+        human_action: String,
+    },
+    ReinstateProfile {
+        change: String,
+        human_action: String,
+    },
+    WaitForApproval {
+        approval_id: String,
+        expires_at: String,
+        on_expiry: OnExpiry,
+    },
+    /// A period's cap is spent: nothing changes before `resets_at` unless a human acts.
+    WaitForReset {
+        resets_at: String,
+        human_action: String,
+    },
+    RetryAfter {
+        seconds: u32,
+    },
+    WaitForDelivery {
+        command_id: String,
+        human_action: String,
+    },
+    EscalateToHuman {
+        human_action: String,
+    },
 }
 
 /// What happens when an approval window elapses: it becomes a refusal.
@@ -70,6 +99,12 @@ pub enum OnExpiry {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ErrorDetails {
     pub reason: String,
+    /// The JSON path of the limit that decided (`limits.budget.periods[0].hard_cap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// When that limit's period starts again from zero (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +201,9 @@ impl Envelope {
             recovery: vec![step],
             alternatives: Vec::new(),
             repeat: 1,
+
+            limit: None,
+            resets_at: None,
         })
     }
 
@@ -182,6 +220,9 @@ impl Envelope {
             recovery: vec![RecoveryStep::RetryAfter { seconds: retry_after_seconds }],
             alternatives: Vec::new(),
             repeat,
+
+            limit: None,
+            resets_at: None,
         })
     }
 
@@ -207,6 +248,9 @@ impl Envelope {
             recovery: vec![recovery],
             alternatives: Vec::new(),
             repeat,
+
+            limit: None,
+            resets_at: None,
         })
     }
 
@@ -224,6 +268,8 @@ impl Envelope {
             mut recovery,
             mut alternatives,
             repeat,
+            limit,
+            resets_at,
         } = d;
         let repeat = repeat.max(1);
         if verdict != EnvelopeVerdict::Park
@@ -243,13 +289,15 @@ impl Envelope {
             reason: reason.to_string(),
             action,
             layer,
-            retryable: verdict.retryable(),
+            // A full rate window is the one retryable deny: the same call succeeds once the
+            // window has passed (docs/architecture.md#verdicts-and-the-refusal-envelope).
+            retryable: verdict.retryable() || reason == "rate_limited",
             repeat,
             message,
             error: ErrorBody {
                 code: error_code(verdict).to_string(),
                 hint,
-                details: ErrorDetails { reason: detail.to_string() },
+                details: ErrorDetails { reason: detail.to_string(), limit, resets_at },
             },
             recovery,
             alternatives,
@@ -269,6 +317,9 @@ struct Draft<'a> {
     recovery: Vec<RecoveryStep>,
     alternatives: Vec<String>,
     repeat: u32,
+    /// The limit that decided and when its period resets, for `error.details`.
+    limit: Option<String>,
+    resets_at: Option<String>,
 }
 
 impl Draft<'_> {
@@ -291,8 +342,27 @@ impl Draft<'_> {
             recovery: Vec::new(),
             alternatives: Vec::new(),
             repeat: 1,
+            limit: refusal.limit_path(),
+            resets_at: refusal.resets_at().map(rfc3339),
         }
     }
+}
+
+/// Seconds since 1970 as RFC 3339 in UTC (`2027-01-01T05:00:00Z`), without a date library:
+/// the days-to-civil conversion of H. Hinnant's `chrono`-compatible algorithms.
+pub fn rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, sec) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{sec:02}Z")
 }
 
 /// `error.code`, per verdict.
@@ -317,6 +387,9 @@ fn hint_text(reason: &str) -> &'static str {
         "capability_denied" => {
             "The company's AccountKit does not allow this call. Calling again cannot help; a human must change the kit."
         }
+        "rate_limited" => {
+            "Too many calls in this window. Wait for the retry_after step, then call again; calling sooner is refused again."
+        }
         "budget_exceeded" => {
             "This call would exceed a hard cap or the company's credit. Calling again cannot help until a human raises the cap or adds credit."
         }
@@ -332,6 +405,26 @@ fn message_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> String {
     match r {
         Refusal::ProfileInactive { status } => {
             format!("Agent profile is {}: every call is refused", status.as_str())
+        }
+        Refusal::RateLimited { limit, calls, retry_after } => {
+            let whose = if limit.is_some() { "this agent's" } else { "the company's" };
+            format!(
+                "Rate limited: `{name}` would pass {whose} limit of {calls} calls in this window; it ends in {retry_after} s. Nothing was charged"
+            )
+        }
+        Refusal::PeriodCapExceeded { every, cap, resets_at, .. } => {
+            format!(
+                "Over budget: `{name}` would take this {}'s spend past its hard cap of {cap}; the {} starts again from zero at {}",
+                every.as_str(),
+                every.as_str(),
+                rfc3339(resets_at)
+            )
+        }
+        Refusal::PeriodSoftCapCrossed { every, cap, .. } => {
+            format!(
+                "`{name}` would cross this {}'s soft cap of {cap} and waits for a human's approval",
+                every.as_str()
+            )
         }
         Refusal::PrimitiveDisabled { .. }
         | Refusal::ToolkitNotPermitted
@@ -406,12 +499,22 @@ fn recovery_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> RecoverySt
             change: "Raise the hard cap for this agent profile.".into(),
             human_action: "Tell the user the budget is spent, and stop.".into(),
         },
+        Refusal::RateLimited { retry_after, .. } => RecoveryStep::RetryAfter { seconds: retry_after.max(1) },
+        Refusal::PeriodCapExceeded { every, resets_at, .. } => RecoveryStep::WaitForReset {
+            resets_at: rfc3339(resets_at),
+            human_action: format!(
+                "Tell the user this {}'s budget is spent: calls that cost money are refused until {} unless a human raises the cap. Do not retry before then.",
+                every.as_str(),
+                rfc3339(resets_at)
+            ),
+        },
         Refusal::CompanyCreditExhausted { .. } => RecoveryStep::RaiseBudget {
             change: "Add platform credit to the company account.".into(),
             human_action: "Tell the user the company is out of platform credit, and stop.".into(),
         },
         Refusal::DestructiveNeedsApproval
         | Refusal::SoftCapCrossed { .. }
+        | Refusal::PeriodSoftCapCrossed { .. }
         | Refusal::AboveApprovalThreshold { .. }
         | Refusal::AlwaysApprove { .. } => {
             RecoveryStep::EscalateToHuman { human_action: "Ask a human approver to review this call.".into() }

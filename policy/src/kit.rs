@@ -249,6 +249,9 @@ pub struct Limits {
     pub budget: BudgetLimits,
     #[serde(default)]
     pub approve: ApproveLimits,
+    /// Call-rate limits: every one that matches an action must hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate: Vec<RateLimit>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -261,6 +264,177 @@ pub struct BudgetLimits {
     /// Crossing it routes the action to approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soft_cap: Option<Money>,
+    /// Caps per day, week or month in the tenant's time zone, beside the lifetime caps above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub periods: Vec<PeriodLimit>,
+}
+
+/// A calendar period a budget limit counts over, in the tenant's time zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Period {
+    Day,
+    Week,
+    Month,
+}
+
+impl Period {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Period::Day => "day",
+            Period::Week => "week",
+            Period::Month => "month",
+        }
+    }
+}
+
+/// A day of the week, for the day a `week` period starts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Weekday {
+    Monday,
+    Tuesday,
+    Wednesday,
+    Thursday,
+    Friday,
+    Saturday,
+    Sunday,
+}
+
+impl Weekday {
+    pub const ALL: [Weekday; 7] = [
+        Weekday::Monday,
+        Weekday::Tuesday,
+        Weekday::Wednesday,
+        Weekday::Thursday,
+        Weekday::Friday,
+        Weekday::Saturday,
+        Weekday::Sunday,
+    ];
+
+    /// Days after Monday: Monday is 0, Sunday 6.
+    pub const fn from_monday(self) -> u32 {
+        self as u32
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Weekday::Monday => "monday",
+            Weekday::Tuesday => "tuesday",
+            Weekday::Wednesday => "wednesday",
+            Weekday::Thursday => "thursday",
+            Weekday::Friday => "friday",
+            Weekday::Saturday => "saturday",
+            Weekday::Sunday => "sunday",
+        }
+    }
+}
+
+/// A budget limit over a calendar period: what is posted and pending within one period may
+/// not pass `hard_cap`, and crossing `soft_cap` waits for a human.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PeriodLimit {
+    pub every: Period,
+    /// The day a week starts on (`week` only); Monday unless set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub week_starts: Option<Weekday>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hard_cap: Option<Money>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soft_cap: Option<Money>,
+}
+
+impl PeriodLimit {
+    /// The day its weeks start on: Monday unless set.
+    pub fn week_start(&self) -> Weekday {
+        self.week_starts.unwrap_or(Weekday::Monday)
+    }
+
+    /// "monthly", "weekly (from sunday)", "daily": how diffs and messages name it.
+    pub fn adjective(&self) -> String {
+        let base = match self.every {
+            Period::Day => "daily",
+            Period::Week => "weekly",
+            Period::Month => "monthly",
+        };
+        match self.week_starts {
+            Some(d) if self.every == Period::Week && d != Weekday::Monday => {
+                format!("{base} (from {})", d.as_str())
+            }
+            _ => base.to_string(),
+        }
+    }
+
+    /// "month", "week from sunday", "day": how the console and messages name it.
+    pub fn label(&self) -> String {
+        match (self.every, self.week_starts) {
+            (Period::Week, Some(d)) if d != Weekday::Monday => format!("week from {}", d.as_str()),
+            (p, _) => p.as_str().to_string(),
+        }
+    }
+}
+
+/// The unit a rate limit counts calls over: fixed windows aligned to the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RateUnit {
+    Second,
+    Minute,
+    Hour,
+}
+
+impl RateUnit {
+    pub const fn seconds(self) -> i64 {
+        match self {
+            RateUnit::Second => 1,
+            RateUnit::Minute => 60,
+            RateUnit::Hour => 3600,
+        }
+    }
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RateUnit::Second => "second",
+            RateUnit::Minute => "minute",
+            RateUnit::Hour => "hour",
+        }
+    }
+}
+
+/// The most calls any rate limit may allow per window.
+pub const MAX_RATE_CALLS: u32 = 1_000_000;
+
+/// At most `calls` calls per `per` of the actions `action` matches (`*`, `cards.*`,
+/// `web.read`), counted per profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    #[serde(default = "every_action")]
+    pub action: String,
+    pub calls: u32,
+    pub per: RateUnit,
+}
+
+fn every_action() -> String {
+    "*".to_string()
+}
+
+impl RateLimit {
+    /// Checks `calls` against its bounds: at least one, at most [`MAX_RATE_CALLS`].
+    pub fn check_calls(calls: u32) -> Result<(), String> {
+        if calls == 0 || calls > MAX_RATE_CALLS {
+            return Err(format!(
+                "a rate limit allows 1 to {MAX_RATE_CALLS} calls per window, not {calls}; to stop calls altogether, use a deny rule"
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -378,6 +552,17 @@ impl Kit {
                 format!("soft cap {soft} is above the hard cap {hard}; lower it or raise the hard cap"),
             );
         }
+        for (i, p) in b.periods.iter().enumerate() {
+            check_period(p, &format!("limits.budget.periods[{i}]"), &mut err);
+        }
+        for (i, r) in self.limits.rate.iter().enumerate() {
+            if let Err(m) = check_action_pattern(&r.action) {
+                err(format!("limits.rate[{i}].action"), m);
+            }
+            if let Err(m) = RateLimit::check_calls(r.calls) {
+                err(format!("limits.rate[{i}].calls"), m);
+            }
+        }
         for (i, rule) in self.can.iter().enumerate() {
             if let Err(m) = check_action_pattern(&rule.action) {
                 err(format!("can[{i}].action"), m);
@@ -412,6 +597,34 @@ impl Kit {
     /// The can rules that speak about `action`.
     pub fn rules_for<'a>(&'a self, action: &'a str) -> impl Iterator<Item = (usize, &'a CanRule)> + 'a {
         self.can.iter().enumerate().filter(move |(_, r)| r.matches(action))
+    }
+}
+
+/// A period limit's own checks: a cap to enforce, a soft cap no higher than its hard cap, and
+/// a week start only on weeks.
+fn check_period(p: &PeriodLimit, path: &str, err: &mut impl FnMut(String, String)) {
+    if p.hard_cap.is_none() && p.soft_cap.is_none() {
+        err(path.to_string(), "a period limit needs a hard_cap, a soft_cap or both".into());
+    }
+    if let (Some(soft), Some(hard)) = (p.soft_cap, p.hard_cap)
+        && soft > hard
+    {
+        err(
+            format!("{path}.soft_cap"),
+            format!(
+                "soft cap {soft} is above this {}'s hard cap {hard}; lower it or raise the hard cap",
+                p.every.as_str()
+            ),
+        );
+    }
+    if p.week_starts.is_some() && p.every != Period::Week {
+        err(
+            format!("{path}.week_starts"),
+            format!(
+                "week_starts belongs to a `week` limit, not a `{}` one; remove it or set every to week",
+                p.every.as_str()
+            ),
+        );
     }
 }
 

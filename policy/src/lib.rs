@@ -34,11 +34,14 @@ pub use catalog::{Catalog, Effect, ToolDecl, ToolSpec};
 pub use derive::derive_child;
 pub use diff::{Direction, KitChange, KitDiff};
 pub use engine::{
-    ActionRequest, BudgetView, Decision, DecisionInput, Explanation, Refusal, Step, SubjectStatus, evaluate,
-    explain,
+    ActionRequest, BudgetView, Decision, DecisionInput, Explanation, PeriodView, RateView, Refusal, Step,
+    SubjectStatus, evaluate, explain,
 };
 pub use envelope::{ApprovalHandle, Envelope, Layer, RecoveryStep};
-pub use kit::{CanRule, Kit, KitError, KitErrors, KitVersion, RuleEffect};
+pub use kit::{
+    CanRule, Kit, KitError, KitErrors, KitVersion, Period, PeriodLimit, RateLimit, RateUnit, RuleEffect,
+    Weekday,
+};
 pub use money::{Money, MoneyError};
 pub use primitive::{Primitive, PrimitiveSet};
 pub use verdict::{EngineVerdict, EnvelopeVerdict, ExplainVerdict};

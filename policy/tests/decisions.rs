@@ -38,6 +38,8 @@ impl World {
             action,
             budgets: &self.budgets,
             company_credit: self.credit,
+            periods: &[],
+            rates: &[],
         }
     }
     fn decide(&self, tool: &str, amount: &str) -> Decision {
@@ -349,4 +351,141 @@ fn effect_pins_read_and_write_as_a_map_in_tool_order_and_refuse_a_tool_pinned_tw
     assert!(err.0[0].message.contains("`merge` is pinned twice"), "{}", err.0[0].message);
     let unknown = json.replace(r#""list":"read""#, r#""list":"harmless""#);
     assert!(Kit::from_json(&unknown).is_err(), "an unknown effect is refused");
+}
+
+/// A period view of `posted` within a period whose limit is `periods[limit]` of the kit.
+fn period(kit: &Kit, limit: usize, posted: &str) -> PeriodView {
+    let l = kit.limits.budget.periods[limit];
+    PeriodView {
+        budget: 0,
+        limit,
+        every: l.every,
+        posted: Money::parse(posted).unwrap(),
+        pending: Money::ZERO,
+        hard_cap: l.hard_cap,
+        soft_cap: l.soft_cap,
+        resets_at: 1_798_779_600, // 2027-01-01T05:00:00Z, midnight in New York
+    }
+}
+
+#[test]
+fn a_spent_period_refuses_with_the_limit_and_when_it_resets() {
+    let w = World::new(kit(
+        r#"{"name":"K","primitives":["cards"],"limits":{"budget":{"hard_cap":"5000","periods":[{"every":"day","hard_cap":"50"},{"every":"month","hard_cap":"1000","soft_cap":"900"}]}}}"#,
+    ));
+    let periods = [period(&w.kit, 0, "10"), period(&w.kit, 1, "980")];
+    let action = w.req("cards.charge", "30");
+    let d = evaluate(&DecisionInput { periods: &periods, ..w.input(action) });
+    assert_eq!(d.verdict, EngineVerdict::Deny);
+    let r = d.refusal.unwrap();
+    assert!(matches!(r, Refusal::PeriodCapExceeded { limit: 1, every: Period::Month, .. }), "{r:?}");
+    let env = Envelope::deny(&w.kit, &action, r, 1, Vec::new());
+    assert_eq!(env.reason, "budget_exceeded");
+    assert!(!env.retryable);
+    assert_eq!(env.error.details.limit.as_deref(), Some("limits.budget.periods[1].hard_cap"));
+    assert_eq!(env.error.details.resets_at.as_deref(), Some("2027-01-01T05:00:00Z"));
+    assert!(
+        matches!(&env.recovery[..], [RecoveryStep::WaitForReset { resets_at, .. }] if resets_at == "2027-01-01T05:00:00Z"),
+        "{:?}",
+        env.recovery
+    );
+    // Under the month's soft cap but past it with this call: a park, not a deny.
+    let periods = [period(&w.kit, 0, "10"), period(&w.kit, 1, "880")];
+    let d = evaluate(&DecisionInput { periods: &periods, ..w.input(action) });
+    assert!(matches!(d.refusal, Some(Refusal::PeriodSoftCapCrossed { limit: 1, .. })), "{d:?}");
+    // Within every period: allowed.
+    let periods = [period(&w.kit, 0, "20"), period(&w.kit, 1, "100")];
+    assert_eq!(
+        evaluate(&DecisionInput { periods: &periods, ..w.input(action) }).verdict,
+        EngineVerdict::Allow
+    );
+}
+
+#[test]
+fn a_full_rate_window_is_the_one_retryable_deny_and_names_the_wait() {
+    let w = World::new(kit(
+        r#"{"name":"K","primitives":["web"],"limits":{"rate":[{"action":"web.*","calls":3,"per":"minute"}]}}"#,
+    ));
+    let action = w.req("web.read", "0");
+    let open = [RateView { limit: Some(0), calls: 3, used: 2, retry_after: 17 }];
+    assert_eq!(evaluate(&DecisionInput { rates: &open, ..w.input(action) }).verdict, EngineVerdict::Allow);
+    let full = [RateView { used: 3, ..open[0] }];
+    let d = evaluate(&DecisionInput { rates: &full, ..w.input(action) });
+    let r = d.refusal.unwrap();
+    assert_eq!((d.verdict, r.reason(), r.detail()), (EngineVerdict::Deny, "rate_limited", "kit_rate_limit"));
+    let env = Envelope::deny(&w.kit, &action, r, 1, Vec::new());
+    assert!(env.retryable, "the one retryable deny");
+    assert_eq!(env.recovery, [RecoveryStep::RetryAfter { seconds: 17 }]);
+    assert_eq!(env.error.details.limit.as_deref(), Some("limits.rate[0]"));
+    let tenant = [RateView { limit: None, calls: 100, used: 100, retry_after: 1 }];
+    let d = evaluate(&DecisionInput { rates: &tenant, ..w.input(action) });
+    assert_eq!(d.refusal.unwrap().detail(), "tenant_rate_limit");
+}
+
+#[test]
+fn bad_periods_and_rates_name_their_path_and_what_to_change() {
+    let errs = |json: &str| Kit::from_json(json).unwrap_err().0;
+    let e = errs(
+        r#"{"name":"K","primitives":[],"limits":{"budget":{"periods":[{"every":"day","hard_cap":"5","soft_cap":"9"},{"every":"month","week_starts":"monday","hard_cap":"1"},{"every":"week"}]},"rate":[{"calls":0,"per":"second"},{"action":"warp.go","calls":2000000,"per":"hour"}]}}"#,
+    );
+    let paths: Vec<&str> = e.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "limits.budget.periods[0].soft_cap",
+            "limits.budget.periods[1].week_starts",
+            "limits.budget.periods[2]",
+            "limits.rate[0].calls",
+            "limits.rate[1].action",
+            "limits.rate[1].calls",
+        ]
+    );
+    assert!(e[0].message.contains("lower it or raise the hard cap"), "{}", e[0].message);
+    let e = errs(
+        r#"{"name":"K","primitives":[],"limits":{"budget":{"periods":[{"every":"week","week_starts":"funday","hard_cap":"1"}]}}}"#,
+    );
+    assert_eq!(e[0].path, "limits.budget.periods[0].week_starts");
+    let e = errs(r#"{"name":"K","primitives":[],"limits":{"rate":[{"calls":5,"per":"fortnight"}]}}"#);
+    assert_eq!(e[0].path, "limits.rate[0].per");
+    let e = errs(
+        r#"{"name":"K","primitives":[],"limits":{"budget":{"periods":[{"every":"year","hard_cap":"1"}]}}}"#,
+    );
+    assert_eq!(e[0].path, "limits.budget.periods[0].every");
+}
+
+#[test]
+fn a_kit_without_periods_or_rates_serializes_as_before() {
+    let k = kit(r#"{"name":"K","primitives":["cards"],"limits":{"budget":{"hard_cap":"10"}}}"#);
+    assert_eq!(
+        k.to_json(),
+        r#"{"name":"K","version":1,"primitives":["cards"],"toolkits":{"allow_all":false,"filters":{}},"can":[],"limits":{"budget":{"hard_cap":"10.00"},"approve":{"destructive":true}}}"#
+    );
+}
+
+#[test]
+fn timestamps_are_written_in_utc() {
+    use policy::envelope::rfc3339;
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339(1_798_779_599), "2027-01-01T04:59:59Z");
+}
+
+#[test]
+fn diffs_say_when_periods_and_rates_widen_or_narrow() {
+    let old = kit(
+        r#"{"name":"K","primitives":[],"limits":{"budget":{"periods":[{"every":"month","hard_cap":"1000"}]},"rate":[{"calls":10,"per":"minute"}]}}"#,
+    );
+    let new = kit(
+        r#"{"name":"K","primitives":[],"limits":{"budget":{"periods":[{"every":"month","hard_cap":"1500"},{"every":"day","hard_cap":"50"}]},"rate":[{"calls":5,"per":"minute"}]}}"#,
+    );
+    let d = KitDiff::between(&old, &new);
+    let said: Vec<(Direction, &str)> = d.changes.iter().map(|c| (c.direction, c.text.as_str())).collect();
+    assert_eq!(
+        said,
+        [
+            (Direction::Widens, "raises monthly hard cap from $1000.00 to $1500.00"),
+            (Direction::Narrows, "sets a daily hard cap of $50.00"),
+            (Direction::Narrows, "lowers the rate limit on `*` per minute from 10 to 5 calls"),
+        ]
+    );
 }

@@ -114,8 +114,8 @@ proptest! {
         let action = ActionRequest { tool, amount, recipient, merchant, toolkit: None };
         let pb = [BudgetView::from_kit(&parent, posted, pending)];
         let cb = [BudgetView::from_kit(&child, posted, pending), BudgetView::from_kit(&parent, posted, pending)];
-        let p = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &parent, action, budgets: &pb, company_credit: Money::dollars(1000) });
-        let c = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &child, action, budgets: &cb, company_credit: Money::dollars(1000) });
+        let p = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &parent, action, budgets: &pb, company_credit: Money::dollars(1000), periods: &[], rates: &[] });
+        let c = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &child, action, budgets: &cb, company_credit: Money::dollars(1000), periods: &[], rates: &[] });
         if p.verdict == EngineVerdict::Deny {
             prop_assert_eq!(c.verdict, EngineVerdict::Deny, "parent denied {:?} but child said {:?}", p.refusal, c.refusal);
         }
@@ -132,7 +132,7 @@ proptest! {
         let tool = catalog.get(["cards.charge", "email.send", "web.read", "tasks.delete", "brain.query", "sms.send"][tool_i]).unwrap();
         let action = ActionRequest { tool, amount, recipient: None, merchant: None, toolkit: None };
         let budgets = [BudgetView::from_kit(&k, posted, pending)];
-        let d = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &k, action, budgets: &budgets, company_credit: credit });
+        let d = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &k, action, budgets: &budgets, company_credit: credit, periods: &[], rates: &[] });
         if d.verdict != EngineVerdict::Deny {
             if let Some(cap) = k.limits.budget.hard_cap {
                 prop_assert!(posted.units() + pending.units() + d.cost.units() <= cap.units());
@@ -142,7 +142,7 @@ proptest! {
             prop_assert!(tool.price <= credit);
         }
         // explain agrees with evaluate on the verdict.
-        let e = explain(&DecisionInput { subject: SubjectStatus::Active, kit: &k, action, budgets: &budgets, company_credit: credit });
+        let e = explain(&DecisionInput { subject: SubjectStatus::Active, kit: &k, action, budgets: &budgets, company_credit: credit, periods: &[], rates: &[] });
         prop_assert_eq!(e.verdict, policy::verdict::explain_verdict(d.verdict));
     }
 }
@@ -160,6 +160,42 @@ fn accepted(action: &str, field: &str, value: &str) -> bool {
     };
     args[field] = serde_json::Value::String(value.to_string());
     decl.check(&args).is_ok()
+}
+
+proptest! {
+    /// Whatever the periods hold, an allowed or parked call fits within every period's hard
+    /// cap, and a full rate window refuses.
+    #[test]
+    fn allow_never_exceeds_a_period_cap_nor_a_rate(
+        amount in money(),
+        periods in prop::collection::vec((money(), money(), prop::option::of(money()), 0u8..3), 0..4),
+        rates in prop::collection::vec((1u32..5, 0u32..6), 0..3),
+    ) {
+        let catalog = Catalog::builtin();
+        let k = Kit::from_json(r#"{"name":"K","primitives":["cards"],"limits":{"approve":{"destructive":false}}}"#).unwrap();
+        let action = ActionRequest { tool: catalog.get("cards.charge").unwrap(), amount, recipient: None, merchant: None, toolkit: None };
+        let budgets = [BudgetView::from_kit(&k, Money::ZERO, Money::ZERO)];
+        let every = [Period::Day, Period::Week, Period::Month];
+        let views: Vec<PeriodView> = periods.iter().enumerate().map(|(i, &(posted, pending, hard_cap, e))| PeriodView {
+            budget: 0, limit: i, every: every[e as usize], posted, pending, hard_cap, soft_cap: None, resets_at: 0,
+        }).collect();
+        let rate_views: Vec<RateView> = rates.iter().enumerate().map(|(i, &(calls, used))| RateView {
+            limit: Some(i as u32), calls, used, retry_after: 1,
+        }).collect();
+        let d = evaluate(&DecisionInput { subject: SubjectStatus::Active, kit: &k, action, budgets: &budgets, company_credit: Money::MAX, periods: &views, rates: &rate_views });
+        if d.verdict != EngineVerdict::Deny {
+            for v in &views {
+                let total = i128::from(v.posted.units()) + i128::from(v.pending.units()) + i128::from(d.cost.units());
+                if let Some(cap) = v.hard_cap {
+                    prop_assert!(total <= i128::from(cap.units()), "{v:?} cost {}", d.cost);
+                }
+            }
+            prop_assert!(rate_views.iter().all(|r| r.used < r.calls));
+        }
+        if rate_views.iter().any(|r| r.used >= r.calls) {
+            prop_assert_eq!(d.refusal.map(|r| r.reason()), Some("rate_limited"));
+        }
+    }
 }
 
 proptest! {
