@@ -51,7 +51,7 @@ use audit::{activity, pg_listen};
 use cache::GenCache;
 use delivery::connectors::{Sandbox, TenantConnectors};
 use delivery::{egress, outbox, webhooks};
-use domain::{chain, credentials, ledger, users, vault};
+use domain::{chain, credentials, ledger, periods, users, vault};
 use ops::upgrades;
 use policy::{Catalog, Kit};
 use store::writer::Writer;
@@ -78,6 +78,8 @@ pub struct GatewayConfig {
     /// Benchmarks only: outbound calls without the egress guard, to measure what it costs.
     #[doc(hidden)]
     pub egress_unguarded_for_benchmarks: bool,
+    /// Where budget periods and rate windows read the time ([`periods::Clock`]).
+    pub clock: periods::Clock,
 }
 
 impl Default for GatewayConfig {
@@ -91,6 +93,7 @@ impl Default for GatewayConfig {
             public_url: "http://127.0.0.1:3000".into(),
             egress_allow: egress::Allowance::default(),
             egress_unguarded_for_benchmarks: false,
+            clock: periods::Clock::System,
         }
     }
 }
@@ -134,6 +137,9 @@ pub struct Services {
     /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
     /// kit save and revoke; statuses are re-read inside the deciding job regardless.
     links_cache: Arc<GenCache<ProfileId, Arc<Vec<chain::Link>>>>,
+    /// Each tenant's calendar and rate limit. Invalidated on every settings save; a deciding
+    /// job checks them against the database regardless.
+    clock_cache: Arc<GenCache<TenantId, Arc<periods::TenantClock>>>,
     /// Valid key tokens (by hash) to their credentials. Invalidated on every key change.
     auth_cache: Arc<GenCache<String, credentials::CachedKey>>,
     /// Ticks when a credential may have stopped being valid (see [`credentials`]).
@@ -216,6 +222,7 @@ impl Gateway {
             config,
             kit_cache: Arc::default(),
             links_cache: Arc::default(),
+            clock_cache: Arc::default(),
             auth_cache: Arc::default(),
             credential_epoch: Arc::new(tokio::sync::watch::channel(0).0),
             visibility_epoch: Arc::new(tokio::sync::watch::channel(0).0),
@@ -361,6 +368,7 @@ impl Gateway {
                 let Some(s) = services.upgrade() else { return };
                 let gw = Gateway(s);
                 gw.kit_cache.invalidate();
+                gw.clock_cache.invalidate();
                 gw.agents_changed(None);
                 gw.invalidate_links();
                 gw.invalidate_keys();

@@ -75,6 +75,8 @@ closed! {
         Connector = "connector",
         /// A secret was stored in or deleted from a tenant's vault (never its value).
         Vault = "vault",
+        /// The tenant's time zone or its own rate limit changed.
+        Settings = "settings",
     }
 }
 
@@ -145,6 +147,8 @@ closed! {
         Created = "created",
         /// A vault secret's value was replaced.
         Replaced = "replaced",
+        /// A tenant setting was changed (a time zone change names when it takes effect).
+        Changed = "changed",
         /// A vault secret was deleted.
         Deleted = "deleted",
         /// A team runtime refused a command for good.

@@ -69,6 +69,7 @@ pub const fn changes_access(k: Kind) -> bool {
         | Kind::KitEdit
         | Kind::Profile
         | Kind::Revoke
+        | Kind::Settings
         | Kind::Vault => true,
         Kind::Action
         | Kind::Refusal

@@ -18,6 +18,7 @@ pub mod kits;
 pub mod ledger;
 pub mod logins;
 pub mod principal;
+pub mod periods;
 pub mod profiles;
 pub mod reserve;
 pub mod revoke;

@@ -28,7 +28,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use chrono::{Duration, Utc};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 use policy::{
     CheckedArgs, Decision, DecisionInput, EngineVerdict, Envelope, Kit, Money, Refusal, SubjectStatus,
     ToolSpec, evaluate,
@@ -41,6 +41,7 @@ use crate::domain::chain::Link;
 use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
+use crate::domain::periods::{self, DayTotals, TenantClock, Window};
 use crate::domain::principal::Subject;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -76,28 +77,50 @@ pub(crate) struct ReserveJob {
     pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
     /// The lease a hold carried out after this job takes ([`crate::domain::ledger::leases`]).
     pub lease: Lease,
+    /// When the call was made: the day its hold counts toward and its rate windows.
+    pub now: DateTime<Utc>,
+    /// The tenant's calendar and rate limit as cached; a job that finds them changed
+    /// answers [`Reserved::Stale`].
+    pub clock: Arc<TenantClock>,
 }
 
-/// The running totals of `links`' accounts and the company's credit, read under the
-/// tenant's lock, with `own` (the amount and credit part of a hold this decision already
-/// holds) given back, so a decision about a parked call sees the balances as if its own hold
-/// were not there.
-pub(crate) fn budget_views(
-    c: &dyn Tx,
-    tenant: &TenantId,
-    links: &[Link],
-    own: Option<(Money, Money)>,
-) -> Result<(Vec<policy::BudgetView>, Money)> {
+/// A hold a decision already holds: its amount, its platform-credit part and its day.
+pub(crate) struct Own {
+    pub amount: Money,
+    pub credit: Money,
+    /// `None` for a hold from before periods, which counts toward no period.
+    pub day: Option<NaiveDate>,
+}
+
+/// What a decision about a parked call decides on.
+pub(crate) struct Views {
+    pub budgets: Vec<policy::BudgetView>,
+    pub credit: Money,
+    /// The period limits in the periods of the hold's day.
+    pub periods: Vec<policy::PeriodView>,
+}
+
+/// The running totals of `links`' accounts, their period totals and the company's credit,
+/// read under the tenant's lock, with `own` (the hold this decision already holds) given
+/// back, so a decision about a parked call sees the balances as if its own hold were not
+/// there. A parked call's periods are those of the day it was reserved on.
+pub(crate) fn budget_views(c: &dyn Tx, tenant: &TenantId, links: &[Link], own: Option<Own>) -> Result<Views> {
     activity::lock_tenant(c, tenant)?;
-    let Standing { mut totals, mut credit, .. } = current_standing(c, tenant, links)?;
-    if let Some((amount, credit_part)) = own {
+    let day = own.as_ref().and_then(|o| o.day);
+    let reach = Reach { days_from: day.and_then(|d| periods::first_day_needed(links, d)), windows: &[] };
+    let Standing { mut totals, mut credit, mut days, clock, .. } = current_standing(c, tenant, links, &reach)?;
+    if let Some(o) = &own {
         for t in &mut totals {
-            t.pending = t.pending.saturating_sub(amount);
+            t.pending = t.pending.saturating_sub(o.amount);
         }
-        credit = credit.checked_add(credit_part).unwrap_or(Money::MAX);
+        for d in days.iter_mut().filter(|d| Some(d.day) == o.day) {
+            d.pending = d.pending.saturating_sub(o.amount);
+        }
+        credit = credit.checked_add(o.credit).unwrap_or(Money::MAX);
     }
     let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-    Ok((ledger::views(&totals, &kits), credit))
+    let periods = day.map_or_else(Vec::new, |d| periods::period_views(links, &clock.calendar, d, &days));
+    Ok(Views { budgets: ledger::views(&totals, &kits), credit, periods })
 }
 
 /// What a reservation decides on, as the database has it now.
@@ -111,28 +134,99 @@ pub(crate) struct Standing {
     pub totals: Vec<ledger::Totals>,
     /// The company's platform credit left: its balance less the credit pending holds hold.
     pub credit: Money,
+    /// The tenant's calendar and rate limit.
+    pub clock: TenantClock,
+    /// The chain's day totals from [`Reach::days_from`] on.
+    pub days: Vec<DayTotals>,
+    /// The calls counted in each of [`Reach::windows`] that has a count.
+    pub counts: Vec<(String, i64)>,
 }
 
+/// What a standing read reaches beyond balances: the chain's days from a date on (for period
+/// limits) and the counts of some rate windows.
+#[derive(Default)]
+pub(crate) struct Reach<'a> {
+    pub days_from: Option<NaiveDate>,
+    pub windows: &'a [String],
+}
+
+/// The standing columns of one profile, its tenant's calendar and rate limit, and `kind`
+/// `s`; the days and window parts fill the same twelve columns (`d`, `r`) so that one
+/// statement reads them all.
+const STANDING_COLUMNS: &str = "p.id, p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name), \
+     COALESCE(a.posted_units, 0), COALESCE(a.pending_units, 0), t.credit_units, t.credit_pending_units, \
+     t.time_zone, t.next_time_zone, t.time_zone_from, t.rate_calls, t.rate_per, 's'";
+
 /// The chain's [`Standing`] in one statement. Read under the tenant's lock (the caller took
-/// it), which every writer of the tenant's accounts, credit and profile statuses takes
-/// first, so nothing read here changes before commit: no row lock is needed.
-pub(crate) fn current_standing(c: &dyn Tx, tenant: &TenantId, links: &[Link]) -> Result<Standing> {
+/// it), which every writer of the tenant's accounts, days, rate counts, credit and profile
+/// statuses takes first, so nothing read here changes before commit: no row lock is needed.
+pub(crate) fn current_standing(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    links: &[Link],
+    reach: &Reach,
+) -> Result<Standing> {
     let marks = vec!["?"; links.len()].join(", ");
-    let sql = format!(
-        "SELECT p.id, p.status, (SELECT MAX(version) FROM kits k WHERE k.tenant_id = p.tenant_id AND k.name = p.kit_name), \
-                COALESCE(a.posted_units, 0), COALESCE(a.pending_units, 0), t.credit_units, t.credit_pending_units \
-         FROM agent_profiles p JOIN tenants t ON t.id = p.tenant_id LEFT JOIN budget_accounts a ON a.profile_id = p.id \
-         WHERE p.tenant_id = ? AND p.id IN ({marks})"
+    let mut sql = format!(
+        "SELECT {STANDING_COLUMNS} FROM agent_profiles p JOIN tenants t ON t.id = p.tenant_id \
+         LEFT JOIN budget_accounts a ON a.profile_id = p.id WHERE p.tenant_id = ? AND p.id IN ({marks})"
     );
+    let from = reach.days_from.map(|d| d.to_string());
     let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant];
     args.extend(links.iter().map(|l| &l.profile as &dyn crate::sql::ToValue));
+    if let Some(from) = &from {
+        sql.push_str(&format!(
+            " UNION ALL SELECT profile_id, NULL, NULL, posted_units, pending_units, NULL, NULL, day, NULL, NULL, NULL, NULL, 'd' \
+             FROM budget_days WHERE profile_id IN ({marks}) AND day >= ?"
+        ));
+        args.extend(links.iter().map(|l| &l.profile as &dyn crate::sql::ToValue));
+        args.push(from);
+    }
+    if !reach.windows.is_empty() {
+        let keys = vec!["?"; reach.windows.len()].join(", ");
+        sql.push_str(&format!(
+            " UNION ALL SELECT window_key, NULL, NULL, calls, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'r' \
+             FROM rate_counts WHERE tenant_id = ? AND window_key IN ({keys})"
+        ));
+        args.push(tenant);
+        args.extend(reach.windows.iter().map(|k| k as &dyn crate::sql::ToValue));
+    }
     let rows = c.rows(&sql, &args)?;
-    let mut s =
-        Standing { status: SubjectStatus::Active, stale: false, totals: Vec::new(), credit: Money::ZERO };
+    standing_from(links, &rows)
+}
+
+/// [`Standing`] from the rows of [`current_standing`]'s statement.
+fn standing_from(links: &[Link], rows: &[crate::sql::Row]) -> Result<Standing> {
+    let mut s = Standing {
+        status: SubjectStatus::Active,
+        stale: false,
+        totals: Vec::new(),
+        credit: Money::ZERO,
+        clock: TenantClock::default(),
+        days: Vec::new(),
+        counts: Vec::new(),
+    };
+    let level = |id: &str| links.iter().position(|l| l.profile.as_str() == id);
+    for r in rows {
+        let kind: String = r.get(12)?;
+        match kind.as_str() {
+            "d" => {
+                let (id, day): (String, String) = (r.get(0)?, r.get(7)?);
+                let Some(level) = level(&id) else { continue };
+                let day = stored::named("budget day", &day, |d| d.parse::<NaiveDate>().ok())?;
+                let (posted, pending) = (ledger::money(r.get(3)?), ledger::money(r.get(4)?));
+                s.days.push(DayTotals { level, day, posted, pending });
+            }
+            "r" => s.counts.push((r.get(0)?, r.get(3)?)),
+            _ => {}
+        }
+    }
     for l in links {
         let r = rows
             .iter()
-            .find(|r| r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str()))
+            .find(|r| {
+                r.get::<String>(12).is_ok_and(|k| k == "s") && r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str())
+            })
             .ok_or(Error::NotFound { what: "agent profile" })?;
         let (status, version): (String, Option<i64>) = (r.get(1)?, r.get(2)?);
         let status = stored::named("profile status", &status, SubjectStatus::parse)?;
@@ -142,8 +236,55 @@ pub(crate) fn current_standing(c: &dyn Tx, tenant: &TenantId, links: &[Link]) ->
         s.stale |= version != Some(i64::from(l.kit.version.0));
         s.totals.push(ledger::Totals { posted: ledger::money(r.get(3)?), pending: ledger::money(r.get(4)?) });
         s.credit = ledger::money(r.get(5)?).saturating_sub(ledger::money(r.get(6)?));
+        s.clock = tenant_clock(r)?;
     }
     Ok(s)
+}
+
+/// The tenant's calendar and rate limit from columns 7 to 11 of a standing row.
+fn tenant_clock(r: &crate::sql::Row) -> Result<TenantClock> {
+    TenantClock::from_columns(r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?)
+}
+
+/// Everything a call by the first of `links` is decided on at `now`: the chain's standing,
+/// the local day, each period limit's period and each matching rate window.
+pub(crate) struct Facts {
+    pub standing: Standing,
+    pub day: NaiveDate,
+    pub periods: Vec<policy::PeriodView>,
+    pub windows: Vec<Window>,
+}
+
+impl Facts {
+    /// Reads the facts in one statement, under the tenant's lock (the caller took it). The
+    /// windows' keys come from `rate`, the tenant's rate limit as the caller knows it; the
+    /// caller compares it with the one read ([`Standing::clock`]).
+    pub(crate) fn read(
+        c: &dyn Tx,
+        tenant: &TenantId,
+        links: &[Link],
+        rate: Option<periods::TenantRate>,
+        action: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Facts> {
+        let mut windows = periods::rate_windows(links, rate, action, now);
+        let keys: Vec<String> = windows.iter().map(|w| w.key.clone()).collect();
+        let reach = Reach { days_from: periods::first_day_needed(links, now.date_naive()), windows: &keys };
+        let standing = current_standing(c, tenant, links, &reach)?;
+        let day = standing.clock.calendar.day(now);
+        let periods = periods::period_views(links, &standing.clock.calendar, day, &standing.days);
+        periods::fill_counts(&mut windows, &standing.counts);
+        Ok(Facts { standing, day, periods, windows })
+    }
+
+    pub(crate) fn budgets(&self, links: &[Link]) -> Vec<policy::BudgetView> {
+        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        ledger::views(&self.standing.totals, &kits)
+    }
+
+    pub(crate) fn rates(&self) -> Vec<policy::RateView> {
+        self.windows.iter().map(|w| w.view).collect()
+    }
 }
 
 impl ReserveJob {
@@ -153,29 +294,33 @@ impl ReserveJob {
         // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
         // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
         activity::lock_tenant(c, &self.subject.tenant)?;
-        let Standing { status, stale, totals, credit } =
-            current_standing(c, &self.subject.tenant, &self.links)?;
+        let facts = Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, &self.tool.name, self.now)?;
+        let status = facts.standing.status;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
         {
             return Ok(replay);
         }
-        if stale {
+        if facts.standing.stale || facts.standing.clock != *self.clock {
             return Ok(Reserved::Stale);
         }
-        let kits: Vec<&Kit> = self.links.iter().map(|l| &l.kit).collect();
-        let budgets = ledger::views(&totals, &kits);
+        let (budgets, rates) = (facts.budgets(&self.links), facts.rates());
         let decision = evaluate(&DecisionInput {
             subject: status,
             kit: &self.links[0].kit,
             action: request(&self.tool, &self.checked),
             budgets: &budgets,
-            company_credit: credit,
+            company_credit: facts.standing.credit,
+            periods: &facts.periods,
+            rates: &rates,
         });
+        let (day, windows) = (facts.day, &facts.windows);
+        let call = Counted { tenant: &self.subject.tenant, day, windows };
         match (decision.verdict, decision.refusal) {
-            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r),
-            (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r),
-            _ => self.execute(c, &decision),
+            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => self.rate_limited(c, &decision, r),
+            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r, &call),
+            (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r, &call),
+            _ => self.execute(c, &decision, &call),
         }
     }
 
@@ -248,7 +393,7 @@ impl ReserveJob {
         }
     }
 
-    fn new_hold(&self, decision: &Decision) -> NewHold {
+    fn new_hold(&self, decision: &Decision, call: &Counted) -> NewHold {
         NewHold {
             tenant: self.subject.tenant.clone(),
             chain: self.links.iter().map(|l| l.profile.clone()).collect(),
@@ -256,6 +401,7 @@ impl ReserveJob {
             amount: decision.cost,
             credit: self.tool.price,
             kit_version: self.kit().version.0,
+            day: call.day.to_string(),
         }
     }
 
@@ -263,7 +409,28 @@ impl ReserveJob {
         store_idempotency(c, &self.subject.profile, self.idem.as_deref(), &self.request_digest, first)
     }
 
-    fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+    /// A call over a rate limit: refused, and nothing else. It costs nothing, counts toward
+    /// no window and no repeat, and its Idempotency-Key stays free, so the same call with
+    /// the same key runs once the window has passed.
+    fn rate_limited(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+        let s = &self.subject;
+        let env = Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, 1, Vec::new());
+        activity::append(
+            c,
+            NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
+                .via(s.via)
+                .profile(&s.profile)
+                .action(&self.tool.name)
+                .verdict(Verdict::Deny)
+                .amount(decision.cost)
+                .kit_version(self.kit().version.0)
+                .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "limit": env.error.details.limit })),
+        )?;
+        Ok(Reserved::Final(ActionResponse::refused(&env)))
+    }
+
+    fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal, call: &Counted) -> Result<Reserved> {
+        call.count(c)?;
         let s = &self.subject;
         let repeat = count_repeat(c, &s.profile, &self.tool.name, &self.args_digest)?;
         let env =
@@ -289,9 +456,10 @@ impl ReserveJob {
         Ok(Reserved::Final(resp))
     }
 
-    fn park(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+    fn park(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal, call: &Counted) -> Result<Reserved> {
+        call.count(c)?;
         let s = &self.subject;
-        let hold = ledger::reserve(c, &self.new_hold(decision))?;
+        let hold = ledger::reserve(c, &self.new_hold(decision, call))?;
         let kit = self.kit();
         let opened = crate::domain::approvals::open(
             c,
@@ -329,7 +497,7 @@ impl ReserveJob {
         Ok(Reserved::Final(resp))
     }
 
-    fn execute(&self, c: &dyn Tx, decision: &Decision) -> Result<Reserved> {
+    fn execute(&self, c: &dyn Tx, decision: &Decision, counted: &Counted) -> Result<Reserved> {
         let call = Call {
             action: self.tool.name.clone(),
             primitive: self.tool.primitive,
@@ -349,20 +517,24 @@ impl ReserveJob {
         match answer {
             // An in-process connector answered now: settle in this same transaction.
             Some(Ok(done)) => {
-                let (hold, posted, writes) = ledger::post_now(c, &self.new_hold(decision), done.cost)?;
+                let (hold, posted, mut writes) =
+                    ledger::post_now(c, &self.new_hold(decision, counted), done.cost)?;
+                writes.extend(counted.statement());
                 let settling = self.settling(&hold, version, kind);
                 let (resp, _) = executed(c, &settling, done.result, posted, &writes)?;
                 self.store(c, First::Answer(Disposition::Executed, &resp.body.to_string()))?;
                 Ok(Reserved::Final(resp))
             }
             Some(Err(failure)) => {
-                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                counted.count(c)?;
+                let hold = ledger::reserve(c, &self.new_hold(decision, counted))?;
                 self.store(c, First::InFlight(&hold))?;
                 let (resp, _) = settle(c, &self.settling(&hold, version, kind), Err(failure), decision.cost)?;
                 Ok(Reserved::Final(resp))
             }
             None => {
-                let hold = ledger::reserve(c, &self.new_hold(decision))?;
+                counted.count(c)?;
+                let hold = ledger::reserve(c, &self.new_hold(decision, counted))?;
                 leases::take(c, &hold, &self.lease)?;
                 self.store(c, First::InFlight(&hold))?;
                 if kind == ConnectorKind::Http {
@@ -371,6 +543,45 @@ impl ReserveJob {
                 Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }
         }
+    }
+}
+
+/// A call past the rate check: the local day its hold counts toward, and the windows it
+/// counts in.
+struct Counted<'a> {
+    tenant: &'a TenantId,
+    day: NaiveDate,
+    windows: &'a [Window],
+}
+
+impl Counted<'_> {
+    /// The upsert that counts the call in each of its windows, if it has any.
+    fn statement(&self) -> Option<crate::sql::Statement> {
+        if self.windows.is_empty() {
+            return None;
+        }
+        let rows = vec!["(?, ?, 1, ?)"; self.windows.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO rate_counts AS r (tenant_id, window_key, calls, ends_at) VALUES {rows} \
+             ON CONFLICT (tenant_id, window_key) DO UPDATE SET calls = r.calls + 1"
+        );
+        let mut args: Vec<Box<dyn crate::sql::ToValue>> = Vec::with_capacity(3 * self.windows.len());
+        for w in self.windows {
+            args.extend([
+                Box::new(self.tenant.as_str().to_string()) as Box<dyn crate::sql::ToValue>,
+                Box::new(w.key.clone()),
+                Box::new(w.ends_at),
+            ]);
+        }
+        Some(crate::sql::Statement::new(sql, args))
+    }
+
+    /// Counts the call in its windows now.
+    fn count(&self, c: &dyn Tx) -> Result<()> {
+        if let Some(s) = self.statement() {
+            c.exec(&s.sql, &s.args.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?;
+        }
+        Ok(())
     }
 }
 
@@ -529,6 +740,13 @@ fn store_idempotency(
     Ok(())
 }
 
+/// Forgets the call counts of rate windows that ended more than a minute before `now`: no
+/// call counts toward them again (a window's key names its number).
+pub(crate) fn forget_ended_windows(c: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
+    c.exec("DELETE FROM rate_counts WHERE ends_at < ?", &[&(now.timestamp() - 60)])?;
+    Ok(())
+}
+
 /// Counts an identical refusal and returns how many there have been.
 pub(crate) fn count_repeat(c: &dyn Tx, profile: &ProfileId, action: &str, args_digest: &str) -> Result<u32> {
     let n: i64 = c
@@ -634,6 +852,8 @@ mod tests {
             connector: Arc::new(Sandbox::default()),
             answer: Arc::default(),
             lease: Leases::new(15).lease(),
+            now: Utc::now(),
+            clock: Arc::default(),
         }
     }
 

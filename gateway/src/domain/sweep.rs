@@ -40,6 +40,7 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
     crate::domain::sessions::forget_ended(c, now)?;
     crate::domain::logins::forget_ended(c, now)?;
     crate::domain::handovers::forget_unclaimed(c, now)?;
+    crate::domain::reserve::forget_ended_windows(c, now)?;
     Ok(report)
 }
 

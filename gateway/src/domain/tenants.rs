@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::keys::KeyTable;
+use crate::domain::periods::{Calendar, TenantClock, TenantRate};
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
 use crate::secrets::MintedKey;
@@ -209,6 +210,102 @@ pub(crate) async fn one(store: &Store, id: &TenantId) -> Result<Tenant> {
 pub(crate) async fn all(store: &Store) -> Result<Vec<Tenant>> {
     let sql = format!("SELECT {TENANT_COLUMNS} FROM tenants ORDER BY created_at, id");
     Ok(store.all(&sql, &[]).await?)
+}
+
+/// A tenant's calendar and its own rate limit, as `/v1/tenant/settings` shows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TenantSettings {
+    /// The IANA time zone budget periods are counted in.
+    pub time_zone: String,
+    /// A change asked for and not yet in effect: the zone, and when it takes effect (the
+    /// current zone's next midnight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_time_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone_changes_at: Option<DateTime<Utc>>,
+    /// The most calls all of the tenant's agents together may make per window.
+    #[serde(default)]
+    pub rate_limit: Option<TenantRate>,
+}
+
+/// What an admin sets: a time zone and the tenant's own rate limit (none to remove it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SettingsInput {
+    pub time_zone: String,
+    #[serde(default)]
+    pub rate_limit: Option<TenantRate>,
+}
+
+const CLOCK_COLUMNS: &str = "time_zone, next_time_zone, time_zone_from, rate_calls, rate_per";
+
+type ClockRow = (String, Option<String>, Option<String>, Option<i64>, Option<String>);
+
+/// The tenant's calendar and rate limit, as reservations read them.
+pub(crate) async fn clock(store: &Store, tenant: &TenantId) -> Result<TenantClock> {
+    let sql = format!("SELECT {CLOCK_COLUMNS} FROM tenants WHERE id = ?");
+    let row: Option<ClockRow> = store.opt(&sql, &[tenant]).await?;
+    let (zone, next, from, calls, per) = row.ok_or(Error::NotFound { what: "tenant" })?;
+    TenantClock::from_columns(zone, next, from, calls, per)
+}
+
+/// The settings as shown: a change whose moment has passed is the zone now.
+pub(crate) fn settings_of(clock: &TenantClock, now: DateTime<Utc>) -> TenantSettings {
+    let zone = clock.calendar.zone_at(now);
+    let next = clock.calendar.next.filter(|(_, from)| now < *from);
+    TenantSettings {
+        time_zone: zone.name().to_string(),
+        next_time_zone: next.map(|(z, _)| z.name().to_string()),
+        time_zone_changes_at: next.map(|(_, from)| from),
+        rate_limit: clock.rate,
+    }
+}
+
+/// Saves `input` at `now`, by `actor`: a new zone takes effect at the current zone's next
+/// midnight (asking for the zone in effect cancels a pending change), a rate limit at once.
+/// Checks everything before writing anything; records the change in the activity log.
+pub(crate) fn save_settings(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    input: &SettingsInput,
+    now: DateTime<Utc>,
+    actor: &str,
+) -> Result<TenantSettings> {
+    let zone = crate::domain::periods::parse_zone(&input.time_zone)?;
+    if let Some(r) = input.rate_limit {
+        policy::RateLimit::check_calls(r.calls)
+            .map_err(|m| Error::invalid("invalid_rate_limit", format!("rate_limit.calls: {m}")))?;
+    }
+    activity::lock_tenant(c, tenant)?;
+    let sql = format!("SELECT {CLOCK_COLUMNS} FROM tenants WHERE id = ?");
+    let r = c.row(&sql, &[tenant])?.ok_or(Error::NotFound { what: "tenant" })?;
+    let old = TenantClock::from_columns(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)?;
+    let current = old.calendar.zone_at(now);
+    let calendar = Calendar { zone: current, next: old.calendar.next.filter(|(_, from)| now < *from) };
+    let next = (zone != current).then(|| (zone, calendar.next_midnight(now)));
+    let new = TenantClock { calendar: Calendar { zone: current, next }, rate: input.rate_limit };
+    c.exec(
+        "UPDATE tenants SET time_zone = ?, next_time_zone = ?, time_zone_from = ?, rate_calls = ?, rate_per = ? WHERE id = ?",
+        &[
+            &current.name(),
+            &next.map(|(z, _)| z.name()),
+            &next.map(|(_, from)| stored::ts(from)),
+            &input.rate_limit.map(|r| i64::from(r.calls)),
+            &input.rate_limit.map(|r| r.per.as_str()),
+            tenant,
+        ],
+    )?;
+    let settings = settings_of(&new, now);
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Settings).verdict(Verdict::Changed).detail(json!({
+            "before": settings_of(&old, now),
+            "after": settings,
+        })),
+    )?;
+    Ok(settings)
 }
 
 #[cfg(test)]

@@ -29,7 +29,6 @@ use crate::domain::calls::{
     ActionCall, ActionResponse, Answer, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest, request,
 };
 use crate::domain::chain::{self, Link, chain_status};
-use crate::domain::ledger;
 use crate::domain::principal::Subject;
 use crate::domain::reserve::{self, Reserved};
 use crate::error::{Error, Result};
@@ -174,6 +173,8 @@ impl Gateway {
             answer: Arc::default(),
             lease: self.leases.lease(),
             links: self.cached_links(&subject.tenant, &subject.profile).await?,
+            now: self.now(),
+            clock: self.tenant_clock(&subject.tenant).await?,
         });
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
@@ -187,12 +188,15 @@ impl Gateway {
                 Reserved::Hold { hold, cost, kit_version } => {
                     return self.carry_out(job.carry(&hold, cost, kit_version), connector).await;
                 }
-                // Another process saved a kit this call used: decide again on current kits.
+                // Another process saved a kit this call used, or the tenant's calendar: decide again
+        // on current ones.
                 Reserved::Stale => {
                     self.kit_cache.invalidate();
                     self.links_cache.remove(&subject.profile);
+                    self.forget_tenant_clock(&subject.tenant);
                     let links = self.cached_links(&subject.tenant, &subject.profile).await?;
-                    job = Arc::new(reserve::ReserveJob { links, ..(*job).clone() });
+                    let clock = self.tenant_clock(&subject.tenant).await?;
+                    job = Arc::new(reserve::ReserveJob { links, clock, ..(*job).clone() });
                 }
             }
         }
@@ -241,19 +245,23 @@ impl Gateway {
         let apps = self.apps_for(&subject.tenant).await?;
         let tool = self.connected_tool(subject, tool, &checked, &apps).await?;
         let links = self.cached_links(&subject.tenant, &subject.profile).await?;
-        let mut totals = Vec::with_capacity(links.len());
-        for l in links.iter() {
-            totals.push(ledger::check::totals(&self.store, &l.profile).await?);
-        }
-        let credit_left = ledger::check::credit_left(&self.store, &subject.tenant).await?;
-        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-        let budgets = ledger::views(&totals, &kits);
+        let clock = self.tenant_clock(&subject.tenant).await?;
+        let (tenant, now, name) = (subject.tenant.clone(), self.now(), tool.name.clone());
+        let read = links.clone();
+        let facts = self
+            .write_for(&subject.tenant, move |c| {
+                crate::audit::activity::lock_tenant(c, &tenant)?;
+                reserve::Facts::read(c, &tenant, &read, clock.rate, &name, now)
+            })
+            .await?;
         Ok(policy::explain(&DecisionInput {
             subject: chain_status(&links),
             kit: &links[0].kit,
             action: request(&tool, &checked),
-            budgets: &budgets,
-            company_credit: credit_left,
+            budgets: &facts.budgets(&links),
+            company_credit: facts.standing.credit,
+            periods: &facts.periods,
+            rates: &facts.rates(),
         }))
     }
 

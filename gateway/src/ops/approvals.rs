@@ -298,18 +298,20 @@ fn approve_job(
         .ok_or_else(|| Error::internal("unknown_tool", format!("{} is not in the catalog", a.action)))?;
     let checked = crate::domain::calls::check_args(&a.action, &a.args)?;
     let own = match &a.hold_id {
-        Some(h) => Some((a.amount, held_credit(c, h)?)),
+        Some(h) => Some(held(c, h, a.amount)?),
         None => None,
     };
-    let (budgets, credit) = crate::domain::reserve::budget_views(c, &a.tenant_id, &links, own)?;
+    let views = crate::domain::reserve::budget_views(c, &a.tenant_id, &links, own)?;
     let kit = &links[0].kit;
     let request = crate::domain::calls::request(&tool, &checked);
     let d = policy::evaluate(&policy::DecisionInput {
         subject: crate::domain::chain::chain_status(&links),
         kit,
         action: request,
-        budgets: &budgets,
-        company_credit: credit,
+        budgets: &views.budgets,
+        company_credit: views.credit,
+        periods: &views.periods,
+        rates: &[],
     });
     if let (policy::EngineVerdict::Deny, Some(refusal)) = (d.verdict, d.refusal) {
         let env = policy::Envelope::deny(kit, &request, refusal, 1, Vec::new());
@@ -334,12 +336,14 @@ fn approve_job(
     Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0 })
 }
 
-/// The platform-credit part of a pending hold; a hold that has ended is a conflict.
-fn held_credit(c: &dyn Tx, hold: &str) -> Result<Money> {
-    ledger::pending_credit(c, hold)?.ok_or_else(|| Error::Conflict {
+/// What a pending hold of `amount` holds: its platform-credit part and its day. A hold that
+/// has ended is a conflict.
+fn held(c: &dyn Tx, hold: &str, amount: Money) -> Result<crate::domain::reserve::Own> {
+    let (credit, day) = ledger::pending_part(c, hold)?.ok_or_else(|| Error::Conflict {
         code: "hold_already_ended",
         message: "this approval's hold has already ended; the agent must ask again".into(),
-    })
+    })?;
+    Ok(crate::domain::reserve::Own { amount, credit, day })
 }
 
 /// Ends an approval refused at decision time: denied with the refusal as its reason and

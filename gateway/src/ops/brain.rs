@@ -70,6 +70,8 @@ impl Gateway {
             action: request,
             budgets: &[],
             company_credit: Money::MAX,
+            periods: &[],
+            rates: &[],
         });
         let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
         let (s, name, digest, kit) =

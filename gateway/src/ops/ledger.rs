@@ -4,6 +4,7 @@
 use policy::{Kit, Money};
 
 use crate::Gateway;
+use crate::domain::periods;
 use crate::domain::ledger::{Budget, ENTRY_COLUMNS, InvariantReport, LedgerEntry, LedgerQuery, check, money};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
@@ -18,7 +19,13 @@ impl Gateway {
             totals.push(check::totals(&self.store, id).await?);
         }
         let kits: Vec<Kit> = links.into_iter().map(|l| l.kit).collect();
+        let clock = self.tenant_clock(tenant).await?;
+        let (now, limits) = (self.now(), &kits[0].limits.budget.periods);
+        let from = periods::first_day_shown(limits, clock.calendar.day(now));
+        let days = if limits.is_empty() { Vec::new() } else { periods::account_days(&self.store, &p.id, from).await? };
         Ok(Budget {
+            time_zone: clock.calendar.zone_at(now).name().to_string(),
+            periods: periods::standings(limits, &clock.calendar, now, &days),
             profile: p.id,
             totals: totals[0],
             hard_cap: kits[0].limits.budget.hard_cap,

@@ -41,7 +41,7 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
                 json!({ "approval_id": d["approval_id"], "reason": d["reason"], "expires_at": d["expires_at"] }),
             );
             let mut out = vec![("approval.parked", data.clone())];
-            if d["reason"] == "soft_cap_crossed" {
+            if d["reason"] == "soft_cap_crossed" || d["reason"] == "period_soft_cap_crossed" {
                 out.push(("budget.soft_cap_crossed", data));
             }
             out
@@ -71,7 +71,9 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             vec![("profile.revoked", with(json!({ "cascade": d["cascade"] })))]
         }
         // Every kind is named, so a new kind must say whether it is an event.
-        (Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke, _) => Vec::new(),
+        (Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke | Kind::Settings, _) => {
+            Vec::new()
+        }
         (
             Kind::Action
             | Kind::Refusal

@@ -4,7 +4,6 @@
 //! beside its open holds. Reads only; each finding is a
 //! sentence naming what is wrong.
 
-use policy::Money;
 
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
@@ -37,13 +36,6 @@ pub(crate) async fn totals(store: &Store, account: &ProfileId) -> Result<Totals>
         .one("SELECT posted_units, pending_units FROM budget_accounts WHERE profile_id = ?", &[account])
         .await?;
     Ok(Totals { posted: money(posted), pending: money(pending) })
-}
-
-/// The tenant's platform credit not yet reserved by open holds.
-pub(crate) async fn credit_left(store: &Store, tenant: &TenantId) -> Result<Money> {
-    let sql = "SELECT credit_units, credit_pending_units FROM tenants WHERE id = ?";
-    let (credit, pending): (i64, i64) = store.one(sql, &[tenant]).await?;
-    Ok(money(credit).saturating_sub(money(pending)))
 }
 
 /// Every account of `tenant` with its totals and the sums of its entries.

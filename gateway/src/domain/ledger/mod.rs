@@ -58,6 +58,9 @@ pub struct NewHold {
     pub amount: Money,
     pub credit: Money,
     pub kit_version: u32,
+    /// The tenant-local day it counts toward in every period ([`crate::domain::periods`]),
+    /// `YYYY-MM-DD`.
+    pub day: String,
 }
 
 /// An account's running totals.
@@ -142,16 +145,18 @@ pub(crate) fn money(units: i64) -> Money {
     Money::from_units(units).expect("balances are never negative nor above Money::MAX")
 }
 
-/// The platform-credit part of `hold` while it is pending; `None` once it has ended.
-pub(crate) fn pending_credit(c: &dyn Tx, hold: &str) -> Result<Option<Money>> {
-    let Some(r) = c.row("SELECT credit_units FROM holds WHERE id = ? AND status = 'pending'", &[&hold])?
+/// The platform-credit part of `hold` and the day it counts toward, while it is pending;
+/// `None` once it has ended.
+pub(crate) fn pending_part(c: &dyn Tx, hold: &str) -> Result<Option<(Money, Option<chrono::NaiveDate>)>> {
+    let Some(r) = c.row("SELECT credit_units, day FROM holds WHERE id = ? AND status = 'pending'", &[&hold])?
     else {
         return Ok(None);
     };
-    let units: i64 = r.get(0)?;
-    Money::from_units(units)
-        .map(Some)
-        .ok_or_else(|| stored::corrupt("held credit", &units.to_string()).into())
+    let (units, day): (i64, Option<String>) = (r.get(0)?, r.get(1)?);
+    let credit =
+        Money::from_units(units).ok_or_else(|| stored::corrupt("held credit", &units.to_string()))?;
+    let day = day.map(|d| stored::named("hold day", &d, |d| d.parse().ok())).transpose()?;
+    Ok(Some((credit, day)))
 }
 
 /// Reserves a hold. The caller has already decided, on totals read in this same job.
@@ -167,6 +172,7 @@ pub(crate) fn reserve(c: &dyn Tx, h: &NewHold) -> Result<String> {
         pending_delta: h.amount.units(),
         posted_delta: 0,
         at: &now,
+        day: Some(&h.day),
     };
     // A call that takes no credit leaves the tenant's row alone.
     let credit = (h.credit.units() != 0).then_some((h.credit.units(), 0));
@@ -203,6 +209,7 @@ pub(crate) fn post_now(c: &dyn Tx, h: &NewHold, posted: Money) -> Result<(String
         pending_delta: 0,
         posted_delta: posted_units,
         at: &now,
+        day: Some(&h.day),
     };
     let credit_posted = credit_share(h.credit.units(), posted_units, amount);
     let writes =
@@ -242,6 +249,7 @@ fn hold_writes(
     crate::audit::activity::lock_tenant(c, m.tenant)?;
     let accounts: Vec<&str> = h.chain.iter().map(ProfileId::as_str).collect();
     let mut writes = vec![hold_row(h, posted, m), m.balances(&accounts)];
+    writes.extend(m.days(&accounts));
     writes.extend(credit.map(|(pending, available)| credit_move(m.tenant, pending, available)));
     writes.push(m.entries(&accounts));
     Ok(writes)
@@ -256,8 +264,8 @@ fn credit_move(tenant: &TenantId, pending: i64, available: i64) -> Statement {
 
 /// The `INSERT` of the hold's row.
 fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Statement {
-    let sql = "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at) \
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let sql = "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at, day) \
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     let chain = h.chain.iter().map(ProfileId::as_str).collect::<Vec<_>>().join(",");
     let status = if posted.is_some() { "posted" } else { "pending" };
     let args: Vec<Box<dyn ToValue>> = vec![
@@ -273,6 +281,7 @@ fn hold_row(h: &NewHold, posted: Option<i64>, m: &Movement) -> Statement {
         Box::new(posted),
         Box::new(m.at.to_string()),
         Box::new(posted.map(|_| m.at.to_string())),
+        Box::new(h.day.clone()),
     ];
     Statement::new(sql, args)
 }
@@ -298,6 +307,8 @@ struct Movement<'a> {
     pending_delta: i64,
     posted_delta: i64,
     at: &'a str,
+    /// The local day the hold counts toward; `None` for holds from before periods.
+    day: Option<&'a str>,
 }
 
 impl Movement<'_> {
@@ -312,13 +323,46 @@ impl Movement<'_> {
         Statement::new(sql, args)
     }
 
+    /// The move of the accounts' totals on the hold's day, if it has one: an upsert when a
+    /// hold is made (nothing negative), an update when it ends (its day's rows exist, and
+    /// a CHECK would refuse the negative row an upsert proposes).
+    fn days(&self, accounts: &[&str]) -> Option<Statement> {
+        let day = self.day?;
+        if self.pending_delta < 0 || self.posted_delta < 0 {
+            let marks = vec!["?"; accounts.len()].join(", ");
+            let sql = format!(
+                "UPDATE budget_days SET pending_units = pending_units + ?, posted_units = posted_units + ? WHERE day = ? AND profile_id IN ({marks})"
+            );
+            let mut args: Vec<Box<dyn ToValue>> =
+                vec![Box::new(self.pending_delta), Box::new(self.posted_delta), Box::new(day.to_string())];
+            args.extend(accounts.iter().map(|a| Box::new(a.to_string()) as Box<dyn ToValue>));
+            return Some(Statement::new(sql, args));
+        }
+        let rows = vec!["(?, ?, ?, ?)"; accounts.len()].join(", ");
+        let sql = format!(
+            "INSERT INTO budget_days AS d (profile_id, day, pending_units, posted_units) VALUES {rows} \
+             ON CONFLICT (profile_id, day) DO UPDATE SET pending_units = d.pending_units + excluded.pending_units, \
+             posted_units = d.posted_units + excluded.posted_units"
+        );
+        let mut args: Vec<Box<dyn ToValue>> = Vec::with_capacity(4 * accounts.len());
+        for account in accounts {
+            args.extend([
+                Box::new(account.to_string()) as Box<dyn ToValue>,
+                Box::new(day.to_string()),
+                Box::new(self.pending_delta),
+                Box::new(self.posted_delta),
+            ]);
+        }
+        Some(Statement::new(sql, args))
+    }
+
     /// The `INSERT` of one ledger entry per account.
     fn entries(&self, accounts: &[&str]) -> Statement {
-        let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?)"; accounts.len()].join(", ");
+        let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; accounts.len()].join(", ");
         let sql = format!(
-            "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at) VALUES {rows}"
+            "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at, day) VALUES {rows}"
         );
-        let mut args: Vec<Box<dyn ToValue>> = Vec::with_capacity(9 * accounts.len());
+        let mut args: Vec<Box<dyn ToValue>> = Vec::with_capacity(10 * accounts.len());
         for account in accounts {
             args.extend([
                 Box::new(self.tenant.as_str().to_string()) as Box<dyn ToValue>,
@@ -330,16 +374,19 @@ impl Movement<'_> {
                 Box::new(self.pending_delta),
                 Box::new(self.posted_delta),
                 Box::new(self.at.to_string()),
+                Box::new(self.day.map(str::to_string)),
             ]);
         }
         Statement::new(sql, args)
     }
 
-    /// Moves each account's balances and appends its ledger entry: two statements whatever
-    /// the chain's length, under the tenant's lock.
+    /// Moves each account's balances (and its day's, if the hold has a day) and appends its
+    /// ledger entry: two or three statements whatever the chain's length, under the tenant's
+    /// lock.
     fn apply(&self, c: &dyn Tx, accounts: &[&str]) -> Result<()> {
         crate::audit::activity::lock_tenant(c, self.tenant)?;
-        for s in [self.balances(accounts), self.entries(accounts)] {
+        let days = self.days(accounts);
+        for s in std::iter::once(self.balances(accounts)).chain(days).chain([self.entries(accounts)]) {
             c.exec(&s.sql, &s.args.iter().map(|v| v.as_ref()).collect::<Vec<_>>())?;
         }
         Ok(())
@@ -363,7 +410,7 @@ pub(crate) fn end(
     crate::audit::activity::lock_tenant(c, tenant)?;
     let sql = locked!(
         c,
-        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version FROM holds WHERE id = ? AND status = 'pending'"
+        "SELECT tenant_id, chain, action, amount_units, credit_units, kit_version, day FROM holds WHERE id = ? AND status = 'pending'"
     );
     let row = c.row(sql, &[&hold])?;
     let Some(r) = row else {
@@ -377,6 +424,7 @@ pub(crate) fn end(
         return Err(Error::internal("hold_tenant_mismatch", format!("hold {hold} is not this tenant's")));
     }
     let (amount, credit, kit_version): (i64, i64, i64) = (r.get(3)?, r.get(4)?, r.get(5)?);
+    let day: Option<String> = r.get(6)?;
     let posted_units = if how == HoldEnd::Posted { posted.units().min(amount) } else { 0 };
     let now = stored::ts(Utc::now());
     let changed = c.exec(
@@ -395,6 +443,7 @@ pub(crate) fn end(
         pending_delta: -amount,
         posted_delta: posted_units,
         at: &now,
+        day: day.as_deref(),
     };
     m.apply(c, &chain.split(',').collect::<Vec<_>>())?;
     let credit_posted = credit_share(credit, posted_units, amount);
@@ -414,6 +463,10 @@ pub struct Budget {
     pub soft_cap: Option<Money>,
     /// The shared pools above this profile, nearest first.
     pub pools: Vec<(ProfileId, Totals, Option<Money>)>,
+    /// The tenant's time zone, in which periods are counted.
+    pub time_zone: String,
+    /// Each period limit of the profile's kit, in its current period.
+    pub periods: Vec<crate::domain::periods::PeriodStanding>,
 }
 
 /// What a consistency check found wrong, if anything.
@@ -560,6 +613,7 @@ mod tests {
             amount: Money::from_units(COST).unwrap(),
             credit: Money::ZERO,
             kit_version: 1,
+            day: "2026-12-05".into(),
         }
     }
 
