@@ -207,6 +207,8 @@ pub(crate) struct Request<'a> {
     pub actor: &'a str,
     pub note: &'a str,
     pub ttl: chrono::Duration,
+    /// When it was asked for ([`crate::GatewayConfig::clock`]): it expires `ttl` later.
+    pub now: chrono::DateTime<Utc>,
 }
 
 /// An approval just opened: its id and when it expires.
@@ -229,7 +231,7 @@ impl Opened {
 /// to `approvals`.
 pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
     let id = format!("apr_{}", uuid::Uuid::now_v7().simple());
-    let now = Utc::now();
+    let now = r.now;
     let expires = now + r.ttl;
     c.exec(
         "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \

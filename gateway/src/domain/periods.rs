@@ -407,7 +407,8 @@ pub(crate) async fn account_days(store: &crate::store::Store, profile: &crate::i
     rows.into_iter()
         .map(|(day, posted, pending)| {
             let day = crate::stored::named("budget day", &day, |d| d.parse::<NaiveDate>().ok())?;
-            Ok(DayTotals { level: 0, day, posted: crate::domain::ledger::money(posted), pending: crate::domain::ledger::money(pending) })
+            let money = |u: i64| Money::from_units(u).ok_or_else(|| crate::stored::corrupt("day total", &u.to_string()));
+            Ok(DayTotals { level: 0, day, posted: money(posted)?, pending: money(pending)? })
         })
         .collect()
 }

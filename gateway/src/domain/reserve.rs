@@ -476,6 +476,7 @@ impl ReserveJob {
                 actor: self.actor(),
                 note: refusal.detail(),
                 ttl: self.ttl,
+                now: self.now,
             },
         )?;
         let (approval, expires) = (opened.id.clone(), opened.expires_at);

@@ -160,22 +160,7 @@ impl Gateway {
             ));
         }
         let connector = connectors.pick(&tool, &self.sandbox);
-        let mut job = Arc::new(reserve::ReserveJob {
-            subject: subject.clone(),
-            request_digest: digest(&json!([action, args])),
-            args_digest: digest(&args),
-            connector: connector.clone(),
-            tool,
-            args,
-            checked,
-            idem,
-            ttl: Duration::seconds(self.config.approval_ttl_secs),
-            answer: Arc::default(),
-            lease: self.leases.lease(),
-            links: self.cached_links(&subject.tenant, &subject.profile).await?,
-            now: self.now(),
-            clock: self.tenant_clock(&subject.tenant).await?,
-        });
+        let mut job = Arc::new(self.reserve_job(subject, (action, args), checked, tool, idem, &connector).await?);
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             match self.write_for(&subject.tenant, move |c| j.run(c)).await? {
@@ -205,6 +190,34 @@ impl Gateway {
             "the kit kept changing while this call was decided; send it again",
             1,
         ))
+    }
+
+    /// The reservation job for one call, with the cached chain and calendar it is decided on.
+    async fn reserve_job(
+        &self,
+        subject: &Subject,
+        (action, args): (String, Value),
+        checked: policy::CheckedArgs,
+        tool: ToolSpec,
+        idem: Option<String>,
+        connector: &Arc<dyn Connector>,
+    ) -> Result<reserve::ReserveJob> {
+        Ok(reserve::ReserveJob {
+            subject: subject.clone(),
+            request_digest: digest(&json!([action, args])),
+            args_digest: digest(&args),
+            connector: connector.clone(),
+            tool,
+            args,
+            checked,
+            idem,
+            ttl: Duration::seconds(self.config.approval_ttl_secs),
+            answer: Arc::default(),
+            lease: self.leases.lease(),
+            links: self.cached_links(&subject.tenant, &subject.profile).await?,
+            now: self.now(),
+            clock: self.tenant_clock(&subject.tenant).await?,
+        })
     }
 
     /// Carries out a reserved call on `connector` and settles its hold: post on success, void

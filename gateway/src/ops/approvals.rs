@@ -64,9 +64,11 @@ impl Gateway {
         by.require(APPROVERS)?;
         let note = approvals::optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
-        let lease = self.leases.lease();
+        let (lease, now) = (self.leases.lease(), self.now());
         let decided = self
-            .write_for(tenant, move |c| approve_job(c, &catalog, &t, &id_, &by_, note.as_deref(), &lease))
+            .write_for(tenant, move |c| {
+                approve_job(c, &catalog, (&t, &id_), &by_, note.as_deref(), &lease, now)
+            })
             .await?;
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
@@ -160,7 +162,8 @@ impl Gateway {
     pub async fn sweep(&self) -> Result<SweepReport> {
         let mut total = SweepReport::default();
         for _ in 0..approvals::MAX_SWEEP_JOBS {
-            let r = self.write(move |c| crate::domain::sweep::sweep_once(c, Utc::now())).await?;
+            let now = self.now();
+            let r = self.write(move |c| crate::domain::sweep::sweep_once(c, now)).await?;
             total.approvals_expired += r.approvals_expired;
             total.holds_expired += r.holds_expired;
             if !r.full() {
@@ -271,11 +274,11 @@ enum Approved {
 fn approve_job(
     c: &dyn Tx,
     catalog: &policy::Catalog,
-    tenant: &TenantId,
-    id: &str,
+    (tenant, id): (&TenantId, &str),
     by: &Human,
     note: Option<&str>,
     lease: &crate::domain::ledger::leases::Lease,
+    now: chrono::DateTime<Utc>,
 ) -> Result<Approved> {
     let a = approvals::load(c, tenant, id)?;
     check_decider(c, &a, by)?;
@@ -285,7 +288,7 @@ fn approve_job(
             message: format!("this approval is already {}", a.status.as_str()),
         });
     }
-    if a.expires_at <= Utc::now() {
+    if a.expires_at <= now {
         return Err(Error::Conflict {
             code: "approval_expired",
             message: "this approval has expired; the agent must ask again".into(),

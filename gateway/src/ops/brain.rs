@@ -205,7 +205,7 @@ impl Gateway {
             });
         }
         let links = self.links(&s.tenant, &s.profile).await?;
-        let ttl = Duration::seconds(self.config.approval_ttl_secs);
+        let (ttl, now) = (Duration::seconds(self.config.approval_ttl_secs), self.now());
         let (s2, pid, b, kit) = (s.clone(), p.id.clone(), because.to_string(), links[0].kit.clone());
         let (env, _) = self
             .write(move |c| {
@@ -226,6 +226,7 @@ impl Gateway {
                             actor: s2.profile.as_str(),
                             note: &b,
                             ttl,
+                            now,
                         },
                     )?;
                     let approval = opened.id.clone();

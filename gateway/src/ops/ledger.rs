@@ -72,6 +72,7 @@ impl Gateway {
         for a in check::account_sums(&self.store, tenant).await? {
             v.extend(a.mismatch());
             let kits = self.effective_kits(tenant, std::slice::from_ref(&a.account)).await?;
+            v.extend(self.period_overruns(&a.account, &kits[0]).await?);
             if let Some(cap) = kits[0].limits.budget.hard_cap
                 && a.posted + a.pending > cap.units()
             {
@@ -82,6 +83,7 @@ impl Gateway {
                 ));
             }
         }
+        v.extend(check::day_mismatch(&self.store, tenant).await?);
         v.extend(check::holds_ended_twice(&self.store, tenant).await?);
         v.extend(check::credit_mismatch(&self.store, tenant).await?);
         Ok(InvariantReport { violations: v })
@@ -89,6 +91,28 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Every period of `kit`'s period limits in which `account`'s posted and pending days
+    /// sum past the hard cap.
+    async fn period_overruns(&self, account: &ProfileId, kit: &Kit) -> Result<Vec<String>> {
+        let limits = &kit.limits.budget.periods;
+        if limits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let days = periods::account_days(&self.store, account, chrono::NaiveDate::MIN).await?;
+        let mut v = Vec::new();
+        for (i, l) in limits.iter().enumerate() {
+            let Some(cap) = l.hard_cap else { continue };
+            let starts: std::collections::BTreeSet<_> = days.iter().map(|d| periods::period_dates(l, d.day)).collect();
+            for (first, end) in starts {
+                let (posted, pending) = periods::sum_days(&days, 0, first, end);
+                if posted.units() + pending.units() > cap.units() {
+                    v.push(format!("{account}: {posted} + {pending} in the period from {first} passes limits.budget.periods[{i}]'s hard cap {cap}"));
+                }
+            }
+        }
+        Ok(v)
+    }
+
     /// One profile's ledger entries, oldest first, in a period, after a cursor.
     pub async fn ledger_entries(
         &self,

@@ -11,6 +11,26 @@ use crate::store::Store;
 
 use super::{Totals, money};
 
+/// Each account's day totals beside what its entries of that day sum to: a finding for every
+/// day where they differ (a hold counted twice, or in another day than its own).
+pub(crate) async fn day_mismatch(store: &Store, tenant: &TenantId) -> Result<Vec<String>> {
+    let rows: Vec<(String, String, i64, i64, i64, i64)> = store
+        .all(
+            "SELECT d.profile_id, d.day, d.posted_units, d.pending_units, \
+                    CAST(COALESCE(SUM(e.posted_delta), 0) AS BIGINT), CAST(COALESCE(SUM(e.pending_delta), 0) AS BIGINT) \
+             FROM budget_days d JOIN budget_accounts a ON a.profile_id = d.profile_id \
+             LEFT JOIN ledger_entries e ON e.account_id = d.profile_id AND e.day = d.day \
+             WHERE a.tenant_id = ? GROUP BY d.profile_id, d.day, d.posted_units, d.pending_units",
+            &[tenant],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|(_, _, p, q, sp, sq)| p != sp || q != sq)
+        .map(|(account, day, p, q, sp, sq)| format!("{account} on {day}: day totals {p}/{q} but entries sum to {sp}/{sq}"))
+        .collect())
+}
+
 /// An account's running totals beside the sums of its entries, in units.
 pub(crate) struct AccountSums {
     pub(crate) account: ProfileId,
