@@ -51,7 +51,7 @@ test.describe("spend as finance", () => {
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("export-csv").click()]);
     const csv = (await (await import("node:fs/promises")).readFile((await download.path())!, "utf8")).trim().split("\n");
-    expect(csv[0]).toBe("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version");
+    expect(csv[0]).toBe("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version,period_day");
     const exported = csv.slice(1).map((line) => line.split(","));
     // Same rows, same order: seq, action, kind and both deltas agree cell for cell.
     expect(exported.map((c) => [c[0], c[2], c[3], c[4], c[5]])).toEqual(shown.map((c) => [c[0], c[2], c[3], c[4], c[5]]));

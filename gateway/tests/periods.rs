@@ -57,9 +57,11 @@ struct Run {
 
 impl Run {
     async fn start(rng: &mut Rng) -> Run {
-        let start = Utc.with_ymd_and_hms(2026, 12, 20, 12, 0, 0).unwrap() + Duration::hours(rng.below(24 * 60) as i64);
+        let start = Utc.with_ymd_and_hms(2026, 12, 20, 12, 0, 0).unwrap()
+            + Duration::hours(rng.below(24 * 60) as i64);
         let clock = Clock::manual(start);
-        let config = GatewayConfig { clock: clock.clone(), approval_ttl_secs: TTL_SECS, ..Default::default() };
+        let config =
+            GatewayConfig { clock: clock.clone(), approval_ttl_secs: TTL_SECS, ..Default::default() };
         let w = world_with(config).await;
         let zone: Tz = ZONES[rng.below(7) as usize].parse().unwrap();
         let set = SettingsInput { time_zone: zone.name().into(), rate_limit: None };
@@ -93,7 +95,8 @@ impl Run {
         let before = self.newest_hold().await;
         let amount = format!("{}.{:02}", 1 + rng.below(10), rng.below(100));
         let day = self.now().with_timezone(&self.zone).date_naive();
-        let resp = self.w.call(&self.agent, "cards.charge", json!({"amount": amount, "merchant": "acme"})).await;
+        let resp =
+            self.w.call(&self.agent, "cards.charge", json!({"amount": amount, "merchant": "acme"})).await;
         let detail = resp.json()["error"]["details"]["reason"].as_str().unwrap_or_default().to_string();
         match resp.disposition {
             Disposition::Executed => self.executed += 1,

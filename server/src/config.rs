@@ -239,6 +239,12 @@ pub struct Config {
     #[arg(long, env = "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", hide = true, global = true, value_parser = clap::builder::BoolishValueParser::new())]
     pub egress_unguarded_for_benchmarks: bool,
 
+    /// Tests only: a file holding an RFC 3339 moment that budget periods, rate windows and
+    /// approval expiries read as "now" (the system clock until the file holds one), so a
+    /// test reaches a boundary without sleeping.
+    #[arg(long, env = "NAIVE_TEST_CLOCK_FILE", hide = true, global = true)]
+    pub test_clock_file: Option<std::path::PathBuf>,
+
     /// Browser origins allowed to call `/mcp`, comma-separated (`https://app.example.com:443`).
     /// None by default: a request with any `Origin` is refused; agents send none.
     #[arg(long, env = "NAIVE_MCP_ALLOWED_ORIGINS", value_delimiter = ',', global = true)]

@@ -72,8 +72,15 @@ impl Application {
             egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
                 .map_err(StartError::Config)?,
             egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
+            clock: config
+                .test_clock_file
+                .clone()
+                .map_or(gateway::domain::periods::Clock::System, gateway::domain::periods::Clock::File),
             ..Default::default()
         };
+        if let Some(f) = &config.test_clock_file {
+            tracing::warn!(file = %f.display(), "the clock is read from a file (a test's setting)");
+        }
         if config.egress_unguarded_for_benchmarks {
             tracing::warn!(
                 "the egress guard is off (a benchmark's setting): tenants' URLs reach this machine's network"

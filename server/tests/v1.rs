@@ -732,7 +732,10 @@ async fn the_ledger_pages_filters_by_period_and_exports_exactly_the_filtered_ent
     assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
     let text = csv.text().await.unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version");
+    assert_eq!(
+        lines[0],
+        "seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version,period_day"
+    );
     assert_eq!(lines.len(), 4, "every filtered entry, not one page: {text}");
     let posted: i64 = lines[1..]
         .iter()

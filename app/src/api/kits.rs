@@ -81,7 +81,12 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
             continue;
         }
         let totals = gw.budget(&tenant.id, &p.id).await.map_err(to_fn_error)?.totals;
-        profiles.push(SimProfile { name: p.name, posted: totals.posted, pending: totals.pending });
+        profiles.push(SimProfile {
+            id: p.id.as_str().to_string(),
+            name: p.name,
+            posted: totals.posted,
+            pending: totals.pending,
+        });
     }
     Ok(KitEditorData {
         current,
@@ -90,6 +95,50 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
         credit: tenant.credit,
         can_edit: user.has(gateway::Role::Admin),
     })
+}
+
+/// The simulator's verdict for a kit with period or rate limits: `kit_json` (a draft or the
+/// saved version) decided for `profile` (an id, or empty for a new agent) at `at`, a
+/// wall-clock moment in the tenant's zone (`2026-12-31T23:50`; empty for now), on the period
+/// and rate views the gateway computes, by the same [`simulate`] the browser runs for other
+/// kits. Reads only.
+#[server(prefix = "/api", endpoint = "simulate_at")]
+pub async fn simulate_at(
+    kit_json: String,
+    profile: String,
+    at: String,
+    tool: String,
+    amount: String,
+    merchant: String,
+    recipient: String,
+) -> Result<crate::components::kit_editor::SimOutcome, ServerFnError> {
+    use crate::api::to_fn_error;
+    use crate::components::kit_editor::{SimAction, simulate};
+    let (gw, tenant, _) = require_view("kits").await?;
+    let kit = Kit::from_json(&kit_json).map_err(|e| ServerFnError::new(format!("invalid_kit: {e}")))?;
+    let at = if at.trim().is_empty() {
+        gw.now()
+    } else {
+        gw.tenant_moment(&tenant.id, &at).await.map_err(to_fn_error)?
+    };
+    let amount = if amount.trim().is_empty() { Ok(Money::ZERO) } else { Money::parse(amount.trim()) }
+        .map_err(|e| ServerFnError::new(format!("invalid_amount: the amount is not an amount: {e}")))?;
+    let mut me =
+        SimProfile { id: profile.clone(), name: String::new(), posted: Money::ZERO, pending: Money::ZERO };
+    let id = if profile.is_empty() {
+        None
+    } else {
+        let id = gateway::ProfileId::parse(&profile)
+            .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
+        let totals = gw.budget(&tenant.id, &id).await.map_err(to_fn_error)?.totals;
+        (me.posted, me.pending) = (totals.posted, totals.pending);
+        Some(id)
+    };
+    let (periods, rates) =
+        gw.limit_views(&tenant.id, id.as_ref(), &kit, &tool, at).await.map_err(to_fn_error)?;
+    let opt = |s: String| (!s.trim().is_empty()).then(|| s.trim().to_string());
+    let action = SimAction { tool, amount, merchant: opt(merchant), recipient: opt(recipient) };
+    simulate(&kit, &me, tenant.credit, &action, (&periods, &rates)).map_err(ServerFnError::new)
 }
 
 /// Saves `kit_json` as the version after `expected_version` (admins only; the gateway

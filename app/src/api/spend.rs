@@ -25,6 +25,69 @@ pub struct SpendRow {
     pub burn_per_day: Money,
     /// At that rate, days until posted + pending reaches the hard cap.
     pub days_to_cap: Option<f64>,
+    /// Each period limit of its kit in its current period, with the periods before.
+    pub periods: Vec<PeriodRow>,
+}
+
+/// One period limit in its current period, as the spend page shows it (dates are the
+/// tenant's, in its time zone).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeriodRow {
+    /// `day`, `week` or `month`.
+    pub every: String,
+    /// "month", "week from sunday".
+    pub label: String,
+    pub current: PeriodBar,
+    pub pending: Money,
+    pub hard_cap: Option<Money>,
+    pub soft_cap: Option<Money>,
+    pub left: Option<Money>,
+    pub burn_per_day: Money,
+    /// RFC 3339: when the hard cap would be reached at this burn rate, within this period.
+    pub cap_reached_at: Option<String>,
+    /// RFC 3339: when the period starts again from zero.
+    pub resets_at: String,
+    /// The periods before, oldest first.
+    pub previous: Vec<PeriodBar>,
+}
+
+/// One period's spend: posted and pending, from its first local day to the day after its
+/// last.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeriodBar {
+    pub first_day: String,
+    pub end_day: String,
+    pub used: Money,
+}
+
+#[cfg(feature = "ssr")]
+impl From<&gateway::domain::periods::PeriodStanding> for PeriodRow {
+    fn from(p: &gateway::domain::periods::PeriodStanding) -> PeriodRow {
+        let bar = |s: &gateway::domain::periods::PeriodSpend| PeriodBar {
+            first_day: s.first_day.to_string(),
+            end_day: s.end_day.to_string(),
+            used: s.posted.checked_add(s.pending).unwrap_or(Money::MAX),
+        };
+        let limit = policy::PeriodLimit {
+            every: p.every,
+            week_starts: p.week_starts,
+            hard_cap: p.hard_cap,
+            soft_cap: p.soft_cap,
+        };
+        PeriodRow {
+            every: p.every.as_str().to_string(),
+            label: limit.label(),
+            current: bar(&p.current),
+            pending: p.current.pending,
+            hard_cap: p.hard_cap,
+            soft_cap: p.soft_cap,
+            left: p.left,
+            burn_per_day: p.burn_per_day,
+            cap_reached_at: p.cap_reached_at.map(|t| t.to_rfc3339()),
+            resets_at: p.current.end.to_rfc3339(),
+            previous: p.previous.iter().rev().map(bar).collect(),
+        }
+    }
 }
 
 /// The days the burn rate averages over.
@@ -81,13 +144,14 @@ pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
     let since = today - chrono::Days::new(BURN_WINDOW_DAYS - 1);
     let mut rows = Vec::with_capacity(tree.len());
     for e in tree {
-        let totals = gw.budget(&tenant.id, &e.profile.id).await.map_err(to_fn_error)?.totals;
+        let budget = gw.budget(&tenant.id, &e.profile.id).await.map_err(to_fn_error)?;
         let days = gw.daily_spend(&tenant.id, &e.profile.id, since).await.map_err(to_fn_error)?;
-        rows.push((e, totals, days));
+        rows.push((e, budget, days));
     }
     Ok(rows
         .into_iter()
-        .map(|(e, totals, days)| {
+        .map(|(e, budget, days)| {
+            let totals = budget.totals;
             let kit = kits.iter().find(|k| k.kit.name == e.profile.kit_name).map(|k| &k.kit);
             let used = totals.posted.checked_add(totals.pending).unwrap_or(totals.posted);
             let (burn_per_day, days_to_cap) =
@@ -104,6 +168,7 @@ pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
                 hard_cap: kit.and_then(|k| k.limits.budget.hard_cap),
                 soft_cap: kit.and_then(|k| k.limits.budget.soft_cap),
                 approve_above: kit.and_then(|k| k.limits.approve.above),
+                periods: budget.periods.iter().map(PeriodRow::from).collect(),
             }
         })
         .collect())

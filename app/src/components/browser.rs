@@ -44,6 +44,37 @@ pub async fn fetch(
     response.dyn_into().map_err(error_text)
 }
 
+/// Posts `form` to a server function and reads its JSON answer with the browser's own
+/// parser (no JSON deserializer ships in the wasm). A non-2xx answer is `Err` with the
+/// server's words.
+pub async fn post_for_json(
+    url: &str,
+    form: &web_sys::UrlSearchParams,
+) -> Result<wasm_bindgen::JsValue, String> {
+    let window = web_sys::window().ok_or("no browser window")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(form);
+    let headers = web_sys::Headers::new().map_err(error_text)?;
+    headers.set("accept", "application/json").map_err(error_text)?;
+    init.set_headers(&headers);
+    let response: web_sys::Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+        .await
+        .map_err(error_text)?
+        .dyn_into()
+        .map_err(error_text)?;
+    let body = text(&response).await?;
+    if !response.ok() {
+        return Err(body);
+    }
+    js_sys::JSON::parse(&body).map_err(error_text)
+}
+
+/// A string field of a parsed JSON object, or empty.
+pub fn json_str(v: &wasm_bindgen::JsValue, key: &str) -> Option<String> {
+    js_sys::Reflect::get(v, &wasm_bindgen::JsValue::from_str(key)).ok()?.as_string()
+}
+
 /// The response's body as text.
 pub async fn text(response: &web_sys::Response) -> Result<String, String> {
     let body = JsFuture::from(response.text().map_err(error_text)?).await.map_err(error_text)?;

@@ -8,7 +8,9 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 use policy::Money;
 
-use crate::api::spend::{BURN_WINDOW_DAYS, DayPoint, SpendRow, ledger_page, spend_overview};
+use crate::api::spend::{
+    BURN_WINDOW_DAYS, DayPoint, PeriodBar, PeriodRow, SpendRow, ledger_page, spend_overview,
+};
 use crate::components::common::{
     CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -92,6 +94,80 @@ fn SpendChart(points: Vec<DayPoint>) -> impl IntoView {
     }
 }
 
+/// One period limit of one profile: this period against its caps, what is left, the burn
+/// rate and when the cap would be reached at it, and the periods before beside it as bars
+/// against the cap (server-rendered SVG).
+#[component]
+fn PeriodCard(profile: String, p: PeriodRow) -> impl IntoView {
+    let cap = p.hard_cap.or(p.soft_cap);
+    let bars: Vec<(PeriodBar, bool)> =
+        p.previous.iter().cloned().map(|b| (b, false)).chain([(p.current.clone(), true)]).collect();
+    let scale =
+        bars.iter().map(|(b, _)| b.used.units()).chain(cap.map(Money::units)).max().unwrap_or(0).max(1);
+    const W: f64 = 240.0;
+    const H: f64 = 80.0;
+    let slot = W / bars.len() as f64;
+    let aria = format!("this {} against the {} before it", p.label, bars.len() - 1);
+    let y = |units: i64| H - units as f64 / scale as f64 * (H - 4.0);
+    let caps = match (p.hard_cap, p.soft_cap) {
+        (Some(h), Some(s)) => format!("hard cap {h}, soft cap {s}"),
+        (Some(h), None) => format!("hard cap {h}"),
+        (None, Some(s)) => format!("soft cap {s}"),
+        (None, None) => String::new(),
+    };
+    let reached = match &p.cap_reached_at {
+        Some(t) => {
+            view! { <span>"at this rate the cap is reached " <Time rfc3339=t.clone() /></span> }.into_any()
+        }
+        None => view! { <span>"at this rate the cap holds this "{p.label.clone()}</span> }.into_any(),
+    };
+    view! {
+        <div class="rounded-lg border border-zinc-200 p-3 text-sm dark:border-zinc-800" data-testid="period-card"
+            data-profile=profile.clone() data-every=p.every.clone() data-used=p.current.used.to_decimal_string()
+            data-cap=p.hard_cap.map(|c| c.to_decimal_string()).unwrap_or_default()>
+            <p class="font-semibold">{format!("{profile} · this {} ({} to {})", p.label, p.current.first_day, p.current.end_day)}</p>
+            <p data-testid="period-used">{format!("{} of {caps}", p.current.used)}{p.left.map(|l| format!(" · {l} left"))}</p>
+            <p class="text-xs text-zinc-500 dark:text-zinc-400">
+                {format!("{} pending · burn {} / day · ", p.pending, p.burn_per_day)}{reached}
+                " · starts again from zero " <Time rfc3339=p.resets_at.clone() />
+            </p>
+            <svg viewBox=format!("0 0 {W} {}", H + 14.0) class="mt-2 h-24 w-full max-w-xs text-zinc-800 dark:text-zinc-200" role="img"
+                aria-label=aria>
+                {bars.into_iter().enumerate().map(|(i, (b, now))| {
+                    let top = y(b.used.units());
+                    view! {
+                        <rect x=format!("{:.1}", i as f64 * slot + 4.0) y=format!("{top:.1}") width=format!("{:.1}", slot - 8.0) height=format!("{:.1}", H - top)
+                            fill="currentColor" fill-opacity=if now { "0.85" } else { "0.35" }
+                            data-testid=if now { "period-bar-current" } else { "period-bar-previous" } data-first-day=b.first_day.clone() data-used=b.used.to_decimal_string()>
+                            <title>{format!("{} to {}: {}", b.first_day, b.end_day, b.used)}</title>
+                        </rect>
+                        <text x=format!("{:.1}", i as f64 * slot + slot / 2.0) y=H + 11.0 font-size="9" text-anchor="middle" fill="currentColor" fill-opacity="0.6">
+                            {b.first_day.get(5..).unwrap_or_default().to_string()}
+                        </text>
+                    }
+                }).collect_view()}
+                {cap.map(|c| view! { <line x1="0" x2=W y1=format!("{:.1}", y(c.units())) y2=format!("{:.1}", y(c.units())) stroke="rgb(239 68 68)" stroke-dasharray="4 2"><title>{format!("cap {c}")}</title></line> })}
+            </svg>
+        </div>
+    }
+}
+
+/// Every period limit of every profile, if any profile has one.
+#[component]
+fn PeriodCards(rows: Vec<SpendRow>) -> impl IntoView {
+    let cards: Vec<(String, PeriodRow)> =
+        rows.into_iter().flat_map(|r| r.periods.into_iter().map(move |p| (r.profile.clone(), p))).collect();
+    (!cards.is_empty()).then(|| view! {
+        <section class="mt-6" data-testid="periods">
+            <h2 class="mb-2 text-sm font-semibold">"This period against each cap"</h2>
+            <p class="mb-2 text-xs text-zinc-500 dark:text-zinc-400">"Days, weeks and months in the tenant's time zone; each bar beside is a period before."</p>
+            <div class="grid gap-3 sm:grid-cols-2 lg:grid-cols-3">
+                {cards.into_iter().map(|(profile, p)| view! { <PeriodCard profile p /> }).collect_view()}
+            </div>
+        </section>
+    })
+}
+
 #[component]
 pub fn SpendPage() -> impl IntoView {
     let query = use_query_map();
@@ -105,6 +181,7 @@ pub fn SpendPage() -> impl IntoView {
                     if rows.is_empty() {
                         return view! { <EmptyState title="No profiles spend yet" detail="Each agent profile's budget appears here once it exists." /> }.into_any();
                     }
+                    let periods = rows.clone();
                     view! {
                         <div class=CARD tabindex="0">
                             <table class=TABLE data-testid="spend-table">
@@ -146,6 +223,7 @@ pub fn SpendPage() -> impl IntoView {
                                 </tbody>
                             </table>
                         </div>
+                        <PeriodCards rows=periods />
                     }.into_any()
                 })
             })}

@@ -143,13 +143,20 @@ impl ActionResponse {
     /// How long an agent should wait before sending a call that could not run now again (an
     /// unavailable connector, a full queue): the wait its recovery names first.
     pub fn retry_after_secs(&self) -> Option<u32> {
-        if !matches!(self.disposition, Disposition::Unavailable | Disposition::Full) {
+        if !matches!(self.disposition, Disposition::Unavailable | Disposition::Full) && !self.rate_limited() {
             return None;
         }
         match self.envelope()?.recovery.first()? {
             RecoveryStep::RetryAfter { seconds } => Some(*seconds),
             _ => None,
         }
+    }
+
+    /// Whether this is a refusal for a full rate window (`rate_limited`), which may be sent
+    /// again once the window has passed.
+    pub fn rate_limited(&self) -> bool {
+        self.disposition == Disposition::Refused
+            && self.envelope().is_some_and(|e| e.reason == "rate_limited")
     }
 
     /// The belief an accepted proposal became, for the answer to a proposal decision.

@@ -24,7 +24,6 @@ use policy::kit::action_pattern_matches;
 use policy::{Money, Period, PeriodLimit, PeriodView, RateUnit, RateView};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::chain::Link;
 use crate::error::{Error, Result};
 
 /// Where budget periods and rate windows read the time. Production reads the system clock;
@@ -189,13 +188,13 @@ pub fn period_dates(limit: &PeriodLimit, day: NaiveDate) -> (NaiveDate, NaiveDat
     }
 }
 
-/// The earliest local date any of `links`' period limits can reach back to from `utc_day`,
+/// The earliest local date any of `kits`' period limits can reach back to from `utc_day`,
 /// with a day either side for zones ahead of and behind UTC: what a reservation reads of
 /// `budget_days`. `None` when no kit has a period limit.
-pub(crate) fn first_day_needed(links: &[Link], utc_day: NaiveDate) -> Option<NaiveDate> {
-    let back = links
+pub fn first_day_needed(kits: &[&policy::Kit], utc_day: NaiveDate) -> Option<NaiveDate> {
+    let back = kits
         .iter()
-        .flat_map(|l| &l.kit.limits.budget.periods)
+        .flat_map(|k| &k.limits.budget.periods)
         .map(|p| match p.every {
             Period::Day => 1,
             Period::Week => 8,
@@ -215,17 +214,18 @@ pub struct DayTotals {
     pub pending: Money,
 }
 
-/// Every period limit of every level of `links`, for a call made on local day `day`:
+/// Every period limit of every level's kit (`kits`, nearest first), for a call made on local
+/// day `day`:
 /// what each period holds and when it resets.
-pub(crate) fn period_views(
-    links: &[Link],
+pub fn period_views(
+    kits: &[&policy::Kit],
     calendar: &Calendar,
     day: NaiveDate,
     days: &[DayTotals],
 ) -> Vec<PeriodView> {
     let mut views = Vec::new();
-    for (level, link) in links.iter().enumerate() {
-        for (i, limit) in link.kit.limits.budget.periods.iter().enumerate() {
+    for (level, kit) in kits.iter().enumerate() {
+        for (i, limit) in kit.limits.budget.periods.iter().enumerate() {
             let (first, end) = period_dates(limit, day);
             let (posted, pending) = sum_days(days, level, first, end);
             views.push(PeriodView {
@@ -247,7 +247,9 @@ pub(crate) fn period_views(
 pub fn sum_days(days: &[DayTotals], level: usize, first: NaiveDate, end: NaiveDate) -> (Money, Money) {
     days.iter().filter(|d| d.level == level && d.day >= first && d.day < end).fold(
         (Money::ZERO, Money::ZERO),
-        |(p, q), d| (p.checked_add(d.posted).unwrap_or(Money::MAX), q.checked_add(d.pending).unwrap_or(Money::MAX)),
+        |(p, q), d| {
+            (p.checked_add(d.posted).unwrap_or(Money::MAX), q.checked_add(d.pending).unwrap_or(Money::MAX))
+        },
     )
 }
 
@@ -260,17 +262,18 @@ pub struct Window {
     pub view: RateView,
 }
 
-/// The windows `action` by the acting profile of `links` counts toward at `now`: each of
-/// its kit's rate limits that matches, then the tenant's own. `used` is zero until
+/// The windows `action` by `profile` under `kit` counts toward at `now`: each of the kit's
+/// rate limits that matches, then the tenant's own. `used` is zero until
 /// [`fill_counts`] reads it.
-pub(crate) fn rate_windows(
-    links: &[Link],
+pub fn rate_windows(
+    profile: &crate::ids::ProfileId,
+    kit: &policy::Kit,
     tenant: Option<TenantRate>,
     action: &str,
     now: DateTime<Utc>,
 ) -> Vec<Window> {
-    let profile = links[0].profile.as_str();
-    let kit = links[0].kit.limits.rate.iter().enumerate();
+    let profile = profile.as_str();
+    let kit = kit.limits.rate.iter().enumerate();
     let own = kit.filter(|(_, r)| action_pattern_matches(&r.action, action)).map(|(i, r)| {
         let scope = format!("p/{profile}/{}", r.action);
         window(scope, Some(u32::try_from(i).unwrap_or(u32::MAX)), r.calls, r.per, now)
@@ -292,7 +295,7 @@ fn window(scope: String, limit: Option<u32>, calls: u32, per: RateUnit, now: Dat
 }
 
 /// Sets each window's `used` from the counts read for its key.
-pub(crate) fn fill_counts(windows: &mut [Window], counts: &[(String, i64)]) {
+pub fn fill_counts(windows: &mut [Window], counts: &[(String, i64)]) {
     for w in windows {
         let used = counts.iter().find(|(k, _)| *k == w.key).map_or(0, |(_, n)| *n);
         w.view.used = u32::try_from(used).unwrap_or(u32::MAX);
@@ -303,6 +306,9 @@ pub(crate) fn fill_counts(windows: &mut [Window], counts: &[(String, i64)]) {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PeriodSpend {
+    /// Its first local day, and the local day after its last.
+    pub first_day: NaiveDate,
+    pub end_day: NaiveDate,
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     pub posted: Money,
@@ -352,11 +358,23 @@ pub fn first_day_shown(limits: &[PeriodLimit], day: NaiveDate) -> NaiveDate {
 }
 
 /// Each of `limits` in the period of `now`, from one account's `days` (level 0).
-pub fn standings(limits: &[PeriodLimit], calendar: &Calendar, now: DateTime<Utc>, days: &[DayTotals]) -> Vec<PeriodStanding> {
+pub fn standings(
+    limits: &[PeriodLimit],
+    calendar: &Calendar,
+    now: DateTime<Utc>,
+    days: &[DayTotals],
+) -> Vec<PeriodStanding> {
     let today = calendar.day(now);
     let spend = |first: NaiveDate, end: NaiveDate| {
         let (posted, pending) = sum_days(days, 0, first, end);
-        PeriodSpend { start: calendar.start_of(first), end: calendar.start_of(end), posted, pending }
+        PeriodSpend {
+            first_day: first,
+            end_day: end,
+            start: calendar.start_of(first),
+            end: calendar.start_of(end),
+            posted,
+            pending,
+        }
     };
     limits
         .iter()
@@ -397,7 +415,11 @@ pub fn standings(limits: &[PeriodLimit], calendar: &Calendar, now: DateTime<Utc>
 }
 
 /// One account's day totals from `from` on, as level 0.
-pub(crate) async fn account_days(store: &crate::store::Store, profile: &crate::ids::ProfileId, from: NaiveDate) -> Result<Vec<DayTotals>> {
+pub(crate) async fn account_days(
+    store: &crate::store::Store,
+    profile: &crate::ids::ProfileId,
+    from: NaiveDate,
+) -> Result<Vec<DayTotals>> {
     let rows: Vec<(String, i64, i64)> = store
         .all(
             "SELECT day, posted_units, pending_units FROM budget_days WHERE profile_id = ? AND day >= ? ORDER BY day",
@@ -407,7 +429,9 @@ pub(crate) async fn account_days(store: &crate::store::Store, profile: &crate::i
     rows.into_iter()
         .map(|(day, posted, pending)| {
             let day = crate::stored::named("budget day", &day, |d| d.parse::<NaiveDate>().ok())?;
-            let money = |u: i64| Money::from_units(u).ok_or_else(|| crate::stored::corrupt("day total", &u.to_string()));
+            let money = |u: i64| {
+                Money::from_units(u).ok_or_else(|| crate::stored::corrupt("day total", &u.to_string()))
+            };
             Ok(DayTotals { level: 0, day, posted: money(posted)?, pending: money(pending)? })
         })
         .collect()

@@ -107,8 +107,10 @@ pub(crate) struct Views {
 pub(crate) fn budget_views(c: &dyn Tx, tenant: &TenantId, links: &[Link], own: Option<Own>) -> Result<Views> {
     activity::lock_tenant(c, tenant)?;
     let day = own.as_ref().and_then(|o| o.day);
-    let reach = Reach { days_from: day.and_then(|d| periods::first_day_needed(links, d)), windows: &[] };
-    let Standing { mut totals, mut credit, mut days, clock, .. } = current_standing(c, tenant, links, &reach)?;
+    let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+    let reach = Reach { days_from: day.and_then(|d| periods::first_day_needed(&kits, d)), windows: &[] };
+    let Standing { mut totals, mut credit, mut days, clock, .. } =
+        current_standing(c, tenant, links, &reach)?;
     if let Some(o) = &own {
         for t in &mut totals {
             t.pending = t.pending.saturating_sub(o.amount);
@@ -118,8 +120,7 @@ pub(crate) fn budget_views(c: &dyn Tx, tenant: &TenantId, links: &[Link], own: O
         }
         credit = credit.checked_add(o.credit).unwrap_or(Money::MAX);
     }
-    let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-    let periods = day.map_or_else(Vec::new, |d| periods::period_views(links, &clock.calendar, d, &days));
+    let periods = day.map_or_else(Vec::new, |d| periods::period_views(&kits, &clock.calendar, d, &days));
     Ok(Views { budgets: ledger::views(&totals, &kits), credit, periods })
 }
 
@@ -225,7 +226,8 @@ fn standing_from(links: &[Link], rows: &[crate::sql::Row]) -> Result<Standing> {
         let r = rows
             .iter()
             .find(|r| {
-                r.get::<String>(12).is_ok_and(|k| k == "s") && r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str())
+                r.get::<String>(12).is_ok_and(|k| k == "s")
+                    && r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str())
             })
             .ok_or(Error::NotFound { what: "agent profile" })?;
         let (status, version): (String, Option<i64>) = (r.get(1)?, r.get(2)?);
@@ -267,12 +269,13 @@ impl Facts {
         action: &str,
         now: DateTime<Utc>,
     ) -> Result<Facts> {
-        let mut windows = periods::rate_windows(links, rate, action, now);
+        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        let mut windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
         let keys: Vec<String> = windows.iter().map(|w| w.key.clone()).collect();
-        let reach = Reach { days_from: periods::first_day_needed(links, now.date_naive()), windows: &keys };
+        let reach = Reach { days_from: periods::first_day_needed(&kits, now.date_naive()), windows: &keys };
         let standing = current_standing(c, tenant, links, &reach)?;
         let day = standing.clock.calendar.day(now);
-        let periods = periods::period_views(links, &standing.clock.calendar, day, &standing.days);
+        let periods = periods::period_views(&kits, &standing.clock.calendar, day, &standing.days);
         periods::fill_counts(&mut windows, &standing.counts);
         Ok(Facts { standing, day, periods, windows })
     }
@@ -294,7 +297,8 @@ impl ReserveJob {
         // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
         // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
         activity::lock_tenant(c, &self.subject.tenant)?;
-        let facts = Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, &self.tool.name, self.now)?;
+        let facts =
+            Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, &self.tool.name, self.now)?;
         let status = facts.standing.status;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
@@ -317,7 +321,9 @@ impl ReserveJob {
         let (day, windows) = (facts.day, &facts.windows);
         let call = Counted { tenant: &self.subject.tenant, day, windows };
         match (decision.verdict, decision.refusal) {
-            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => self.rate_limited(c, &decision, r),
+            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => {
+                self.rate_limited(c, &decision, r)
+            }
             (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r, &call),
             (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r, &call),
             _ => self.execute(c, &decision, &call),

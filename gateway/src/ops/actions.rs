@@ -160,7 +160,8 @@ impl Gateway {
             ));
         }
         let connector = connectors.pick(&tool, &self.sandbox);
-        let mut job = Arc::new(self.reserve_job(subject, (action, args), checked, tool, idem, &connector).await?);
+        let mut job =
+            Arc::new(self.reserve_job(subject, (action, args), checked, tool, idem, &connector).await?);
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             match self.write_for(&subject.tenant, move |c| j.run(c)).await? {
@@ -174,7 +175,7 @@ impl Gateway {
                     return self.carry_out(job.carry(&hold, cost, kit_version), connector).await;
                 }
                 // Another process saved a kit this call used, or the tenant's calendar: decide again
-        // on current ones.
+                // on current ones.
                 Reserved::Stale => {
                     self.kit_cache.invalidate();
                     self.links_cache.remove(&subject.profile);

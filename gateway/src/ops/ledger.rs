@@ -4,8 +4,8 @@
 use policy::{Kit, Money};
 
 use crate::Gateway;
-use crate::domain::periods;
 use crate::domain::ledger::{Budget, ENTRY_COLUMNS, InvariantReport, LedgerEntry, LedgerQuery, check, money};
+use crate::domain::periods;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -22,7 +22,11 @@ impl Gateway {
         let clock = self.tenant_clock(tenant).await?;
         let (now, limits) = (self.now(), &kits[0].limits.budget.periods);
         let from = periods::first_day_shown(limits, clock.calendar.day(now));
-        let days = if limits.is_empty() { Vec::new() } else { periods::account_days(&self.store, &p.id, from).await? };
+        let days = if limits.is_empty() {
+            Vec::new()
+        } else {
+            periods::account_days(&self.store, &p.id, from).await?
+        };
         Ok(Budget {
             time_zone: clock.calendar.zone_at(now).name().to_string(),
             periods: periods::standings(limits, &clock.calendar, now, &days),
@@ -91,6 +95,57 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// What `kit`'s period and rate limits stand at for a call of `action` by `profile` (or
+    /// by a new agent, with no spend) at `at`, in the tenant's calendar: for the kit editor's
+    /// simulator, which decides a draft kit on them with the same engine.
+    pub async fn limit_views(
+        &self,
+        tenant: &TenantId,
+        profile: Option<&ProfileId>,
+        kit: &Kit,
+        action: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(Vec<policy::PeriodView>, Vec<policy::RateView>)> {
+        let clock = self.tenant_clock(tenant).await?;
+        let days = match (profile, periods::first_day_needed(&[kit], at.date_naive())) {
+            (Some(p), Some(from)) => periods::account_days(&self.store, p, from).await?,
+            _ => Vec::new(),
+        };
+        let views = periods::period_views(&[kit], &clock.calendar, clock.calendar.day(at), &days);
+        let Some(p) = profile else { return Ok((views, Vec::new())) };
+        let mut windows = periods::rate_windows(p, kit, clock.rate, action, at);
+        let mut counts = Vec::new();
+        for w in &windows {
+            let sql = "SELECT window_key, calls FROM rate_counts WHERE tenant_id = ? AND window_key = ?";
+            counts.extend(self.store.opt::<(String, i64)>(sql, &[tenant, &w.key]).await?);
+        }
+        periods::fill_counts(&mut windows, &counts);
+        Ok((views, windows.into_iter().map(|w| w.view).collect()))
+    }
+
+    /// A wall-clock moment in the tenant's time zone (`2026-12-31T23:50`) as an instant; a
+    /// time the zone skips (a DST gap) is read as the first that exists after it.
+    pub async fn tenant_moment(
+        &self,
+        tenant: &TenantId,
+        local: &str,
+    ) -> Result<chrono::DateTime<chrono::Utc>> {
+        let naive = chrono::NaiveDateTime::parse_from_str(local.trim(), "%Y-%m-%dT%H:%M").map_err(|_| {
+            Error::invalid(
+                "invalid_moment",
+                format!("`{local}` is not a moment; write it as 2026-12-31T23:50"),
+            )
+        })?;
+        let zone = self.tenant_clock(tenant).await?.calendar.zone_at(self.now());
+        use chrono::TimeZone;
+        (0..3)
+            .find_map(|h| zone.from_local_datetime(&(naive + chrono::Duration::hours(h))).earliest())
+            .map(|t| t.with_timezone(&chrono::Utc))
+            .ok_or_else(|| {
+                Error::invalid("invalid_moment", format!("`{local}` does not exist in {}", zone.name()))
+            })
+    }
+
     /// Every period of `kit`'s period limits in which `account`'s posted and pending days
     /// sum past the hard cap.
     async fn period_overruns(&self, account: &ProfileId, kit: &Kit) -> Result<Vec<String>> {
@@ -102,7 +157,8 @@ impl Gateway {
         let mut v = Vec::new();
         for (i, l) in limits.iter().enumerate() {
             let Some(cap) = l.hard_cap else { continue };
-            let starts: std::collections::BTreeSet<_> = days.iter().map(|d| periods::period_dates(l, d.day)).collect();
+            let starts: std::collections::BTreeSet<_> =
+                days.iter().map(|d| periods::period_dates(l, d.day)).collect();
             for (first, end) in starts {
                 let (posted, pending) = periods::sum_days(&days, 0, first, end);
                 if posted.units() + pending.units() > cap.units() {

@@ -75,7 +75,8 @@ impl Gateway {
         actor: &str,
     ) -> Result<TenantSettings> {
         let (t, now, actor) = (tenant.clone(), self.now(), actor.to_string());
-        let saved = self.write_for(tenant, move |c| tenants::save_settings(c, &t, &input, now, &actor)).await?;
+        let saved =
+            self.write_for(tenant, move |c| tenants::save_settings(c, &t, &input, now, &actor)).await?;
         self.clock_cache.invalidate_key(tenant);
         Ok(saved)
     }

@@ -8,7 +8,7 @@
 //! stored; a resend of the same request (method, path, query and body) gets that response
 //! again with `Idempotent-Replayed: true` and causes nothing. The same key on a different
 //! request is a 409 `idempotency_key_reused`; a resend while the first is still running is a
-//! 409 `idempotency_in_progress` with `Retry-After`. A 5xx is not stored, so a retry runs.
+//! 409 `idempotency_in_progress` with `Retry-After`. A 5xx or a 429 is not stored, so a retry runs.
 //! A response that shows a secret (a new or rotated key) is stored with the secret withheld:
 //! secrets are shown exactly once and only their hashes are kept, so a resend learns the key
 //! exists (`"secret": null, "secret_withheld": true`) and can rotate it if the first answer
@@ -132,7 +132,8 @@ pub async fn layer(State(state): State<AppState>, req: Request, next: Next) -> R
             let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
             let (rparts, rbody) = res.into_parts();
             let rbytes = axum::body::to_bytes(rbody, MAX_STORED_BYTES).await.unwrap_or_default();
-            let outcome = if rparts.status.is_server_error() {
+            let outcome = if rparts.status.is_server_error() || rparts.status == StatusCode::TOO_MANY_REQUESTS
+            {
                 state.gateway.release_request(&scope, &key).await
             } else {
                 let headers = KEPT_HEADERS

@@ -13,6 +13,19 @@ pub struct ExplainReason {
     pub reason: String,
     pub detail: String,
     pub verdict: String,
+    /// The JSON path of the limit that decides (`limits.budget.periods[1].hard_cap`,
+    /// `limits.rate[0]`, `tenant.rate_limit`), for a cap or a rate limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+    /// For a period limit: its period (`day`, `week`, `month`) and when it starts again from
+    /// zero (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+    /// For a full rate window: the seconds until it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u32>,
 }
 
 /// What `POST /v1/policy/explain` answers.
@@ -153,6 +166,17 @@ pub(crate) fn explained(action: String, e: policy::Explanation) -> Explained {
             reason: r.reason().into(),
             detail: r.detail().into(),
             verdict: r.verdict().as_str().into(),
+            limit: r.limit_path(),
+            period: match r {
+                policy::Refusal::PeriodCapExceeded { every, .. }
+                | policy::Refusal::PeriodSoftCapCrossed { every, .. } => Some(every.as_str().to_string()),
+                _ => None,
+            },
+            resets_at: r.resets_at().map(policy::envelope::rfc3339),
+            retry_after: match r {
+                policy::Refusal::RateLimited { retry_after, .. } => Some(*retry_after),
+                _ => None,
+            },
         })
         .collect();
     Explained { verdict: e.verdict, action, cost: e.cost, effect: e.effect, reasons }

@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod profiles;
 pub mod reply;
 pub mod runtime;
+pub mod tenant;
 pub mod vault;
 pub mod webhooks;
 
@@ -48,6 +49,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/brain/proposals/{id}", idem(state, get(brain::proposal)))
         .route("/v1/brain/proposals/{id}/decision", idem(state, post(brain::decide)))
         .route("/v1/events", idem(state, get(events::stream)))
+        .route("/v1/tenant/settings", idem(state, get(tenant::get).put(tenant::put)))
         .route("/v1/kits", idem(state, get(kits::list)))
         .route("/v1/kits/{name}", idem(state, get(kits::current).put(kits::put)))
         .route("/v1/kits/{name}/versions", idem(state, get(kits::versions)))

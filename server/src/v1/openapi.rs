@@ -46,6 +46,8 @@ use crate::v1::dto::StreamEvent;
         v1::brain::decide,
         v1::brain::beliefs,
         v1::events::stream,
+        v1::tenant::get,
+        v1::tenant::put,
         v1::kits::list,
         v1::kits::current,
         v1::kits::put,

@@ -16,6 +16,8 @@ pub fn respond(r: ActionResponse) -> Response {
     let status = match r.disposition {
         Disposition::Executed => StatusCode::OK,
         Disposition::Parked => StatusCode::ACCEPTED,
+        // A full rate window: the one retryable refusal, with `Retry-After`.
+        Disposition::Refused if r.rate_limited() => StatusCode::TOO_MANY_REQUESTS,
         Disposition::Refused => StatusCode::FORBIDDEN,
         Disposition::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         Disposition::Full => StatusCode::CONFLICT,

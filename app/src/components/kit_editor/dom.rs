@@ -2,7 +2,7 @@
 
 use super::fields::KitText;
 use super::island::{Editor, SaveState};
-use super::simulate::{SimAction, SimOutcome, SimProfile, simulate};
+use super::simulate::{SimAction, SimOutcome, SimProfile, needs_server, simulate};
 use crate::components::browser::{all, first as find};
 use leptos::prelude::*;
 use policy::{Kit, KitDiff, KitVersion, Money};
@@ -13,16 +13,71 @@ use web_sys::{
 };
 
 /// The simulator's inputs as read from its form.
+#[derive(Clone)]
 struct SimInput {
     profile: SimProfile,
     credit: Money,
     action: Result<SimAction, String>,
+    /// The moment to decide at, in the tenant's time (`2026-12-31T23:50`); empty for now.
+    at: String,
 }
 
 impl SimInput {
     fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
-        simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?)
+        simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?, (&[], &[]))
     }
+
+    /// The verdict for `kit` into `out`: here, or for a kit with period or rate limits from
+    /// the server ([`crate::api::kits::simulate_at`]); an answer that an input overtook is
+    /// dropped.
+    fn run_into(&self, kit: &Kit, out: RwSignal<Option<Result<SimOutcome, String>>>) {
+        if !needs_server(kit) {
+            out.set(Some(self.run(kit)));
+            return;
+        }
+        let Ok(action) = self.action.clone() else {
+            out.set(Some(self.run(kit)));
+            return;
+        };
+        let asked = ASKED.with(|n| {
+            n.set(n.get() + 1);
+            n.get()
+        });
+        out.set(Some(Err("deciding on the server, in the tenant's time zone…".into())));
+        let (input, json) = (self.clone(), kit.to_json());
+        leptos::task::spawn_local(async move {
+            let answer = ask_server(&input, &json, &action).await;
+            if ASKED.with(|n| n.get()) <= asked + 1 {
+                out.set(Some(answer));
+            }
+        });
+    }
+}
+
+thread_local! {
+    /// How many server verdicts have been asked for: an answer older than the latest pair is
+    /// stale.
+    static ASKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+async fn ask_server(input: &SimInput, kit_json: &str, action: &SimAction) -> Result<SimOutcome, String> {
+    let form =
+        web_sys::UrlSearchParams::new().map_err(|_| "the browser cannot build the form".to_string())?;
+    form.append("kit_json", kit_json);
+    form.append("profile", &input.profile.id);
+    form.append("at", &input.at);
+    form.append("tool", &action.tool);
+    form.append("amount", &action.amount.to_decimal_string());
+    form.append("merchant", action.merchant.as_deref().unwrap_or(""));
+    form.append("recipient", action.recipient.as_deref().unwrap_or(""));
+    let v = crate::components::browser::post_for_json("/api/simulate_at", &form).await?;
+    let get = |k: &str| crate::components::browser::json_str(&v, k);
+    Ok(SimOutcome {
+        verdict: get("verdict").ok_or("the server's answer has no verdict")?,
+        reason: get("reason"),
+        cost: get("cost").and_then(|c| Money::parse(&c).ok()).unwrap_or(Money::ZERO),
+        envelope: get("envelope").unwrap_or_default(),
+    })
 }
 
 /// Every named field of `form` as it would be submitted, in document order: as typed, or
@@ -43,6 +98,11 @@ fn fields(form: &HtmlFormElement, defaults: bool) -> Vec<(String, String)> {
                 "submit" | "button" => (),
                 _ => out.push((name, if defaults { input.default_value() } else { input.value() })),
             }
+        } else if let Some(area) = el.dyn_ref::<HtmlTextAreaElement>() {
+            out.push((
+                area.name(),
+                if defaults { area.default_value().unwrap_or_default() } else { area.value() },
+            ));
         } else if let Some(select) = el.dyn_ref::<HtmlSelectElement>() {
             let value = if defaults {
                 let options = select.options();
@@ -104,11 +164,14 @@ pub fn read(root: &Element, s: Editor) {
     let unsaveable = diff.as_ref().is_none_or(KitDiff::is_empty);
     follow(root, unsaveable, draft.as_ref().ok().map(Kit::to_json_pretty));
     if let Some(sim) = sim_input(root) {
-        s.sim_draft.set(Some(match &draft {
-            Ok(k) => sim.run(k),
-            Err(_) => Err("fix the draft's problems first".to_string()),
-        }));
-        s.sim_saved.set(saved.as_ref().map(|k| sim.run(k)));
+        match &draft {
+            Ok(k) => sim.run_into(k, s.sim_draft),
+            Err(_) => s.sim_draft.set(Some(Err("fix the draft's problems first".to_string()))),
+        }
+        match &saved {
+            Some(k) => sim.run_into(k, s.sim_saved),
+            None => s.sim_saved.set(None),
+        }
     }
     s.diff.set(diff);
     s.draft.set(Some(draft));
@@ -125,7 +188,9 @@ fn sim_input(root: &Element) -> Option<SimInput> {
     let amount = field(&typed, "sim_amount").trim();
     let opt = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
     Some(SimInput {
+        at: field(&typed, "sim_at").to_string(),
         profile: SimProfile {
+            id: attr("data-id").unwrap_or_default(),
             name: attr("data-name").unwrap_or_else(|| "a new agent".into()),
             posted: money(attr("data-posted")),
             pending: money(attr("data-pending")),

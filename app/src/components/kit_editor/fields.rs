@@ -22,6 +22,8 @@ pub(super) const F_FILTER_TOOLKIT: &str = "filter_toolkit";
 pub(super) const F_FILTER_ONLY: &str = "filter_only";
 pub(super) const F_FILTER_DISABLE: &str = "filter_disable";
 pub(super) const F_FILTER_EFFECTS: &str = "filter_effects";
+pub(super) const F_PERIODS: &str = "period_limits";
+pub(super) const F_RATES: &str = "rate_limits";
 
 /// One can rule as typed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -55,6 +57,10 @@ pub struct KitText {
     pub allow_all: bool,
     pub rules: Vec<RuleText>,
     pub filters: Vec<FilterText>,
+    /// Period limits, one per line ([`super::limits_text`]).
+    pub periods: String,
+    /// Rate limits, one per line.
+    pub rates: String,
 }
 
 fn money_text(m: Option<Money>) -> String {
@@ -131,6 +137,8 @@ impl KitText {
             always: list_text(&kit.limits.approve.always),
             destructive: kit.limits.approve.destructive,
             allow_all: kit.toolkits.allow_all,
+            periods: super::limits_text::periods_text(&kit.limits.budget.periods),
+            rates: super::limits_text::rates_text(&kit.limits.rate),
             rules: kit
                 .can
                 .iter()
@@ -178,6 +186,8 @@ impl KitText {
                 F_SOFT_CAP => t.soft_cap = v,
                 F_APPROVE_ABOVE => t.approve_above = v,
                 F_ALWAYS => t.always = v,
+                F_PERIODS => t.periods = v,
+                F_RATES => t.rates = v,
                 F_DESTRUCTIVE => t.destructive = true,
                 F_ALLOW_ALL => t.allow_all = true,
                 F_RULE_ACTION => t.rules.push(RuleText { action: v, allow: true, ..Default::default() }),
@@ -213,6 +223,8 @@ impl KitText {
         let hard_cap = money_field("limits.budget.hard_cap", &self.hard_cap, &mut errs);
         let soft_cap = money_field("limits.budget.soft_cap", &self.soft_cap, &mut errs);
         let above = money_field("limits.approve.above", &self.approve_above, &mut errs);
+        let periods = super::limits_text::parse_periods(&self.periods, &mut errs);
+        let rate = super::limits_text::parse_rates(&self.rates, &mut errs);
         let can = self
             .rules
             .iter()
@@ -245,8 +257,9 @@ impl KitText {
             toolkits: Toolkits { allow_all: self.allow_all, filters },
             can,
             limits: Limits {
-                budget: BudgetLimits { hard_cap, soft_cap },
+                budget: BudgetLimits { hard_cap, soft_cap, periods },
                 approve: ApproveLimits { above, always: items(&self.always), destructive: self.destructive },
+                rate,
             },
         };
         if let Err(e) = kit.validate() {

@@ -69,6 +69,16 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                         <input type="checkbox" name=F_DESTRUCTIVE checked=text.destructive />
                         "Destructive tools park"
                     </label>
+                    <label class=format!("{LABEL} sm:col-span-2")>
+                        <span class="text-zinc-600 dark:text-zinc-300">"Caps per day, week or month"</span>
+                        <textarea class=INPUT name=F_PERIODS rows="3" data-testid="period-limits" placeholder="month hard 1000 soft 900\nweek from sunday hard 300\nday hard 50">{text.periods}</textarea>
+                        <span class="text-xs text-zinc-500 dark:text-zinc-400">"one per line, in the tenant's time zone; each must hold beside the caps above. A period starts from zero at its first midnight."</span>
+                    </label>
+                    <label class=LABEL>
+                        <span class="text-zinc-600 dark:text-zinc-300">"Rate limits"</span>
+                        <textarea class=INPUT name=F_RATES rows="3" data-testid="rate-limits" placeholder="600 per minute\n10 per second on cards.*">{text.rates}</textarea>
+                        <span class="text-xs text-zinc-500 dark:text-zinc-400">"calls per second, minute or hour, per agent"</span>
+                    </label>
                 </fieldset>
 
                 <fieldset class="space-y-2" disabled=true data-needs-script="">
@@ -115,16 +125,16 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
             <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
                 <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
                     <h3 class="text-sm font-semibold">"Simulator"</h3>
-                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided in your browser by the same policy code the gateway runs. Nothing is sent."</p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided in your browser by the same policy code the gateway runs. A kit with period or rate limits is decided the same way on the server, which knows the tenant's time zone and each day's spend; nothing is saved."</p>
                     <label class=LABEL><span class="text-xs">"As"</span>
                         <select class=INPUT name="sim_profile" data-testid="sim-profile">
                             {if profiles.is_empty() {
-                                view! { <option value="" data-name="a new agent" data-posted="0" data-pending="0">"a new agent (no spend yet)"</option> }.into_any()
+                                view! { <option value="" data-id="" data-name="a new agent" data-posted="0" data-pending="0">"a new agent (no spend yet)"</option> }.into_any()
                             } else {
                                 profiles.into_iter().map(|p| {
                                     let label = format!("{} — {} posted, {} pending", p.name, p.posted, p.pending);
                                     view! {
-                                        <option value=p.name.clone() data-name=p.name data-posted=p.posted.to_decimal_string() data-pending=p.pending.to_decimal_string()>
+                                        <option value=p.name.clone() data-id=p.id data-name=p.name data-posted=p.posted.to_decimal_string() data-pending=p.pending.to_decimal_string()>
                                             {label}
                                         </option>
                                     }
@@ -143,6 +153,8 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                         <label class=LABEL><span class="text-xs">"Amount ($)"</span><input class=INPUT name="sim_amount" data-testid="sim-amount" value="48" /></label>
                         <label class=LABEL><span class="text-xs">"Merchant"</span><input class=INPUT name="sim_merchant" data-testid="sim-merchant" value="globex-parts" /></label>
                         <label class=LABEL><span class="text-xs">"Recipient"</span><input class=INPUT name="sim_recipient" /></label>
+                        <label class=format!("{LABEL} col-span-2")><span class="text-xs">"At (the tenant's time; empty for now)"</span>
+                            <input class=INPUT type="datetime-local" name="sim_at" data-testid="sim-at" /></label>
                     </div>
                 </fieldset>
             </form>

@@ -125,7 +125,7 @@ pub(super) fn KitEditorIsland(children: Children) -> impl IntoView {
 fn SimVerdict(outcome: RwSignal<Option<Result<SimOutcome, String>>>, testid: &'static str) -> impl IntoView {
     move || match outcome.get() {
         Some(Ok(o)) => {
-            let colour = match o.verdict {
+            let colour = match o.verdict.as_str() {
                 "allow" => "text-emerald-700 dark:text-emerald-400",
                 "park" => "text-amber-700 dark:text-amber-400",
                 _ => "text-red-700 dark:text-red-400",

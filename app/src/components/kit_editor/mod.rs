@@ -16,13 +16,20 @@
 //! unit tests drive, and renders only what changes: the problems, the diff, the save state and
 //! the simulator's verdicts. It takes no serialized props, so no JSON deserializer ships.
 //!
-//! The parts: [`fields`] turns the form's fields into a kit and back, [`simulate`] decides a
-//! sample action under a kit, [`form`] renders the form and the simulator's inputs on the
+//! Period and rate limits depend on the tenant's time zone and on spend per day, which the
+//! browser does not have (and a time-zone database would not fit the wasm budget): for a kit
+//! with either, the simulator asks the server for the same [`policy::PeriodView`]s and
+//! [`policy::RateView`]s the gateway would decide on at the chosen moment, and the server
+//! answers with [`simulate`]'s outcome.
+//!
+//! The parts: [`fields`] turns the form's fields into a kit and back (`limits_text` writes and
+//! reads period and rate limits as lines), [`simulate`] decides a sample action under a kit, [`form`] renders the form and the simulator's inputs on the
 //! server, and [`island`] (with `dom`, its browser side) brings them to life.
 
 mod fields;
 mod form;
 mod island;
+mod limits_text;
 mod simulate;
 
 #[cfg(feature = "hydrate")]
@@ -31,7 +38,7 @@ mod dom;
 pub use fields::{FilterText, KitText, RuleText};
 pub use form::KitEditor;
 pub use island::DiffList;
-pub use simulate::{SimAction, SimOutcome, SimProfile, simulate};
+pub use simulate::{SimAction, SimOutcome, SimProfile, needs_server, simulate};
 
 /// The kit the editor's unit tests start from.
 #[cfg(test)]

@@ -4,23 +4,25 @@
 
 use policy::{
     ActionRequest, ApprovalHandle, BudgetView, Catalog, DecisionInput, EngineVerdict, Envelope, Kit, Money,
-    SubjectStatus,
+    PeriodView, RateView, SubjectStatus,
 };
 use serde::{Deserialize, Serialize};
 
 /// A profile the simulator can act as: its spend so far.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimProfile {
+    /// Its id; empty for "a new agent".
+    pub id: String,
     pub name: String,
     pub posted: Money,
     pub pending: Money,
 }
 
 /// What the simulator shows for one action.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimOutcome {
     /// `allow`, `park` or `deny`.
-    pub verdict: &'static str,
+    pub verdict: String,
     pub reason: Option<String>,
     pub cost: Money,
     /// The envelope the agent would get (for `allow`, what executing reserves).
@@ -47,13 +49,21 @@ struct AllowPreview<'a> {
     note: &'static str,
 }
 
-/// Decides `action` for `profile` under `kit`, exactly as the gateway's engine would, and
+/// Whether deciding under `kit` takes facts only the server has: a period limit (the
+/// tenant's calendar, the profile's spend per day) or a rate limit (its windows' counts).
+pub fn needs_server(kit: &Kit) -> bool {
+    !kit.limits.budget.periods.is_empty() || !kit.limits.rate.is_empty()
+}
+
+/// Decides `action` for `profile` under `kit`, exactly as the gateway's engine would, on the
+/// period and rate views the server computed (none for a kit without such limits), and
 /// builds the envelope the agent would receive.
 pub fn simulate(
     kit: &Kit,
     profile: &SimProfile,
     credit: Money,
     action: &SimAction,
+    (periods, rates): (&[PeriodView], &[RateView]),
 ) -> Result<SimOutcome, String> {
     let catalog = Catalog::builtin();
     let tool = catalog.get(&action.tool).ok_or_else(|| format!("unknown tool {}", action.tool))?;
@@ -71,11 +81,13 @@ pub fn simulate(
         action: request,
         budgets: &budgets,
         company_credit: credit,
+        periods,
+        rates,
     });
     let pretty = |e: &Envelope| serde_json::to_string_pretty(e).unwrap_or_default();
     Ok(match (decision.verdict, decision.refusal) {
         (EngineVerdict::Deny, Some(r)) => SimOutcome {
-            verdict: "deny",
+            verdict: "deny".into(),
             reason: Some(r.detail().to_string()),
             cost: decision.cost,
             envelope: pretty(&Envelope::deny(kit, &request, r, 1, Vec::new())),
@@ -86,14 +98,14 @@ pub fn simulate(
                 expires_at: "(when the approval window ends)".into(),
             };
             SimOutcome {
-                verdict: "park",
+                verdict: "park".into(),
                 reason: Some(r.detail().to_string()),
                 cost: decision.cost,
                 envelope: pretty(&Envelope::park(kit, &request, r, handle)),
             }
         }
         _ => SimOutcome {
-            verdict: "allow",
+            verdict: "allow".into(),
             reason: None,
             cost: decision.cost,
             envelope: serde_json::to_string_pretty(&AllowPreview {
@@ -118,7 +130,12 @@ mod tests {
     #[test]
     fn lowering_the_hard_cap_changes_the_simulated_verdict() {
         let k = kit();
-        let p = SimProfile { name: "bot".into(), posted: Money::parse("460").unwrap(), pending: Money::ZERO };
+        let p = SimProfile {
+            id: String::new(),
+            name: "bot".into(),
+            posted: Money::parse("460").unwrap(),
+            pending: Money::ZERO,
+        };
         let charge = SimAction {
             tool: "cards.charge".into(),
             amount: Money::parse("30").unwrap(),
@@ -127,13 +144,13 @@ mod tests {
         };
         let credit = Money::parse("1000").unwrap();
         // 460 + 30 crosses the soft cap of 400: it parks.
-        assert_eq!(simulate(&k, &p, credit, &charge).unwrap().verdict, "park");
+        assert_eq!(simulate(&k, &p, credit, &charge, (&[], &[])).unwrap().verdict, "park");
         let mut t = KitText::of(&k);
         t.hard_cap = "480".into();
         t.soft_cap = String::new();
         let lower = t.to_kit(&k.name, k.version).unwrap();
-        let out = simulate(&lower, &p, credit, &charge).unwrap();
-        assert_eq!((out.verdict, out.reason.as_deref()), ("deny", Some("hard_cap_exceeded")));
+        let out = simulate(&lower, &p, credit, &charge, (&[], &[])).unwrap();
+        assert_eq!((out.verdict.as_str(), out.reason.as_deref()), ("deny", Some("hard_cap_exceeded")));
         assert!(out.envelope.contains("\"reason\": \"budget_exceeded\""), "{}", out.envelope);
         assert!(KitDiff::between(&k, &lower).narrows().count() > 0);
     }

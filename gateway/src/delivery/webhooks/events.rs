@@ -71,9 +71,10 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             vec![("profile.revoked", with(json!({ "cascade": d["cascade"] })))]
         }
         // Every kind is named, so a new kind must say whether it is an event.
-        (Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke | Kind::Settings, _) => {
-            Vec::new()
-        }
+        (
+            Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke | Kind::Settings,
+            _,
+        ) => Vec::new(),
         (
             Kind::Action
             | Kind::Refusal

@@ -4,7 +4,6 @@
 //! beside its open holds. Reads only; each finding is a
 //! sentence naming what is wrong.
 
-
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 use crate::store::Store;
@@ -27,7 +26,9 @@ pub(crate) async fn day_mismatch(store: &Store, tenant: &TenantId) -> Result<Vec
     Ok(rows
         .into_iter()
         .filter(|(_, _, p, q, sp, sq)| p != sp || q != sq)
-        .map(|(account, day, p, q, sp, sq)| format!("{account} on {day}: day totals {p}/{q} but entries sum to {sp}/{sq}"))
+        .map(|(account, day, p, q, sp, sq)| {
+            format!("{account} on {day}: day totals {p}/{q} but entries sum to {sp}/{sq}")
+        })
         .collect())
 }
 

@@ -148,7 +148,8 @@ pub(crate) fn money(units: i64) -> Money {
 /// The platform-credit part of `hold` and the day it counts toward, while it is pending;
 /// `None` once it has ended.
 pub(crate) fn pending_part(c: &dyn Tx, hold: &str) -> Result<Option<(Money, Option<chrono::NaiveDate>)>> {
-    let Some(r) = c.row("SELECT credit_units, day FROM holds WHERE id = ? AND status = 'pending'", &[&hold])?
+    let Some(r) =
+        c.row("SELECT credit_units, day FROM holds WHERE id = ? AND status = 'pending'", &[&hold])?
     else {
         return Ok(None);
     };
@@ -487,11 +488,14 @@ pub struct LedgerEntry {
     pub pending_delta: String,
     pub posted_delta: String,
     pub created_at: DateTime<Utc>,
+    /// The tenant-local day (`YYYY-MM-DD`) the entry's hold counts toward in every budget
+    /// period; none for holds from before periods.
+    pub day: Option<String>,
 }
 
 /// The columns a [`LedgerEntry`] is read from, in order.
 pub(crate) const ENTRY_COLUMNS: &str =
-    "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at";
+    "seq, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at, day";
 
 /// A row of [`ENTRY_COLUMNS`].
 impl crate::sql::FromRow for LedgerEntry {
@@ -505,6 +509,7 @@ impl crate::sql::FromRow for LedgerEntry {
             pending_delta: signed_amount(r.get(5)?),
             posted_delta: signed_amount(r.get(6)?),
             created_at: r.get(7)?,
+            day: r.get(8)?,
         })
     }
 }
@@ -528,10 +533,12 @@ pub fn to_csv(entries: &[LedgerEntry]) -> String {
     let field = |s: &str| {
         if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
     };
-    let mut out = String::from("seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version\n");
+    let mut out = String::from(
+        "seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version,period_day\n",
+    );
     for e in entries {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{}\n",
             e.seq,
             e.created_at.to_rfc3339(),
             field(&e.action),
@@ -539,7 +546,8 @@ pub fn to_csv(entries: &[LedgerEntry]) -> String {
             e.pending_delta,
             e.posted_delta,
             e.hold_id,
-            e.kit_version
+            e.kit_version,
+            e.day.as_deref().unwrap_or("")
         ));
     }
     out

@@ -1,0 +1,56 @@
+//! The tenant's own settings over HTTP (company key): its time zone, in which budget periods
+//! are counted, and its rate limit on all of its agents' calls together
+//! (docs/architecture.md#periods-and-rate-limits).
+//!
+//! `GET /v1/tenant/settings`; `PUT /v1/tenant/settings` with `{"time_zone": "Europe/Berlin",
+//! "rate_limit": {"calls": 600, "per": "minute"}}` (`rate_limit` null or left out removes
+//! it). A new zone takes effect at the current zone's next midnight, which the answer names
+//! (`time_zone_changes_at`); a bad zone or rate is a `400` naming the field, and nothing is
+//! saved.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use gateway::domain::tenants::{SettingsInput, TenantSettings};
+
+use crate::http::auth::Caller;
+use crate::http::problem::Problem;
+use crate::state::AppState;
+use crate::v1::reply::ACTOR;
+
+#[utoipa::path(get, path = "/v1/tenant/settings", tag = "tenant",
+    responses((status = 200, description = "The time zone (and a change not yet in effect) and the tenant's rate limit.", body = TenantSettings)))]
+pub async fn get(State(state): State<AppState>, caller: Caller) -> Result<Json<TenantSettings>, Problem> {
+    let tenant = caller.company("reading the tenant's settings")?;
+    Ok(Json(state.gateway.tenant_settings(&tenant).await?))
+}
+
+#[utoipa::path(put, path = "/v1/tenant/settings", tag = "tenant", request_body = SettingsInput,
+    responses((status = 200, description = "Saved; a new zone takes effect at `time_zone_changes_at`.", body = TenantSettings),
+        (status = 400, description = "An unknown time zone, or a rate limit out of bounds: the message names the field.", body = Problem)))]
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Json<TenantSettings>, Problem> {
+    let tenant = caller.company("changing the tenant's settings")?;
+    let input = parse(&body)?;
+    Ok(Json(state.gateway.set_tenant_settings(&tenant, input, ACTOR).await?))
+}
+
+/// The body, or a `400` that names the JSON path of what is wrong.
+fn parse(body: &[u8]) -> Result<SettingsInput, Problem> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_settings",
+            format!(
+                "{path}: {}; send {{\"time_zone\": \"Europe/Berlin\", \"rate_limit\": {{\"calls\": 600, \"per\": \"minute\"}}}} (per is second, minute or hour)",
+                e.into_inner()
+            ),
+        )
+    })
+}
