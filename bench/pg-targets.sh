@@ -35,3 +35,11 @@ awk -v one="$one" -v two="$two" -v sixteen="$sixteen" -v pgb="$pgb" -v held="$he
   printf "  p99 PostgreSQL / SQLite        %6.2f  (%s ms / %s ms; target <= 4)\n", pp / sp, pp, sp
   printf "  tenant lock held per action    %6.1f µs (one tenant, one instance; target <= 50)\n", held
 }'
+# Issue #33: a kit with three period limits and a rate limit against today's lifetime kit,
+# the same reads in the same run (target: within 10 %).
+awk -v sl="$(rate "SQLite, group commit ")" -v sp="$(rate "SQLite, group commit, 3 periods")" \
+  -v pl="$one" -v pp="$(rate "PostgreSQL, one instance, 3 periods")" 'BEGIN {
+  printf "issue #33 target, this run:\n"
+  printf "  SQLite, periods kit / lifetime kit      %6.2f  (%s / %s; target >= 0.9)\n", sp / sl, sp, sl
+  printf "  PostgreSQL, periods kit / lifetime kit  %6.2f  (%s / %s; target >= 0.9)\n", pp / pl, pp, pl
+}'

@@ -31,6 +31,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       NAIVE_OUTBOX_BACKOFF_BASE_MS: "100",
       NAIVE_OUTBOX_BACKOFF_MAX_MS: "500",
       RUST_LOG: process.env.RUST_LOG ?? "warn",
+      // Budget periods read "now" from this file while a test has written one (see CLOCK_FILE).
+      NAIVE_TEST_CLOCK_FILE: path.join(dir, "clock"),
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -48,6 +50,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     server.on("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${out}`)));
   });
   process.env.NAIVE_E2E_URL = url;
+  process.env.NAIVE_E2E_CLOCK = path.join(dir, "clock");
   // Sign in once as the demo admin, through the real form endpoint, and keep the cookie.
   const res = await fetch(`${url}/login`, {
     method: "POST",

@@ -29,6 +29,9 @@ const ZONES: [&str; 7] = [
 const WEEKDAYS: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
 const TTL_SECS: i64 = 3 * 3600;
 
+/// A hold as the check reads it: id, day, status, amount, posted.
+type HoldRow = (String, Option<String>, String, i64, Option<i64>);
+
 struct Rng(u64);
 
 impl Rng {
@@ -150,7 +153,7 @@ impl Run {
     /// holds' (pending ones by amount, posted ones by what posted).
     async fn check(&self) {
         self.w.assert_ledger_ok().await;
-        let holds: Vec<(String, Option<String>, String, i64, Option<i64>)> = self
+        let holds: Vec<HoldRow> = self
             .w
             .gw
             .store()
@@ -212,4 +215,28 @@ async fn within_every_period_of_every_limit_posted_and_pending_never_pass_the_ca
     }
     println!("executed {executed}, refused by a period cap {refused}");
     assert!(executed > 0 && refused > 0, "the runs both spent and met period caps: {executed} / {refused}");
+}
+
+/// A zone change asked for while another is pending replaces it, and waits for the midnight
+/// of the zone in effect now; asking for the zone in effect cancels it.
+#[tokio::test]
+async fn a_second_zone_change_replaces_the_pending_one_at_the_current_zones_midnight() {
+    let clock = Clock::manual(Utc.with_ymd_and_hms(2026, 12, 30, 12, 0, 0).unwrap());
+    let w = world_with(GatewayConfig { clock: clock.clone(), ..Default::default() }).await;
+    let set = |zone: &str| SettingsInput { time_zone: zone.into(), rate_limit: None };
+    let utc_midnight = Utc.with_ymd_and_hms(2026, 12, 31, 0, 0, 0).unwrap();
+    let s = w.gw.set_tenant_settings(&w.tenant, set("America/New_York"), "test").await.unwrap();
+    assert_eq!(
+        (s.next_time_zone.as_deref(), s.time_zone_changes_at),
+        (Some("America/New_York"), Some(utc_midnight))
+    );
+    let s = w.gw.set_tenant_settings(&w.tenant, set("Europe/Berlin"), "test").await.unwrap();
+    assert_eq!(
+        (s.next_time_zone.as_deref(), s.time_zone_changes_at),
+        (Some("Europe/Berlin"), Some(utc_midnight))
+    );
+    let s = w.gw.set_tenant_settings(&w.tenant, set("UTC"), "test").await.unwrap();
+    assert_eq!((s.time_zone.as_str(), s.next_time_zone), ("UTC", None));
+    clock.set(utc_midnight + Duration::hours(1));
+    assert_eq!(w.gw.tenant_settings(&w.tenant).await.unwrap().time_zone, "UTC");
 }

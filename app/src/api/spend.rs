@@ -174,6 +174,58 @@ pub async fn spend_overview() -> Result<Vec<SpendRow>, ServerFnError> {
         .collect())
 }
 
+/// The tenant's calendar as the spend page shows it: the zone its periods count in, a change
+/// not yet in effect, and whether the viewer may change it (admins).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CalendarView {
+    pub time_zone: String,
+    pub next_time_zone: Option<String>,
+    /// RFC 3339.
+    pub changes_at: Option<String>,
+    pub can_edit: bool,
+}
+
+#[server]
+pub async fn tenant_calendar() -> Result<CalendarView, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, user) = require_view("spend").await?;
+    let s = gw.tenant_settings(&tenant.id).await.map_err(to_fn_error)?;
+    Ok(CalendarView {
+        time_zone: s.time_zone,
+        next_time_zone: s.next_time_zone,
+        changes_at: s.time_zone_changes_at.map(|t| t.to_rfc3339()),
+        can_edit: user.has(gateway::Role::Admin),
+    })
+}
+
+/// Sets the tenant's time zone (admins only), keeping its rate limit: it takes effect at the
+/// current zone's next midnight, which the page then shows.
+#[server(prefix = "/api", endpoint = "save_time_zone")]
+pub async fn save_time_zone(time_zone: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    use crate::api::{
+        forms::{back_with_notice, form},
+        session::require_roles,
+    };
+    form(async {
+        let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "changing the time zone").await?;
+        let rate_limit = gw.tenant_settings(&tenant.id).await.map_err(to_fn_error)?.rate_limit;
+        let input =
+            gateway::domain::tenants::SettingsInput { time_zone: time_zone.trim().to_string(), rate_limit };
+        let s = gw.set_tenant_settings(&tenant.id, input, &user.username).await.map_err(to_fn_error)?;
+        let done = match (s.next_time_zone, s.time_zone_changes_at) {
+            (Some(z), Some(at)) => format!(
+                "Budget periods count in {z} from {} (the current zone's next midnight).",
+                at.to_rfc3339()
+            ),
+            _ => format!("Budget periods count in {}.", s.time_zone),
+        };
+        back_with_notice(&done).await;
+        Ok(())
+    })
+    .await
+}
+
 /// One ledger entry as the spend page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LedgerRow {

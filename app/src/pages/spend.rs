@@ -9,10 +9,12 @@ use leptos_router::hooks::use_query_map;
 use policy::Money;
 
 use crate::api::spend::{
-    BURN_WINDOW_DAYS, DayPoint, PeriodBar, PeriodRow, SpendRow, ledger_page, spend_overview,
+    BURN_WINDOW_DAYS, CalendarView, DayPoint, PeriodBar, PeriodRow, SpendRow, ledger_page, spend_overview,
+    tenant_calendar,
 };
 use crate::components::common::{
-    CARD, EmptyState, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
+    CARD, EmptyState, FormOutcome, INPUT, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time,
+    show,
 };
 
 fn pct(part: Money, whole: i64) -> f64 {
@@ -152,6 +154,28 @@ fn PeriodCard(profile: String, p: PeriodRow) -> impl IntoView {
     }
 }
 
+/// The zone budget periods count in, a change waiting for midnight, and (for admins) the form
+/// that changes it.
+#[component]
+fn Calendar(c: CalendarView) -> impl IntoView {
+    view! {
+        <section class="mb-4 flex flex-wrap items-end gap-3 text-sm" data-testid="calendar">
+            <p>"Days, weeks and months count in " <strong data-testid="time-zone">{c.time_zone.clone()}</strong>
+                {c.next_time_zone.map(|z| view! { " · changing to " <strong>{z}</strong> " at " <Time rfc3339=c.changes_at.unwrap_or_default() /> })}
+            </p>
+            {c.can_edit.then(|| view! {
+                <form method="post" action="/api/save_time_zone" class="flex items-end gap-2">
+                    <label class="flex flex-col">
+                        <span class="text-xs text-zinc-500 dark:text-zinc-400">"Time zone (IANA, such as Europe/Berlin)"</span>
+                        <input name="time_zone" value=c.time_zone required maxlength="64" class=INPUT data-testid="time-zone-input" />
+                    </label>
+                    <button type="submit" class="rounded border border-zinc-300 px-3 py-1 dark:border-zinc-700">"Change at midnight"</button>
+                </form>
+            })}
+        </section>
+    }
+}
+
 /// Every period limit of every profile, if any profile has one.
 #[component]
 fn PeriodCards(rows: Vec<SpendRow>) -> impl IntoView {
@@ -173,8 +197,13 @@ pub fn SpendPage() -> impl IntoView {
     let query = use_query_map();
     let get = move |k: &str| query.read().get(k).unwrap_or_default();
     let data = Resource::new(|| (), |_| spend_overview());
+    let calendar = Resource::new(|| (), |_| tenant_calendar());
     view! {
         <PageHeader title="Spend" subtitle="Posted and pending spend per agent profile against its caps. Real spend and platform credits count against one combined hard cap; sub-agents share their parent's." />
+        <FormOutcome />
+        <Suspense fallback=Loading>
+            {move || Suspend::new(async move { show(calendar.await, |c| view! { <Calendar c /> }) })}
+        </Suspense>
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
                 show(data.await, |rows| {

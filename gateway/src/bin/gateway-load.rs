@@ -90,6 +90,9 @@ const WARM_UP_PER_CALLER: usize = 50;
 enum Work {
     /// `web.read` on the sandbox.
     Read,
+    /// `web.read` on the sandbox under a kit with three period limits (a day, a week, a
+    /// month) and a rate limit, none of them reached: what periods and rates cost.
+    ReadUnderPeriods,
     /// A $0.01 `cards.charge` on the sandbox.
     Charge,
     /// A $0.01 `cards.charge` on an HTTP connector to the upstream at this base URL, with
@@ -104,6 +107,13 @@ impl Work {
     fn kit(&self) -> &'static str {
         match self {
             Work::Read => r#"{"name":"Open","primitives":["web"]}"#,
+            Work::ReadUnderPeriods => {
+                r#"{"name":"Open","primitives":["web"],"limits":{"budget":{"periods":[
+                  {"every":"day","hard_cap":"100000","soft_cap":"90000"},
+                  {"every":"week","week_starts":"sunday","hard_cap":"300000"},
+                  {"every":"month","hard_cap":"1000000"}]},
+                  "rate":[{"calls":1000000,"per":"minute"}]}}"#
+            }
             // The outbox bench drives reads and charges from the commenting callers too.
             Work::Comment { .. } => r#"{"name":"Open","primitives":["web","cards","tasks"]}"#,
             _ => r#"{"name":"Open","primitives":["cards"]}"#,
@@ -112,7 +122,9 @@ impl Work {
 
     fn call(&self, token: &str, i: usize, caller: usize) -> ActionCall {
         let (action, args) = match self {
-            Work::Read => ("web.read", json!({"url": format!("https://x.test/{i}")})),
+            Work::Read | Work::ReadUnderPeriods => {
+                ("web.read", json!({"url": format!("https://x.test/{i}")}))
+            }
             Work::Comment { .. } => (
                 "teams.comment",
                 json!({"task_id": format!("T-{}", caller % RUNTIME_TASKS + 1), "body": format!("comment {i}")}),
@@ -797,6 +809,42 @@ fn seed_history(
     Ok(())
 }
 
+/// The rows `gateway-load bench` measures, in order: SQLite (with a kit of period and rate
+/// limits beside the lifetime one, for one tenant), PostgreSQL, and the upstream charges.
+fn bench_runs(
+    engines: &str,
+    tenants: usize,
+    batch: usize,
+    upstream: &str,
+) -> Vec<(&'static str, (Target, Work))> {
+    let mut runs = Vec::new();
+    let group = Target::Sqlite { max_batch: batch };
+    if engines.contains("sqlite") {
+        runs.push(("SQLite, group commit", (group, Work::Read)));
+        if tenants == 1 {
+            runs.push(("SQLite, group commit, 3 periods + rate", (group, Work::ReadUnderPeriods)));
+        }
+        runs.push(("SQLite, one txn per job", (Target::Sqlite { max_batch: 1 }, Work::Read)));
+    }
+    if engines.contains("postgres") {
+        runs.push(("PostgreSQL, one instance", (Target::Postgres { instances: 1 }, Work::Read)));
+        if tenants == 1 {
+            let periods = (Target::Postgres { instances: 1 }, Work::ReadUnderPeriods);
+            runs.push(("PostgreSQL, one instance, 3 periods + rate", periods));
+        }
+        runs.push(("PostgreSQL, two instances", (Target::Postgres { instances: 2 }, Work::Read)));
+    }
+    if !upstream.is_empty() {
+        let secret = arg("--upstream-secret", "");
+        runs.push(("SQLite, charge, sandbox", (group, Work::Charge)));
+        runs.push((
+            "SQLite, charge, http upstream",
+            (group, Work::ChargeOverHttp { base: upstream.to_string(), secret }),
+        ));
+    }
+    runs
+}
+
 #[tokio::main]
 async fn main() {
     match std::env::args().nth(1).as_deref() {
@@ -809,25 +857,8 @@ async fn main() {
             println!(
                 "governed actions through the service layer: {callers} callers in {tenants} tenant(s), {actions} actions"
             );
-            let mut runs = Vec::new();
-            let group = Target::Sqlite { max_batch: batch };
-            if engines.contains("sqlite") {
-                runs.push(("SQLite, group commit", (group, Work::Read)));
-                runs.push(("SQLite, one txn per job", (Target::Sqlite { max_batch: 1 }, Work::Read)));
-            }
-            if engines.contains("postgres") {
-                runs.push(("PostgreSQL, one instance", (Target::Postgres { instances: 1 }, Work::Read)));
-                runs.push(("PostgreSQL, two instances", (Target::Postgres { instances: 2 }, Work::Read)));
-            }
             let upstream = arg("--upstream", "");
-            if !upstream.is_empty() {
-                let secret = arg("--upstream-secret", "");
-                runs.push(("SQLite, charge, sandbox", (group, Work::Charge)));
-                runs.push((
-                    "SQLite, charge, http upstream",
-                    (group, Work::ChargeOverHttp { base: upstream.clone(), secret }),
-                ));
-            }
+            let runs = bench_runs(&engines, tenants, batch, &upstream);
             // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
             // this machine's cores beside the gateway.
             let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);

@@ -282,8 +282,10 @@ pub(crate) fn save_settings(
     let sql = format!("SELECT {CLOCK_COLUMNS} FROM tenants WHERE id = ?");
     let r = c.row(&sql, &[tenant])?.ok_or(Error::NotFound { what: "tenant" })?;
     let old = TenantClock::from_columns(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)?;
+    // A change asked for replaces one still pending: the new zone waits for the midnight of
+    // the zone in effect now, whatever the pending one would have been.
     let current = old.calendar.zone_at(now);
-    let calendar = Calendar { zone: current, next: old.calendar.next.filter(|(_, from)| now < *from) };
+    let calendar = Calendar { zone: current, next: None };
     let next = (zone != current).then(|| (zone, calendar.next_midnight(now)));
     let new = TenantClock { calendar: Calendar { zone: current, next }, rate: input.rate_limit };
     c.exec(

@@ -60,6 +60,7 @@ pub fn config(db_url: &str) -> Config {
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),
+        test_clock_file: None,
     }
 }
 

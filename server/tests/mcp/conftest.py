@@ -138,8 +138,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server():
+@contextlib.contextmanager
+def running_server(**extra_env):
+    """The server binary on a free port with a fresh SQLite file, until the block ends."""
     binary = os.environ.get("NAIVE_SERVER_BIN", str(ROOT / "target/debug/server"))
     with tempfile.TemporaryDirectory() as dir:
         port = free_port()
@@ -152,6 +153,7 @@ def server():
             # The reference programs the suite starts listen on loopback.
             NAIVE_EGRESS_ALLOW="127.0.0.1/32",
             RUST_LOG="warn",
+            **{k: v.format(dir=dir) for k, v in extra_env.items()},
         )
         log = open(os.path.join(dir, "server.log"), "w")
         proc = subprocess.Popen([binary, "--bind", f"127.0.0.1:{port}"], env=env, stdout=log, stderr=log)
@@ -165,12 +167,40 @@ def server():
         else:
             proc.kill()
             raise RuntimeError("the server did not start: " + open(os.path.join(dir, "server.log")).read())
-        yield Server(base, database_url)
+        server = Server(base, database_url)
+        server.dir = dir
+        yield server
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
         text = open(os.path.join(dir, "server.log")).read()
         assert "panicked" not in text, text
+
+
+@pytest.fixture(scope="session")
+def server():
+    with running_server() as s:
+        yield s
+
+
+class Clock:
+    """The moment a clocked server reads as now (NAIVE_TEST_CLOCK_FILE): set, never slept on."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def set(self, rfc3339):
+        tmp = self.path + ".new"
+        with open(tmp, "w") as f:
+            f.write(rfc3339)
+        os.replace(tmp, self.path)
+
+
+@pytest.fixture(scope="module")
+def clocked():
+    """A server of its own whose clock the test drives: (server, clock)."""
+    with running_server(NAIVE_TEST_CLOCK_FILE="{dir}/clock") as s:
+        yield s, Clock(os.path.join(s.dir, "clock"))
 
 
 @pytest.fixture(params=["legacy", "auto"])
