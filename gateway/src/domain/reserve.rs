@@ -419,8 +419,16 @@ impl ReserveJob {
     /// no window and no repeat, and its Idempotency-Key stays free, so the same call with
     /// the same key runs once the window has passed.
     fn rate_limited(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
-        let s = &self.subject;
         let env = Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, 1, Vec::new());
+        self.log_refusal(c, decision, &env)?;
+        Ok(Reserved::Final(ActionResponse::refused(&env)))
+    }
+
+    /// Records this call's refusal `env` in the log: its reason, rule, repeat and the limit
+    /// that decided, if one did.
+    fn log_refusal(&self, c: &dyn Tx, decision: &Decision, env: &Envelope) -> Result<()> {
+        let s = &self.subject;
+        let details = &env.error.details;
         activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
@@ -430,9 +438,9 @@ impl ReserveJob {
                 .verdict(Verdict::Deny)
                 .amount(decision.cost)
                 .kit_version(self.kit().version.0)
-                .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "limit": env.error.details.limit })),
+                .detail(json!({ "reason": env.reason, "detail": details.reason, "repeat": env.repeat, "limit": details.limit })),
         )?;
-        Ok(Reserved::Final(ActionResponse::refused(&env)))
+        Ok(())
     }
 
     fn refuse(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal, call: &Counted) -> Result<Reserved> {
@@ -442,19 +450,7 @@ impl ReserveJob {
         let env =
             Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, repeat, Vec::new());
         let resp = ActionResponse::refused(&env);
-        activity::append(
-            c,
-            NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
-                .via(s.via)
-                .profile(&s.profile)
-                .action(&self.tool.name)
-                .verdict(Verdict::Deny)
-                .amount(decision.cost)
-                .kit_version(self.kit().version.0)
-                .detail(
-                    json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }),
-                ),
-        )?;
+        self.log_refusal(c, decision, &env)?;
         if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
             stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?;
         }

@@ -15,19 +15,37 @@ use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, skip_locked};
 
+/// The two "now"s a sweep reads: the wall clock (leases, sessions, sign-in windows, secrets
+/// handed over, which the system clock set) and the gateway's clock (approvals' expiry and
+/// rate windows, which it set: [`crate::GatewayConfig::clock`]). They are the same moment
+/// except in tests that drive the clock.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Now {
+    pub wall: DateTime<Utc>,
+    pub clock: DateTime<Utc>,
+}
+
+impl Now {
+    /// Both at `t`.
+    #[cfg(test)]
+    pub(crate) fn at(t: DateTime<Utc>) -> Now {
+        Now { wall: t, clock: t }
+    }
+}
+
 /// One sweep at `now`: expired approvals, orphaned holds, ended sessions, sign-in windows
 /// and unclaimed secrets. On PostgreSQL rows another transaction holds are skipped, so sweeps
 /// on several instances at once each end different holds.
-pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> {
+pub(crate) fn sweep_once(c: &dyn Tx, now: Now) -> Result<SweepReport> {
     let mut report = SweepReport::default();
     // The tenants with work due first (the first lock in the lock order), then both sets
     // (each row locked, skipping those another instance's sweep or a settle holds), then
     // every account and tenant row they touch, in order, then the work.
     let locked = lock_tenants_due(c, now)?;
     let mine = |t: &TenantId| locked.as_ref().is_none_or(|l| l.contains(t));
-    let mut due = approvals::due(c, now)?;
+    let mut due = approvals::due(c, now.clock)?;
     due.retain(|a| mine(&a.tenant_id));
-    let mut orphans = orphans(c, now)?;
+    let mut orphans = orphans(c, now.wall)?;
     orphans.retain(|o| mine(&o.tenant));
     let holds: Vec<&str> = due
         .iter()
@@ -37,10 +55,10 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
     ledger::lock_for_ending(c, &holds)?;
     expire(c, due, &mut report)?;
     end_orphans(c, orphans, &mut report)?;
-    crate::domain::sessions::forget_ended(c, now)?;
-    crate::domain::logins::forget_ended(c, now)?;
-    crate::domain::handovers::forget_unclaimed(c, now)?;
-    crate::domain::reserve::forget_ended_windows(c, now)?;
+    crate::domain::sessions::forget_ended(c, now.wall)?;
+    crate::domain::logins::forget_ended(c, now.wall)?;
+    crate::domain::handovers::forget_unclaimed(c, now.wall)?;
+    crate::domain::reserve::forget_ended_windows(c, now.clock)?;
     Ok(report)
 }
 
@@ -48,16 +66,16 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: DateTime<Utc>) -> Result<SweepReport> 
 /// approval due or a pending hold whose lease lapsed or whose approval was decided, in
 /// ascending key order, and returns them; a tenant that gains work after this read waits for
 /// the next sweep. `None` on SQLite, whose single writer needs no locks.
-fn lock_tenants_due(c: &dyn Tx, now: DateTime<Utc>) -> Result<Option<Vec<TenantId>>> {
+fn lock_tenants_due(c: &dyn Tx, now: Now) -> Result<Option<Vec<TenantId>>> {
     if c.engine() != crate::sql::Engine::Postgres {
         return Ok(None);
     }
     let rows = c.rows(
         "SELECT tenant_id FROM approvals WHERE status = 'pending' AND expires_at <= ?1 \
          UNION SELECT h.tenant_id FROM holds h LEFT JOIN approvals a ON a.hold_id = h.id \
-         WHERE h.status = 'pending' AND (COALESCE(h.lease_until, h.created_at) <= ?1 \
+         WHERE h.status = 'pending' AND (COALESCE(h.lease_until, h.created_at) <= ?2 \
            OR a.status IN ('denied', 'expired'))",
-        &[&crate::stored::ts(now)],
+        &[&crate::stored::ts(now.clock), &crate::stored::ts(now.wall)],
     )?;
     let mut tenants =
         rows.iter().map(|r| Ok(TenantId::from_db(r.get(0)?))).collect::<::store::Result<Vec<TenantId>>>()?;

@@ -162,7 +162,7 @@ impl Gateway {
     pub async fn sweep(&self) -> Result<SweepReport> {
         let mut total = SweepReport::default();
         for _ in 0..approvals::MAX_SWEEP_JOBS {
-            let now = self.now();
+            let now = crate::domain::sweep::Now { wall: Utc::now(), clock: self.now() };
             let r = self.write(move |c| crate::domain::sweep::sweep_once(c, now)).await?;
             total.approvals_expired += r.approvals_expired;
             total.holds_expired += r.holds_expired;

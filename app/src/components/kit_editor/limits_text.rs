@@ -47,14 +47,25 @@ const RATE_HELP: &str = "write calls per unit: `600 per minute`, or `10 per seco
 
 /// The period limits the lines say, pushing a problem for each line that does not read.
 pub fn parse_periods(text: &str, errs: &mut Vec<KitError>) -> Vec<PeriodLimit> {
+    parse_lines(text, "limits.budget.periods", PERIOD_HELP, period, errs)
+}
+
+/// Each non-empty line of `text` read by `parse`; a line that does not read is a problem at
+/// `list[i]`, with what to write instead.
+fn parse_lines<T>(
+    text: &str,
+    list: &str,
+    help: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+    errs: &mut Vec<KitError>,
+) -> Vec<T> {
     let mut out = Vec::new();
     for (i, l) in lines(text).enumerate() {
-        match period(l) {
-            Ok(p) => out.push(p),
-            Err(m) => errs.push(KitError {
-                path: format!("limits.budget.periods[{i}]"),
-                message: format!("\"{l}\": {m}; {PERIOD_HELP}"),
-            }),
+        match parse(l) {
+            Ok(v) => out.push(v),
+            Err(m) => {
+                errs.push(KitError { path: format!("{list}[{i}]"), message: format!("\"{l}\": {m}; {help}") })
+            }
         }
     }
     out
@@ -90,17 +101,7 @@ fn period(line: &str) -> Result<PeriodLimit, String> {
 
 /// The rate limits the lines say, pushing a problem for each line that does not read.
 pub fn parse_rates(text: &str, errs: &mut Vec<KitError>) -> Vec<RateLimit> {
-    let mut out = Vec::new();
-    for (i, l) in lines(text).enumerate() {
-        match rate(l) {
-            Ok(r) => out.push(r),
-            Err(m) => errs.push(KitError {
-                path: format!("limits.rate[{i}]"),
-                message: format!("\"{l}\": {m}; {RATE_HELP}"),
-            }),
-        }
-    }
-    out
+    parse_lines(text, "limits.rate", RATE_HELP, rate, errs)
 }
 
 fn rate(line: &str) -> Result<RateLimit, String> {

@@ -702,7 +702,10 @@ mod tests {
                 .map(|_| {
                     let db = db.clone();
                     tokio::spawn(async move {
-                        db.run(held_open(move |tx| crate::domain::sweep::sweep_once(tx, later))).await
+                        db.run(held_open(move |tx| {
+                            crate::domain::sweep::sweep_once(tx, crate::domain::sweep::Now::at(later))
+                        }))
+                        .await
                     })
                 })
                 .collect();
