@@ -30,6 +30,8 @@ use crate::v1::reply::respond;
     responses((status = 200, description = "The action ran.", body = gateway::domain::calls::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
+        (status = 429, description = "Refused (`rate_limited`): a rate limit's window is full; the one retryable deny. Send again after `Retry-After` seconds; nothing was charged.", body = policy::Envelope, content_type = "application/json",
+            headers(("Retry-After" = u64, description = "Seconds until the window ends."))),
         (status = 409, description = "Not queued (`outbox_full`): the tenant's runtime queue is at its bound; wait for the command in `recovery`, then send again. Nothing was charged.", body = policy::Envelope, content_type = "application/json",
             headers(("Retry-After" = u64, description = "Seconds to wait."))),
         (status = 503, description = "The connector is unavailable; retry after `Retry-After` seconds.", body = policy::Envelope, content_type = "application/json",
