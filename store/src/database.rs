@@ -346,15 +346,16 @@ mod tests {
         let store = Store::open(&url).await.unwrap();
         assert_eq!(dump(store.pool().clone()).await, old);
         let bad_kind =
-            "INSERT INTO ledger_entries VALUES (43, 't', 'p', 'hld_1', 'x', 3, 'refund', 0, 0, 'e')";
+            "INSERT INTO ledger_entries VALUES (43, 't', 'p', 'hld_1', 'x', 3, 'refund', 0, 0, 'e', NULL)";
         assert!(sqlx::query(bad_kind).execute(store.pool()).await.is_err());
         let bad_status = sqlx::query("UPDATE holds SET status = 'gone' WHERE id = 'hld_2'");
         assert!(bad_status.execute(store.pool()).await.is_err());
-        let orphan = "INSERT INTO ledger_entries VALUES (44, 't', 'p', 'hld_9', 'x', 3, 'post', 0, 0, 'e')";
+        let orphan =
+            "INSERT INTO ledger_entries VALUES (44, 't', 'p', 'hld_9', 'x', 3, 'post', 0, 0, 'e', NULL)";
         assert!(sqlx::query(orphan).execute(store.pool()).await.is_err(), "foreign keys are on again");
         for insert in [
-            "INSERT INTO holds VALUES ('h', 't', 'p', 'p', 'a', 1, 0, 1, 'pending', NULL, 'a', NULL, NULL, NULL)",
-            "INSERT INTO ledger_entries VALUES (1, 't', 'p', 'h', 'a', 1, 'hold', 1, 0, 'a')",
+            "INSERT INTO holds VALUES ('h', 't', 'p', 'p', 'a', 1, 0, 1, 'pending', NULL, 'a', NULL, NULL, NULL, NULL)",
+            "INSERT INTO ledger_entries VALUES (1, 't', 'p', 'h', 'a', 1, 'hold', 1, 0, 'a', NULL)",
         ] {
             let ops = explain(store.pool(), insert).await;
             assert!(ops.iter().any(|o| o == "Insert"), "{ops:?}");
