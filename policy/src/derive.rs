@@ -45,6 +45,7 @@ pub fn derive_child(parent: &Kit, requested: &Kit) -> Kit {
                 above: min_opt(parent.limits.approve.above, requested.limits.approve.above),
                 always,
                 destructive: parent.limits.approve.destructive || requested.limits.approve.destructive,
+                rules: union(&parent.limits.approve.rules, &requested.limits.approve.rules),
             },
             rate: union(&parent.limits.rate, &requested.limits.rate),
         },

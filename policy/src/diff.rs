@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::{ApprovalRule, Window};
 use crate::kit::{CanRule, Kit, PeriodLimit, RateLimit, RuleEffect};
 use crate::money::Money;
 use crate::primitive::Primitive;
@@ -119,6 +120,7 @@ impl KitDiff {
         for a in old.limits.approve.always.iter().filter(|a| !new.limits.approve.always.contains(a)) {
             push(Direction::Widens, format!("removes approval for `{a}`"));
         }
+        approval_rule_changes(&mut push, &old.limits.approve.rules, &new.limits.approve.rules);
         match (old.limits.approve.destructive, new.limits.approve.destructive) {
             (true, false) => push(Direction::Widens, "lets destructive tools run without approval".into()),
             (false, true) => push(Direction::Narrows, "requires approval for destructive tools".into()),
@@ -197,6 +199,71 @@ fn rate_changes(push: &mut impl FnMut(Direction, String), old: &[RateLimit], new
             format!("removes the rate limit of {} calls per {} on `{}`", o.calls, o.per.as_str(), o.action),
         );
     }
+}
+
+/// Approval rules are matched by their conditions: fewer approvers or a longer window widen
+/// (a call is released more easily, or waits longer for its one approver), more or shorter
+/// narrow, another role or group is neutral.
+fn approval_rule_changes(
+    push: &mut impl FnMut(Direction, String),
+    old: &[ApprovalRule],
+    new: &[ApprovalRule],
+) {
+    let same = |a: &ApprovalRule, b: &ApprovalRule| {
+        (a.above, &a.action, a.destructive, a.soft_cap) == (b.above, &b.action, b.destructive, b.soft_cap)
+    };
+    let default = crate::approval::DEFAULT_WINDOW_SECS;
+    for n in new {
+        let what = describe_approval_rule(n);
+        let Some(o) = old.iter().find(|o| same(o, n)) else {
+            push(Direction::Narrows, format!("adds an approval rule: {what} need {}", n.who()));
+            continue;
+        };
+        if n.approvers < o.approvers {
+            push(
+                Direction::Widens,
+                format!("lowers the approvers {what} from {} to {}", o.approvers, n.approvers),
+            );
+        } else if n.approvers > o.approvers {
+            push(
+                Direction::Narrows,
+                format!("raises the approvers {what} from {} to {}", o.approvers, n.approvers),
+            );
+        }
+        let (ow, nw) = (o.window_secs(default), n.window_secs(default));
+        if nw != ow {
+            let dir = if nw > ow { Direction::Widens } else { Direction::Narrows };
+            let verb = if nw > ow { "lengthens" } else { "shortens" };
+            push(dir, format!("{verb} the approval window {what} from {} to {}", Window(ow), Window(nw)));
+        }
+        if (&o.role, &o.group) != (&n.role, &n.group) || o.escalate != n.escalate {
+            push(Direction::Neutral, format!("changes who approves {what}: {}", n.who()));
+        }
+    }
+    for o in old.iter().filter(|o| !new.iter().any(|n| same(o, n))) {
+        push(
+            Direction::Widens,
+            format!("removes the approval rule {}: {}", describe_approval_rule(o), o.who()),
+        );
+    }
+}
+
+/// "for calls of at least 500.0000 on `cards.*`": a rule's conditions in words.
+fn describe_approval_rule(r: &ApprovalRule) -> String {
+    let mut s = "for calls".to_string();
+    if let Some(m) = r.above {
+        s.push_str(&format!(" of at least {m}"));
+    }
+    if let Some(a) = &r.action {
+        s.push_str(&format!(" of `{a}`"));
+    }
+    if r.destructive {
+        s.push_str(" that are destructive");
+    }
+    if r.soft_cap {
+        s.push_str(" that cross a soft cap");
+    }
+    s
 }
 
 fn describe_rule(r: &CanRule) -> String {

@@ -224,6 +224,10 @@ pub enum Refusal {
     AlwaysApprove {
         index: usize,
     },
+    /// `limits.approve.rules[rule]` names an amount or action this call matches.
+    ApprovalRule {
+        rule: usize,
+    },
 }
 
 impl Refusal {
@@ -235,7 +239,8 @@ impl Refusal {
             | Refusal::SoftCapCrossed { .. }
             | Refusal::PeriodSoftCapCrossed { .. }
             | Refusal::AboveApprovalThreshold { .. }
-            | Refusal::AlwaysApprove { .. } => EngineVerdict::Freeze,
+            | Refusal::AlwaysApprove { .. }
+            | Refusal::ApprovalRule { .. } => EngineVerdict::Freeze,
             Refusal::ProfileInactive { .. }
             | Refusal::RateLimited { .. }
             | Refusal::PeriodCapExceeded { .. }
@@ -272,7 +277,9 @@ impl Refusal {
             | Refusal::PeriodCapExceeded { .. }
             | Refusal::SoftCapCrossed { .. }
             | Refusal::PeriodSoftCapCrossed { .. } => Step::Budget,
-            Refusal::AboveApprovalThreshold { .. } | Refusal::AlwaysApprove { .. } => Step::Approval,
+            Refusal::AboveApprovalThreshold { .. }
+            | Refusal::AlwaysApprove { .. }
+            | Refusal::ApprovalRule { .. } => Step::Approval,
         }
     }
 
@@ -297,7 +304,8 @@ impl Refusal {
             | Refusal::SoftCapCrossed { .. }
             | Refusal::PeriodSoftCapCrossed { .. }
             | Refusal::AboveApprovalThreshold { .. }
-            | Refusal::AlwaysApprove { .. } => "approval_required",
+            | Refusal::AlwaysApprove { .. }
+            | Refusal::ApprovalRule { .. } => "approval_required",
         }
     }
 
@@ -316,6 +324,7 @@ impl Refusal {
             }
             Refusal::HardCapExceeded { .. } => Some("limits.budget.hard_cap".to_string()),
             Refusal::SoftCapCrossed { .. } => Some("limits.budget.soft_cap".to_string()),
+            Refusal::ApprovalRule { rule } => Some(format!("limits.approve.rules[{rule}]")),
             _ => None,
         }
     }
@@ -353,7 +362,14 @@ impl Refusal {
             Refusal::PeriodSoftCapCrossed { .. } => "period_soft_cap_crossed",
             Refusal::AboveApprovalThreshold { .. } => "above_approval_threshold",
             Refusal::AlwaysApprove { .. } => "always_requires_approval",
+            Refusal::ApprovalRule { .. } => "approval_rule",
         }
+    }
+
+    /// Whether this is a soft cap crossed, lifetime or period (what an approval rule's
+    /// `soft_cap` condition asks).
+    pub const fn is_soft_cap(self) -> bool {
+        matches!(self, Refusal::SoftCapCrossed { .. } | Refusal::PeriodSoftCapCrossed { .. })
     }
 }
 
@@ -366,6 +382,9 @@ pub struct Decision {
     /// Real amount plus platform price; what a hold reserves.
     pub cost: Money,
     pub effect: Effect,
+    /// For a freeze: the `limits.approve.rules` entry that says who must approve, if one
+    /// matches ([`crate::approval::governing_rule`]).
+    pub rule: Option<usize>,
 }
 
 /// Explain's answer: the verdict and every reason that applied, in check order.
@@ -375,29 +394,43 @@ pub struct Explanation {
     pub reasons: Vec<Refusal>,
     pub cost: Money,
     pub effect: Effect,
+    /// For a park: the approval rule that says who must approve, if one matches.
+    pub rule: Option<usize>,
 }
 
 /// Decides one action. Allocation-free; the hot path of every governed call.
 pub fn evaluate(input: &DecisionInput<'_>) -> Decision {
     let mut first_freeze = None;
     let mut first_deny = None;
+    let mut soft = false;
     let cost = run_checks(input, &mut |r| match r.verdict() {
         EngineVerdict::Deny => {
             first_deny = Some(r);
             false
         }
         _ => {
+            soft |= r.is_soft_cap();
             first_freeze.get_or_insert(r);
             true
         }
     });
     let refusal = first_deny.or(first_freeze);
-    Decision {
-        verdict: refusal.map_or(EngineVerdict::Allow, Refusal::verdict),
-        refusal,
+    let verdict = refusal.map_or(EngineVerdict::Allow, Refusal::verdict);
+    let rule = (verdict == EngineVerdict::Freeze).then(|| rule_for(input, cost, soft)).flatten();
+    Decision { verdict, refusal, cost, effect: input.action.tool.effect, rule }
+}
+
+/// The approval rule governing a frozen call of `input` costing `cost`.
+fn rule_for(input: &DecisionInput<'_>, cost: Money, soft_cap_crossed: bool) -> Option<usize> {
+    let tool = input.action.tool;
+    let destructive = tool.effect == Effect::Destructive;
+    crate::approval::governing_rule(
+        &input.kit.limits.approve.rules,
+        &tool.name,
         cost,
-        effect: input.action.tool.effect,
-    }
+        destructive,
+        soft_cap_crossed,
+    )
 }
 
 /// Runs every check and reports every reason; reserves nothing.
@@ -414,7 +447,9 @@ pub fn explain(input: &DecisionInput<'_>) -> Explanation {
     } else {
         EngineVerdict::Freeze
     };
-    Explanation { verdict: explain_verdict(engine), reasons, cost, effect: input.action.tool.effect }
+    let soft = reasons.iter().any(|r| r.is_soft_cap());
+    let rule = (engine == EngineVerdict::Freeze).then(|| rule_for(input, cost, soft)).flatten();
+    Explanation { verdict: explain_verdict(engine), reasons, cost, effect: input.action.tool.effect, rule }
 }
 
 /// The checks in the pipeline's order. `emit` returns whether to go on; returns the cost.
@@ -424,6 +459,7 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
     let tool = action.tool;
     let cost = action.amount.checked_add(tool.price);
     let cost_or_max = cost.unwrap_or(Money::MAX);
+    let mut soft = false;
 
     macro_rules! refuse {
         ($r:expr) => {
@@ -513,6 +549,7 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
         if let Some(cap) = b.soft_cap
             && b.would_be(cost).is_none_or(|w| w > cap)
         {
+            soft = true;
             refuse!(Refusal::SoftCapCrossed { budget: i, cap });
         }
     }
@@ -521,6 +558,7 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
             && p.would_be(cost).is_none_or(|w| w > cap)
         {
             let PeriodView { budget, limit, every, resets_at, .. } = *p;
+            soft = true;
             refuse!(Refusal::PeriodSoftCapCrossed { budget, limit, every, cap, resets_at });
         }
     }
@@ -534,6 +572,12 @@ fn run_checks(input: &DecisionInput<'_>, emit: &mut dyn FnMut(Refusal) -> bool) 
     if let Some(index) = kit.limits.approve.always.iter().position(|p| action_pattern_matches(p, &tool.name))
     {
         refuse!(Refusal::AlwaysApprove { index });
+    }
+    let destructive = tool.effect == Effect::Destructive;
+    let rules = &kit.limits.approve.rules;
+    if let Some(rule) = rules.iter().position(|r| r.parks() && r.matches(&tool.name, cost, destructive, soft))
+    {
+        refuse!(Refusal::ApprovalRule { rule });
     }
     cost
 }

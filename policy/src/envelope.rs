@@ -461,6 +461,10 @@ fn message_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> String {
         Refusal::AlwaysApprove { .. } => {
             format!("AccountKit \"{}\" sends every `{name}` to a human for approval", kit.name)
         }
+        Refusal::ApprovalRule { rule } => {
+            let who = kit.limits.approve.rules.get(rule).map_or_else(|| "a human".to_string(), |r| r.who());
+            format!("AccountKit \"{}\" sends this `{name}` to {who} for approval", kit.name)
+        }
     }
 }
 
@@ -516,7 +520,8 @@ fn recovery_for(kit: &Kit, action: &ActionRequest<'_>, r: Refusal) -> RecoverySt
         | Refusal::SoftCapCrossed { .. }
         | Refusal::PeriodSoftCapCrossed { .. }
         | Refusal::AboveApprovalThreshold { .. }
-        | Refusal::AlwaysApprove { .. } => {
+        | Refusal::AlwaysApprove { .. }
+        | Refusal::ApprovalRule { .. } => {
             RecoveryStep::EscalateToHuman { human_action: "Ask a human approver to review this call.".into() }
         }
     }

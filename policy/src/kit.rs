@@ -450,6 +450,9 @@ pub struct ApproveLimits {
     /// Tools declared `destructive` park unless this is false.
     #[serde(default = "yes")]
     pub destructive: bool,
+    /// Who must approve which parked calls, and within what window ([`crate::approval`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::approval::ApprovalRule>,
 }
 
 fn yes() -> bool {
@@ -458,7 +461,7 @@ fn yes() -> bool {
 
 impl Default for ApproveLimits {
     fn default() -> Self {
-        ApproveLimits { above: None, always: Vec::new(), destructive: true }
+        ApproveLimits { above: None, always: Vec::new(), destructive: true, rules: Vec::new() }
     }
 }
 
@@ -585,6 +588,10 @@ impl Kit {
             if let Err(m) = check_action_pattern(a) {
                 err(format!("limits.approve.always[{i}]"), m);
             }
+        }
+        for (i, r) in self.limits.approve.rules.iter().enumerate() {
+            let path = format!("limits.approve.rules[{i}]");
+            crate::approval::check_rule(r, &path, check_action_pattern, &mut err);
         }
         for name in self.toolkits.filters.keys() {
             if name.trim().is_empty() {

@@ -7,6 +7,7 @@
 //! - [`activity`]: the activity log's kinds, verdicts, transports and actors, shared by the
 //!   gateway, `/v1` and the console.
 //! - [`money`]: exact amounts in $0.0001 units (docs/architecture.md#money-and-the-ledger).
+//! - [`approval`]: approval rules: who must approve a parked call, within what window.
 //! - [`kit`]: the AccountKit and its strict validation (docs/architecture.md#accountkits).
 //! - [`derive`]: sub-agent narrowing (docs/architecture.md#accountkits).
 //! - [`diff`]: what a kit edit widens and narrows (docs/architecture.md#accountkits).
@@ -18,6 +19,7 @@
 //! - [`envelope`]: the refusal envelope (docs/architecture.md#verdicts-and-the-refusal-envelope).
 
 pub mod activity;
+pub mod approval;
 pub mod args;
 pub mod catalog;
 pub mod derive;
@@ -29,6 +31,7 @@ pub mod money;
 pub mod primitive;
 pub mod verdict;
 
+pub use approval::{ApprovalRule, Escalation, Window, governing_rule};
 pub use args::{ArgError, ArgsDecl, CheckedArgs};
 pub use catalog::{Catalog, Effect, ToolDecl, ToolSpec};
 pub use derive::derive_child;

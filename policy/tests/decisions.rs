@@ -489,3 +489,89 @@ fn diffs_say_when_periods_and_rates_widen_or_narrow() {
         ]
     );
 }
+
+#[test]
+fn approval_rules_park_what_they_name_and_the_strictest_says_who_approves() {
+    let mut w = World::new(kit(
+        r#"{"name":"Team","primitives":["cards"],"limits":{"budget":{"soft_cap":"9000.00"},"approve":{"rules":[
+            {"above":"30.00","window":"10m"},
+            {"above":"500.00","approvers":2,"role":"finance","window":"4h","escalate":{"after":"1h","group":"treasury"}},
+            {"soft_cap":true,"approvers":3}
+        ]}}}"#,
+    ));
+    let small = w.decide("cards.charge", "10.00");
+    assert_eq!((small.verdict, small.rule), (EngineVerdict::Allow, None));
+    let mid = w.decide("cards.charge", "40.00");
+    assert_eq!(
+        (mid.verdict, mid.refusal, mid.rule),
+        (EngineVerdict::Freeze, Some(Refusal::ApprovalRule { rule: 0 }), Some(0))
+    );
+    let wire = w.decide("cards.charge", "5000.00");
+    assert_eq!((wire.verdict, wire.rule), (EngineVerdict::Freeze, Some(1)));
+    let env = Envelope::park(
+        &w.kit,
+        &w.req("cards.charge", "5000.00"),
+        wire.refusal.unwrap(),
+        ApprovalHandle { approval_id: "apr_1".into(), expires_at: "2026-01-01T00:00:00Z".into() },
+    );
+    assert!(env.message.contains("1 approver"), "{}", env.message);
+    assert_eq!(env.error.details.limit.as_deref(), Some("limits.approve.rules[0]"));
+    // Crossing the soft cap brings in the rule that needs three.
+    w.budgets[0].posted = Money::parse("8980.00").unwrap();
+    let crossing = w.decide("cards.charge", "40.00");
+    assert_eq!((crossing.verdict, crossing.rule), (EngineVerdict::Freeze, Some(2)));
+    let explained = explain(&w.input(w.req("cards.charge", "40.00")));
+    assert_eq!(explained.rule, Some(2));
+}
+
+#[test]
+fn approval_rules_that_cannot_hold_are_refused_with_their_paths() {
+    let errs = Kit::from_json(
+        r#"{"name":"K","primitives":[],"limits":{"approve":{"rules":[
+            {"approvers":2},
+            {"above":"1.00","approvers":0,"role":"boss"},
+            {"action":"cards.*","window":"8d","role":"finance","group":"x"},
+            {"action":"*","window":"30m","escalate":{"after":"30m"}},
+            {"action":"*","group":"Has Spaces"}
+        ]}}}"#,
+    )
+    .unwrap_err();
+    let paths: Vec<&str> = errs.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "limits.approve.rules[0]",
+            "limits.approve.rules[1].approvers",
+            "limits.approve.rules[1].role",
+            "limits.approve.rules[2].group",
+            "limits.approve.rules[2].window",
+            "limits.approve.rules[3].escalate.after",
+            "limits.approve.rules[4].group",
+        ]
+    );
+    let bad_window = Kit::from_json(
+        r#"{"name":"K","primitives":[],"limits":{"approve":{"rules":[{"action":"*","window":"4 weeks"}]}}}"#,
+    )
+    .unwrap_err();
+    assert!(bad_window.0[0].message.contains("30m, 4h or 2d"), "{:?}", bad_window.0);
+}
+
+#[test]
+fn the_diff_says_when_fewer_approve_or_a_window_grows() {
+    let old = kit(
+        r#"{"name":"K","primitives":[],"limits":{"approve":{"rules":[{"above":"500.00","approvers":2,"window":"1h"}]}}}"#,
+    );
+    let new = kit(
+        r#"{"name":"K","primitives":[],"limits":{"approve":{"rules":[{"above":"500.00","approvers":1,"window":"4h"}]}}}"#,
+    );
+    let d = KitDiff::between(&old, &new);
+    let texts: Vec<(Direction, &str)> = d.changes.iter().map(|c| (c.direction, c.text.as_str())).collect();
+    assert_eq!(
+        texts,
+        [
+            (Direction::Widens, "lowers the approvers for calls of at least $500.00 from 2 to 1"),
+            (Direction::Widens, "lengthens the approval window for calls of at least $500.00 from 1h to 4h"),
+        ]
+    );
+    assert_eq!(KitDiff::between(&new, &old).widens().count(), 0);
+}

@@ -24,6 +24,7 @@ pub(super) const F_FILTER_DISABLE: &str = "filter_disable";
 pub(super) const F_FILTER_EFFECTS: &str = "filter_effects";
 pub(super) const F_PERIODS: &str = "period_limits";
 pub(super) const F_RATES: &str = "rate_limits";
+pub(super) const F_APPROVAL_RULES: &str = "approval_rules";
 
 /// One can rule as typed.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -61,6 +62,8 @@ pub struct KitText {
     pub periods: String,
     /// Rate limits, one per line.
     pub rates: String,
+    /// Approval rules, one per line.
+    pub approval_rules: String,
 }
 
 fn money_text(m: Option<Money>) -> String {
@@ -139,6 +142,7 @@ impl KitText {
             allow_all: kit.toolkits.allow_all,
             periods: super::limits_text::periods_text(&kit.limits.budget.periods),
             rates: super::limits_text::rates_text(&kit.limits.rate),
+            approval_rules: super::limits_text::approval_rules_text(&kit.limits.approve.rules),
             rules: kit
                 .can
                 .iter()
@@ -188,6 +192,7 @@ impl KitText {
                 F_ALWAYS => t.always = v,
                 F_PERIODS => t.periods = v,
                 F_RATES => t.rates = v,
+                F_APPROVAL_RULES => t.approval_rules = v,
                 F_DESTRUCTIVE => t.destructive = true,
                 F_ALLOW_ALL => t.allow_all = true,
                 F_RULE_ACTION => t.rules.push(RuleText { action: v, allow: true, ..Default::default() }),
@@ -225,6 +230,7 @@ impl KitText {
         let above = money_field("limits.approve.above", &self.approve_above, &mut errs);
         let periods = super::limits_text::parse_periods(&self.periods, &mut errs);
         let rate = super::limits_text::parse_rates(&self.rates, &mut errs);
+        let approval_rules = super::limits_text::parse_approval_rules(&self.approval_rules, &mut errs);
         let can = self
             .rules
             .iter()
@@ -258,7 +264,12 @@ impl KitText {
             can,
             limits: Limits {
                 budget: BudgetLimits { hard_cap, soft_cap, periods },
-                approve: ApproveLimits { above, always: items(&self.always), destructive: self.destructive },
+                approve: ApproveLimits {
+                    above,
+                    always: items(&self.always),
+                    destructive: self.destructive,
+                    rules: approval_rules,
+                },
                 rate,
             },
         };

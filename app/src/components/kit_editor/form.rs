@@ -79,6 +79,11 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                         <textarea class=INPUT name=F_RATES rows="3" data-testid="rate-limits" placeholder="600 per minute\n10 per second on cards.*">{text.rates}</textarea>
                         <span class="text-xs text-zinc-500 dark:text-zinc-400">"calls per second, minute or hour, per agent"</span>
                     </label>
+                    <label class=format!("{LABEL} sm:col-span-3")>
+                        <span class="text-zinc-600 dark:text-zinc-300">"Who approves"</span>
+                        <textarea class=INPUT name=F_APPROVAL_RULES rows="3" data-testid="approval-rules" placeholder="above 30 approvers 1 window 10m\nabove 500 approvers 2 role finance window 4h escalate 1h group treasury">{text.approval_rules}</textarea>
+                        <span class="text-xs text-zinc-500 dark:text-zinc-400">"one rule per line: conditions (above, action, destructive, soft_cap), then approvers, a role or group one of them must be in, the window (15m unless set) and when to escalate. A rule with above or action also parks the calls it matches; the rule needing the most approvers governs."</span>
+                    </label>
                 </fieldset>
 
                 <fieldset class="space-y-2" disabled=true data-needs-script="">

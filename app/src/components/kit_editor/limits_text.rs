@@ -4,11 +4,17 @@
 //!   (`limits.budget.periods[i]`).
 //! - A rate limit: `600 per minute`, `10 per second on cards.*` (`limits.rate[i]`; the action
 //!   pattern is `*` unless given).
+//! - An approval rule: `above 500 approvers 2 role finance window 4h escalate 1h group treasury`
+//!   (`limits.approve.rules[i]`): its conditions (`above N`, `action P`, `destructive`,
+//!   `soft_cap`), then who approves and within what window; a role or group after `escalate`
+//!   is the escalation's.
 //!
 //! Each line reads back to the limit it was written from; a line that does not read is a
 //! problem at its limit's JSON path, saying what to write instead.
 
-use policy::{KitError, Money, Period, PeriodLimit, RateLimit, RateUnit, Weekday};
+use policy::{
+    ApprovalRule, Escalation, KitError, Money, Period, PeriodLimit, RateLimit, RateUnit, Weekday, Window,
+};
 
 /// The lines of `periods`.
 pub fn periods_text(periods: &[PeriodLimit]) -> String {
@@ -37,12 +43,51 @@ pub fn rates_text(rates: &[RateLimit]) -> String {
     rates.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
+/// The lines of `rules`.
+pub fn approval_rules_text(rules: &[ApprovalRule]) -> String {
+    rules.iter().map(approval_line).collect::<Vec<_>>().join("\n")
+}
+
+fn approval_line(r: &ApprovalRule) -> String {
+    let mut w: Vec<String> = Vec::new();
+    let mut pair = |k: &str, v: &dyn std::fmt::Display| w.push(format!("{k} {v}"));
+    if let Some(m) = r.above {
+        pair("above", &m.to_decimal_string());
+    }
+    if let Some(a) = &r.action {
+        pair("action", a);
+    }
+    let flags = [(r.destructive, "destructive"), (r.soft_cap, "soft_cap")];
+    let flags = flags.iter().filter(|(on, _)| *on).map(|(_, f)| f.to_string());
+    let mut w: Vec<String> = w.into_iter().chain(flags).collect();
+    w.push(format!("approvers {}", r.approvers));
+    who_words(&r.role, &r.group, &mut w);
+    if let Some(win) = r.window {
+        w.push(format!("window {win}"));
+    }
+    if let Some(e) = &r.escalate {
+        w.push(format!("escalate {}", e.after));
+        who_words(&e.role, &e.group, &mut w);
+    }
+    w.join(" ")
+}
+
+fn who_words(role: &Option<String>, group: &Option<String>, w: &mut Vec<String>) {
+    if let Some(r) = role {
+        w.push(format!("role {r}"));
+    }
+    if let Some(g) = group {
+        w.push(format!("group {g}"));
+    }
+}
+
 fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty())
 }
 
 const PERIOD_HELP: &str =
     "write a period, then its caps: `month hard 1000 soft 900`, `week from sunday hard 300`, `day soft 40`";
+const APPROVAL_HELP: &str = "write conditions, then who approves: `above 500 approvers 2 role finance window 4h`, `action email.* window 30m escalate 10m group oncall`";
 const RATE_HELP: &str = "write calls per unit: `600 per minute`, or `10 per second on cards.*`";
 
 /// The period limits the lines say, pushing a problem for each line that does not read.
@@ -99,6 +144,58 @@ fn period(line: &str) -> Result<PeriodLimit, String> {
     Ok(p)
 }
 
+/// The approval rules the lines say, pushing a problem for each line that does not read.
+pub fn parse_approval_rules(text: &str, errs: &mut Vec<KitError>) -> Vec<ApprovalRule> {
+    parse_lines(text, "limits.approve.rules", APPROVAL_HELP, approval_rule, errs)
+}
+
+fn approval_rule(line: &str) -> Result<ApprovalRule, String> {
+    let mut r = ApprovalRule {
+        above: None,
+        action: None,
+        destructive: false,
+        soft_cap: false,
+        approvers: 1,
+        role: None,
+        group: None,
+        window: None,
+        escalate: None,
+    };
+    let mut words = line.split_whitespace();
+    while let Some(w) = words.next() {
+        if let Some(flag) = match w {
+            "destructive" => Some(&mut r.destructive),
+            "soft_cap" => Some(&mut r.soft_cap),
+            _ => None,
+        } {
+            *flag = true;
+            continue;
+        }
+        let v = words.next().ok_or_else(|| format!("`{w}` needs a value after it"))?;
+        let who = match &mut r.escalate {
+            Some(e) => (&mut e.role, &mut e.group),
+            None => (&mut r.role, &mut r.group),
+        };
+        match w {
+            "above" => r.above = Some(Money::parse(v).map_err(|e| format!("`{v}` is not an amount: {e}"))?),
+            "action" => r.action = Some(v.to_string()),
+            "approvers" => {
+                r.approvers = v.parse().map_err(|_| format!("`{v}` is not a number of approvers"))?
+            }
+            "role" => *who.0 = Some(v.to_string()),
+            "group" => *who.1 = Some(v.to_string()),
+            "window" => r.window = Some(Window::parse(v)?),
+            "escalate" => r.escalate = Some(Escalation { after: Window::parse(v)?, role: None, group: None }),
+            _ => {
+                return Err(format!(
+                    "`{w}` is not above, action, destructive, soft_cap, approvers, role, group, window or escalate"
+                ));
+            }
+        }
+    }
+    Ok(r)
+}
+
 /// The rate limits the lines say, pushing a problem for each line that does not read.
 pub fn parse_rates(text: &str, errs: &mut Vec<KitError>) -> Vec<RateLimit> {
     parse_lines(text, "limits.rate", RATE_HELP, rate, errs)
@@ -137,6 +234,12 @@ mod tests {
         assert_eq!(parse_periods(&periods_text(&p), &mut errs), p);
         assert_eq!(parse_rates(&rates_text(&r), &mut errs), r);
         assert_eq!(rates_text(&r), "600 per minute\n10 per second on cards.*");
+        let lines = "above 500.00 approvers 2 role finance window 4h escalate 1h group treasury\naction email.* soft_cap approvers 1";
+        let a = parse_approval_rules(lines, &mut errs);
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(a[0].escalate.as_ref().and_then(|e| e.group.as_deref()), Some("treasury"));
+        assert_eq!((a[0].role.as_deref(), a[0].group.as_deref()), (Some("finance"), None));
+        assert_eq!(approval_rules_text(&a), lines);
     }
 
     #[test]
