@@ -180,7 +180,7 @@ async fn a_park_keeps_its_hold_and_approval_executes_that_exact_call_once() {
     let err = w.gw.approve(&w.tenant, &id, &w.owner, None).await.unwrap_err();
     assert_eq!(err.code(), "requester_cannot_decide");
 
-    let done = w.gw.approve(&w.tenant, &id, &w.approver, Some("ok")).await.unwrap();
+    let done = w.gw.approve(&w.tenant, &id, &w.approver, Some("ok")).await.unwrap().ran().unwrap();
     assert_eq!(done.disposition, Disposition::Executed);
     // The result is for the bound arguments: the sandbox charge id is derived from them.
     let again = w

@@ -99,6 +99,10 @@ closed! {
         Refused = "refused",
         /// An approval or a hold expired.
         Expired = "expired",
+        /// An approver approved a call that needs more approvals still.
+        Voted = "voted",
+        /// A parked call waited past its rule's escalation: approvers were notified again.
+        Escalated = "escalated",
         /// A proposal was accepted into the brain.
         Accepted = "accepted",
         /// A proposal was rejected.

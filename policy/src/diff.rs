@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::approval::{ApprovalRule, Window};
-use crate::kit::{CanRule, Kit, PeriodLimit, RateLimit, RuleEffect};
+use crate::kit::{ApproveLimits, CanRule, Kit, PeriodLimit, RateLimit, RuleEffect};
 use crate::money::Money;
 use crate::primitive::Primitive;
 
@@ -113,19 +113,7 @@ impl KitDiff {
         cap_change(&mut push, "soft cap", old.limits.budget.soft_cap, new.limits.budget.soft_cap);
         period_changes(&mut push, &old.limits.budget.periods, &new.limits.budget.periods);
         rate_changes(&mut push, &old.limits.rate, &new.limits.rate);
-        cap_change(&mut push, "approval threshold", old.limits.approve.above, new.limits.approve.above);
-        for a in new.limits.approve.always.iter().filter(|a| !old.limits.approve.always.contains(a)) {
-            push(Direction::Narrows, format!("requires approval for `{a}`"));
-        }
-        for a in old.limits.approve.always.iter().filter(|a| !new.limits.approve.always.contains(a)) {
-            push(Direction::Widens, format!("removes approval for `{a}`"));
-        }
-        approval_rule_changes(&mut push, &old.limits.approve.rules, &new.limits.approve.rules);
-        match (old.limits.approve.destructive, new.limits.approve.destructive) {
-            (true, false) => push(Direction::Widens, "lets destructive tools run without approval".into()),
-            (false, true) => push(Direction::Narrows, "requires approval for destructive tools".into()),
-            _ => {}
-        }
+        approve_changes(&mut push, &old.limits.approve, &new.limits.approve);
         // Widens first, then narrows, then the rest, each in the order found. (Grouping by
         // hand rather than a stable sort keeps the sort's code out of the browser's wasm.)
         let changes = [Direction::Widens, Direction::Narrows, Direction::Neutral]
@@ -198,6 +186,24 @@ fn rate_changes(push: &mut impl FnMut(Direction, String), old: &[RateLimit], new
             Direction::Widens,
             format!("removes the rate limit of {} calls per {} on `{}`", o.calls, o.per.as_str(), o.action),
         );
+    }
+}
+
+/// What changes in `limits.approve`: the threshold, the always list, the rules and
+/// destructive tools.
+fn approve_changes(push: &mut impl FnMut(Direction, String), old: &ApproveLimits, new: &ApproveLimits) {
+    cap_change(push, "approval threshold", old.above, new.above);
+    for a in new.always.iter().filter(|a| !old.always.contains(a)) {
+        push(Direction::Narrows, format!("requires approval for `{a}`"));
+    }
+    for a in old.always.iter().filter(|a| !new.always.contains(a)) {
+        push(Direction::Widens, format!("removes approval for `{a}`"));
+    }
+    approval_rule_changes(push, &old.rules, &new.rules);
+    match (old.destructive, new.destructive) {
+        (true, false) => push(Direction::Widens, "lets destructive tools run without approval".into()),
+        (false, true) => push(Direction::Narrows, "requires approval for destructive tools".into()),
+        _ => {}
     }
 }
 

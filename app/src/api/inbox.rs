@@ -116,6 +116,9 @@ pub(crate) fn why_not(may: gateway::Result<()>, decider: &str) -> Result<Option<
         Err(e) if e.code() == "role_required" => {
             Ok(Some(format!("Deciding needs the {decider} or admin role.")))
         }
+        Err(e) if e.code() == "already_approved" => {
+            Ok(Some("You have approved this; it waits for another approver.".to_string()))
+        }
         Err(e) if e.code() == "requester_cannot_decide" => Ok(Some(
             "You own this agent's profile or one above it, so another person must decide.".to_string(),
         )),
@@ -139,7 +142,17 @@ pub async fn approve_action(id: String, note: Option<String>) -> Result<(), Serv
     form(async {
         let (gw, tenant, human) = require_approver().await?;
         let note = note.filter(|n| !n.trim().is_empty());
-        let resp = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
+        let decided = gw.approve(&tenant.id, &id, &human, note.as_deref()).await.map_err(to_fn_error)?;
+        let resp = match decided {
+            gateway::ops::approvals::Decided::Ran(resp) => resp,
+            gateway::ops::approvals::Decided::Waiting(a) => {
+                let what = decided_call(&gw, &tenant.id, &id).await?;
+                let (got, left) = (a.quorum.progress(), a.quorum.still_needed());
+                back_with_notice(&format!("Your approval of {what} is recorded ({got}); it needs {left}."))
+                    .await;
+                return Ok(());
+            }
+        };
         // Refused under the kit in force now, or the connector failed: say so on the page.
         if let Some(env) = resp.failure() {
             let (reason, message) = (&env.error.details.reason, &env.message);

@@ -5,6 +5,11 @@
 //! deny (with a required reason) and expiry void the hold; neither the requesting agent nor
 //! the human who owns its profile can decide; the sweeper expires overdue approvals into
 //! denials even with no traffic; decided approvals keep their whole trail.
+//!
+//! Teams (a kit's approval rules): an approval may need several distinct people, one of them
+//! holding a role or in a group; each person counts once whatever credential they use, the
+//! call runs once when the last needed approval arrives, and one deny ends it. An escalation
+//! fires at most once ([`escalate_due`]), and lets its fallback role or group stand in.
 
 use crate::sql::{Row, Tx, for_update, skip_locked};
 use chrono::{DateTime, Utc};
@@ -74,6 +79,119 @@ pub struct Approval {
     pub decision_reason: Option<String>,
     pub result: Option<Value>,
     pub trail: Vec<TrailStep>,
+    /// What releasing the call takes, and the approvals it has.
+    pub quorum: Quorum,
+    /// The agent's own words on why it asks: plain text, never markup.
+    pub justification: Option<String>,
+}
+
+/// What releasing a parked call takes: `required` distinct people, one of them holding
+/// `role` or in `group` when either is set (or, once escalated, the fallback's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Quorum {
+    pub required: u8,
+    pub role: Option<String>,
+    pub group: Option<String>,
+    /// The kit's `limits.approve.rules` entry that set it, if one did.
+    pub rule: Option<u32>,
+    pub escalate_at: Option<DateTime<Utc>>,
+    pub escalated_at: Option<DateTime<Utc>>,
+    pub fallback_role: Option<String>,
+    pub fallback_group: Option<String>,
+    /// The approvals given so far, oldest first.
+    pub votes: Vec<Vote>,
+}
+
+/// One person's approval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Vote {
+    pub username: String,
+    pub credential: String,
+    pub at: DateTime<Utc>,
+    pub note: Option<String>,
+    /// Whether they met the named role or group.
+    pub named: bool,
+}
+
+impl Quorum {
+    /// One approver, anyone: a call no rule governs.
+    pub fn single() -> Quorum {
+        Quorum {
+            required: 1,
+            role: None,
+            group: None,
+            rule: None,
+            escalate_at: None,
+            escalated_at: None,
+            fallback_role: None,
+            fallback_group: None,
+            votes: Vec::new(),
+        }
+    }
+
+    /// What `rule` asks of a call parked at `now`, and the window it waits.
+    pub(crate) fn of(
+        rule: Option<(usize, &policy::ApprovalRule)>,
+        now: DateTime<Utc>,
+        default_ttl: chrono::Duration,
+    ) -> (Quorum, chrono::Duration) {
+        let Some((i, r)) = rule else { return (Quorum::single(), default_ttl) };
+        let ttl = r.window.map_or(default_ttl, |w| chrono::Duration::seconds(i64::from(w.secs())));
+        let e = r.escalate.as_ref();
+        let q = Quorum {
+            required: r.approvers,
+            role: r.role.clone(),
+            group: r.group.clone(),
+            rule: u32::try_from(i).ok(),
+            escalate_at: e.map(|e| now + chrono::Duration::seconds(i64::from(e.after.secs()))),
+            escalated_at: None,
+            fallback_role: e.and_then(|e| e.role.clone()),
+            fallback_group: e.and_then(|e| e.group.clone()),
+            votes: Vec::new(),
+        };
+        (q, ttl)
+    }
+
+    /// Whether one of the approvers must hold a role or be in a group.
+    pub fn names_someone(&self) -> bool {
+        self.role.is_some() || self.group.is_some()
+    }
+
+    /// "1 of 2, approved by alice": how far it has come.
+    pub fn progress(&self) -> String {
+        let by: Vec<&str> = self.votes.iter().map(|v| v.username.as_str()).collect();
+        let mut s = format!("{} of {}", by.len(), self.required);
+        if !by.is_empty() {
+            s.push_str(&format!(", approved by {}", by.join(", ")));
+        }
+        s
+    }
+
+    /// Who may still decide, in words: "1 more, from role finance (or group treasury)".
+    pub fn still_needed(&self) -> String {
+        let left = usize::from(self.required).saturating_sub(self.votes.len());
+        let mut s = format!("{left} more approver{}", if left == 1 { "" } else { "s" });
+        if self.names_someone() && !self.votes.iter().any(|v| v.named) {
+            s.push_str(&format!(", one of them {}", self.named_words()));
+        }
+        s
+    }
+
+    /// "with role finance or (escalated) in group treasury".
+    pub fn named_words(&self) -> String {
+        let who = |role: &Option<String>, group: &Option<String>| match (role, group) {
+            (Some(r), _) => Some(format!("with role {r}")),
+            (None, Some(g)) => Some(format!("in group {g}")),
+            _ => None,
+        };
+        let own = who(&self.role, &self.group).unwrap_or_default();
+        match (self.escalated_at, who(&self.fallback_role, &self.fallback_group)) {
+            (Some(_), Some(f)) => format!("{own} or {f}"),
+            _ => own,
+        }
+    }
 }
 
 /// Filters for [`Gateway::approvals`].
@@ -89,12 +207,15 @@ pub struct ApprovalQuery {
 pub struct SweepReport {
     pub approvals_expired: usize,
     pub holds_expired: usize,
+    pub escalated: usize,
 }
 
 impl SweepReport {
     /// Whether a batch was full, so more may be due.
     pub(crate) fn full(&self) -> bool {
-        self.approvals_expired >= SWEEP_BATCH || self.holds_expired >= SWEEP_BATCH
+        self.approvals_expired >= SWEEP_BATCH
+            || self.holds_expired >= SWEEP_BATCH
+            || self.escalated >= SWEEP_BATCH
     }
 }
 
@@ -123,9 +244,19 @@ struct ApprovalRow {
     decided_at: Option<DateTime<Utc>>,
     decision_reason: Option<String>,
     result: Option<String>,
+    required: i64,
+    need_role: Option<String>,
+    need_group: Option<String>,
+    rule_index: Option<i64>,
+    escalate_at: Option<DateTime<Utc>>,
+    escalated_at: Option<DateTime<Utc>>,
+    fallback_role: Option<String>,
+    fallback_group: Option<String>,
+    justification: Option<String>,
 }
 const COLUMNS: &str = "id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, \
-                       requested_at, expires_at, decided_by, decided_at, decision_reason, result";
+                       requested_at, expires_at, decided_by, decided_at, decision_reason, result, \
+                       required, need_role, need_group, rule_index, escalate_at, escalated_at, fallback_role, fallback_group, justification";
 
 fn from_row(r: ApprovalRow) -> Result<Approval> {
     Ok(Approval {
@@ -150,6 +281,19 @@ fn from_row(r: ApprovalRow) -> Result<Approval> {
         decision_reason: r.decision_reason,
         result: r.result.map(|s| stored::json("approval's result", &s)).transpose()?,
         trail: Vec::new(),
+        quorum: Quorum {
+            required: u8::try_from(r.required)
+                .map_err(|_| stored::corrupt("required approvers", &r.required.to_string()))?,
+            role: r.need_role,
+            group: r.need_group,
+            rule: r.rule_index.and_then(|i| u32::try_from(i).ok()),
+            escalate_at: r.escalate_at,
+            escalated_at: r.escalated_at,
+            fallback_role: r.fallback_role,
+            fallback_group: r.fallback_group,
+            votes: Vec::new(),
+        },
+        justification: r.justification,
     })
 }
 
@@ -207,6 +351,10 @@ pub(crate) struct Request<'a> {
     pub actor: &'a str,
     pub note: &'a str,
     pub ttl: chrono::Duration,
+    /// What releasing it takes ([`Quorum::of`]).
+    pub quorum: Quorum,
+    /// The agent's words on why, already checked ([`justification`]).
+    pub justification: Option<&'a str>,
     /// When it was asked for ([`crate::GatewayConfig::clock`]): it expires `ttl` later.
     pub now: chrono::DateTime<Utc>,
 }
@@ -233,9 +381,11 @@ pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
     let id = format!("apr_{}", uuid::Uuid::now_v7().simple());
     let now = r.now;
     let expires = now + r.ttl;
+    let q = &r.quorum;
     c.exec(
-        "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+        "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at, \
+         required, need_role, need_group, rule_index, escalate_at, fallback_role, fallback_group, justification) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             &id,
             &r.tenant.as_str(),
@@ -250,9 +400,20 @@ pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
             &r.reason,
             &stored::ts(now),
             &stored::ts(expires),
+            &i64::from(q.required),
+            &q.role,
+            &q.group,
+            &q.rule.map(i64::from),
+            &q.escalate_at.map(stored::ts),
+            &q.fallback_role,
+            &q.fallback_group,
+            &r.justification,
         ],
     )?;
     trail(c, &id, r.actor, "requested", Some(r.note), None)?;
+    if let Some(j) = r.justification {
+        trail(c, &id, r.actor, "justified", Some(j), None)?;
+    }
     Ok(Opened { id, expires_at: expires })
 }
 
@@ -381,6 +542,182 @@ pub(crate) fn mark_refused(
     trail(c, &a.id, &by.username, "refused", Some(&env.message), Some(&by.credential))
 }
 
+/// The longest justification an agent may give, in characters.
+pub const MAX_JUSTIFICATION_LEN: usize = 500;
+
+/// An agent's justification: trimmed, empty as none, plain text of at most
+/// [`MAX_JUSTIFICATION_LEN`] characters (line breaks allowed, no other control characters).
+pub fn justification(text: Option<&str>) -> Result<Option<String>> {
+    let Some(t) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
+    if t.chars().count() > MAX_JUSTIFICATION_LEN {
+        return Err(Error::invalid(
+            "justification_too_long",
+            format!("a justification is at most {MAX_JUSTIFICATION_LEN} characters; say why in fewer words"),
+        ));
+    }
+    if t.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
+        return Err(Error::invalid(
+            "invalid_justification",
+            "a justification is plain text: no control characters besides line breaks and tabs",
+        ));
+    }
+    Ok(Some(t.to_string()))
+}
+
+/// Whether `by` holds the role, or is in the group, that `role` / `group` name.
+fn names(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    (role, group): (&Option<String>, &Option<String>),
+    by: &Human,
+) -> Result<bool> {
+    if role.as_deref().is_some_and(|r| by.roles.iter().any(|x| x.as_str() == r)) {
+        return Ok(true);
+    }
+    match group {
+        Some(g) => crate::domain::groups::in_group(c, tenant, g, &by.user_id),
+        None => Ok(false),
+    }
+}
+
+/// Whether `by` may decide `a` at all, and whether they meet its named role or group: an
+/// approver or admin may, and so may whoever the approval names (its fallback once
+/// escalated). `role_required` otherwise.
+pub(crate) fn voter(c: &dyn Tx, a: &Approval, by: &Human) -> Result<bool> {
+    let q = &a.quorum;
+    let named = names(c, &a.tenant_id, (&q.role, &q.group), by)?
+        || (q.escalated_at.is_some() && names(c, &a.tenant_id, (&q.fallback_role, &q.fallback_group), by)?);
+    if !named {
+        by.require(crate::domain::principal::APPROVERS)?;
+    }
+    Ok(named)
+}
+
+/// What one approval did to its call.
+pub(crate) enum Counted {
+    /// More approvals are needed; the vote is recorded.
+    Waiting,
+    /// It was the last one needed: decide the call again and run it.
+    Last,
+}
+
+/// Records `by`'s approval of pending `a` (whether they meet its named role or group is
+/// `named`). One person counts once: `already_approved` for a second vote, whatever the
+/// credential; `named_approver_needed` when this vote would fill the last place without
+/// anyone from the named role or group.
+pub(crate) fn vote(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>, named: bool) -> Result<Counted> {
+    let votes = c.rows("SELECT user_id, named FROM approval_votes WHERE approval_id = ?", &[&a.id])?;
+    let mut any_named = named;
+    for v in &votes {
+        let (user, was_named): (String, i64) = (v.get(0)?, v.get(1)?);
+        if user == by.user_id.as_str() {
+            return Err(Error::Conflict {
+                code: "already_approved",
+                message: format!(
+                    "{} has approved this already; it needs {} from someone else",
+                    by.username,
+                    a.quorum.still_needed()
+                ),
+            });
+        }
+        any_named |= was_named != 0;
+    }
+    let count = votes.len() + 1;
+    let required = usize::from(a.quorum.required);
+    if a.quorum.names_someone() && !any_named && count >= required {
+        return Err(Error::Conflict {
+            code: "named_approver_needed",
+            message: format!(
+                "the last approval this call needs must come from someone {}; ask them",
+                a.quorum.named_words()
+            ),
+        });
+    }
+    c.exec(
+        "INSERT INTO approval_votes (approval_id, user_id, username, credential, at, note, named) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[&a.id, &by.user_id.as_str(), &by.username, &by.credential, &stored::ts(Utc::now()), &note, &i64::from(named)],
+    )?;
+    if count < required {
+        let progress = format!("{count} of {required}");
+        let text = note.map_or(progress.clone(), |n| format!("{progress}: {n}"));
+        trail(c, &a.id, &by.username, "voted", Some(&text), Some(&by.credential))?;
+        return Ok(Counted::Waiting);
+    }
+    Ok(Counted::Last)
+}
+
+/// The approvals given to approval `id`, oldest first.
+async fn votes_of(store: &Store, id: &str) -> Result<Vec<Vote>> {
+    let rows: Vec<(String, String, DateTime<Utc>, Option<String>, i64)> = store
+        .all(
+            "SELECT username, credential, at, note, named FROM approval_votes WHERE approval_id = ? ORDER BY at, user_id",
+            &[&id],
+        )
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(username, credential, at, note, named)| Vote {
+            username,
+            credential,
+            at,
+            note,
+            named: named != 0,
+        })
+        .collect())
+}
+
+/// Escalates the pending approvals whose escalation is due and `mine` keeps (their tenant's
+/// lock is held), each once: the trail says so and the log entry tells the approvers again
+/// (`approval.escalated`). Rows another instance's sweep holds are skipped.
+pub(crate) fn escalate_due(
+    c: &dyn Tx,
+    now: DateTime<Utc>,
+    mine: &dyn Fn(&Approval) -> bool,
+) -> Result<usize> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND escalated_at IS NULL AND escalate_at <= ? \
+         ORDER BY escalate_at LIMIT {SWEEP_BATCH}{}",
+        skip_locked(c, "approvals")
+    );
+    let rows = c.rows(&sql, &[&stored::ts(now)])?;
+    let mut escalated = 0;
+    for r in &rows {
+        let a = from_row(crate::sql::FromRow::from_row(r)?)?;
+        if !mine(&a) {
+            continue;
+        }
+        escalated += 1;
+        let sql = "UPDATE approvals SET escalated_at = ? WHERE id = ? AND escalated_at IS NULL";
+        if c.exec(sql, &[&stored::ts(now), &a.id])? == 0 {
+            continue;
+        }
+        let mut escalated = a.quorum.clone();
+        escalated.escalated_at = Some(now);
+        let who = escalated.named_words();
+        let note = if who.is_empty() {
+            "waited past its escalation; approvers notified again".to_string()
+        } else {
+            format!("waited past its escalation; now also decidable by someone {who}")
+        };
+        trail(c, &a.id, "gateway", "escalated", Some(&note), None)?;
+        activity::append(
+            c,
+            NewEntry::new(&a.tenant_id, "gateway", Kind::Approval)
+                .profile(&a.profile_id)
+                .action(&a.action)
+                .verdict(Verdict::Escalated)
+                .amount(a.amount)
+                .kit_version(a.kit_version)
+                .detail(json!({
+                    "approval_id": a.id, "expires_at": a.expires_at, "progress": a.quorum.progress(),
+                    "fallback_role": a.quorum.fallback_role, "fallback_group": a.quorum.fallback_group,
+                    "justification": a.justification,
+                })),
+        )?;
+    }
+    Ok(escalated)
+}
+
 impl crate::sql::FromRow for ApprovalRow {
     fn from_row(r: &Row) -> ::store::Result<ApprovalRow> {
         Ok(ApprovalRow {
@@ -402,6 +739,15 @@ impl crate::sql::FromRow for ApprovalRow {
             decided_at: r.get(15)?,
             decision_reason: r.get(16)?,
             result: r.get(17)?,
+            required: r.get(18)?,
+            need_role: r.get(19)?,
+            need_group: r.get(20)?,
+            rule_index: r.get(21)?,
+            escalate_at: r.get(22)?,
+            escalated_at: r.get(23)?,
+            fallback_role: r.get(24)?,
+            fallback_group: r.get(25)?,
+            justification: r.get(26)?,
         })
     }
 }
@@ -425,6 +771,7 @@ pub(crate) async fn read(store: &Store, tenant: &TenantId, id: &str) -> Result<A
         )
         .await?;
     a.trail = steps.into_iter().map(trail_step).collect();
+    a.quorum.votes = votes_of(store, id).await?;
     Ok(a)
 }
 
@@ -443,7 +790,12 @@ pub(crate) async fn list(store: &Store, tenant: &TenantId, q: &ApprovalQuery) ->
     }
     args.push(&limit);
     let rows: Vec<ApprovalRow> = store.all(&sql, &args).await?;
-    rows.into_iter().map(from_row).collect()
+    let mut out: Vec<Approval> = rows.into_iter().map(from_row).collect::<Result<_>>()?;
+    // Only an approval that needs more than one person can have votes to show while it waits.
+    for a in out.iter_mut().filter(|a| a.quorum.required > 1) {
+        a.quorum.votes = votes_of(store, &a.id).await?;
+    }
+    Ok(out)
 }
 
 /// How many pending approvals `user` may decide (none of their own agents', or their

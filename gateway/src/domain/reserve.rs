@@ -71,7 +71,10 @@ pub(crate) struct ReserveJob {
     pub links: Arc<Vec<Link>>,
     pub idem: Option<String>,
     pub request_digest: String,
+    /// How long a parked call waits unless its approval rule says otherwise.
     pub ttl: Duration,
+    /// The agent's words on why, checked; kept only if the call parks.
+    pub justification: Option<String>,
     pub connector: Arc<dyn Connector>,
     /// The in-process connector's answer, asked once however often the job runs.
     pub answer: Arc<OnceLock<Option<ConnectorOutcome>>>,
@@ -463,6 +466,9 @@ impl ReserveJob {
         let s = &self.subject;
         let hold = ledger::reserve(c, &self.new_hold(decision, call))?;
         let kit = self.kit();
+        let rule = decision.rule.and_then(|i| kit.limits.approve.rules.get(i).map(|r| (i, r)));
+        let (quorum, ttl) = crate::domain::approvals::Quorum::of(rule, self.now, self.ttl);
+        let needs = rule.map(|(_, r)| r.who());
         let opened = crate::domain::approvals::open(
             c,
             &crate::domain::approvals::Request {
@@ -477,7 +483,9 @@ impl ReserveJob {
                 reason: refusal.detail(),
                 actor: self.actor(),
                 note: refusal.detail(),
-                ttl: self.ttl,
+                ttl,
+                quorum,
+                justification: self.justification.as_deref(),
                 now: self.now,
             },
         )?;
@@ -493,7 +501,8 @@ impl ReserveJob {
                 .verdict(Verdict::Park)
                 .amount(decision.cost)
                 .kit_version(kit.version.0)
-                .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires })),
+                .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires,
+                    "needs": needs, "justification": self.justification })),
         )?;
         self.store(c, First::Answer(Disposition::Parked, &body.to_string()))?;
         let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
@@ -852,6 +861,7 @@ mod tests {
             links: Arc::new(vec![link.clone()]),
             idem: None,
             ttl: Duration::seconds(600),
+            justification: None,
             connector: Arc::new(Sandbox::default()),
             answer: Arc::default(),
             lease: Leases::new(15).lease(),

@@ -33,7 +33,7 @@ impl Now {
     }
 }
 
-/// One sweep at `now`: expired approvals, orphaned holds, ended sessions, sign-in windows
+/// One sweep at `now`: escalations due, expired approvals, orphaned holds, ended sessions, sign-in windows
 /// and unclaimed secrets. On PostgreSQL rows another transaction holds are skipped, so sweeps
 /// on several instances at once each end different holds.
 pub(crate) fn sweep_once(c: &dyn Tx, now: Now) -> Result<SweepReport> {
@@ -55,6 +55,8 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: Now) -> Result<SweepReport> {
     ledger::lock_for_ending(c, &holds)?;
     expire(c, due, &mut report)?;
     end_orphans(c, orphans, &mut report)?;
+    // After the expiries, so an approval that expired in this sweep is not escalated too.
+    report.escalated = approvals::escalate_due(c, now.clock, &|a| mine(&a.tenant_id))?;
     crate::domain::sessions::forget_ended(c, now.wall)?;
     crate::domain::logins::forget_ended(c, now.wall)?;
     crate::domain::handovers::forget_unclaimed(c, now.wall)?;
@@ -72,6 +74,7 @@ fn lock_tenants_due(c: &dyn Tx, now: Now) -> Result<Option<Vec<TenantId>>> {
     }
     let rows = c.rows(
         "SELECT tenant_id FROM approvals WHERE status = 'pending' AND expires_at <= ?1 \
+         UNION SELECT tenant_id FROM approvals WHERE status = 'pending' AND escalated_at IS NULL AND escalate_at <= ?1 \
          UNION SELECT h.tenant_id FROM holds h LEFT JOIN approvals a ON a.hold_id = h.id \
          WHERE h.status = 'pending' AND (COALESCE(h.lease_until, h.created_at) <= ?2 \
            OR a.status IN ('denied', 'expired'))",

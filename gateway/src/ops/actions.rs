@@ -126,8 +126,23 @@ impl Gateway {
         args: Value,
         idem: Option<String>,
     ) -> Result<ActionResponse> {
+        self.perform_justified(subject, action, args, idem, None).await
+    }
+
+    /// [`Gateway::perform_as`] with the agent's justification: if the call parks, the
+    /// approval, its notification and its trail carry it ([`approvals::justification`]
+    /// bounds it; nothing else reads it).
+    pub async fn perform_justified(
+        &self,
+        subject: &Subject,
+        action: String,
+        args: Value,
+        idem: Option<String>,
+        justification: Option<&str>,
+    ) -> Result<ActionResponse> {
+        let justification = crate::domain::approvals::justification(justification)?;
         let listing = action == crate::delivery::connectors::apps::LISTING;
-        let mut resp = self.perform_unfiltered(subject, action, args, idem).await?;
+        let mut resp = self.perform_unfiltered(subject, (action, args), idem, justification).await?;
         if let (true, Answer::Executed(ran)) = (listing, &mut resp.body) {
             let links = self.cached_links(&subject.tenant, &subject.profile).await?;
             crate::delivery::connectors::apps::filter_listing(&links[0].kit, &mut ran.result);
@@ -138,9 +153,9 @@ impl Gateway {
     async fn perform_unfiltered(
         &self,
         subject: &Subject,
-        action: String,
-        args: Value,
+        (action, args): (String, Value),
         idem: Option<String>,
+        justification: Option<String>,
     ) -> Result<ActionResponse> {
         if let Some(env) = self.inactive_refusal(subject, &action).await? {
             return Ok(ActionResponse::refused(&env));
@@ -160,8 +175,9 @@ impl Gateway {
             ));
         }
         let connector = connectors.pick(&tool, &self.sandbox);
-        let mut job =
-            Arc::new(self.reserve_job(subject, (action, args), checked, tool, idem, &connector).await?);
+        let mut prepared = self.reserve_job(subject, (action, args), checked, tool, idem, &connector).await?;
+        prepared.justification = justification;
+        let mut job = Arc::new(prepared);
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             match self.write_for(&subject.tenant, move |c| j.run(c)).await? {
@@ -213,6 +229,7 @@ impl Gateway {
             checked,
             idem,
             ttl: Duration::seconds(self.config.approval_ttl_secs),
+            justification: None,
             answer: Arc::default(),
             lease: self.leases.lease(),
             links: self.cached_links(&subject.tenant, &subject.profile).await?,

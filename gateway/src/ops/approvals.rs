@@ -49,19 +49,20 @@ impl Gateway {
         approvals::list(&self.store, tenant, q).await
     }
 
-    /// Approves and executes the bound call exactly once, if the kit and caps in force now
-    /// still allow it. The hold a parked call keeps is a reservation, not a licence: the call
-    /// is decided again, in the job that approves it, on the current kits, statuses and
-    /// totals (its own hold given back). If they refuse it now, the approval ends refused with
-    /// the reason, its hold is voided, and the answer is the refusal envelope.
+    /// Records `by`'s approval; when it is the last one the approval needs, executes the
+    /// bound call exactly once, if the kit and caps in force now still allow it. The hold a
+    /// parked call keeps is a reservation, not a licence: the call is decided again, in the
+    /// job that approves it, on the current kits, statuses and totals (its own hold given
+    /// back). If they refuse it now, the approval ends refused with the reason, its hold is
+    /// voided, and the answer is the refusal envelope. Before the last approval the answer
+    /// is the approval, still pending, with the approvals it has.
     pub async fn approve(
         &self,
         tenant: &TenantId,
         id: &str,
         by: &Human,
         note: Option<&str>,
-    ) -> Result<ActionResponse> {
-        by.require(APPROVERS)?;
+    ) -> Result<Decided> {
         let note = approvals::optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
         let (lease, now) = (self.leases.lease(), self.now());
@@ -72,8 +73,9 @@ impl Gateway {
             .await?;
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
-                return Ok(resp);
+                return Ok(Decided::Ran(resp));
             }
+            Approved::Waiting => return Ok(Decided::Waiting(Box::new(self.approval(tenant, id).await?))),
             Approved::Run { approval, kit_version } => (*approval, kit_version),
         };
         let resp = self.run_approved(&a, by, kit_version).await?;
@@ -84,7 +86,48 @@ impl Gateway {
             approvals::record_result(c, &id_, &body, &actor, step, None)
         })
         .await?;
-        Ok(resp)
+        Ok(Decided::Ran(resp))
+    }
+
+    /// Decides several approvals with one note, each on its own exactly as if alone
+    /// ([`Gateway::approve`], [`Gateway::deny`]): one that cannot be decided (another
+    /// tenant's, already decided, expired, not this person's to decide) gets its own refusal
+    /// and leaves the others as they are. The answer has one outcome per id, in order.
+    pub async fn decide_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[String],
+        decision: BulkDecision,
+        by: &Human,
+        note: Option<&str>,
+    ) -> Result<Vec<BulkOutcome>> {
+        if ids.is_empty() || ids.len() > MAX_BULK {
+            return Err(Error::invalid(
+                "invalid_bulk",
+                format!("name 1 to {MAX_BULK} approvals; send more in further requests"),
+            ));
+        }
+        if let Some(dup) = ids.iter().enumerate().find(|(i, id)| ids[..*i].contains(id)) {
+            return Err(Error::invalid(
+                "duplicate_approval",
+                format!("{} is named twice; name each approval once", dup.1),
+            ));
+        }
+        if decision == BulkDecision::Deny {
+            approvals::required_reason(note.unwrap_or_default(), "a denial")?;
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let outcome = match decision {
+                BulkDecision::Approve => self.approve(tenant, id, by, note).await.map(|d| d.outcome()),
+                BulkDecision::Deny => self
+                    .deny(tenant, id, by, note.unwrap_or_default())
+                    .await
+                    .map(|a| (a.status.as_str().to_string(), None)),
+            };
+            out.push(BulkOutcome::of(id, outcome));
+        }
+        Ok(out)
     }
 
     /// Carries out the call an approval bound: a brain accept canonizes, anything else runs
@@ -129,7 +172,18 @@ impl Gateway {
     /// one above it (nor, for an agent's accept, the proposer's). The console asks before
     /// showing the buttons; the deciding job checks again in its transaction.
     pub async fn may_decide(&self, a: &Approval, by: &Human) -> Result<()> {
-        by.require(APPROVERS)?;
+        if by.require(APPROVERS).is_err() && !self.named_by(a, by).await? {
+            by.require(APPROVERS)?;
+        }
+        if a.quorum.votes.iter().any(|v| v.username == by.username) {
+            return Err(Error::Conflict {
+                code: "already_approved",
+                message: format!(
+                    "you have approved this; it needs {} from someone else",
+                    a.quorum.still_needed()
+                ),
+            });
+        }
         self.ensure_not_owner(&a.profile_id, by).await?;
         if let Some((proposal, _)) = crate::domain::approvals::proposal_in(a)
             && let Some(proposer) = self.proposer(&proposal).await?
@@ -139,13 +193,31 @@ impl Gateway {
         Ok(())
     }
 
-    /// Denies with a required reason; voids the hold.
+    /// Whether `by` holds the role, or is in the group, that `a` names (or its fallback's,
+    /// once escalated): who may decide it without the approver role.
+    async fn named_by(&self, a: &Approval, by: &Human) -> Result<bool> {
+        let q = &a.quorum;
+        let escalated = q.escalated_at.is_some();
+        let roles = [Some(&q.role), escalated.then_some(&q.fallback_role)];
+        if roles.into_iter().flatten().flatten().any(|r| by.roles.iter().any(|x| x.as_str() == r)) {
+            return Ok(true);
+        }
+        for g in [Some(&q.group), escalated.then_some(&q.fallback_group)].into_iter().flatten().flatten() {
+            if crate::domain::groups::is_member(&self.store, &a.tenant_id, g, &by.user_id).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Denies with a required reason; voids the hold. One deny ends the approval, however
+    /// many approvals it had.
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
-        by.require(APPROVERS)?;
         let reason = approvals::required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
         self.write_for(tenant, move |c| {
             let a = approvals::load(c, &t, &id_)?;
+            approvals::voter(c, &a, &by_)?;
             check_decider(c, &a, &by_)?;
             approvals::close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
         })
@@ -166,6 +238,7 @@ impl Gateway {
             let r = self.write(move |c| crate::domain::sweep::sweep_once(c, now)).await?;
             total.approvals_expired += r.approvals_expired;
             total.holds_expired += r.holds_expired;
+            total.escalated += r.escalated;
             if !r.full() {
                 break;
             }
@@ -261,10 +334,83 @@ fn check_decider(c: &dyn Tx, a: &Approval, by: &Human) -> Result<()> {
     Ok(())
 }
 
+/// The most approvals one bulk decision names.
+pub const MAX_BULK: usize = 200;
+
+/// What a bulk request does to each approval it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BulkDecision {
+    Approve,
+    Deny,
+}
+
+/// What became of one approval in a bulk decision.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BulkOutcome {
+    pub id: String,
+    /// Whether this decision was recorded.
+    pub ok: bool,
+    /// `executed`, `refused`, `failed` (the call ran and its connector failed), `waiting`
+    /// (more approvals are needed), `denied`; or the error's code when `ok` is false.
+    pub outcome: String,
+    /// Why, when it did not go through or the call was refused: the stable code's message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl BulkOutcome {
+    fn of(id: &str, r: Result<(String, Option<String>)>) -> BulkOutcome {
+        match r {
+            Ok((outcome, message)) => BulkOutcome { id: id.to_string(), ok: true, outcome, message },
+            Err(e) => BulkOutcome {
+                id: id.to_string(),
+                ok: false,
+                outcome: e.code().to_string(),
+                message: Some(e.to_string()),
+            },
+        }
+    }
+}
+
+/// What an approval did: the call ran (or was refused, or failed) and here is its answer, or
+/// it waits for more approvals.
+#[derive(Debug)]
+pub enum Decided {
+    Ran(ActionResponse),
+    Waiting(Box<Approval>),
+}
+
+impl Decided {
+    /// The call's answer, if this approval was the last one needed.
+    pub fn ran(self) -> Option<ActionResponse> {
+        match self {
+            Decided::Ran(r) => Some(r),
+            Decided::Waiting(_) => None,
+        }
+    }
+
+    /// What a bulk answer says of it.
+    fn outcome(self) -> (String, Option<String>) {
+        match self {
+            Decided::Waiting(a) => ("waiting".into(), Some(a.quorum.progress())),
+            Decided::Ran(r) => match r.disposition {
+                Disposition::Executed => ("executed".into(), None),
+                Disposition::Refused => ("refused".into(), r.envelope().map(|e| e.message.clone())),
+                _ => ("failed".into(), r.envelope().map(|e| e.message.clone())),
+            },
+        }
+    }
+}
+
 /// What the approving job found.
 enum Approved {
     /// The kit or caps in force refuse the call now; the approval ended refused.
     Refused(ActionResponse),
+    /// The approval was recorded; more are needed.
+    Waiting,
     /// Approved under the kit version given: run the bound call.
     Run { approval: Box<Approval>, kit_version: u32 },
 }
@@ -281,18 +427,12 @@ fn approve_job(
     now: chrono::DateTime<Utc>,
 ) -> Result<Approved> {
     let a = approvals::load(c, tenant, id)?;
+    let named = approvals::voter(c, &a, by)?;
     check_decider(c, &a, by)?;
-    if a.status != ApprovalStatus::Pending {
-        return Err(Error::Conflict {
-            code: "approval_already_decided",
-            message: format!("this approval is already {}", a.status.as_str()),
-        });
-    }
-    if a.expires_at <= now {
-        return Err(Error::Conflict {
-            code: "approval_expired",
-            message: "this approval has expired; the agent must ask again".into(),
-        });
+    ensure_open(&a, now)?;
+    if let approvals::Counted::Waiting = approvals::vote(c, &a, by, note, named)? {
+        log_vote(c, &a, by)?;
+        return Ok(Approved::Waiting);
     }
     let links = crate::domain::chain::load_links(c, &a.tenant_id, &a.profile_id)?;
     let tool = catalog
@@ -337,6 +477,40 @@ fn approve_job(
             .detail(json!({ "approval_id": a.id, "credential": by.credential })),
     )?;
     Ok(Approved::Run { approval: Box::new(a), kit_version: kit.version.0 })
+}
+
+/// `a` still waits for a decision at `now`: neither decided nor past its window.
+fn ensure_open(a: &Approval, now: chrono::DateTime<Utc>) -> Result<()> {
+    if a.status != ApprovalStatus::Pending {
+        return Err(Error::Conflict {
+            code: "approval_already_decided",
+            message: format!("this approval is already {}", a.status.as_str()),
+        });
+    }
+    if a.expires_at <= now {
+        return Err(Error::Conflict {
+            code: "approval_expired",
+            message: "this approval has expired; the agent must ask again".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Records in the log an approval that did not yet release its call.
+fn log_vote(c: &dyn Tx, a: &Approval, by: &Human) -> Result<Entry> {
+    activity::append(
+        c,
+        NewEntry::new(&a.tenant_id, &by.username, Kind::Approval)
+            .via(by.via)
+            .profile(&a.profile_id)
+            .action(&a.action)
+            .verdict(Verdict::Voted)
+            .amount(a.amount)
+            .kit_version(a.kit_version)
+            .detail(
+                json!({ "approval_id": a.id, "credential": by.credential, "progress": a.quorum.required }),
+            ),
+    )
 }
 
 /// What a pending hold of `amount` holds: its platform-credit part and its day. A hold that

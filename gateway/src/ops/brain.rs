@@ -226,6 +226,8 @@ impl Gateway {
                             actor: s2.profile.as_str(),
                             note: &b,
                             ttl,
+                            quorum: approvals::Quorum::single(),
+                            justification: None,
                             now,
                         },
                     )?;

@@ -59,6 +59,7 @@ impl Gateway {
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
         let (t, r) = (tenant.clone(), record.clone());
         self.write(move |c| {
+            crate::domain::groups::check_rules(c, &t, &r.kit)?;
             insert_version(c, &t, &r).map_err(|e| {
                 if e.is_unique_violation() {
                     // Two saves raced for the same version: the loser conflicts.

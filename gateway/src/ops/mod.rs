@@ -12,6 +12,7 @@ mod connected_apps;
 mod connectors;
 mod credentials;
 pub mod demo;
+mod groups;
 mod handovers;
 mod idempotency;
 mod keys;

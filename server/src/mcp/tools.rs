@@ -131,6 +131,9 @@ fn description(name: &str, spec: Option<&ToolSpec>) -> String {
 
 /// The argument that carries an Idempotency-Key over MCP, on every catalog action's tool.
 const IDEMPOTENCY_ARG: &str = "idempotency_key";
+/// The argument an agent says why it asks in, on every catalog action's tool: not an argument
+/// of the action, so it is taken out before the action's own are checked.
+const JUSTIFICATION_ARG: &str = "justification";
 
 fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effect) -> Tool {
     let Value::Object(mut schema) = decl.json_schema() else {
@@ -140,6 +143,10 @@ fn describe(name: String, decl: &ArgsDecl, spec: Option<&ToolSpec>, effect: Effe
         schema["properties"][IDEMPOTENCY_ARG] = json!({
             "type": "string", "minLength": 1, "maxLength": gateway::domain::calls::MAX_IDEMPOTENCY_KEY_LEN,
             "description": "Your key for this call: sending the same call again with the same key does it once and answers what the first did.",
+        });
+        schema["properties"][JUSTIFICATION_ARG] = json!({
+            "type": "string", "maxLength": gateway::domain::approvals::MAX_JUSTIFICATION_LEN,
+            "description": "Why you ask, in plain words, for the human who approves this call if it waits for approval.",
         });
     }
     let annotations =
@@ -178,6 +185,17 @@ fn idempotency_key(mut args: Value) -> gateway::Result<(Value, Option<String>)> 
             "invalid_idempotency_key",
             "idempotency_key is a string of 1 to 200 characters",
         )),
+    }
+}
+
+/// The call's arguments without its `justification`, and the justification.
+fn justification(mut args: Value) -> gateway::Result<(Value, Option<String>)> {
+    match args.as_object_mut().and_then(|o| o.remove(JUSTIFICATION_ARG)) {
+        None | Some(Value::Null) => Ok((args, None)),
+        Some(Value::String(j)) => Ok((args, Some(j))),
+        Some(_) => {
+            Err(gateway::Error::invalid("invalid_justification", "justification is a string of plain text"))
+        }
     }
 }
 
@@ -241,7 +259,8 @@ async fn run(
     // The pipeline refuses an inactive profile first itself.
     if let Target::Action(action) = target {
         let (args, key) = idempotency_key(args)?;
-        return Ok(answer(gw.perform_as(subject, action.clone(), args, key).await?));
+        let (args, why) = justification(args)?;
+        return Ok(answer(gw.perform_justified(subject, action.clone(), args, key, why.as_deref()).await?));
     }
     if let Some(env) = gw.inactive_refusal(subject, name).await? {
         return Ok(CallToolResult::structured_error(serde_json::to_value(env).expect("serializes")));

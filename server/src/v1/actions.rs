@@ -26,7 +26,8 @@ use crate::v1::reply::respond;
 #[utoipa::path(post, path = "/v1/users/{user_id}/{primitive}/{verb}", tag = "actions",
     params(("user_id" = String, Path, description = "The calling agent's profile id."),
         ("primitive" = String, Path, description = "cards, email, web, brain…"),
-        ("verb" = String, Path, description = "charge, send, read, query…")),
+        ("verb" = String, Path, description = "charge, send, read, query…"),
+        ("Naive-Justification" = Option<String>, Header, description = "Why the agent asks, for the human who approves if the call parks: plain text of at most 500 characters, percent-encoded where not ASCII. Shown, never rendered as markup.")),
     responses((status = 200, description = "The action ran.", body = gateway::domain::calls::Executed),
         (status = 202, description = "Parked for a human: poll the approval in `recovery`.", body = policy::Envelope, content_type = "application/json"),
         (status = 403, description = "Refused: the verdict envelope says why and what would change it.", body = policy::Envelope, content_type = "application/json"),
@@ -54,8 +55,29 @@ pub async fn governed(
         })?
     };
     let idem = crate::http::idempotency::idempotency_key(&headers)?;
-    let resp = state.gateway.perform_as(&subject, format!("{primitive}.{verb}"), args, idem).await?;
+    let why = justification(&headers)?;
+    let action = format!("{primitive}.{verb}");
+    let resp = state.gateway.perform_justified(&subject, action, args, idem, why.as_deref()).await?;
     Ok(respond(resp))
+}
+
+/// The header an agent says why it asks in: plain text, percent-encoded where it is not
+/// ASCII (`Naive-Justification: Month-end%20supplier%20payment`).
+pub const JUSTIFICATION: &str = "naive-justification";
+
+/// The agent's justification, decoded; `invalid_justification` when it does not decode.
+fn justification(headers: &HeaderMap) -> Result<Option<String>, Problem> {
+    let Some(v) = headers.get(JUSTIFICATION) else { return Ok(None) };
+    let bad = || {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_justification",
+            "Naive-Justification is plain text, percent-encoded (UTF-8) where it is not ASCII",
+        )
+    };
+    let raw = v.to_str().map_err(|_| bad())?;
+    let text = percent_encoding::percent_decode_str(raw).decode_utf8().map_err(|_| bad())?;
+    Ok(Some(text.into_owned()))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

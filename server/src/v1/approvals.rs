@@ -13,6 +13,7 @@ use crate::http::problem::{Path, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
+use gateway::ops::approvals::{BulkDecision, BulkOutcome, Decided};
 use serde::Deserialize;
 
 use crate::http::auth::{Caller, Human};
@@ -88,7 +89,9 @@ pub struct ApproveBody {
 #[utoipa::path(post, path = "/v1/approvals/{id}/approve", tag = "approvals",
     params(("id" = String, Path, description = "The approval id.")),
     request_body(content = ApproveBody, description = "An optional note."),
-    responses((status = 200, description = "The bound call ran once; its result.", body = gateway::domain::calls::Executed),
+    responses((status = 200, description = "The last approval needed: the bound call ran once; its result.", body = gateway::domain::calls::Executed),
+        (status = 202, description = "Recorded; the approval needs more approvers (its `quorum` says who).", body = gateway::domain::approvals::Approval),
+        (status = 409, description = "`already_approved` (one person counts once, whatever credential), `named_approver_needed` (the last place is for the named role or group), `approval_already_decided`, `approval_expired`.", body = Problem),
         (status = 503, description = "The connector was unavailable; the hold is voided.", body = policy::Envelope, content_type = "application/json")))]
 pub async fn approve(
     State(state): State<AppState>,
@@ -102,7 +105,43 @@ pub async fn approve(
         serde_json::from_slice(&body)
             .map_err(|e| Problem::new(StatusCode::BAD_REQUEST, "invalid_json", e.to_string()))?
     };
-    Ok(respond(state.gateway.approve(&human.tenant, &id, &human.user, b.note.as_deref()).await?))
+    Ok(match state.gateway.approve(&human.tenant, &id, &human.user, b.note.as_deref()).await? {
+        Decided::Ran(resp) => respond(resp),
+        Decided::Waiting(a) => (StatusCode::ACCEPTED, Json(a)).into_response(),
+    })
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkBody {
+    /// The approvals to decide, 1 to 200, each named once.
+    ids: Vec<String>,
+    decision: BulkDecision,
+    /// One note for all of them: optional to approve, required to deny.
+    #[schema(schema_with = crate::v1::dto::decision_note)]
+    note: Option<String>,
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct BulkAnswer {
+    /// One outcome per id, in the order given.
+    pub items: Vec<BulkOutcome>,
+}
+
+#[utoipa::path(post, path = "/v1/approvals/decide", tag = "approvals",
+    request_body(content = BulkBody, example = json!({"ids": ["apr_…", "apr_…"], "decision": "approve", "note": "month-end batch"})),
+    responses((status = 200, description = "Each approval decided on its own, as if alone; `items` says what became of each, and why one did not go through.", body = BulkAnswer),
+        (status = 400, description = "`invalid_bulk`, `duplicate_approval`, `reason_required` (a deny needs a note): nothing was decided.", body = Problem)))]
+pub async fn decide_many(
+    State(state): State<AppState>,
+    human: Human,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let b: BulkBody =
+        crate::v1::reply::json_body(&body, r#"{"ids": ["apr_…"], "decision": "approve", "note": "…"}"#)?;
+    let items =
+        state.gateway.decide_many(&human.tenant, &b.ids, b.decision, &human.user, b.note.as_deref()).await?;
+    Ok(Json(BulkAnswer { items }).into_response())
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -10,6 +10,7 @@ pub mod connectors;
 pub mod console;
 pub mod dto;
 pub mod events;
+pub mod groups;
 pub mod health;
 pub mod kits;
 pub mod ledger;
@@ -91,9 +92,22 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/webhooks/{id}", idem(state, axum::routing::delete(webhooks::delete)))
         .route("/v1/webhooks/{id}/test", idem(state, post(webhooks::test)))
         .route("/v1/webhooks/{id}/purge", idem(state, post(webhooks::purge)))
+        .merge(approval_routes(state))
+        .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
+}
+
+/// Approvals, their bulk decisions and the groups approval rules name.
+fn approval_routes(state: &AppState) -> Router<AppState> {
+    Router::new()
         .route("/v1/approvals", idem(state, get(approvals::list)))
+        .route("/v1/approvals/decide", idem(state, post(approvals::decide_many)))
         .route("/v1/approvals/{id}", idem(state, get(approvals::get)))
         .route("/v1/approvals/{id}/approve", idem(state, post(approvals::approve)))
         .route("/v1/approvals/{id}/deny", idem(state, post(approvals::deny)))
-        .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
+        .route("/v1/groups", idem(state, get(groups::list).post(groups::create)))
+        .route("/v1/groups/{name}", idem(state, axum::routing::delete(groups::delete)))
+        .route(
+            "/v1/groups/{name}/members/{user_id}",
+            idem(state, axum::routing::put(groups::add).delete(groups::remove)),
+        )
 }

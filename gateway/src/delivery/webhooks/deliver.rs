@@ -48,16 +48,32 @@ pub(crate) fn render(format: Format, payload: &str, public_url: &str) -> ::store
     Ok(serde_json::to_vec(&body).expect("JSON serializes"))
 }
 
+/// An agent's words as Slack shows them, never as markup: Slack reads `<…>` as links and
+/// mentions, so `&`, `<` and `>` are escaped as its format asks.
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 /// One line a person reads, ending in the link.
 fn summary(event: &str, d: &Value, url: &str) -> String {
     let action = d["action"].as_str().unwrap_or("a call");
     let who = d["profile_id"].as_str().unwrap_or("an agent");
     let amount = d["amount"].as_str().map(|a| format!(" of ${a}")).unwrap_or_default();
     let what = match event {
-        "approval.parked" => format!("{who} asks to run {action}{amount}: it waits for your approval"),
+        "approval.parked" => {
+            let why = d["justification"]
+                .as_str()
+                .map(|j| format!(" (\"{}\")", slack_escaped(j)))
+                .unwrap_or_default();
+            format!("{who} asks to run {action}{amount}{why}: it waits for your approval")
+        }
         "approval.decided" => {
             format!("{action}{amount} for {who} was {}", d["decision"].as_str().unwrap_or("decided"))
         }
+        "approval.escalated" => format!(
+            "{who}'s {action}{amount} still waits for approval ({})",
+            d["progress"].as_str().unwrap_or("not yet approved")
+        ),
         "approval.expired" => {
             format!("the approval of {action}{amount} for {who} expired and became a refusal")
         }

@@ -10,10 +10,11 @@ use crate::sql::Tx;
 use crate::stored;
 
 /// Every event an endpoint may subscribe to.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 9] = [
     "approval.parked",
     "approval.decided",
     "approval.expired",
+    "approval.escalated",
     "proposal.created",
     "budget.soft_cap_crossed",
     "budget.exhausted",
@@ -38,7 +39,8 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
     match (e.kind, e.verdict) {
         (Kind::Park, Some(Verdict::Park)) => {
             let data = with(
-                json!({ "approval_id": d["approval_id"], "reason": d["reason"], "expires_at": d["expires_at"] }),
+                json!({ "approval_id": d["approval_id"], "reason": d["reason"], "expires_at": d["expires_at"],
+                    "needs": d["needs"], "justification": d["justification"] }),
             );
             let mut out = vec![("approval.parked", data.clone())];
             if d["reason"] == "soft_cap_crossed" || d["reason"] == "period_soft_cap_crossed" {
@@ -46,12 +48,8 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             }
             out
         }
-        (Kind::Approval, Some(v @ (Verdict::Approved | Verdict::Denied | Verdict::Refused))) => vec![(
-            "approval.decided",
-            with(json!({ "approval_id": d["approval_id"], "decision": v, "reason": d["reason"] })),
-        )],
-        (Kind::Approval, Some(Verdict::Expired)) => {
-            vec![("approval.expired", with(json!({ "approval_id": d["approval_id"], "on_expiry": "deny" })))]
+        (Kind::Approval, Some(v)) => {
+            approval_event(v, d).map(|(ev, data)| vec![(ev, with(data))]).unwrap_or_default()
         }
         (Kind::Writeback, Some(Verdict::Allow)) => vec![(
             "proposal.created",
@@ -88,6 +86,25 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
             _,
         ) => Vec::new(),
     }
+}
+
+/// The event an approval's entry with verdict `v` reports, if it is one, with its own data.
+fn approval_event(v: Verdict, d: &Value) -> Option<(&'static str, Value)> {
+    Some(match v {
+        Verdict::Approved | Verdict::Denied | Verdict::Refused => (
+            "approval.decided",
+            json!({ "approval_id": d["approval_id"], "decision": v, "reason": d["reason"] }),
+        ),
+        Verdict::Escalated => (
+            "approval.escalated",
+            json!({ "approval_id": d["approval_id"], "expires_at": d["expires_at"], "progress": d["progress"],
+                "fallback_role": d["fallback_role"], "fallback_group": d["fallback_group"], "justification": d["justification"] }),
+        ),
+        Verdict::Expired => {
+            ("approval.expired", json!({ "approval_id": d["approval_id"], "on_expiry": "deny" }))
+        }
+        _ => return None,
+    })
 }
 
 /// Queues the events `e` reports for every endpoint of its tenant that subscribes to them, in

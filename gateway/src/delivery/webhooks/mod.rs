@@ -75,6 +75,8 @@ pub enum EventName {
     ApprovalDecided,
     #[schema(rename = "approval.expired")]
     ApprovalExpired,
+    #[schema(rename = "approval.escalated")]
+    ApprovalEscalated,
     #[schema(rename = "proposal.created")]
     ProposalCreated,
     #[schema(rename = "budget.soft_cap_crossed")]
