@@ -104,7 +104,7 @@ class Server:
                 yield client
 
 
-def personal_token(base, user, password):
+def personal_token(base, user, password, roles=("admin", "approver", "reviewer")):
     class Stay(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *a, **k):
             return None
@@ -124,7 +124,7 @@ def personal_token(base, user, password):
         raise AssertionError(path + " did not redirect")
 
     cookie = post("/login", {"username": user, "password": password, "next": "/"})["Set-Cookie"].split(";")[0]
-    fields = {"label": unique("mcp-suite"), "admin": "on", "approver": "on", "reviewer": "on"}
+    fields = {"label": unique("mcp-suite"), **{r: "on" for r in roles}}
     to = post("/api/create_token", fields, cookie)["Location"]
     req = urllib.request.Request(base + to)
     req.add_header("Cookie", cookie)
