@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -115,6 +115,11 @@ bench-sse:
 # approvals and 1,000,000 ledger entries (seeded by `gateway-load seed-console`).
 bench-console:
 	bench/console.sh
+
+# A bulk approval of 100 parked charges (one decide_many) beside 100 single approvals.
+bench-bulk:
+	cargo build --release -p gateway --bin gateway-load
+	target/release/gateway-load bulk --items 100 --rounds 3
 
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:

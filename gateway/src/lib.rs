@@ -21,6 +21,7 @@
 
 pub mod audit;
 pub mod cache;
+pub mod csv;
 pub mod delivery;
 pub mod domain;
 pub mod error;

@@ -113,7 +113,12 @@ impl Run {
     }
 
     async fn decide(&mut self, rng: &mut Rng, approve: bool) {
-        let q = ApprovalQuery { status: Some(ApprovalStatus::Pending), profile: None, limit: Some(50) };
+        let q = ApprovalQuery {
+            status: Some(ApprovalStatus::Pending),
+            profile: None,
+            limit: Some(50),
+            ..Default::default()
+        };
         let pending = self.w.gw.approvals(&self.w.tenant, &q).await.unwrap();
         if pending.is_empty() {
             return;

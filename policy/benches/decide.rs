@@ -250,6 +250,21 @@ fn with_periods(kit: &Kit) -> Kit {
     k
 }
 
+/// The bench kit with team approval rules (issue #34): a small-amount rule, a two-approver
+/// rule with a role and an escalation, an action rule and a soft-cap rule, so every parked
+/// call also picks its governing rule.
+fn with_rules(kit: &Kit) -> Kit {
+    let mut k = kit.clone();
+    k.limits.approve.rules = serde_json::from_str(
+        r#"[{"above":"30","window":"10m"},
+            {"above":"500","approvers":2,"role":"finance","window":"4h","escalate":{"after":"1h","group":"treasury"}},
+            {"action":"email.*","approvers":1,"window":"30m"},
+            {"soft_cap":true,"approvers":2}]"#,
+    )
+    .unwrap();
+    k
+}
+
 /// The period views of `kit`'s limits for an account that has spent `posted` this month, a
 /// third of it this week and a tenth today.
 fn period_views(kit: &Kit, posted: Money) -> [PeriodView; 3] {
@@ -340,8 +355,15 @@ fn main() {
     let timed_ns = median_ns(batches, per_batch, |i| {
         black_box(evaluate(black_box(&timed[i % n])));
     });
+    let ruled_kit = with_rules(&kit);
+    let ruled: Vec<DecisionInput> =
+        cases.iter().zip(&budgets).map(|(c, b)| ours(&ruled_kit, &catalog, c, b)).collect();
+    let ruled_ns = median_ns(batches, per_batch, |i| {
+        black_box(evaluate(black_box(&ruled[i % n])));
+    });
     println!("policy::evaluate      median {ours_ns:>10.1} ns/decision");
     println!("  with 3 period limits and a rate limit: median {timed_ns:>6.1} ns/decision (target < 1000)");
+    println!("  with 4 team approval rules:            median {ruled_ns:>6.1} ns/decision (target < 1000)");
     println!("cedar is_authorized   median {cedar_ns:>10.1} ns/decision");
     println!("ratio (cedar / ours)  {:>10.1}x", cedar_ns / ours_ns);
     if smoke {

@@ -226,6 +226,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
         .route("/login", axum::routing::post(crate::http::console_auth::login))
         .route("/logout", axum::routing::post(crate::http::console_auth::logout))
         .route("/spend/export.csv", get(crate::v1::console::export_ledger_csv))
+        .route("/approvals/export.csv", get(crate::v1::console::export_approvals_csv))
         .route("/console/events", get(crate::v1::console::events))
         // Authentication wraps the Idempotency-Key claim: nothing is claimed or replayed for
         // a request whose credential did not resolve.

@@ -36,6 +36,104 @@ pub struct InboxRow {
     /// Whether the signed-in user may decide it, and if not, why (shown on the row).
     pub can_decide: bool,
     pub why_not: Option<String>,
+    /// For a call that needs several people: "1 of 2, approved by carol".
+    pub progress: Option<String>,
+    /// Who may still decide it: "1 more approver, one of them with role finance".
+    pub needs: Option<String>,
+    /// The agent's own words on why it asks (plain text).
+    pub justification: Option<String>,
+}
+
+/// The inbox's filters, as the URL carries them (each empty when not given).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InboxFilter {
+    pub status: String,
+    /// An agent's name.
+    pub agent: String,
+    /// An action or a pattern (`cards.*`).
+    pub action: String,
+    /// The least amount, in dollars.
+    pub min: String,
+    /// Only items waiting at least this many minutes.
+    pub age: String,
+    /// Words in the action, the justification, the decider or their reason.
+    pub q: String,
+}
+
+impl InboxFilter {
+    /// The query string for these filters, for links that keep them (the CSV export).
+    pub fn query(&self) -> String {
+        let pairs = [
+            ("status", &self.status),
+            ("agent", &self.agent),
+            ("action", &self.action),
+            ("min", &self.min),
+            ("age", &self.age),
+            ("q", &self.q),
+        ];
+        let enc = |v: &str| {
+            v.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-_.*".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect::<String>()
+        };
+        pairs
+            .iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(k, v)| format!("{k}={}", enc(v.trim())))
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    /// The gateway's query for these filters, agents named among `profiles`.
+    #[cfg(feature = "ssr")]
+    pub fn to_query(
+        &self,
+        profiles: &[gateway::domain::profiles::Profile],
+        limit: i64,
+    ) -> Result<gateway::domain::approvals::ApprovalQuery, ServerFnError> {
+        use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
+        let bad = |m: &str| ServerFnError::new(format!("invalid_filter: {m}"));
+        let given = |v: &str| Some(v.trim().to_string()).filter(|v| !v.is_empty());
+        let status = match self.status.trim() {
+            "" => ApprovalStatus::Pending,
+            s => ApprovalStatus::parse(s)
+                .ok_or_else(|| bad("status is pending, approved, denied or expired"))?,
+        };
+        let profile = match given(&self.agent) {
+            None => None,
+            Some(name) => Some(
+                profiles
+                    .iter()
+                    .find(|p| p.name.eq_ignore_ascii_case(&name))
+                    .ok_or_else(|| bad(&format!("no agent is named \"{name}\"")))?
+                    .id
+                    .clone(),
+            ),
+        };
+        let min_amount = given(&self.min)
+            .map(|m| {
+                Money::parse(&m).map_err(|e| bad(&format!("the least amount \"{m}\" is not an amount: {e}")))
+            })
+            .transpose()?;
+        let age = given(&self.age)
+            .map(|a| a.parse::<u32>().map_err(|_| bad(&format!("age \"{a}\" is not a number of minutes"))))
+            .transpose()?;
+        Ok(ApprovalQuery {
+            status: Some(status),
+            profile,
+            limit: Some(limit),
+            action: given(&self.action),
+            min_amount,
+            requested_before: age.map(|m| chrono::Utc::now() - chrono::Duration::minutes(i64::from(m))),
+            search: given(&self.q),
+        })
+    }
 }
 
 /// The arguments in one readable line: `merchant: acme · memo: cable ties`.
@@ -61,18 +159,12 @@ pub fn summarize_args(args: &serde_json::Value) -> String {
 }
 
 #[server]
-pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
+pub async fn inbox(filter: InboxFilter) -> Result<Vec<InboxRow>, ServerFnError> {
     use crate::api::to_fn_error;
-    use gateway::domain::approvals::{ApprovalQuery, ApprovalStatus};
+    use gateway::domain::approvals::ApprovalStatus;
     let (gw, tenant, user) = require_view("inbox").await?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
-    let status = match status.trim() {
-        "" => ApprovalStatus::Pending,
-        s => ApprovalStatus::parse(s).ok_or_else(|| {
-            ServerFnError::new("invalid_filter: status is pending, approved, denied or expired")
-        })?,
-    };
-    let q = ApprovalQuery { status: Some(status), limit: Some(INBOX_PAGE as i64), ..Default::default() };
+    let q = filter.to_query(&profiles, INBOX_PAGE as i64)?;
     let human = gateway::domain::principal::Human::in_console(&user);
     let now = chrono::Utc::now();
     let mut rows = Vec::new();
@@ -88,9 +180,13 @@ pub async fn inbox(status: String) -> Result<Vec<InboxRow>, ServerFnError> {
         } else {
             why_not(gw.may_decide(&a, &human).await, "approver")?
         };
+        let several = a.quorum.required > 1;
         rows.push(InboxRow {
             can_decide: why_not.is_none(),
             why_not,
+            progress: several.then(|| a.quorum.progress()),
+            needs: (several && a.status == ApprovalStatus::Pending).then(|| a.quorum.still_needed()),
+            justification: a.justification.clone(),
             agent: profile.map_or_else(|| a.profile_id.to_string(), |p| p.name.clone()),
             agent_id: a.profile_id.to_string(),
             summary: summarize_args(&a.args),
@@ -199,6 +295,62 @@ fn what_ran(resp: &gateway::domain::calls::ActionResponse) -> String {
         Some(id) => format!("it ran ({id}) and its hold settled"),
         None => "it ran and its hold settled".into(),
     }
+}
+
+/// Decides the ticked approvals with one note (required to deny), each on its own: the page
+/// then says which went through and which did not, and why.
+#[server(prefix = "/api", endpoint = "decide_many")]
+pub async fn decide_many(
+    ids: Option<Vec<String>>,
+    decision: String,
+    note: Option<String>,
+) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    use gateway::ops::approvals::BulkDecision;
+    form(async {
+        let (gw, tenant, human) = require_approver().await?;
+        let ids = ids.unwrap_or_default();
+        if ids.is_empty() {
+            return Err(ServerFnError::new(
+                "nothing_selected: tick the items to decide first (x on the selected row)",
+            ));
+        }
+        let d = match decision.as_str() {
+            "approve" => BulkDecision::Approve,
+            "deny" => BulkDecision::Deny,
+            _ => return Err(ServerFnError::new("invalid_decision: approve or deny")),
+        };
+        let note = note.filter(|n| !n.trim().is_empty());
+        let items =
+            gw.decide_many(&tenant.id, &ids, d, &human, note.as_deref()).await.map_err(to_fn_error)?;
+        back_with_notice(&bulk_summary(d, &items)).await;
+        Ok(())
+    })
+    .await
+}
+
+/// "Approved 3 of 5. Not decided: apr_… approval_expired (…); …": what a bulk decision did.
+#[cfg(feature = "ssr")]
+fn bulk_summary(
+    d: gateway::ops::approvals::BulkDecision,
+    items: &[gateway::ops::approvals::BulkOutcome],
+) -> String {
+    let verb = if d == gateway::ops::approvals::BulkDecision::Approve { "Approved" } else { "Denied" };
+    let ok = items.iter().filter(|i| i.ok).count();
+    let mut s = format!("{verb} {ok} of {}.", items.len());
+    let waiting = items.iter().filter(|i| i.outcome == "waiting").count();
+    if waiting > 0 {
+        s.push_str(&format!(" {waiting} still need another approver."));
+    }
+    let refused: Vec<String> = items
+        .iter()
+        .filter(|i| !i.ok || i.outcome == "refused" || i.outcome == "failed")
+        .map(|i| format!("{}: {} ({})", i.id, i.outcome, i.message.as_deref().unwrap_or("")))
+        .collect();
+    if !refused.is_empty() {
+        s.push_str(&format!(" Not through: {}", refused.join("; ")));
+    }
+    s
 }
 
 /// Denies a parked action with a required reason; its hold is voided.

@@ -250,6 +250,7 @@ pub async fn create_webhook(
     approval_parked: Option<String>,
     approval_decided: Option<String>,
     approval_expired: Option<String>,
+    approval_escalated: Option<String>,
     proposal_created: Option<String>,
     budget_soft_cap_crossed: Option<String>,
     budget_exhausted: Option<String>,
@@ -258,10 +259,13 @@ pub async fn create_webhook(
 ) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing webhooks").await?;
-        let ticks = [
+        // One tick per event, in the order of EVENTS: the length is checked when compiling, so
+        // an event added there without its field here does not build.
+        let ticks: [Option<String>; gateway::delivery::webhooks::EVENTS.len()] = [
             approval_parked,
             approval_decided,
             approval_expired,
+            approval_escalated,
             proposal_created,
             budget_soft_cap_crossed,
             budget_exhausted,

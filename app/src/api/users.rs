@@ -97,3 +97,67 @@ pub async fn set_roles(
     })
     .await
 }
+
+/// A group of console users, as the users page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    pub name: String,
+    pub members: Vec<String>,
+}
+
+#[server]
+pub async fn list_groups() -> Result<Vec<GroupRow>, ServerFnError> {
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_view("users").await?;
+    Ok(gw
+        .groups(&tenant.id)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|g| GroupRow { name: g.name, members: g.members.into_iter().map(|m| m.username).collect() })
+        .collect())
+}
+
+/// Adds an empty group (admin only), for approval rules to name. A plain form post.
+#[server(prefix = "/api", endpoint = "create_group")]
+pub async fn create_group(name: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing groups").await?;
+        gw.create_group(&tenant.id, &name, &by.username).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}
+
+/// Deletes a group no kit's approval rule names (admin only).
+#[server(prefix = "/api", endpoint = "delete_group")]
+pub async fn delete_group(name: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing groups").await?;
+        gw.delete_group(&tenant.id, &name, &by.username).await.map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}
+
+/// Puts a user in a group, or takes them out (`change` is `add` or `remove`; admin only).
+#[server(prefix = "/api", endpoint = "group_member")]
+pub async fn group_member(group: String, username: String, change: String) -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing groups").await?;
+        let user = gw.user_named(&tenant.id, &username).await.map_err(to_fn_error)?;
+        let member = match change.as_str() {
+            "add" => true,
+            "remove" => false,
+            _ => return Err(ServerFnError::new("invalid_change: add or remove")),
+        };
+        gw.set_group_member(&tenant.id, (&group, &user.id), member, &by.username)
+            .await
+            .map_err(to_fn_error)?;
+        Ok(())
+    })
+    .await
+}

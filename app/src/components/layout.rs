@@ -65,14 +65,14 @@ fn TopBar(
                 {move || Suspend::new(async move {
                     match session.await {
                         Ok(Some(s)) => view! {
-                            <div class="flex items-center gap-3" data-testid="session">
-                                <span class="text-zinc-500 dark:text-zinc-400">
+                            <div class="flex min-w-0 items-center gap-3 whitespace-nowrap" data-testid="session">
+                                <span class="text-zinc-500 max-sm:hidden dark:text-zinc-400">
                                     "credit " <span class="tabular-nums">{s.tenant_credit.to_string()}</span>
                                 </span>
-                                <span class="font-medium">{s.tenant_name}</span>
+                                <span class="truncate font-medium max-sm:hidden">{s.tenant_name}</span>
                                 <a href="/account" data-testid="account-link" title="Your account and personal API tokens" class="rounded bg-zinc-100 px-2 py-0.5 hover:underline dark:bg-zinc-800">{s.username}</a>
                                 <form method="post" action="/logout">
-                                    <button type="submit" data-testid="sign-out" class="text-zinc-500 underline-offset-2 hover:underline dark:text-zinc-400">"Sign out"</button>
+                                    <button type="submit" data-testid="sign-out" class="whitespace-nowrap text-zinc-500 underline-offset-2 hover:underline dark:text-zinc-400">"Sign out"</button>
                                 </form>
                             </div>
                         }.into_any(),

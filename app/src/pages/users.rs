@@ -1,9 +1,11 @@
-//! Console users (`/users`, admins only): who may sign in and with which roles. Adding a user
-//! and changing roles are plain form posts; a tenant always keeps at least one admin.
+//! Console users (`/users`, admins only): who may sign in and with which roles, and the groups
+//! approval rules name ("one of the approvers from treasury"). Adding a user, changing roles
+//! and managing groups are plain form posts; a tenant always keeps at least one admin, and a
+//! group a kit names stays until the kit changes.
 
 use leptos::prelude::*;
 
-use crate::api::users::list_users;
+use crate::api::users::{GroupRow, list_groups, list_users};
 use crate::components::common::{
     CARD, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -59,6 +61,7 @@ pub fn UsersPage() -> impl IntoView {
                             </tbody>
                         </table>
                     </div>
+                    <Groups />
                 })
             })}
         </Suspense>
@@ -86,5 +89,84 @@ pub fn UsersPage() -> impl IntoView {
             </fieldset>
             <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Add user"</button>
         </form>
+    }
+}
+
+const SMALL: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
+
+/// The tenant's groups: their members, adding and removing one, a new group, deleting one.
+#[component]
+fn Groups() -> impl IntoView {
+    let data = Resource::new(
+        || (),
+        |_| async { Ok::<_, ServerFnError>((list_groups().await?, list_users().await?)) },
+    );
+    view! {
+        <section class="mt-8" data-testid="groups">
+            <h2 class="mb-1 text-base font-semibold">"Groups"</h2>
+            <p class="mb-3 text-sm text-zinc-500 dark:text-zinc-400">"An approval rule may ask that one of its approvers be in a group (for example treasury for large wires); a group's members may then decide those calls even without the approver role."</p>
+            <Suspense fallback=Loading>
+                {move || Suspend::new(async move {
+                    show(data.await, |(groups, users)| {
+                        let names: Vec<String> = users.into_iter().map(|u| u.username).collect();
+                        view! {
+                            <div class="space-y-3">
+                                {groups.into_iter().map(|g| view! { <GroupCard g names=names.clone() /> }).collect_view()}
+                            </div>
+                        }
+                    })
+                })}
+            </Suspense>
+            <form method="post" action="/api/create_group" class="mt-3 flex items-end gap-2" data-testid="create-group">
+                <label class="flex flex-col text-sm">
+                    <span class="text-zinc-600 dark:text-zinc-300">"New group"</span>
+                    <input name="name" required pattern="[a-z0-9_\\-]{1,64}" title="lowercase letters, digits, - and _" placeholder="treasury" class=INPUT />
+                </label>
+                <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Add group"</button>
+            </form>
+        </section>
+    }
+}
+
+#[component]
+fn GroupCard(g: GroupRow, names: Vec<String>) -> impl IntoView {
+    let others: Vec<String> = names.into_iter().filter(|n| !g.members.contains(n)).collect();
+    let group = g.name.clone();
+    let (label, key, delete, add) = (g.name.clone(), g.name.clone(), g.name.clone(), g.name.clone());
+    view! {
+        <div class="rounded-lg border border-zinc-200 bg-white p-3 text-sm dark:border-zinc-800 dark:bg-zinc-900" data-group=key>
+            <div class="flex items-center justify-between">
+                <span class="font-medium">{label}</span>
+                <form method="post" action="/api/delete_group">
+                    <input type="hidden" name="name" value=delete />
+                    <button type="submit" class=SMALL data-testid="delete-group">"Delete group"</button>
+                </form>
+            </div>
+            <ul class="mt-2 flex flex-wrap gap-2">
+                {g.members.into_iter().map(|m| {
+                    let group = group.clone();
+                    let (key, label) = (m.clone(), m.clone());
+                    view! {
+                        <li class="flex items-center gap-1 rounded bg-zinc-100 px-2 py-0.5 dark:bg-zinc-800" data-member=key>
+                            {label}
+                            <form method="post" action="/api/group_member">
+                                <input type="hidden" name="group" value=group />
+                                <input type="hidden" name="username" value=m />
+                                <input type="hidden" name="change" value="remove" />
+                                <button type="submit" aria-label="Remove from the group" class="text-zinc-500">"×"</button>
+                            </form>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            <form method="post" action="/api/group_member" class="mt-2 flex gap-2">
+                <input type="hidden" name="group" value=add />
+                <input type="hidden" name="change" value="add" />
+                <select name="username" aria-label="User to add" class=INPUT>
+                    {others.into_iter().map(|n| { let v = n.clone(); view! { <option value=v>{n}</option> } }).collect_view()}
+                </select>
+                <button type="submit" class=SMALL data-testid="add-member">"Add to group"</button>
+            </form>
+        </div>
     }
 }

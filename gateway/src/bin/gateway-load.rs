@@ -26,6 +26,11 @@
 //! rounds whose medians and ratios it prints; then the worker draining a backlog into the
 //! runtime, and enqueue-to-delivered latency at a steady rate while the runtime is up.
 //!
+//! `gateway-load bulk [--items 100] [--rounds 3]` measures a bulk approval (issue #34): on a
+//! fresh SQLite file, `items` parked charges approved in one `decide_many` (what
+//! `POST /v1/approvals/decide` and the inbox's bulk form call), beside the same number approved
+//! one `approve` at a time, in interleaved rounds whose medians it prints.
+//!
 //! `gateway-load soak --db URL` drives a mixed load (allowed, parked, refused) until killed, and
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
 //! ledger after a restart.
@@ -701,6 +706,70 @@ async fn soak(db: &str) {
     }
 }
 
+/// Parks `n` charges for one agent; their approval ids.
+async fn park_many(gw: &Gateway, token: &str, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let args = json!({"amount": "50.00", "merchant": "acme", "memo": format!("bulk {i}")});
+        let call =
+            ActionCall { token: token.into(), action: "cards.charge".into(), args, idempotency_key: None };
+        let r = gw.perform(call).await.expect("park");
+        assert_eq!(r.disposition, Disposition::Parked);
+        let env = r.envelope().expect("a park's envelope");
+        match env.recovery.first() {
+            Some(policy::RecoveryStep::WaitForApproval { approval_id, .. }) => ids.push(approval_id.clone()),
+            other => panic!("a park names its approval first, not {other:?}"),
+        }
+    }
+    ids
+}
+
+/// See the module doc: one bulk decision of `items` against as many single approvals.
+async fn bulk_bench(items: usize, rounds: usize) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let gw = Gateway::open(&format!("sqlite://{}/bulk.db", dir.path().display())).await.expect("open");
+    let kit = r#"{"name":"Bulk","primitives":["cards"],"limits":{"budget":{"hard_cap":"10000000"},"approve":{"above":"40"}}}"#;
+    let token = setup(&gw, 1, kit).await.remove(0);
+    let subject = gw.authenticate(&token).await.expect("auth").expect("a key");
+    let approver = gw
+        .create_user(&subject.tenant, "bulk-approver", "load-password", &[Role::Approver])
+        .await
+        .expect("user");
+    let by = gateway::domain::principal::Human::in_console(&approver);
+    let (mut bulk, mut single) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let ids = park_many(&gw, &token, items).await;
+        let t = Instant::now();
+        let out = gw
+            .decide_many(
+                &subject.tenant,
+                &ids,
+                gateway::ops::approvals::BulkDecision::Approve,
+                &by,
+                Some("bulk"),
+            )
+            .await
+            .expect("bulk");
+        bulk.push(t.elapsed().as_secs_f64());
+        assert!(out.iter().all(|o| o.ok && o.outcome == "executed"), "every item ran");
+        let ids = park_many(&gw, &token, items).await;
+        let t = Instant::now();
+        for id in &ids {
+            gw.approve(&subject.tenant, id, &by, Some("one")).await.expect("approve");
+        }
+        single.push(t.elapsed().as_secs_f64());
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (b, s) = (median(&mut bulk), median(&mut single));
+    println!("bulk approval of {items} parked charges, median of {rounds} rounds (SQLite, one process):");
+    println!("  one decide_many        {:>8.1} ms  (target < 2000 ms)", b * 1000.0);
+    println!("  {items} single approves   {:>8.1} ms", s * 1000.0);
+    println!("  ratio (bulk / single)  {:>8.2}", b / s);
+}
+
 /// See the module doc: bulk rows written straight into a fresh demo database.
 async fn seed_console(path: &str, approvals: u64, entries: u64) {
     let url = format!("sqlite://{path}");
@@ -884,6 +953,11 @@ async fn main() {
             outbox_bench(callers, commands, runtimes, secret, rate, backlog).await;
         }
         Some("soak") => soak(&arg("--db", "sqlite://data/soak.db")).await,
+        Some("bulk") => {
+            let items: usize = arg("--items", "100").parse().expect("--items is a number");
+            let rounds: usize = arg("--rounds", "3").parse().expect("--rounds is a number");
+            bulk_bench(items, rounds).await;
+        }
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
             let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
@@ -891,7 +965,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

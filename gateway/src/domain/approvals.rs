@@ -194,13 +194,24 @@ impl Quorum {
     }
 }
 
-/// Filters for [`Gateway::approvals`].
+/// Filters for [`Gateway::approvals`]: each narrows the list when given.
 #[derive(Clone, Debug, Default)]
 pub struct ApprovalQuery {
     pub status: Option<ApprovalStatus>,
     pub profile: Option<ProfileId>,
     pub limit: Option<i64>,
+    /// An action, or a pattern such as `cards.*`.
+    pub action: Option<String>,
+    /// Only calls costing at least this much.
+    pub min_amount: Option<Money>,
+    /// Only approvals requested before this moment (older than an age).
+    pub requested_before: Option<DateTime<Utc>>,
+    /// Words found in the action, the agent's justification, the decider or their reason.
+    pub search: Option<String>,
 }
+
+/// The most approvals one CSV export holds.
+pub const MAX_EXPORT: i64 = 10_000;
 
 /// What one sweep did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -646,9 +657,12 @@ pub(crate) fn vote(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>, nam
     Ok(Counted::Last)
 }
 
+/// A vote as read back: username, credential, when, note, named.
+type VoteRow = (String, String, DateTime<Utc>, Option<String>, i64);
+
 /// The approvals given to approval `id`, oldest first.
 async fn votes_of(store: &Store, id: &str) -> Result<Vec<Vote>> {
-    let rows: Vec<(String, String, DateTime<Utc>, Option<String>, i64)> = store
+    let rows: Vec<VoteRow> = store
         .all(
             "SELECT username, credential, at, note, named FROM approval_votes WHERE approval_id = ? ORDER BY at, user_id",
             &[&id],
@@ -777,16 +791,35 @@ pub(crate) async fn read(store: &Store, tenant: &TenantId, id: &str) -> Result<A
 
 /// Approvals, newest first, without trails.
 pub(crate) async fn list(store: &Store, tenant: &TenantId, q: &ApprovalQuery) -> Result<Vec<Approval>> {
+    list_up_to(store, tenant, q, q.limit.unwrap_or(100).clamp(1, 500)).await
+}
+
+async fn list_up_to(
+    store: &Store,
+    tenant: &TenantId,
+    q: &ApprovalQuery,
+    limit: i64,
+) -> Result<Vec<Approval>> {
     // Each filter is in the SQL only when given, so the planner picks the index that
     // serves exactly that page (a pinned plan test in this module's tests).
-    let sql = approvals_sql(q.status.is_some(), q.profile.is_some());
-    let (status, limit) = (q.status.map(|s| s.as_str()), q.limit.unwrap_or(100).clamp(1, 500));
+    let sql = approvals_sql(q);
+    let status = q.status.map(|s| s.as_str());
+    let (action, min, before) =
+        (action_like(q), q.min_amount.map(Money::units), q.requested_before.map(stored::ts));
+    let search = q.search.as_deref().map(|s| format!("%{}%", like_escaped(&s.to_lowercase())));
     let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant];
-    if let Some(s) = &status {
-        args.push(s);
-    }
-    if let Some(p) = &q.profile {
-        args.push(p);
+    let given: [Option<&dyn crate::sql::ToValue>; 6] = [
+        status.as_ref().map(|s| s as &dyn crate::sql::ToValue),
+        q.profile.as_ref().map(|p| p as &dyn crate::sql::ToValue),
+        action.as_ref().map(|a| a as &dyn crate::sql::ToValue),
+        min.as_ref().map(|m| m as &dyn crate::sql::ToValue),
+        before.as_ref().map(|b| b as &dyn crate::sql::ToValue),
+        search.as_ref().map(|s| s as &dyn crate::sql::ToValue),
+    ];
+    args.extend(given.into_iter().flatten());
+    if let Some(s) = &search {
+        // The search's other three places bind the same words.
+        args.extend([s as &dyn crate::sql::ToValue, s, s]);
     }
     args.push(&limit);
     let rows: Vec<ApprovalRow> = store.all(&sql, &args).await?;
@@ -843,18 +876,78 @@ impl Approval {
     }
 }
 
-/// The approvals list: newest first, filtered by status and profile when given (binds in
-/// that order after the tenant, then the limit).
-fn approvals_sql(status: bool, profile: bool) -> String {
+/// The approvals list: newest first, filtered by what `q` gives (binds in the order of the
+/// filters below after the tenant, then the limit).
+fn approvals_sql(q: &ApprovalQuery) -> String {
     let mut sql = format!("SELECT {COLUMNS} FROM approvals WHERE tenant_id = ?");
-    if status {
-        sql.push_str(" AND status = ?");
-    }
-    if profile {
-        sql.push_str(" AND profile_id = ?");
+    let filters = [
+        (q.status.is_some(), " AND status = ?"),
+        (q.profile.is_some(), " AND profile_id = ?"),
+        (q.action.is_some(), " AND action LIKE ? ESCAPE '\\'"),
+        (q.min_amount.is_some(), " AND amount_units >= ?"),
+        (q.requested_before.is_some(), " AND requested_at < ?"),
+        (
+            q.search.is_some(),
+            " AND (LOWER(action) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(justification, '')) LIKE ? ESCAPE '\\' \
+             OR LOWER(COALESCE(decided_by, '')) LIKE ? ESCAPE '\\' OR LOWER(COALESCE(decision_reason, '')) LIKE ? ESCAPE '\\')",
+        ),
+    ];
+    for (given, part) in filters {
+        if given {
+            sql.push_str(part);
+        }
     }
     sql.push_str(" ORDER BY requested_at DESC, id DESC LIMIT ?");
     sql
+}
+
+/// `_`, `%` and `\` taken literally in a LIKE pattern.
+fn like_escaped(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+}
+
+/// The action filter as a LIKE pattern: `cards.*` is every action of `cards`.
+fn action_like(q: &ApprovalQuery) -> Option<String> {
+    let a = q.action.as_deref()?.trim();
+    Some(match a.strip_suffix('*') {
+        Some(prefix) => format!("{}%", like_escaped(prefix)),
+        None => like_escaped(a),
+    })
+}
+
+/// The approvals `q` matches (up to [`MAX_EXPORT`], newest first) as CSV, one line per step
+/// of each one's trail: who, with which credential, when, their note, and the kit version
+/// it was asked under.
+pub(crate) async fn export_csv(store: &Store, tenant: &TenantId, q: &ApprovalQuery) -> Result<String> {
+    use crate::csv::field;
+    let mut out = String::from(
+        "approval_id,requested_at,profile_id,action,amount,kit,kit_version,status,required,justification,step_at,step,actor,credential,note\n",
+    );
+    for a in list_up_to(store, tenant, q, MAX_EXPORT).await? {
+        let a = read(store, tenant, &a.id).await?;
+        for t in &a.trail {
+            let cells = [
+                a.id.clone(),
+                a.requested_at.to_rfc3339(),
+                a.profile_id.to_string(),
+                a.action.clone(),
+                a.amount.to_decimal_string(),
+                a.kit_name.clone(),
+                a.kit_version.to_string(),
+                a.status.as_str().to_string(),
+                a.quorum.required.to_string(),
+                a.justification.clone().unwrap_or_default(),
+                t.at.to_rfc3339(),
+                t.step.clone(),
+                t.actor.clone(),
+                t.credential.clone().unwrap_or_default(),
+                t.note.clone().unwrap_or_default(),
+            ];
+            out.push_str(&cells.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -864,9 +957,15 @@ mod tests {
     #[tokio::test]
     async fn an_inbox_page_is_read_in_index_order_without_sorting_the_tenants_approvals() {
         let store = crate::Store::open("sqlite::memory:").await.unwrap();
-        for (status, index) in [(true, "approvals_by_status"), (false, "approvals_by_time")] {
-            let plan = store.sqlite_query_plan(&approvals_sql(status, false)).unwrap();
-            assert!(plan.contains(index) && !plan.contains("TEMP B-TREE"), "status filter {status}:\n{plan}");
+        for (status, index) in
+            [(Some(ApprovalStatus::Pending), "approvals_by_status"), (None, "approvals_by_time")]
+        {
+            let q = ApprovalQuery { status, ..Default::default() };
+            let plan = store.sqlite_query_plan(&approvals_sql(&q)).unwrap();
+            assert!(
+                plan.contains(index) && !plan.contains("TEMP B-TREE"),
+                "status filter {status:?}:\n{plan}"
+            );
         }
     }
 }

@@ -49,6 +49,11 @@ impl Gateway {
         approvals::list(&self.store, tenant, q).await
     }
 
+    /// The approvals `q` matches, with their whole trails, as CSV (one line per step).
+    pub async fn export_approvals(&self, tenant: &TenantId, q: &ApprovalQuery) -> Result<String> {
+        approvals::export_csv(&self.store, tenant, q).await
+    }
+
     /// Records `by`'s approval; when it is the last one the approval needs, executes the
     /// bound call exactly once, if the kit and caps in force now still allow it. The hold a
     /// parked call keeps is a reservation, not a licence: the call is decided again, in the

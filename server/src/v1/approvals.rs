@@ -50,13 +50,21 @@ pub struct ListQuery {
     profile: Option<String>,
     /// At most this many (clamped to 1 to 200).
     limit: Option<i64>,
+    /// An action, or a pattern such as `cards.*`.
+    action: Option<String>,
+    /// Only calls costing at least this much.
+    min_amount: Option<policy::Money>,
+    /// Words in the action, the agent's justification, the decider or their reason.
+    q: Option<String>,
 }
 
 #[utoipa::path(get, path = "/v1/approvals", tag = "approvals", params(ListQuery),
-    responses((status = 200, description = "The tenant's approvals, newest first.", body = crate::v1::dto::ApprovalList)))]
+    responses((status = 200, description = "The tenant's approvals, newest first; with `Accept: text/csv`, every one the filters match (up to 10,000) with its whole trail, one line per step.",
+        content((crate::v1::dto::ApprovalList = "application/json"), (String = "text/csv")))))]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     Query(q): Query<ListQuery>,
 ) -> Result<Response, Problem> {
     let Caller::Company(tenant) = caller else {
@@ -74,7 +82,24 @@ pub async fn list(
         })?),
     };
     let limit = q.limit.map(|l| l.clamp(1, MAX_PAGE));
-    let items = state.gateway.approvals(&tenant, &ApprovalQuery { status, profile, limit }).await?;
+    let query = ApprovalQuery {
+        status,
+        profile,
+        limit,
+        action: q.action,
+        min_amount: q.min_amount,
+        requested_before: None,
+        search: q.q,
+    };
+    let csv = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("text/csv"));
+    if csv {
+        let body = state.gateway.export_approvals(&tenant, &query).await?;
+        return Ok(([(axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8")], body).into_response());
+    }
+    let items = state.gateway.approvals(&tenant, &query).await?;
     Ok(Json(crate::v1::dto::ApprovalList { items }).into_response())
 }
 

@@ -71,6 +71,41 @@ pub async fn export_ledger_csv(
         .into_response())
 }
 
+/// `GET /approvals/export.csv?status=&agent=&action=&min=&age=&q=`: the approvals the
+/// inbox's filters match (decided and expired ones included), each step of each trail a line:
+/// who, with which credential, when, their note, the kit version.
+pub async fn export_approvals_csv(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(f): Query<app::api::inbox::InboxFilter>,
+) -> Result<Response, Problem> {
+    let user = crate::http::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
+        Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to export approvals")
+    })?;
+    if ![gateway::Role::Approver, gateway::Role::Admin, gateway::Role::Finance].iter().any(|r| user.has(*r)) {
+        return Err(Problem::new(
+            StatusCode::FORBIDDEN,
+            "role_required",
+            "the approvals export needs the approver, admin or finance role",
+        ));
+    }
+    let profiles = state.gateway.profiles(&user.tenant_id).await?;
+    let q = f.to_query(&profiles, gateway::domain::approvals::MAX_EXPORT).map_err(|e| {
+        let text = e.to_string();
+        let message = text.rsplit("invalid_filter: ").next().unwrap_or(&text).to_string();
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_filter", message)
+    })?;
+    let csv = state.gateway.export_approvals(&user.tenant_id, &q).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (header::CONTENT_DISPOSITION, "attachment; filename=\"approvals.csv\"".to_string()),
+        ],
+        csv,
+    )
+        .into_response())
+}
+
 pub async fn events(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, Problem> {
     let user = crate::http::console_auth::session_user(&state, &headers).await?.ok_or_else(|| {
         Problem::new(StatusCode::UNAUTHORIZED, "signed_out", "sign in to the console to follow its activity")

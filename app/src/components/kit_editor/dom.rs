@@ -77,6 +77,7 @@ async fn ask_server(input: &SimInput, kit_json: &str, action: &SimAction) -> Res
         reason: get("reason"),
         cost: get("cost").and_then(|c| Money::parse(&c).ok()).unwrap_or(Money::ZERO),
         envelope: get("envelope").unwrap_or_default(),
+        who: get("who"),
     })
 }
 

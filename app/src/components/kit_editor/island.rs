@@ -136,6 +136,7 @@ fn SimVerdict(outcome: RwSignal<Option<Result<SimOutcome, String>>>, testid: &'s
                     {o.reason.map(|r| view! { <span class="ml-1 font-mono text-xs">{r}</span> })}
                 </p>
                 <p class="text-xs text-zinc-500 dark:text-zinc-400">{format!("cost {}", o.cost)}</p>
+                {o.who.map(|w| view! { <p class="text-xs" data-testid=format!("{testid}-who")>{format!("needs {w}")}</p> })}
             }
             .into_any()
         }

@@ -27,6 +27,8 @@ pub struct SimOutcome {
     pub cost: Money,
     /// The envelope the agent would get (for `allow`, what executing reserves).
     pub envelope: String,
+    /// For a park: who would have to approve it, and within what window.
+    pub who: Option<String>,
 }
 
 /// A sample action for the simulator.
@@ -91,6 +93,7 @@ pub fn simulate(
             reason: Some(r.detail().to_string()),
             cost: decision.cost,
             envelope: pretty(&Envelope::deny(kit, &request, r, 1, Vec::new())),
+            who: None,
         },
         (EngineVerdict::Freeze, Some(r)) => {
             let handle = ApprovalHandle {
@@ -102,6 +105,7 @@ pub fn simulate(
                 reason: Some(r.detail().to_string()),
                 cost: decision.cost,
                 envelope: pretty(&Envelope::park(kit, &request, r, handle)),
+                who: Some(approvers(kit, decision.rule)),
             }
         }
         _ => SimOutcome {
@@ -116,8 +120,23 @@ pub fn simulate(
                 note: "executes at once; the hold settles to what the call really cost",
             })
             .unwrap_or_default(),
+            who: None,
         },
     })
+}
+
+/// Who must approve a parked call under `kit`'s rule `rule`, and within what window: "2
+/// approvers, one of them with role finance, within 4h".
+pub fn approvers(kit: &Kit, rule: Option<usize>) -> String {
+    match rule.and_then(|i| kit.limits.approve.rules.get(i)) {
+        Some(r) => {
+            let window = r.window.map_or_else(|| "the default window".to_string(), |w| w.to_string());
+            let escalate =
+                r.escalate.as_ref().map(|e| format!("; escalates after {}", e.after)).unwrap_or_default();
+            format!("{} within {window}{escalate} (rule {})", r.who(), rule.unwrap_or_default() + 1)
+        }
+        None => "1 approver within the default window (no approval rule matches)".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -530,9 +530,7 @@ pub const MAX_LEDGER_EXPORT: i64 = 100_000;
 
 /// Entries as CSV, one line each after a header: what the ledger page shows, for finance.
 pub fn to_csv(entries: &[LedgerEntry]) -> String {
-    let field = |s: &str| {
-        if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
-    };
+    let field = crate::csv::field;
     let mut out = String::from(
         "seq,created_at,action,kind,pending_delta,posted_delta,hold_id,kit_version,period_day\n",
     );
