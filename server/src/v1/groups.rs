@@ -24,6 +24,7 @@ pub struct GroupList {
 #[serde(deny_unknown_fields)]
 pub struct NewGroup {
     /// 1 to 64 lowercase letters, digits, `-` and `_`.
+    #[schema(pattern = "^[a-z0-9_-]{1,64}$")]
     name: String,
 }
 
@@ -92,7 +93,8 @@ async fn member(
     on: bool,
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
+    // An id that is not a user's names nobody here: the same answer as an unknown user's.
     let user = gateway::UserId::parse(&user)
-        .ok_or_else(|| Problem::new(StatusCode::BAD_REQUEST, "invalid_user", "a user id looks like usr_…"))?;
+        .ok_or_else(|| Problem::new(StatusCode::NOT_FOUND, "not_found", "console user not found"))?;
     Ok(Json(state.gateway.set_group_member(&tenant, (&name, &user), on, ACTOR).await?).into_response())
 }
