@@ -91,7 +91,7 @@ const LONG_FNS: &[&str] = &[
 /// it. The crate root's own items (`Gateway`, its config) sit above them all.
 const LAYERS: &[&[&str]] = &[
     // With the `store` crate below them all (its modules re-exported at the root).
-    &["cache", "error", "ids", "secrets"],
+    &["cache", "csv", "error", "ids", "secrets"],
     &["audit"],
     &["domain"],
     &["delivery"],
