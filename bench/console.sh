@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server-side render time of the console's busiest pages (issues #6, #16): the overview, the approval inbox and
+# Server-side render time of the console's busiest pages (issues #6, #16, #34): the overview, the approval inbox and
 # a profile's spend ledger, on a small database and on one with 100,000 approvals and
 # 1,000,000 ledger entries, so the two can be compared, with and without a period filter. Each page is fetched one request at a
 # time by a signed-in client (oha, -c 1), so the figures are render latency, not queueing.
@@ -16,9 +16,9 @@ cleanup() { [ -z "$server" ] || { kill "$server" 2>/dev/null; wait "$server" 2>/
 trap cleanup EXIT
 
 run() {
-  local label="$1" approvals="$2" ledger="$3" db="$dir/$1.db"
-  echo "== $label: $approvals approvals, $ledger ledger entries"
-  local out; out=$(target/release/gateway-load seed-console --db "$db" --approvals "$approvals" --ledger "$ledger")
+  local label="$1" approvals="$2" ledger="$3" every="${4:-100}" db="$dir/$1.db"
+  echo "== $label: $approvals approvals (1 in $every waiting), $ledger ledger entries"
+  local out; out=$(target/release/gateway-load seed-console --db "$db" --approvals "$approvals" --ledger "$ledger" --waiting-every "$every")
   echo "$out" | head -1
   local password profile
   password=$(echo "$out" | sed -n 's/^admin password: //p')
@@ -46,3 +46,6 @@ run() {
 
 run small 10000 10000
 run large 100000 1000000
+# Issue #34: every one of 100,000 approvals waiting, half of them needing two approvers with
+# one vote in (the inbox reads their progress).
+run waiting 100000 10000 1

@@ -99,6 +99,13 @@ async fn two_approvers_one_of_them_finance_each_person_once_and_the_call_runs_on
     let Decided::Waiting(waiting) = first else { panic!("one of two approvals runs nothing") };
     assert_eq!(waiting.status, ApprovalStatus::Pending);
     assert_eq!(waiting.quorum.progress(), "1 of 2, approved by carol");
+    // The list (the inbox's read) carries the progress too.
+    let q = gateway::domain::approvals::ApprovalQuery {
+        status: Some(ApprovalStatus::Pending),
+        ..Default::default()
+    };
+    let listed = w.gw.approvals(&w.tenant, &q).await.unwrap();
+    assert_eq!(listed.iter().find(|a| a.id == id).unwrap().quorum.progress(), "1 of 2, approved by carol");
     // The same person again, with a personal token instead of the session: one person, one vote.
     let by_token = Human { credential: "token tok_carol".into(), ..t.carol.clone() };
     assert_eq!(code(w.gw.approve(&w.tenant, &id, &by_token, None).await), "already_approved");

@@ -11,8 +11,9 @@
 //! runs a $0.01 `cards.charge` on the sandbox and then on an HTTP connector to that upstream,
 //! with its credential in the vault: reserve, the HTTP call outside any transaction, settle.
 //!
-//! `gateway-load seed-console --db PATH [--approvals 100000] [--ledger 1000000]` makes a
-//! demo database with that many approvals (1 in 100 still waiting) and ledger entries (a hold
+//! `gateway-load seed-console --db PATH [--approvals 100000] [--ledger 1000000] [--waiting-every 100]`
+//! makes a demo database with that many approvals (1 in `waiting-every` still waiting, every
+//! other waiting one needing two approvers and holding one vote) and ledger entries (a hold
 //! and a post per charge, over the last 60 days) on the demo's procurement-bot, indexes it,
 //! and prints the admin password and the profile id for the console benchmark
 //! (`bench/console.sh`).
@@ -771,7 +772,7 @@ async fn bulk_bench(items: usize, rounds: usize) {
 }
 
 /// See the module doc: bulk rows written straight into a fresh demo database.
-async fn seed_console(path: &str, approvals: u64, entries: u64) {
+async fn seed_console(path: &str, approvals: u64, entries: u64, every: u64) {
     let url = format!("sqlite://{path}");
     let gw = Gateway::open(&url).await.expect("open");
     let password = "console-bench-password";
@@ -799,8 +800,10 @@ async fn seed_console(path: &str, approvals: u64, entries: u64) {
         let _ = std::fs::remove_file(format!("{path}{suffix}"));
     }
     let started = Instant::now();
-    gateway::store::seeding::sqlite_batch(path, |tx| seed_history(tx, &tenant, &pid, approvals, entries))
-        .expect("seed the history");
+    gateway::store::seeding::sqlite_batch(path, |tx| {
+        seed_history(tx, (&tenant, &pid), approvals, entries, every)
+    })
+    .expect("seed the history");
     let gw = Gateway::open(&url).await.expect("reopen");
     gw.index_recent().await.expect("index");
     gw.store().close().await;
@@ -822,10 +825,10 @@ async fn seed_console(path: &str, approvals: u64, entries: u64) {
 /// one transaction.
 fn seed_history(
     tx: &dyn Tx,
-    tenant: &str,
-    pid: &str,
+    (tenant, pid): (&str, &str),
     approvals: u64,
     entries: u64,
+    every: u64,
 ) -> gateway::store::Result<()> {
     let now = chrono::Utc::now();
     let span = chrono::Duration::days(60).num_seconds();
@@ -839,8 +842,9 @@ fn seed_history(
     tx.exec("UPDATE ledger_entries SET created_at = ? WHERE tenant_id = ?", &[&before, &tenant])?;
     for i in 0..approvals {
         let requested = at(i, approvals);
+        let waiting = i % every == every - 1;
         let (status, expires, by, reason) = match i % 100 {
-            99 => ("pending", (now + chrono::Duration::days(1)).to_rfc3339(), None, None),
+            _ if waiting => ("pending", (now + chrono::Duration::days(1)).to_rfc3339(), None, None),
             n if n % 3 == 0 => ("denied", requested.clone(), Some("approver"), Some("not this supplier")),
             n if n % 3 == 1 => ("approved", requested.clone(), Some("approver"), None),
             _ => ("expired", requested.clone(), None, None),
@@ -855,6 +859,15 @@ fn seed_history(
              VALUES (?, ?, ?, 'cards.charge', ?, 'seed', ?, 'Procurement', 1, 'above_approval_threshold', ?, ?, ?, ?, ?, ?)",
             &[&id, &tenant, &pid, &args, &units, &status, &requested, &expires, &by, &decided, &reason],
         )?;
+        // Every other waiting approval needs two people and has one of them (issue #34).
+        if waiting && (i / every) % 2 == 1 {
+            tx.exec("UPDATE approvals SET required = 2, need_role = 'finance' WHERE id = ?", &[&id])?;
+            tx.exec(
+                "INSERT INTO approval_votes (approval_id, user_id, username, credential, at, note, named) \
+                 VALUES (?, 'usr_seed', 'approver', 'console session', ?, NULL, 0)",
+                &[&id, &requested],
+            )?;
+        }
     }
     let charges = entries / 2;
     let mut posted: i64 = 0;
@@ -961,7 +974,8 @@ async fn main() {
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
             let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
-            seed_console(&arg("--db", "data/console-bench.db"), approvals, entries).await;
+            let every: u64 = arg("--waiting-every", "100").parse().expect("--waiting-every is a number");
+            seed_console(&arg("--db", "data/console-bench.db"), approvals, entries, every.max(1)).await;
         }
         _ => {
             eprintln!(
