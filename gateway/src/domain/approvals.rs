@@ -159,6 +159,24 @@ impl Quorum {
         self.role.is_some() || self.group.is_some()
     }
 
+    /// Whether a role or group is named at all, its own or a fallback's: if not, nobody's
+    /// groups need reading.
+    pub fn names_anyone(&self) -> bool {
+        self.names_someone() || self.fallback_role.is_some() || self.fallback_group.is_some()
+    }
+
+    /// Whether someone with `roles`, in `groups`, is whom this approval names: its role or
+    /// group, or, once escalated, its fallback's. The deciding job and the console's "may
+    /// this person decide?" both ask this.
+    pub fn names(&self, roles: &[crate::Role], groups: &[String]) -> bool {
+        let fits = |role: &Option<String>, group: &Option<String>| {
+            role.as_deref().is_some_and(|r| roles.iter().any(|x| x.as_str() == r))
+                || group.as_ref().is_some_and(|g| groups.contains(g))
+        };
+        fits(&self.role, &self.group)
+            || (self.escalated_at.is_some() && fits(&self.fallback_role, &self.fallback_group))
+    }
+
     /// "1 of 2, approved by alice": how far it has come.
     pub fn progress(&self) -> String {
         let by: Vec<&str> = self.votes.iter().map(|v| v.username.as_str()).collect();
@@ -575,29 +593,12 @@ pub fn justification(text: Option<&str>) -> Result<Option<String>> {
     Ok(Some(t.to_string()))
 }
 
-/// Whether `by` holds the role, or is in the group, that `role` / `group` name.
-fn names(
-    c: &dyn Tx,
-    tenant: &TenantId,
-    (role, group): (&Option<String>, &Option<String>),
-    by: &Human,
-) -> Result<bool> {
-    if role.as_deref().is_some_and(|r| by.roles.iter().any(|x| x.as_str() == r)) {
-        return Ok(true);
-    }
-    match group {
-        Some(g) => crate::domain::groups::in_group(c, tenant, g, &by.user_id),
-        None => Ok(false),
-    }
-}
-
 /// Whether `by` may decide `a` at all, and whether they meet its named role or group: an
 /// approver or admin may, and so may whoever the approval names (its fallback once
 /// escalated). `role_required` otherwise.
 pub(crate) fn voter(c: &dyn Tx, a: &Approval, by: &Human) -> Result<bool> {
-    let q = &a.quorum;
-    let named = names(c, &a.tenant_id, (&q.role, &q.group), by)?
-        || (q.escalated_at.is_some() && names(c, &a.tenant_id, (&q.fallback_role, &q.fallback_group), by)?);
+    let named = a.quorum.names_anyone()
+        && a.quorum.names(&by.roles, &crate::domain::groups::of_user(c, &a.tenant_id, &by.user_id)?);
     if !named {
         by.require(crate::domain::principal::APPROVERS)?;
     }

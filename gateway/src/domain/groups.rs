@@ -154,17 +154,18 @@ pub(crate) async fn list(store: &Store, tenant: &TenantId) -> Result<Vec<Group>>
         .collect())
 }
 
-/// Whether `user` is in the tenant's group `name`.
-pub(crate) fn in_group(c: &dyn Tx, tenant: &TenantId, name: &str, user: &UserId) -> Result<bool> {
-    let sql = "SELECT 1 FROM group_members WHERE tenant_id = ? AND group_name = ? AND user_id = ?";
-    Ok(c.row(sql, &[&tenant.as_str(), &name, &user.as_str()])?.is_some())
+const GROUPS_OF: &str = "SELECT group_name FROM group_members WHERE tenant_id = ? AND user_id = ?";
+
+/// The groups `user` is in, read in a job.
+pub(crate) fn of_user(c: &dyn Tx, tenant: &TenantId, user: &UserId) -> Result<Vec<String>> {
+    let rows = c.rows(GROUPS_OF, &[&tenant.as_str(), &user.as_str()])?;
+    Ok(rows.iter().map(|r| r.get(0)).collect::<::store::Result<_>>()?)
 }
 
-/// [`in_group`] on committed rows, outside any job.
-pub(crate) async fn is_member(store: &Store, tenant: &TenantId, name: &str, user: &UserId) -> Result<bool> {
-    let sql = "SELECT user_id FROM group_members WHERE tenant_id = ? AND group_name = ? AND user_id = ?";
-    let row: Option<(String,)> = store.opt(sql, &[&tenant.as_str(), &name, &user.as_str()]).await?;
-    Ok(row.is_some())
+/// [`of_user`] on committed rows, outside any job.
+pub(crate) async fn of_user_now(store: &Store, tenant: &TenantId, user: &UserId) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> = store.all(GROUPS_OF, &[&tenant.as_str(), &user.as_str()]).await?;
+    Ok(rows.into_iter().map(|(g,)| g).collect())
 }
 
 /// The tenant's people, each with their roles and groups: who could decide what.

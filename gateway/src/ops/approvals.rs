@@ -201,18 +201,11 @@ impl Gateway {
     /// Whether `by` holds the role, or is in the group, that `a` names (or its fallback's,
     /// once escalated): who may decide it without the approver role.
     async fn named_by(&self, a: &Approval, by: &Human) -> Result<bool> {
-        let q = &a.quorum;
-        let escalated = q.escalated_at.is_some();
-        let roles = [Some(&q.role), escalated.then_some(&q.fallback_role)];
-        if roles.into_iter().flatten().flatten().any(|r| by.roles.iter().any(|x| x.as_str() == r)) {
-            return Ok(true);
+        if !a.quorum.names_anyone() {
+            return Ok(false);
         }
-        for g in [Some(&q.group), escalated.then_some(&q.fallback_group)].into_iter().flatten().flatten() {
-            if crate::domain::groups::is_member(&self.store, &a.tenant_id, g, &by.user_id).await? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let groups = crate::domain::groups::of_user_now(&self.store, &a.tenant_id, &by.user_id).await?;
+        Ok(a.quorum.names(&by.roles, &groups))
     }
 
     /// Denies with a required reason; voids the hold. One deny ends the approval, however
