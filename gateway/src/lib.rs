@@ -135,6 +135,9 @@ pub struct Services {
     /// Current kit versions by (tenant, name). Invalidated on every save; a deciding job
     /// checks the versions it used against the database regardless.
     kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
+    /// Each kit's shadow draft, or none ([`domain::shadow`]). Invalidated on every start,
+    /// discard and promotion, here and (through their log entries) on every instance.
+    shadow_cache: Arc<GenCache<(TenantId, String), Option<Arc<Kit>>>>,
     /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
     /// kit save and revoke; statuses are re-read inside the deciding job regardless.
     links_cache: Arc<GenCache<ProfileId, Arc<Vec<chain::Link>>>>,
@@ -222,6 +225,7 @@ impl Gateway {
             leases: Arc::new(ledger::leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),
+            shadow_cache: Arc::default(),
             links_cache: Arc::default(),
             clock_cache: Arc::default(),
             auth_cache: Arc::default(),
@@ -369,6 +373,7 @@ impl Gateway {
                 let Some(s) = services.upgrade() else { return };
                 let gw = Gateway(s);
                 gw.kit_cache.invalidate();
+                gw.shadow_cache.invalidate();
                 gw.clock_cache.invalidate();
                 gw.agents_changed(None);
                 gw.invalidate_links();

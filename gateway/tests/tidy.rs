@@ -38,6 +38,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("budget_accounts", "domain/ledger/"),
     ("budget_days", "domain/ledger/"),
     ("carries", "domain/in_flight.rs"),
+    ("pending_inputs", "domain/in_flight.rs"),
+    ("kit_shadows", "domain/shadow.rs"),
     ("company_keys", "domain/tenants.rs"),
     ("connected_apps", "delivery/connectors/app_config.rs"),
     ("connectors", "delivery/connectors/config.rs"),

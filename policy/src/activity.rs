@@ -77,6 +77,8 @@ closed! {
         Vault = "vault",
         /// The tenant's time zone or its own rate limit changed.
         Settings = "settings",
+        /// A kit's shadow draft decided a governed call differently from the live kit.
+        Shadow = "shadow",
     }
 }
 

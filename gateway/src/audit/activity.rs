@@ -46,6 +46,8 @@ pub struct NewEntry {
     pub kit_version: Option<u32>,
     pub detail: serde_json::Value,
     pub transport: Option<Transport>,
+    /// For a governed call: what the engine read to decide it ([`crate::domain::replay::Inputs`], JSON).
+    pub inputs: Option<String>,
 }
 
 impl NewEntry {
@@ -61,6 +63,7 @@ impl NewEntry {
             kit_version: None,
             detail: serde_json::Value::Null,
             transport: None,
+            inputs: None,
         }
     }
     pub fn via(mut self, t: Transport) -> Self {
@@ -96,6 +99,10 @@ impl NewEntry {
         self.detail = d;
         self
     }
+    pub fn inputs(mut self, i: Option<String>) -> Self {
+        self.inputs = i;
+        self
+    }
 }
 
 /// A stored entry. `seq` is the event id: it increases across the whole log.
@@ -120,6 +127,10 @@ pub struct Entry {
     pub transport: Option<Transport>,
     pub prev_hash: String,
     pub hash: String,
+    /// For a governed call: what the engine read to decide it, as JSON
+    /// ([`crate::domain::replay::Inputs`]); read by replay, not sent with the entry.
+    #[serde(skip)]
+    pub inputs: Option<String>,
 }
 
 /// What [`Gateway::verify_log`] found.
@@ -158,6 +169,11 @@ fn entry_hash(prev: &str, e: &Entry) -> String {
     // Entries from before transports were recorded hash as they did then.
     if let Some(t) = e.transport {
         h.update(t.as_str().as_bytes());
+        h.update([0x1f]);
+    }
+    // Entries without decision inputs hash as they did before inputs were recorded.
+    if let Some(i) = &e.inputs {
+        h.update(i.as_bytes());
         h.update([0x1f]);
     }
     hex::encode(h.finalize())
@@ -261,13 +277,14 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
         transport: new.transport,
         prev_hash: prev.clone(),
         hash: String::new(),
+        inputs: new.inputs,
     };
     e.hash = entry_hash(&prev, &e);
     let inserted = crate::sql::rows_after(
         tx,
         before,
-        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash, inputs) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
         &[
             &e.tenant_id.as_str(),
             &stored::ts(e.at),
@@ -282,6 +299,7 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
             &e.transport.map(Transport::as_str),
             &e.prev_hash,
             &e.hash,
+            &e.inputs,
         ],
     )?;
     e.seq = inserted
@@ -370,7 +388,7 @@ pub(crate) fn last_seq(c: &dyn Tx) -> ::store::Result<i64> {
     c.row("SELECT COALESCE(MAX(seq), 0) FROM activity", &[])?.map_or(Ok(0), |r| r.get(0))
 }
 
-const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash";
+const COLUMNS: &str = "seq, tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash, inputs";
 
 /// `SELECT` of every entry column from the log, with `rest` after its `WHERE`.
 pub(crate) fn select_columns(rest: &str) -> String {
@@ -405,6 +423,7 @@ impl FromRow for Entry {
             transport: transport.map(|t| stored::named("transport", &t, Transport::parse)).transpose()?,
             prev_hash: r.get(12)?,
             hash: r.get(13)?,
+            inputs: r.get(14)?,
         })
     }
 }

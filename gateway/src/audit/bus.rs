@@ -77,7 +77,8 @@ pub const fn changes_access(k: Kind) -> bool {
         | Kind::Hold
         | Kind::Approval
         | Kind::Writeback
-        | Kind::Proposal => false,
+        | Kind::Proposal
+        | Kind::Shadow => false,
     }
 }
 

@@ -16,6 +16,8 @@
 //! - A resend that gets no answer (a timeout, a refused connection) settles nothing; it is
 //!   tried again with backoff, [`MAX_ATTEMPTS`] times in all. After that the ordinary sweep
 //!   expires the hold, and its entry names the action id to look up on the upstream.
+//! - What a call carried out of its deciding job was decided on waits in `pending_inputs`
+//!   until the job that ends its hold moves it onto the call's entry.
 //! - Each hold still ends exactly once: a recovery that loses a race to another settle fails
 //!   its settle job, and nothing is written twice.
 
@@ -58,6 +60,31 @@ pub(crate) fn record(c: &dyn Tx, carry: &ReservedCall) -> Result<()> {
             &now,
             &now,
         ],
+    )?;
+    Ok(())
+}
+
+/// Keeps what the call of `hold` was decided on ([`crate::domain::replay::Inputs`]) until the
+/// job that ends the hold records it with the call's entry ([`take_inputs`]).
+pub(crate) fn keep_inputs(c: &dyn Tx, hold: &str, inputs: &str) -> Result<()> {
+    c.exec("INSERT INTO pending_inputs (hold_id, inputs) VALUES (?, ?)", &[&hold, &inputs])?;
+    Ok(())
+}
+
+/// The decision inputs kept for `hold`, forgetting them, in the job that ends it.
+pub(crate) fn take_inputs(c: &dyn Tx, hold: &str) -> Result<Option<String>> {
+    match c.row("DELETE FROM pending_inputs WHERE hold_id = ? RETURNING inputs", &[&hold])? {
+        Some(r) => Ok(Some(r.get(0)?)),
+        None => Ok(None),
+    }
+}
+
+/// Forgets the kept inputs of holds another path ended (a revoke, an expiry), in the sweep.
+pub(crate) fn forget_ended_inputs(c: &dyn Tx) -> Result<()> {
+    c.exec(
+        "DELETE FROM pending_inputs WHERE EXISTS \
+         (SELECT 1 FROM holds h WHERE h.id = pending_inputs.hold_id AND h.status <> 'pending')",
+        &[],
     )?;
     Ok(())
 }

@@ -85,6 +85,8 @@ pub(crate) struct ReserveJob {
     /// The tenant's calendar and rate limit as cached; a job that finds them changed
     /// answers [`Reserved::Stale`].
     pub clock: Arc<TenantClock>,
+    /// The acting kit's shadow draft, if one is running ([`crate::domain::shadow`]).
+    pub shadow: Option<Arc<Kit>>,
 }
 
 /// A hold a decision already holds: its amount, its platform-credit part and its day.
@@ -263,19 +265,26 @@ pub(crate) struct Facts {
 impl Facts {
     /// Reads the facts in one statement, under the tenant's lock (the caller took it). The
     /// windows' keys come from `rate`, the tenant's rate limit as the caller knows it; the
-    /// caller compares it with the one read ([`Standing::clock`]).
+    /// caller compares it with the one read ([`Standing::clock`]). With a `shadow` kit, the
+    /// days and rate windows it reads too are read in the same statement.
     pub(crate) fn read(
         c: &dyn Tx,
         tenant: &TenantId,
         links: &[Link],
         rate: Option<periods::TenantRate>,
-        action: &str,
-        now: DateTime<Utc>,
+        (action, now): (&str, DateTime<Utc>),
+        shadow: Option<&Kit>,
     ) -> Result<Facts> {
-        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         let mut windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
-        let keys: Vec<String> = windows.iter().map(|w| w.key.clone()).collect();
+        let mut keys: Vec<String> = windows.iter().map(|w| w.key.clone()).collect();
+        if let Some(s) = shadow {
+            kits.push(s);
+            let more = periods::rate_windows(&links[0].profile, s, None, action, now);
+            keys.extend(more.into_iter().map(|w| w.key).filter(|k| !keys.contains(k)).collect::<Vec<_>>());
+        }
         let reach = Reach { days_from: periods::first_day_needed(&kits, now.date_naive()), windows: &keys };
+        kits.truncate(links.len());
         let standing = current_standing(c, tenant, links, &reach)?;
         let day = standing.clock.calendar.day(now);
         let periods = periods::period_views(&kits, &standing.clock.calendar, day, &standing.days);
@@ -291,6 +300,30 @@ impl Facts {
     pub(crate) fn rates(&self) -> Vec<policy::RateView> {
         self.windows.iter().map(|w| w.view).collect()
     }
+
+    /// The budget, period and rate views of the same standing with `shadow` as the acting
+    /// profile's kit (its ancestors' as they are).
+    fn under(&self, shadow: &Kit, links: &[Link], (action, now): (&str, DateTime<Utc>)) -> ShadowViews {
+        let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        kits[0] = shadow;
+        let periods =
+            periods::period_views(&kits, &self.standing.clock.calendar, self.day, &self.standing.days);
+        let rate = self.standing.clock.rate;
+        let mut windows = periods::rate_windows(&links[0].profile, shadow, rate, action, now);
+        periods::fill_counts(&mut windows, &self.standing.counts);
+        ShadowViews {
+            budgets: ledger::views(&self.standing.totals, &kits),
+            periods,
+            rates: windows.iter().map(|w| w.view).collect(),
+        }
+    }
+}
+
+/// The views a shadow kit decides on.
+struct ShadowViews {
+    budgets: Vec<policy::BudgetView>,
+    periods: Vec<policy::PeriodView>,
+    rates: Vec<policy::RateView>,
 }
 
 impl ReserveJob {
@@ -300,8 +333,8 @@ impl ReserveJob {
         // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
         // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
         activity::lock_tenant(c, &self.subject.tenant)?;
-        let facts =
-            Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, &self.tool.name, self.now)?;
+        let (at, shadow) = ((self.tool.name.as_str(), self.now), self.shadow.as_deref());
+        let facts = Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, at, shadow)?;
         let status = facts.standing.status;
         if status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
@@ -312,7 +345,7 @@ impl ReserveJob {
             return Ok(Reserved::Stale);
         }
         let (budgets, rates) = (facts.budgets(&self.links), facts.rates());
-        let decision = evaluate(&DecisionInput {
+        let input = DecisionInput {
             subject: status,
             kit: &self.links[0].kit,
             action: request(&self.tool, &self.checked),
@@ -320,17 +353,59 @@ impl ReserveJob {
             company_credit: facts.standing.credit,
             periods: &facts.periods,
             rates: &rates,
-        });
+        };
+        let decision = evaluate(&input);
+        if let Some(shadow) = shadow {
+            let v = facts.under(shadow, &self.links, at);
+            let (budgets, periods, rates) = (&v.budgets, &v.periods, &v.rates);
+            let shadowed = evaluate(&DecisionInput { kit: shadow, budgets, periods, rates, ..input });
+            crate::domain::shadow::record(
+                c,
+                &self.subject,
+                &self.tool.name,
+                (&decision, &shadowed),
+                self.kit(),
+            )?;
+        }
+        let inputs = self.inputs(&facts, &budgets, &decision);
         let (day, windows) = (facts.day, &facts.windows);
-        let call = Counted { tenant: &self.subject.tenant, day, windows };
+        let call = Counted { tenant: &self.subject.tenant, day, windows, inputs };
         match (decision.verdict, decision.refusal) {
             (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => {
-                self.rate_limited(c, &decision, r)
+                self.rate_limited(c, &decision, r, &call)
             }
             (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r, &call),
             (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r, &call),
             _ => self.execute(c, &decision, &call),
         }
+    }
+
+    /// What the engine read to decide this call, and its decision, as recorded with the
+    /// call's entry.
+    fn inputs(&self, facts: &Facts, budgets: &[policy::BudgetView], decision: &Decision) -> String {
+        let a = &self.checked;
+        let inputs = crate::domain::replay::Inputs {
+            kit: self.kit().name.clone(),
+            at: self.now.timestamp(),
+            day: facts.day,
+            status: facts.standing.status,
+            tool: self.tool.clone(),
+            amount: a.amount,
+            recipient: a.recipient.clone(),
+            merchant: a.merchant.clone(),
+            toolkit: a.toolkit.clone(),
+            chain: self.links.iter().map(|l| l.profile.clone()).collect(),
+            budgets: budgets.to_vec(),
+            credit: facts.standing.credit,
+            periods: facts.periods.clone(),
+            rates: facts
+                .windows
+                .iter()
+                .map(|w| crate::domain::replay::RecordedRate { key: w.key.clone(), view: w.view })
+                .collect(),
+            decided: decision.into(),
+        };
+        serde_json::to_string(&inputs).expect("decision inputs serialize")
     }
 
     fn kit(&self) -> &Kit {
@@ -421,15 +496,21 @@ impl ReserveJob {
     /// A call over a rate limit: refused, and nothing else. It costs nothing, counts toward
     /// no window and no repeat, and its Idempotency-Key stays free, so the same call with
     /// the same key runs once the window has passed.
-    fn rate_limited(&self, c: &dyn Tx, decision: &Decision, refusal: Refusal) -> Result<Reserved> {
+    fn rate_limited(
+        &self,
+        c: &dyn Tx,
+        decision: &Decision,
+        refusal: Refusal,
+        call: &Counted,
+    ) -> Result<Reserved> {
         let env = Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, 1, Vec::new());
-        self.log_refusal(c, decision, &env)?;
+        self.log_refusal(c, decision, &env, call)?;
         Ok(Reserved::Final(ActionResponse::refused(&env)))
     }
 
     /// Records this call's refusal `env` in the log: its reason, rule, repeat and the limit
     /// that decided, if one did.
-    fn log_refusal(&self, c: &dyn Tx, decision: &Decision, env: &Envelope) -> Result<()> {
+    fn log_refusal(&self, c: &dyn Tx, decision: &Decision, env: &Envelope, call: &Counted) -> Result<()> {
         let s = &self.subject;
         let details = &env.error.details;
         activity::append(
@@ -441,7 +522,8 @@ impl ReserveJob {
                 .verdict(Verdict::Deny)
                 .amount(decision.cost)
                 .kit_version(self.kit().version.0)
-                .detail(json!({ "reason": env.reason, "detail": details.reason, "repeat": env.repeat, "limit": details.limit })),
+                .detail(json!({ "reason": env.reason, "detail": details.reason, "repeat": env.repeat, "limit": details.limit }))
+                .inputs(Some(call.inputs.clone())),
         )?;
         Ok(())
     }
@@ -453,7 +535,7 @@ impl ReserveJob {
         let env =
             Envelope::deny(self.kit(), &request(&self.tool, &self.checked), refusal, repeat, Vec::new());
         let resp = ActionResponse::refused(&env);
-        self.log_refusal(c, decision, &env)?;
+        self.log_refusal(c, decision, &env, call)?;
         if matches!(refusal, Refusal::HardCapExceeded { .. } | Refusal::CompanyCreditExhausted { .. }) {
             stop_runtime(c, &s.tenant, &s.profile, "budget_exhausted")?;
         }
@@ -502,7 +584,8 @@ impl ReserveJob {
                 .amount(decision.cost)
                 .kit_version(kit.version.0)
                 .detail(json!({ "approval_id": approval, "hold_id": hold, "reason": refusal.detail(), "expires_at": expires,
-                    "needs": needs, "justification": self.justification })),
+                    "needs": needs, "justification": self.justification }))
+                .inputs(Some(call.inputs.clone())),
         )?;
         self.store(c, First::Answer(Disposition::Parked, &body.to_string()))?;
         let resp = ActionResponse { disposition: Disposition::Parked, body, replayed: false };
@@ -533,7 +616,8 @@ impl ReserveJob {
                     ledger::post_now(c, &self.new_hold(decision, counted), done.cost)?;
                 writes.extend(counted.statement());
                 let settling = self.settling(&hold, version, kind);
-                let (resp, _) = executed(c, &settling, done.result, posted, &writes)?;
+                let inputs = Some(counted.inputs.clone());
+                let (resp, _) = executed(c, &settling, done.result, posted, &writes, inputs)?;
                 self.store(c, First::Answer(Disposition::Executed, &resp.body.to_string()))?;
                 Ok(Reserved::Final(resp))
             }
@@ -541,6 +625,7 @@ impl ReserveJob {
                 counted.count(c)?;
                 let hold = ledger::reserve(c, &self.new_hold(decision, counted))?;
                 self.store(c, First::InFlight(&hold))?;
+                crate::domain::in_flight::keep_inputs(c, &hold, &counted.inputs)?;
                 let (resp, _) = settle(c, &self.settling(&hold, version, kind), Err(failure), decision.cost)?;
                 Ok(Reserved::Final(resp))
             }
@@ -549,6 +634,7 @@ impl ReserveJob {
                 let hold = ledger::reserve(c, &self.new_hold(decision, counted))?;
                 leases::take(c, &hold, &self.lease)?;
                 self.store(c, First::InFlight(&hold))?;
+                crate::domain::in_flight::keep_inputs(c, &hold, &counted.inputs)?;
                 if kind == ConnectorKind::Http {
                     crate::domain::in_flight::record(c, &self.carry(&hold, decision.cost, version))?;
                 }
@@ -564,6 +650,8 @@ struct Counted<'a> {
     tenant: &'a TenantId,
     day: NaiveDate,
     windows: &'a [Window],
+    /// What the call was decided on ([`crate::domain::replay::Inputs`], JSON).
+    inputs: String,
 }
 
 impl Counted<'_> {
@@ -608,10 +696,11 @@ pub(crate) fn settle(
 ) -> Result<(ActionResponse, Vec<Entry>)> {
     let Settling { subject: s, action: name, hold, kit_version, actor, connector: kind } = *at;
     crate::domain::in_flight::forget(c, hold)?;
+    let inputs = crate::domain::in_flight::take_inputs(c, hold)?;
     match outcome {
         Ok(done) => {
             let posted = ledger::end(c, &s.tenant, hold, HoldEnd::Posted, done.cost, Some(kit_version))?;
-            let (resp, e) = executed(c, at, done.result, posted, &[])?;
+            let (resp, e) = executed(c, at, done.result, posted, &[], inputs)?;
             finish_idempotency(c, hold, Disposition::Executed, &resp.body)?;
             Ok((resp, vec![e]))
         }
@@ -637,7 +726,8 @@ pub(crate) fn settle(
                     .kit_version(kit_version)
                     .detail(
                         json!({ "hold_id": hold, "hold": "voided", "reason": f.detail, "connector": kind }),
-                    ),
+                    )
+                    .inputs(inputs),
             )?;
             forget_claim(c, hold)?;
             let disposition = if f.full.is_some() { Disposition::Full } else { Disposition::Unavailable };
@@ -679,6 +769,7 @@ fn executed(
     result: Value,
     posted: Money,
     writes: &[crate::sql::Statement],
+    inputs: Option<String>,
 ) -> Result<(ActionResponse, Entry)> {
     let Settling { subject: s, action: name, hold, kit_version, actor, connector } = *at;
     let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
@@ -704,7 +795,8 @@ fn executed(
             .verdict(Verdict::Allow)
             .amount(posted)
             .kit_version(kit_version)
-            .detail(detail),
+            .detail(detail)
+            .inputs(inputs),
     )?;
     Ok((
         ActionResponse {
@@ -867,6 +959,7 @@ mod tests {
             lease: Leases::new(15).lease(),
             now: Utc::now(),
             clock: Arc::default(),
+            shadow: None,
         }
     }
 

@@ -61,6 +61,7 @@ pub(crate) fn sweep_once(c: &dyn Tx, now: Now) -> Result<SweepReport> {
     crate::domain::logins::forget_ended(c, now.wall)?;
     crate::domain::handovers::forget_unclaimed(c, now.wall)?;
     crate::domain::reserve::forget_ended_windows(c, now.clock)?;
+    crate::domain::in_flight::forget_ended_inputs(c)?;
     Ok(report)
 }
 
@@ -160,6 +161,7 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
         ledger::end(c, &tenant, &hold, HoldEnd::Expired, Money::ZERO, None)?;
         crate::domain::reserve::forget_claim(c, &hold)?;
         let lost = crate::domain::in_flight::lost_call(c, &hold)?;
+        let inputs = crate::domain::in_flight::take_inputs(c, &hold)?;
         if let Some(a) = &approval {
             let note = "the approved call never completed; its hold expired and nothing was charged";
             let result = json!({ "ok": false, "error": "never_completed", "message": note, "hold_id": hold });
@@ -176,7 +178,8 @@ fn end_orphans(c: &dyn Tx, orphans: Vec<Orphan>, report: &mut SweepReport) -> Re
                     Some(action_id) => json!({ "hold_id": hold, "approval_id": approval, "action_id": action_id,
                         "reason": "the call went to the upstream but no answer came back, even to resends; nothing was charged here: look the action id up on the upstream" }),
                     None => json!({ "hold_id": hold, "approval_id": approval, "reason": "the action never completed" }),
-                }),
+                })
+                .inputs(inputs),
         )?);
         report.holds_expired += 1;
     }

@@ -219,6 +219,7 @@ impl Gateway {
         idem: Option<String>,
         connector: &Arc<dyn Connector>,
     ) -> Result<reserve::ReserveJob> {
+        let links = self.cached_links(&subject.tenant, &subject.profile).await?;
         Ok(reserve::ReserveJob {
             subject: subject.clone(),
             request_digest: digest(&json!([action, args])),
@@ -232,9 +233,10 @@ impl Gateway {
             justification: None,
             answer: Arc::default(),
             lease: self.leases.lease(),
-            links: self.cached_links(&subject.tenant, &subject.profile).await?,
             now: self.now(),
             clock: self.tenant_clock(&subject.tenant).await?,
+            shadow: self.shadow_for(&subject.tenant, &links[0].kit.name).await?,
+            links,
         })
     }
 
@@ -282,7 +284,7 @@ impl Gateway {
         let facts = self
             .write_for(&subject.tenant, move |c| {
                 crate::audit::activity::lock_tenant(c, &tenant)?;
-                reserve::Facts::read(c, &tenant, &read, clock.rate, &name, now)
+                reserve::Facts::read(c, &tenant, &read, clock.rate, (&name, now), None)
             })
             .await?;
         Ok(policy::explain(&DecisionInput {

@@ -31,9 +31,22 @@ impl Gateway {
     pub async fn save_kit(
         &self,
         tenant: &TenantId,
+        kit: Kit,
+        expected: Option<KitVersion>,
+        author: &str,
+    ) -> Result<KitRecord> {
+        self.save_kit_as(tenant, kit, expected, author, false).await
+    }
+
+    /// [`Gateway::save_kit`]; with `promote`, in the same job, ends the kit's shadow as
+    /// promoted (`not_found` if it has none, and nothing is saved).
+    pub(crate) async fn save_kit_as(
+        &self,
+        tenant: &TenantId,
         mut kit: Kit,
         expected: Option<KitVersion>,
         author: &str,
+        promote: bool,
     ) -> Result<KitRecord> {
         kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
         let previous = match self.current_kit(tenant, &kit.name).await {
@@ -59,6 +72,9 @@ impl Gateway {
         let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
         let (t, r) = (tenant.clone(), record.clone());
         self.write(move |c| {
+            if promote {
+                crate::domain::shadow::end(c, &t, &r.kit.name, "promoted", &r.author)?;
+            }
             crate::domain::groups::check_rules(c, &t, &r.kit)?;
             insert_version(c, &t, &r).map_err(|e| {
                 if e.is_unique_violation() {
@@ -84,6 +100,7 @@ impl Gateway {
         .await?;
         // Every cached kit and ancestry may hold the old version.
         self.kit_cache.invalidate();
+        self.shadow_cache.invalidate();
         self.agents_changed(Some(tenant));
         self.invalidate_links();
         Ok(record)

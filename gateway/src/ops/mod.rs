@@ -22,6 +22,7 @@ mod logins;
 mod outbox;
 mod profiles;
 mod proposals;
+pub mod replay;
 mod resend;
 pub mod revoke;
 mod runtime;

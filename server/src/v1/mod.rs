@@ -16,6 +16,7 @@ pub mod kits;
 pub mod ledger;
 pub mod openapi;
 pub mod profiles;
+pub mod replay;
 pub mod reply;
 pub mod runtime;
 pub mod tenant;
@@ -56,6 +57,12 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/kits/{name}/versions", idem(state, get(kits::versions)))
         .route("/v1/kits/{name}/versions/{version}", idem(state, get(kits::version)))
         .route("/v1/kits/{name}/diff", idem(state, get(kits::diff)))
+        .route("/v1/kits/{name}/replay", idem(state, post(replay::replay)))
+        .route(
+            "/v1/kits/{name}/shadow",
+            idem(state, get(replay::get).put(replay::start).delete(replay::discard)),
+        )
+        .route("/v1/kits/{name}/shadow/promote", idem(state, post(replay::promote)))
         .route("/v1/agent-profiles", idem(state, get(profiles::list).post(profiles::create)))
         .route("/v1/agent-profiles/{id}", idem(state, get(profiles::get)))
         .route("/v1/agent-profiles/{id}/revoke", idem(state, post(profiles::revoke)))

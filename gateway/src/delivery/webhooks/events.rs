@@ -70,7 +70,13 @@ fn events_of(e: &Entry) -> Vec<(&'static str, Value)> {
         }
         // Every kind is named, so a new kind must say whether it is an event.
         (
-            Kind::Park | Kind::Approval | Kind::Writeback | Kind::Profile | Kind::Revoke | Kind::Settings,
+            Kind::Park
+            | Kind::Approval
+            | Kind::Writeback
+            | Kind::Profile
+            | Kind::Revoke
+            | Kind::Settings
+            | Kind::Shadow,
             _,
         ) => Vec::new(),
         (

@@ -1,0 +1,189 @@
+//! Shadow kits: a draft that decides every live call of its kit's profiles beside the live
+//! kit, without effect (docs/architecture.md#replay-and-shadow).
+//!
+//! Owns `kit_shadows`: at most one shadow per kit (its primary key). The deciding job
+//! evaluates the shadow after the live decision, on the same inputs, and [`record`]s a
+//! `shadow` entry when the two differ; the live decision is never changed or delayed by more
+//! than that evaluation (and that entry, when they differ). Starting, discarding and
+//! promoting a shadow are `kit_edit` entries (`changed`), so every instance drops its cached
+//! shadows.
+
+use chrono::{DateTime, Utc};
+use policy::{Decision, EngineVerdict, Kit};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::audit::activity::{self, Kind, NewEntry, Verdict};
+use crate::domain::principal::Subject;
+use crate::domain::replay::{Decided, Side};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::sql::{FromRow, Row, Tx};
+use crate::store::Store;
+use crate::stored;
+
+/// A running shadow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Shadow {
+    pub kit: Kit,
+    /// The live version it was started beside.
+    pub based_on: u32,
+    /// The log entry that started it.
+    pub after_seq: i64,
+    pub started_by: String,
+    pub started_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "document, based_on, after_seq, started_by, started_at";
+
+impl FromRow for Shadow {
+    fn from_row(r: &Row) -> ::store::Result<Shadow> {
+        let doc: String = r.get(0)?;
+        Ok(Shadow {
+            kit: stored::decode("shadow kit", &doc)?,
+            based_on: u32::try_from(r.get::<i64>(1)?).unwrap_or(0),
+            after_seq: r.get(2)?,
+            started_by: r.get(3)?,
+            started_at: r.get(4)?,
+        })
+    }
+}
+
+/// The shadow of kit `name`, if one runs.
+pub(crate) async fn get(store: &Store, tenant: &TenantId, name: &str) -> Result<Option<Shadow>> {
+    let sql = format!("SELECT {COLUMNS} FROM kit_shadows WHERE tenant_id = ? AND kit_name = ?");
+    Ok(store.opt(&sql, &[tenant, &name]).await?)
+}
+
+/// Starts `draft` as the shadow of its kit, beside live version `based_on`.
+pub(crate) fn start(c: &dyn Tx, tenant: &TenantId, draft: &Kit, based_on: u32, by: &str) -> Result<Shadow> {
+    let e = activity::append(
+        c,
+        NewEntry::new(tenant, by, Kind::KitEdit)
+            .via_actor()
+            .verdict(Verdict::Changed)
+            .kit_version(based_on)
+            .detail(json!({ "kit": draft.name, "shadow": "started" })),
+    )?;
+    let now = Utc::now();
+    let doc = serde_json::to_string(draft).expect("kits serialize");
+    c.exec(
+        "INSERT INTO kit_shadows (tenant_id, kit_name, document, based_on, after_seq, started_by, started_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[tenant, &draft.name, &doc, &i64::from(based_on), &e.seq, &by, &stored::ts(now)],
+    )
+    .map_err(|e| match Error::from(e) {
+        e if e.is_unique_violation() => Error::Conflict {
+            code: "shadow_exists",
+            message: format!(
+                "kit \"{}\" already has a shadow; promote or discard it before starting another",
+                draft.name
+            ),
+        },
+        e => e,
+    })?;
+    Ok(Shadow { kit: draft.clone(), based_on, after_seq: e.seq, started_by: by.into(), started_at: now })
+}
+
+/// Ends the shadow of kit `name` (`discarded` or `promoted`); `not_found` if none runs.
+pub(crate) fn end(c: &dyn Tx, tenant: &TenantId, name: &str, how: &str, by: &str) -> Result<()> {
+    let n = c.exec("DELETE FROM kit_shadows WHERE tenant_id = ? AND kit_name = ?", &[tenant, &name])?;
+    if n == 0 {
+        return Err(Error::NotFound { what: "shadow" });
+    }
+    activity::append(
+        c,
+        NewEntry::new(tenant, by, Kind::KitEdit)
+            .via_actor()
+            .verdict(Verdict::Changed)
+            .detail(json!({ "kit": name, "shadow": how })),
+    )?;
+    Ok(())
+}
+
+fn verdict(v: EngineVerdict) -> Verdict {
+    match v {
+        EngineVerdict::Allow => Verdict::Allow,
+        EngineVerdict::Freeze => Verdict::Park,
+        EngineVerdict::Deny => Verdict::Deny,
+    }
+}
+
+/// Records that the shadow decided the call of `subject` otherwise than the live kit `kit`,
+/// if it did.
+pub(crate) fn record(
+    c: &dyn Tx,
+    subject: &Subject,
+    action: &str,
+    (live, shadow): (&Decision, &Decision),
+    kit: &Kit,
+) -> Result<()> {
+    if live.verdict == shadow.verdict && live.refusal == shadow.refusal {
+        return Ok(());
+    }
+    let (live, shadowed) = (Decided::from(live), Decided::from(shadow));
+    activity::append(
+        c,
+        NewEntry::new(&subject.tenant, subject.profile.as_str(), Kind::Shadow)
+            .via(subject.via)
+            .profile(&subject.profile)
+            .action(action)
+            .verdict(verdict(shadowed.verdict))
+            .amount(live.cost)
+            .kit_version(kit.version.0)
+            .detail(json!({ "kit": kit.name, "live": Side::of(&live), "shadow": Side::of(&shadowed) })),
+    )?;
+    Ok(())
+}
+
+/// A shadow's running totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShadowTotals {
+    /// Live calls of the kit's profiles decided since the shadow started.
+    pub calls: u64,
+    /// Of which the shadow decided otherwise.
+    pub differed: u64,
+    pub transitions: Vec<crate::domain::replay::Transition>,
+    pub money: crate::domain::replay::Moved,
+}
+
+/// The calls decided and the differences since the shadow of `name` started at `after_seq`.
+pub(crate) async fn totals(
+    store: &Store,
+    tenant: &TenantId,
+    name: &str,
+    after_seq: i64,
+) -> Result<ShadowTotals> {
+    let like = crate::domain::replay::kit_prefix(name);
+    let calls: i64 = store
+        .opt::<(i64,)>(
+            "SELECT COUNT(*) FROM activity WHERE tenant_id = ? AND seq > ? AND inputs LIKE ?",
+            &[tenant, &after_seq, &like],
+        )
+        .await?
+        .map_or(0, |r| r.0);
+    let rows: Vec<(Option<i64>, String)> = store
+        .all(
+            "SELECT amount_units, detail FROM activity WHERE tenant_id = ? AND seq > ? AND kind = 'shadow'",
+            &[tenant, &after_seq],
+        )
+        .await?;
+    let mut summary = crate::domain::replay::Summary::default();
+    for (amount, detail) in rows {
+        let d: serde_json::Value = stored::json("shadow entry", &detail)?;
+        if d["kit"] != name {
+            continue;
+        }
+        let side = |k: &str| d[k]["verdict"].as_str().unwrap_or_default().to_string();
+        let amount = amount.and_then(policy::Money::from_units).unwrap_or(policy::Money::ZERO);
+        summary.count_words(&side("live"), &side("shadow"), amount);
+    }
+    Ok(ShadowTotals {
+        calls: u64::try_from(calls).unwrap_or(0),
+        differed: summary.changed,
+        transitions: summary.transitions,
+        money: summary.money,
+    })
+}

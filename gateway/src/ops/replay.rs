@@ -1,0 +1,310 @@
+//! Replay and shadow (docs/architecture.md#replay-and-shadow): what a draft kit would have
+//! done to recorded calls, and what it does to live ones beside the live kit.
+//!
+//! [`Gateway::replay`] reads the recorded calls of a kit in a bounded range, oldest first, in
+//! pages of [`CHUNK`] (memory stays bounded whatever the range holds), with the human
+//! decisions their parks got, and decides each again ([`crate::domain::replay::Replayer`]).
+//! It reserves nothing and writes nothing. Shadows are [`crate::domain::shadow`]'s.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use policy::{Kit, KitDiff, KitVersion};
+use serde::{Deserialize, Serialize};
+
+use crate::Gateway;
+use crate::domain::kits::KitRecord;
+use crate::domain::replay::{Change, Fate, Inputs, Recorded, Replayer, Summary, kit_prefix};
+use crate::domain::shadow::{self, Shadow, ShadowTotals};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
+use crate::stored;
+
+/// The longest range one replay reads.
+pub const MAX_RANGE_DAYS: i64 = 31;
+/// The range a replay reads unless told: the last week.
+pub const DEFAULT_RANGE_DAYS: i64 = 7;
+/// The most changed calls one answer lists.
+pub const MAX_CHANGES: usize = 500;
+/// Recorded calls read per statement.
+const CHUNK: i64 = 5_000;
+
+/// What to replay: a draft (or a saved version) over a range.
+#[derive(Clone, Debug)]
+pub struct ReplayRequest {
+    /// The draft; `None` replays a saved version.
+    pub draft: Option<Kit>,
+    /// The saved version to replay when there is no draft; the current one if neither.
+    pub version: Option<u32>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// List the changed calls after this entry (the previous answer's `next`).
+    pub after: Option<i64>,
+    pub limit: usize,
+    /// Only this profile's calls (an agent replays its own).
+    pub profile: Option<ProfileId>,
+}
+
+/// A replay's answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ReplayReport {
+    pub kit: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub summary: Summary,
+    /// The changed calls after `after`, oldest first, at most `limit`.
+    pub changes: Vec<Change>,
+    /// Pass as `after` for the next changed calls; absent on the last page.
+    pub next: Option<i64>,
+}
+
+/// A running shadow with its totals and what promoting it would change.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ShadowView {
+    pub shadow: Shadow,
+    pub totals: ShadowTotals,
+    /// What promoting it widens and narrows against the live version.
+    pub diff: KitDiff,
+    /// The live version now (promote with it as If-Match).
+    pub live_version: u32,
+}
+
+/// The bounded range `[from, to)` a request asks for.
+fn range(
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
+    let to = to.unwrap_or(now);
+    let from = from.unwrap_or(to - Duration::days(DEFAULT_RANGE_DAYS));
+    if to > now + Duration::minutes(1) {
+        return Err(Error::invalid(
+            "range_in_future",
+            "`to` is in the future: replay reads recorded calls only",
+        ));
+    }
+    if from >= to {
+        return Err(Error::invalid("invalid_range", "`from` must be before `to`"));
+    }
+    if to - from > Duration::days(MAX_RANGE_DAYS) {
+        return Err(Error::invalid(
+            "range_too_long",
+            format!("a replay reads at most {MAX_RANGE_DAYS} days; narrow `from` and `to`"),
+        ));
+    }
+    Ok((from, to))
+}
+
+impl Gateway {
+    /// Decides the recorded calls of kit `name`'s profiles in the range again under the draft
+    /// (or saved version) `req` names. Writes nothing.
+    pub async fn replay(&self, tenant: &TenantId, name: &str, req: ReplayRequest) -> Result<ReplayReport> {
+        let (from, to) = range(req.from, req.to, Utc::now())?;
+        let live = self.current_kit(tenant, name).await?;
+        let draft = self.draft_to_replay(tenant, name, &req, live).await?;
+        let clock = self.tenant_clock(tenant).await?;
+        let mut replayer = Replayer::new(&draft, &clock.calendar, self.config.approval_ttl_secs);
+        let limit = req.limit.clamp(1, MAX_CHANGES);
+        let (mut changes, mut next, mut seq) = (Vec::new(), None, 0);
+        loop {
+            let chunk = self.recorded(tenant, name, (from, to), req.profile.as_ref(), seq).await?;
+            let Some(last) = chunk.last() else { break };
+            seq = last.seq;
+            for call in &chunk {
+                let Some(change) = replayer.step(call) else { continue };
+                if req.after.is_some_and(|a| change.seq <= a) {
+                    continue;
+                }
+                if changes.len() < limit {
+                    changes.push(change);
+                } else if next.is_none() {
+                    next = changes.last().map(|c: &Change| c.seq);
+                }
+            }
+        }
+        Ok(ReplayReport { kit: name.to_string(), from, to, summary: replayer.summary, changes, next })
+    }
+
+    /// [`Gateway::replay`] for an agent: its own calls, of its own kit only.
+    pub async fn replay_own(
+        &self,
+        subject: &crate::domain::principal::Subject,
+        name: &str,
+        mut req: ReplayRequest,
+    ) -> Result<ReplayReport> {
+        let links = self.cached_links(&subject.tenant, &subject.profile).await?;
+        if links[0].kit.name != name {
+            return Err(Error::NotFound { what: "kit" });
+        }
+        req.profile = Some(subject.profile.clone());
+        self.replay(&subject.tenant, name, req).await
+    }
+
+    /// The kit a replay decides under: the draft (checked), or a saved version.
+    async fn draft_to_replay(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        req: &ReplayRequest,
+        live: KitRecord,
+    ) -> Result<Kit> {
+        match (&req.draft, req.version) {
+            (Some(kit), _) => {
+                check_draft(kit, name)?;
+                Ok(kit.clone())
+            }
+            (None, Some(v)) => self
+                .kit_versions(tenant, name)
+                .await?
+                .into_iter()
+                .find(|r| r.kit.version == KitVersion(v))
+                .map(|r| r.kit)
+                .ok_or(Error::NotFound { what: "kit version" }),
+            (None, None) => Ok(live.kit),
+        }
+    }
+
+    /// Up to [`CHUNK`] recorded calls of kit `name` in `[from, to)` after entry `after`, with
+    /// the fates of their parks.
+    async fn recorded(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+        profile: Option<&ProfileId>,
+        after: i64,
+    ) -> Result<Vec<Recorded>> {
+        let (like, from, to) = (kit_prefix(name), stored::ts(from), stored::ts(to));
+        let mut sql =
+            "SELECT seq, kind, verdict, detail, inputs FROM activity WHERE tenant_id = ? AND seq > ? \
+             AND inputs LIKE ? ESCAPE '\\' AND at >= ? AND at < ?"
+                .to_string();
+        let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant, &after, &like, &from, &to];
+        if let Some(p) = &profile {
+            sql.push_str(" AND profile_id = ?");
+            args.push(p);
+        }
+        sql.push_str(&format!(" ORDER BY seq LIMIT {CHUNK}"));
+        let rows: Vec<(i64, String, Option<String>, String, String)> = self.store.all(&sql, &args).await?;
+        let parks: Vec<String> = rows
+            .iter()
+            .filter(|r| r.1 == "park")
+            .filter_map(|r| {
+                serde_json::from_str::<serde_json::Value>(&r.3).ok()?["approval_id"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect();
+        let fates = self.park_fates(&parks).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (seq, kind, verdict, detail, inputs) in rows {
+            let inputs: Inputs = stored::decode("decision inputs", &inputs)?;
+            if inputs.kit != name || inputs.chain.is_empty() {
+                continue;
+            }
+            let fate = match (kind.as_str(), verdict.as_deref()) {
+                ("park", _) => {
+                    let id: serde_json::Value = stored::json("activity detail", &detail)?;
+                    id["approval_id"].as_str().and_then(|a| fates.get(a).copied()).unwrap_or(Fate::Held)
+                }
+                ("refusal", Some("unavailable")) | ("hold", _) => Fate::Failed,
+                _ => Fate::Ran,
+            };
+            out.push(Recorded { seq, inputs, fate });
+        }
+        Ok(out)
+    }
+
+    /// What became of the approvals `ids`: released (denied or expired, when) or held.
+    async fn park_fates(&self, ids: &[String]) -> Result<HashMap<String, Fate>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let marks = vec!["?"; ids.len()].join(", ");
+        let sql = format!("SELECT id, status, decided_at, expires_at FROM approvals WHERE id IN ({marks})");
+        let args: Vec<&dyn crate::sql::ToValue> = ids.iter().map(|i| i as &dyn crate::sql::ToValue).collect();
+        let rows: Vec<(String, String, Option<DateTime<Utc>>, DateTime<Utc>)> =
+            self.store.all(&sql, &args).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, status, decided, expires)| {
+                let fate = match status.as_str() {
+                    // Decided before it expired, or expired: whichever came first.
+                    "denied" | "expired" => {
+                        Fate::Released(decided.map_or(expires, |d| d.min(expires)).timestamp())
+                    }
+                    _ => Fate::Held,
+                };
+                (id, fate)
+            })
+            .collect())
+    }
+
+    /// Starts `draft` as the shadow of its kit, beside the live version.
+    pub async fn start_shadow(&self, tenant: &TenantId, draft: Kit, by: &str) -> Result<Shadow> {
+        let name = draft.name.clone();
+        check_draft(&draft, &name)?;
+        let live = self.current_kit(tenant, &name).await?;
+        let (t, by) = (tenant.clone(), by.to_string());
+        let started = self.write(move |c| shadow::start(c, &t, &draft, live.kit.version.0, &by)).await?;
+        self.shadow_cache.invalidate();
+        Ok(started)
+    }
+
+    /// The shadow of kit `name`, its totals since it started and its diff against the live kit.
+    pub async fn shadow(&self, tenant: &TenantId, name: &str) -> Result<ShadowView> {
+        let live = self.current_kit(tenant, name).await?;
+        let s = shadow::get(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "shadow" })?;
+        let totals = shadow::totals(&self.store, tenant, name, s.after_seq).await?;
+        let diff = KitDiff::between(&live.kit, &s.kit);
+        Ok(ShadowView { shadow: s, totals, diff, live_version: live.kit.version.0 })
+    }
+
+    /// Ends the shadow of kit `name` without saving it.
+    pub async fn discard_shadow(&self, tenant: &TenantId, name: &str, by: &str) -> Result<()> {
+        let (t, n, by) = (tenant.clone(), name.to_string(), by.to_string());
+        self.write(move |c| shadow::end(c, &t, &n, "discarded", &by)).await?;
+        self.shadow_cache.invalidate();
+        Ok(())
+    }
+
+    /// Saves the shadow of kit `name` as its next version (edited from `expected`, like any
+    /// save) and ends the shadow, in one job.
+    pub async fn promote_shadow(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        expected: KitVersion,
+        by: &str,
+    ) -> Result<KitRecord> {
+        let s = shadow::get(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "shadow" })?;
+        self.save_kit_as(tenant, s.kit, Some(expected), by, true).await
+    }
+
+    /// The shadow of the kit `name` the deciding job evaluates beside it, cached.
+    pub(crate) async fn shadow_for(&self, tenant: &TenantId, name: &str) -> Result<Option<Arc<Kit>>> {
+        let key = (tenant.clone(), name.to_string());
+        if let Some(s) = self.shadow_cache.get(&key) {
+            return Ok(s);
+        }
+        let generation = self.shadow_cache.generation();
+        let s = shadow::get(&self.store, tenant, name).await?.map(|s| Arc::new(s.kit));
+        self.shadow_cache.insert(generation, key, s.clone());
+        Ok(s)
+    }
+}
+
+/// A draft must validate and name the kit it drafts.
+fn check_draft(kit: &Kit, name: &str) -> Result<()> {
+    kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
+    if kit.name != name {
+        return Err(Error::invalid(
+            "kit_name_mismatch",
+            format!("the draft's name \"{}\" is not \"{name}\"", kit.name),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! Replay and shadow of kits over HTTP (docs/architecture.md#replay-and-shadow).
+//!
+//! `POST /v1/kits/{name}/replay`: a draft (or a saved version) decided again over the kit's
+//! recorded calls in a bounded range; with a company key, every profile's calls; with an
+//! agent's key, only its own, and only of its own kit. `PUT`, `GET`, `DELETE
+//! /v1/kits/{name}/shadow` and `POST /v1/kits/{name}/shadow/promote` (company key).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use gateway::ops::replay::{ReplayRequest, ShadowView};
+use policy::{Kit, KitVersion};
+use serde::Deserialize;
+
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem};
+use crate::state::AppState;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayBody {
+    /// The draft kit to decide under; without it, `version` (or the current version).
+    #[schema(value_type = Option<Object>)]
+    draft: Option<serde_json::Value>,
+    /// A saved version to replay instead of a draft.
+    #[schema(minimum = 1)]
+    version: Option<u32>,
+    /// The range's start; a week before `to` unless given. At most 31 days before `to`.
+    from: Option<DateTime<Utc>>,
+    /// The range's end (exclusive); now unless given. Never in the future.
+    to: Option<DateTime<Utc>>,
+    /// List the changed calls after this entry: the previous answer's `next`.
+    after: Option<i64>,
+    /// How many changed calls to list, 1 to 500 (100 unless given).
+    #[schema(minimum = 1, maximum = 500)]
+    limit: Option<usize>,
+}
+
+/// A kit document from JSON, with its errors' paths on a 400.
+fn kit_from(v: &serde_json::Value) -> Result<Kit, Problem> {
+    Kit::from_json(&v.to_string()).map_err(|e| {
+        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
+    })
+}
+
+#[utoipa::path(post, path = "/v1/kits/{name}/replay", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    request_body(content = ReplayBody, example = json!({"draft": {"name": "default", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100.00"}}}, "from": "2026-11-28T00:00:00Z"})),
+    responses((status = 200, description = "What the draft would have decided otherwise: counts and money by transition, and the changed calls, keyset-paged. Nothing is reserved or written.", body = gateway::ops::replay::ReplayReport),
+        (status = 400, description = "`invalid_kit` (each error with its path), `kit_name_mismatch`, `range_too_long`, `range_in_future`, `invalid_range`.", body = Problem),
+        (status = 404, description = "No such kit (or version).", body = Problem)))]
+pub async fn replay(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let b: ReplayBody = crate::v1::reply::json_body(&body, r#"{"draft": {…}, "from": "…", "to": "…"}"#)?;
+    let draft = b.draft.as_ref().map(kit_from).transpose()?;
+    let mut req = ReplayRequest {
+        draft,
+        version: b.version,
+        from: b.from,
+        to: b.to,
+        after: b.after,
+        limit: b.limit.unwrap_or(100),
+        profile: None,
+    };
+    let report = match caller {
+        Caller::Company(tenant) => state.gateway.replay(&tenant, &name, req).await?,
+        Caller::Agent(subject) => {
+            req.profile = Some(subject.profile.clone());
+            state.gateway.replay_own(&subject, &name, req).await?
+        }
+    };
+    Ok(Json(report).into_response())
+}
+
+#[utoipa::path(put, path = "/v1/kits/{name}/shadow", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    request_body = policy::Kit,
+    responses((status = 201, description = "The draft now decides every live call of the kit's profiles beside the live kit, without effect.", body = gateway::domain::shadow::Shadow),
+        (status = 400, description = "`invalid_kit` (each error with its path), `kit_name_mismatch`.", body = Problem),
+        (status = 409, description = "`shadow_exists`: promote or discard the running one first.", body = Problem)))]
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let tenant = caller.company("running a shadow kit")?;
+    let v: serde_json::Value = crate::v1::reply::json_body(&body, r#"{"name": "…", "primitives": […]}"#)?;
+    let kit = kit_from(&v)?;
+    if kit.name != name {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "kit_name_mismatch",
+            format!("the body's name \"{}\" is not \"{name}\"", kit.name),
+        ));
+    }
+    let s = state.gateway.start_shadow(&tenant, kit, crate::v1::reply::ACTOR).await?;
+    Ok((StatusCode::CREATED, Json(s)).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/kits/{name}/shadow", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    responses((status = 200, description = "The running shadow, its totals since it started and its diff against the live version.", body = ShadowView),
+        (status = 404, description = "No such kit, or it has no shadow.", body = Problem)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company("running a shadow kit")?;
+    Ok(Json(state.gateway.shadow(&tenant, &name).await?).into_response())
+}
+
+#[utoipa::path(delete, path = "/v1/kits/{name}/shadow", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name.")),
+    responses((status = 204, description = "Discarded; the live kit is unchanged."),
+        (status = 404, description = "The kit has no shadow.", body = Problem)))]
+pub async fn discard(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company("running a shadow kit")?;
+    state.gateway.discard_shadow(&tenant, &name, crate::v1::reply::ACTOR).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[utoipa::path(post, path = "/v1/kits/{name}/shadow/promote", tag = "kits",
+    params(("name" = String, Path, description = "The kit's name."),
+        ("If-Match" = String, Header, description = "The live version the shadow replaces, such as \"3\".")),
+    responses((status = 200, description = "The shadow is saved as the kit's next version and ends.", body = gateway::KitRecord),
+        (status = 400, description = "`if_match_required`, `invalid_if_match`.", body = Problem),
+        (status = 404, description = "The kit has no shadow.", body = Problem),
+        (status = 409, description = "`kit_version_conflict`: the live kit changed since you looked.", body = Problem)))]
+pub async fn promote(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let tenant = caller.company("running a shadow kit")?;
+    let Some(v) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) else {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "if_match_required",
+            "send If-Match with the live version the shadow replaces (GET the shadow for `live_version`)",
+        ));
+    };
+    let expected = KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_if_match",
+            "If-Match carries a kit version, such as \"3\"",
+        )
+    })?);
+    let saved = state.gateway.promote_shadow(&tenant, &name, expected, crate::v1::reply::ACTOR).await?;
+    Ok(Json(saved).into_response())
+}
