@@ -32,6 +32,7 @@ use crate::pages::{
     overview::OverviewPage,
     profiles::{ProfileDetailPage, ProfilesPage},
     proposals::{ProposalDetailPage, ProposalsPage},
+    replay::KitReplayPage,
     runtime::RuntimePage,
     spend::SpendPage,
     users::UsersPage,
@@ -93,6 +94,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/beliefs") view=BeliefsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits") view=KitsPage ssr=SsrMode::Async />
                     <Route path=path!("/kits/:name") view=KitEditPage ssr=SsrMode::Async />
+                    <Route path=path!("/kits/:name/replay") view=KitReplayPage ssr=SsrMode::Async />
                     <Route path=path!("/spend") view=SpendPage ssr=SsrMode::Async />
                     <Route path=path!("/activity") view=ActivityPage ssr=SsrMode::Async />
                     <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::Async />

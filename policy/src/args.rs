@@ -495,6 +495,9 @@ pub static GATEWAY_TOOLS: &[ArgsDecl] = &[
     decl!("naive_policy_explain":
         arg("action", ArgKind::Line { max: 200 }, true, "The action, such as \"cards.charge\" or \"naive_cards_charge\"."),
         arg("args", ArgKind::Object, false, "The arguments the call would carry.")),
+    decl!("naive_kit_replay":
+        arg("draft", ArgKind::Object, true, "A draft of your own AccountKit, as JSON."),
+        arg("days", ArgKind::Integer { min: 1, max: 31 }, false, "How many days back to replay; 7 unless given.")),
 ];
 
 /// The declaration of one of the gateway's own tools.

@@ -145,8 +145,15 @@ pub async fn simulate_at(
 /// validates it again and refuses a stale version with `kit_version_conflict`): back to the
 /// editor with `?saved=vN`, or with `?error=` saying why not. A browser without JavaScript
 /// follows the redirect; the editor's island posts the same form and reads the page it lands on.
+/// Unless `confirm_refusals` is given, a draft that would have refused calls that ran in the
+/// last week is not saved: the answer says how many and how much, and how to save anyway.
 #[server(prefix = "/api", endpoint = "save_kit")]
-pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> Result<(), ServerFnError> {
+pub async fn save_kit(
+    name: String,
+    expected_version: u32,
+    kit_json: String,
+    confirm_refusals: Option<String>,
+) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     use crate::api::{
         forms::form,
@@ -159,6 +166,9 @@ pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> 
             ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
         })?;
         kit.name = name.clone();
+        if confirm_refusals.is_none() {
+            would_refuse(&gw, &tenant.id, &kit).await?;
+        }
         let record = gw
             .save_kit(&tenant.id, kit, Some(policy::KitVersion(expected_version)), &user.username)
             .await
@@ -173,6 +183,36 @@ pub async fn save_kit(name: String, expected_version: u32, kit_json: String) -> 
         Ok(())
     })
     .await
+}
+
+/// Refuses to save `kit` when, against the last week, it would have refused calls that ran.
+#[cfg(feature = "ssr")]
+async fn would_refuse(
+    gw: &gateway::Gateway,
+    tenant: &gateway::TenantId,
+    kit: &Kit,
+) -> Result<(), ServerFnError> {
+    let days = crate::api::replay::EDITOR_DAYS;
+    let to = chrono::Utc::now();
+    let req = gateway::ops::replay::ReplayRequest {
+        draft: Some(kit.clone()),
+        version: None,
+        from: Some(to - chrono::Duration::days(days)),
+        to: Some(to),
+        after: None,
+        limit: 1,
+        profile: None,
+    };
+    let r = gw.replay(tenant, &kit.name, req).await.map_err(crate::api::to_fn_error)?;
+    let Some(t) = r.summary.transitions.iter().find(|t| t.from == "allow" && t.to == "deny") else {
+        return Ok(());
+    };
+    Err(ServerFnError::new(format!(
+        "would_refuse: against the last {days} days this draft would have refused {} call{} that ran ({} of spend). Nothing was saved: tick \"Save even if…\" and save again to confirm.",
+        t.calls,
+        if t.calls == 1 { "" } else { "s" },
+        t.amount
+    )))
 }
 
 /// A saved version in words: its number, what it changed (the first few changes of its

@@ -11,6 +11,7 @@ pub mod kits;
 pub mod overview;
 pub mod profiles;
 pub mod proposals;
+pub mod replay;
 pub mod runtime;
 pub mod session;
 pub mod spend;

@@ -15,7 +15,7 @@ use crate::components::common::{
 };
 
 #[island]
-fn ActivityTable(children: Children) -> impl IntoView {
+pub(crate) fn ActivityTable(children: Children) -> impl IntoView {
     let root = NodeRef::<leptos::html::Div>::new();
     // Whether this page follows the stream (the newest page does, older ones do not); `None`
     // until the island has read it from the region.

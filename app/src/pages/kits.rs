@@ -7,9 +7,11 @@ use policy::Primitive;
 
 use crate::api::kits::kit_editor;
 use crate::api::kits::{KitSummary, KitVersionRow, list_kits};
+use crate::api::replay::kit_shadow;
 use crate::api::session::encode_query_value;
 use crate::components::common::{CARD, EmptyState, FormOutcome, Loading, MoneyCell, PageHeader, Time, show};
 use crate::components::kit_editor::{DiffList, KitEditor};
+use crate::pages::replay::ShadowPanel;
 
 #[component]
 pub fn KitsPage() -> impl IntoView {
@@ -95,16 +97,22 @@ fn KitHistory(versions: Vec<KitVersionRow>) -> impl IntoView {
 pub fn KitEditPage() -> impl IntoView {
     let params = use_params_map();
     let data = Resource::new(move || params.read().get("name").unwrap_or_default(), kit_editor);
+    let shadow = Resource::new(move || params.read().get("name").unwrap_or_default(), kit_shadow);
     view! {
         <Suspense fallback=Loading>
             {move || Suspend::new(async move {
+                let shadow = shadow.await;
                 show(data.await, |d| {
                     let kit = d.current.kit.clone();
                     view! {
                         <PageHeader title="Edit kit" subtitle=format!("{} {} · saved by {}", kit.name, kit.version, d.current.author) />
                         <p class="mb-4"><a href="/kits" class="text-sm text-zinc-500 underline dark:text-zinc-400">"← all kits"</a></p>
                         <FormOutcome />
-                        <KitEditor current=kit profiles=d.profiles credit=d.credit can_edit=d.can_edit />
+                        <KitEditor current=kit.clone() profiles=d.profiles credit=d.credit can_edit=d.can_edit />
+                        {match shadow {
+                            Ok(s) => view! { <ShadowPanel name=kit.name.clone() shadow=s /> }.into_any(),
+                            Err(e) => view! { <p class="mt-8 text-sm text-red-700 dark:text-red-400" role="alert">{format!("The shadow could not be read: {e}")}</p> }.into_any(),
+                        }}
                         <section class="mt-8">
                             <h2 class="text-sm font-semibold">"Version history"</h2>
                             <KitHistory versions=d.history />

@@ -11,6 +11,7 @@ pub mod not_found;
 pub mod overview;
 pub mod profiles;
 pub mod proposals;
+pub mod replay;
 pub mod runtime;
 pub mod spend;
 pub mod users;

@@ -85,10 +85,42 @@ pub struct Inputs {
     pub periods: Vec<PeriodView>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rates: Vec<RecordedRate>,
+    /// Decided on the kit and standing alone, with no budget, period or rate (a brain
+    /// writeback): replayed the same way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unbudgeted: bool,
     pub decided: Decided,
 }
 
 impl Inputs {
+    /// The inputs of a decision on the kit and standing alone ([`Inputs::unbudgeted`]).
+    pub(crate) fn unbudgeted(
+        kit: &str,
+        (at, day): (DateTime<Utc>, NaiveDate),
+        links: &[crate::domain::chain::Link],
+        tool: &ToolSpec,
+        d: &Decision,
+    ) -> Inputs {
+        Inputs {
+            kit: kit.to_string(),
+            at: at.timestamp(),
+            day,
+            status: crate::domain::chain::chain_status(links),
+            tool: tool.clone(),
+            amount: Money::ZERO,
+            recipient: None,
+            merchant: None,
+            toolkit: None,
+            chain: links.iter().map(|l| l.profile.clone()).collect(),
+            budgets: Vec::new(),
+            credit: Money::MAX,
+            periods: Vec::new(),
+            rates: Vec::new(),
+            unbudgeted: true,
+            decided: d.into(),
+        }
+    }
+
     pub fn request(&self) -> ActionRequest<'_> {
         ActionRequest {
             tool: &self.tool,
@@ -332,6 +364,9 @@ impl<'a> Replayer<'a> {
         if self.counts.len() > 4_096 {
             self.counts.retain(|_, c| c.ends_at >= i.at);
         }
+        if i.unbudgeted {
+            return self.step_unbudgeted(call);
+        }
         let budgets = self.budgets(i);
         let (periods, draft_pots) = self.periods(i);
         let (rates, draft_keys) = self.rates(i);
@@ -354,20 +389,35 @@ impl<'a> Replayer<'a> {
                 .add(now_fp.map_or(0, |f| f.amount), now_fp.and_then(|f| f.until));
         }
         self.count_rates(i, &now, &draft_keys);
-        if now.verdict == i.decided.verdict && now.refusal == i.decided.refusal {
+        if same(&now, &i.decided) {
             return None;
         }
         self.move_money(i, &draft_pots, was_fp, now_fp);
-        self.summary.count(&i.decided, &now);
-        Some(Change {
+        Some(self.changed(call, &now))
+    }
+
+    /// A call decided on the kit and standing alone: no budget moves.
+    fn step_unbudgeted(&mut self, call: &Recorded) -> Option<Change> {
+        let i = &call.inputs;
+        let d = evaluate(&i.input(self.draft, &[]));
+        self.summary.calls += 1;
+        let now = Decided::from(&d);
+        (!same(&now, &i.decided)).then(|| self.changed(call, &now))
+    }
+
+    /// Counts `call`, which the draft decides `now` instead, and says how.
+    fn changed(&mut self, call: &Recorded, now: &Decided) -> Change {
+        let i = &call.inputs;
+        self.summary.count(&i.decided, now);
+        Change {
             seq: call.seq,
             at: DateTime::from_timestamp(i.at, 0).unwrap_or_default(),
             profile_id: i.chain[0].clone(),
             action: i.tool.name.clone(),
             amount: i.decided.cost,
             was: Side::of(&i.decided),
-            would_be: Side::of(&now),
-        })
+            would_be: Side::of(now),
+        }
     }
 
     fn delta_at(&mut self, pot: &Pot, t: i64) -> i64 {
@@ -538,4 +588,10 @@ fn shifted(m: Money, units: i64) -> Money {
 
 fn plus(a: Money, b: Money) -> Money {
     a.checked_add(b).unwrap_or(Money::MAX)
+}
+
+/// Whether two decisions are the same for a replay: the same verdict, for the same reason (a
+/// refusal's detail, such as `hard_cap_exceeded`; not the figures it quotes).
+pub(crate) fn same(a: &Decided, b: &Decided) -> bool {
+    a.verdict == b.verdict && a.refusal.map(Refusal::detail) == b.refusal.map(Refusal::detail)
 }

@@ -403,6 +403,7 @@ impl ReserveJob {
                 .iter()
                 .map(|w| crate::domain::replay::RecordedRate { key: w.key.clone(), view: w.view })
                 .collect(),
+            unbudgeted: false,
             decided: decision.into(),
         };
         serde_json::to_string(&inputs).expect("decision inputs serialize")

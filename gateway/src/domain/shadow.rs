@@ -17,7 +17,7 @@ use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::domain::principal::Subject;
 use crate::domain::replay::{Decided, Side};
 use crate::error::{Error, Result};
-use crate::ids::TenantId;
+use crate::ids::{ProfileId, TenantId};
 use crate::sql::{FromRow, Row, Tx};
 use crate::store::Store;
 use crate::stored;
@@ -119,10 +119,10 @@ pub(crate) fn record(
     (live, shadow): (&Decision, &Decision),
     kit: &Kit,
 ) -> Result<()> {
-    if live.verdict == shadow.verdict && live.refusal == shadow.refusal {
+    let (live, shadowed) = (Decided::from(live), Decided::from(shadow));
+    if crate::domain::replay::same(&live, &shadowed) {
         return Ok(());
     }
-    let (live, shadowed) = (Decided::from(live), Decided::from(shadow));
     activity::append(
         c,
         NewEntry::new(&subject.tenant, subject.profile.as_str(), Kind::Shadow)
@@ -147,7 +147,12 @@ pub struct ShadowTotals {
     pub differed: u64,
     pub transitions: Vec<crate::domain::replay::Transition>,
     pub money: crate::domain::replay::Moved,
+    /// The newest differences first, at most [`RECENT`].
+    pub recent: Vec<crate::domain::replay::Change>,
 }
+
+/// How many of a shadow's differences [`totals`] lists.
+pub const RECENT: usize = 20;
 
 /// The calls decided and the differences since the shadow of `name` started at `after_seq`.
 pub(crate) async fn totals(
@@ -164,26 +169,36 @@ pub(crate) async fn totals(
         )
         .await?
         .map_or(0, |r| r.0);
-    let rows: Vec<(Option<i64>, String)> = store
+    let rows: Vec<(i64, DateTime<Utc>, Option<ProfileId>, Option<String>, Option<i64>, String)> = store
         .all(
-            "SELECT amount_units, detail FROM activity WHERE tenant_id = ? AND seq > ? AND kind = 'shadow'",
+            "SELECT seq, at, profile_id, action, amount_units, detail FROM activity \
+             WHERE tenant_id = ? AND seq > ? AND kind = 'shadow' ORDER BY seq DESC",
             &[tenant, &after_seq],
         )
         .await?;
     let mut summary = crate::domain::replay::Summary::default();
-    for (amount, detail) in rows {
+    let mut recent = Vec::new();
+    for (seq, at, profile, action, amount, detail) in rows {
         let d: serde_json::Value = stored::json("shadow entry", &detail)?;
-        if d["kit"] != name {
-            continue;
-        }
-        let side = |k: &str| d[k]["verdict"].as_str().unwrap_or_default().to_string();
+        let (Some(profile_id), true) = (profile, d["kit"] == name) else { continue };
+        let side = |k: &str| Side {
+            verdict: d[k]["verdict"].as_str().unwrap_or_default().to_string(),
+            reason: d[k]["reason"].as_str().map(String::from),
+            detail: d[k]["detail"].as_str().map(String::from),
+        };
         let amount = amount.and_then(policy::Money::from_units).unwrap_or(policy::Money::ZERO);
-        summary.count_words(&side("live"), &side("shadow"), amount);
+        let (was, would_be) = (side("live"), side("shadow"));
+        summary.count_words(&was.verdict, &would_be.verdict, amount);
+        if recent.len() < RECENT {
+            let action = action.unwrap_or_default();
+            recent.push(crate::domain::replay::Change { seq, at, profile_id, action, amount, was, would_be });
+        }
     }
     Ok(ShadowTotals {
         calls: u64::try_from(calls).unwrap_or(0),
         differed: summary.changed,
         transitions: summary.transitions,
         money: summary.money,
+        recent,
     })
 }

@@ -25,9 +25,10 @@ impl Gateway {
     /// kit like any brain tool; a refusal comes back as the envelope.
     pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
         let (run_id, source) = brain::check_writeback(&input)?;
-        if let Some(refused) = self.gate(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
-            return Ok(refused);
-        }
+        let inputs = match self.gated(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
+            Ok(inputs) => inputs,
+            Err(refused) => return Ok(refused),
+        };
         let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
         let (wid, _) = self
             .write(move |c| {
@@ -39,7 +40,8 @@ impl Gateway {
                         .profile(&s.profile)
                         .action("brain.writeback")
                         .verdict(Verdict::Allow)
-                        .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids })),
+                        .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids }))
+                        .inputs(inputs.clone()),
                 )?;
                 Ok((id.clone(), vec![e]))
             })
@@ -55,51 +57,77 @@ impl Gateway {
     /// Decides whether `subject` may use `tool` at all right now, without reserving anything
     /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
     pub async fn gate(&self, subject: &Subject, tool: &str, args: &Value) -> Result<Option<ActionResponse>> {
+        Ok(self.gated(subject, tool, args).await?.err())
+    }
+
+    /// [`Gateway::gate`], with what it decided on when it lets the call through: the decision
+    /// inputs a writeback records with its entry (a refusal records them with its own).
+    async fn gated(
+        &self,
+        subject: &Subject,
+        tool: &str,
+        args: &Value,
+    ) -> Result<std::result::Result<Option<String>, ActionResponse>> {
         let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
         let links = self.links(&subject.tenant, &subject.profile).await?;
-        let request = ActionRequest {
-            tool: &spec,
-            amount: Money::ZERO,
-            recipient: None,
-            merchant: None,
-            toolkit: None,
-        };
         let d = policy::evaluate(&DecisionInput {
             subject: crate::domain::chain::chain_status(&links),
             kit: &links[0].kit,
-            action: request,
+            action: request_for(&spec),
             budgets: &[],
             company_credit: Money::MAX,
             periods: &[],
             rates: &[],
         });
-        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else { return Ok(None) };
+        // Writebacks are recorded calls (replay decides them again); brain reads are not.
+        let inputs = if tool == "brain.writeback" {
+            Some(self.gate_inputs(subject, &links, &spec, &d).await?)
+        } else {
+            None
+        };
+        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else {
+            return Ok(Ok(inputs));
+        };
         let (s, name, digest, kit) =
             (subject.clone(), spec.name.clone(), crate::domain::calls::digest(args), links[0].kit.clone());
         let (env, _) = self
             .write(move |c| {
-                {
-                    let repeat = crate::domain::reserve::count_repeat(c, &s.profile, &name, &digest)?;
-                    let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
-                    let e = activity::append(
-                        c,
-                        NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
-                            .via(s.via)
-                            .profile(&s.profile)
-                            .action(&name)
-                            .verdict(Verdict::Deny)
-                            .kit_version(kit.version.0)
-                            .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat })),
-                    )?;
-                    Ok((env, vec![e]))
-                }
+                let repeat = crate::domain::reserve::count_repeat(c, &s.profile, &name, &digest)?;
+                let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
+                let e = activity::append(
+                    c,
+                    NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
+                        .via(s.via)
+                        .profile(&s.profile)
+                        .action(&name)
+                        .verdict(Verdict::Deny)
+                        .kit_version(kit.version.0)
+                        .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }))
+                        .inputs(inputs.clone()),
+                )?;
+                Ok((env, vec![e]))
             })
             .await?;
-        Ok(Some(ActionResponse {
+        Ok(Err(ActionResponse {
             disposition: Disposition::Refused,
             body: Answer::Verdict(Box::new(env)),
             replayed: false,
         }))
+    }
+
+    /// What a gate decision read: the kit, the profile's standing and the tool; no budget.
+    async fn gate_inputs(
+        &self,
+        subject: &Subject,
+        links: &[crate::domain::chain::Link],
+        spec: &policy::ToolSpec,
+        d: &policy::Decision,
+    ) -> Result<String> {
+        let now = self.now();
+        let day = self.tenant_clock(&subject.tenant).await?.calendar.day(now);
+        let inputs =
+            crate::domain::replay::Inputs::unbudgeted(&links[0].kit.name, (now, day), links, spec, d);
+        Ok(serde_json::to_string(&inputs).expect("decision inputs serialize"))
     }
 
     /// Decides a proposal. Reject applies at once; a human's accept canonizes; an agent's

@@ -42,6 +42,7 @@ enum Target {
     DecideProposal,
     ApprovalsGet,
     Explain,
+    Replay,
 }
 
 const SUBMIT_WRITEBACK: &str = "naive_brain_submit_writeback";
@@ -65,6 +66,7 @@ fn target(gw: &Gateway, name: &str) -> Option<Target> {
     match name {
         "naive_approvals_get" => return Some(Target::ApprovalsGet),
         "naive_policy_explain" => return Some(Target::Explain),
+        "naive_kit_replay" => return Some(Target::Replay),
         "naive_brain_decide_proposal" => return Some(Target::DecideProposal),
         SUBMIT_WRITEBACK => return Some(Target::SubmitWriteback),
         _ => {}
@@ -89,7 +91,7 @@ fn declaration_of(name: &str, target: &Target) -> Option<&'static ArgsDecl> {
     match target {
         Target::Action(a) => policy::args::declaration(a),
         Target::SubmitWriteback => policy::args::declaration("brain.writeback"),
-        Target::ApprovalsGet | Target::Explain => policy::args::gateway_tool(name),
+        Target::ApprovalsGet | Target::Explain | Target::Replay => policy::args::gateway_tool(name),
         Target::BrainRead(_) | Target::DecideProposal => policy::args::declaration(name),
     }
 }
@@ -115,6 +117,9 @@ fn description(name: &str, spec: Option<&ToolSpec>) -> String {
         }
         "naive_policy_explain" => {
             "Dry run: what a call would meet now (allow, deny or park), with every reason and its cost. Reserves nothing."
+        }
+        "naive_kit_replay" => {
+            "What a draft of your own AccountKit would have decided otherwise over your own recorded calls of the last days: counts and money by transition, and the changed calls. Reserves nothing."
         }
         _ => "",
     };
@@ -166,7 +171,7 @@ pub async fn visible(gw: &Gateway, subject: &Subject) -> gateway::Result<Vec<Too
             tools.push(describe(name, decl, Some(spec), spec.effect));
         }
     }
-    for name in ["naive_approvals_get", "naive_policy_explain"] {
+    for name in ["naive_approvals_get", "naive_policy_explain", "naive_kit_replay"] {
         let decl = policy::args::gateway_tool(name).expect("the gateway's own tools are declared");
         tools.push(describe(name.into(), decl, None, Effect::Read));
     }
@@ -275,6 +280,7 @@ async fn run(
             Ok(CallToolResult::structured(serde_json::to_value(approval).expect("serializes")))
         }
         Target::Explain => explain(gw, subject, &text("action").unwrap_or_default(), &args["args"]).await,
+        Target::Replay => replay(gw, subject, &args).await,
         Target::SubmitWriteback => {
             let input: WritebackInput = serde_json::from_value(args).map_err(|e| {
                 gateway::Error::invalid("invalid_writeback", format!("the writeback is malformed: {e}"))
@@ -294,6 +300,27 @@ async fn run(
         }
         Target::BrainRead(tool) => brain_read(gw, subject, tool, &args).await,
     }
+}
+
+/// The agent's own calls replayed under a draft of its own kit, as `POST
+/// /v1/kits/{name}/replay` answers an agent's key.
+async fn replay(gw: &Gateway, subject: &Subject, args: &Value) -> gateway::Result<CallToolResult> {
+    let draft = policy::Kit::from_json(&args["draft"].to_string())
+        .map_err(|e| gateway::Error::invalid("invalid_kit", e.to_string()))?;
+    let days = args.get("days").and_then(Value::as_i64).unwrap_or(gateway::ops::replay::DEFAULT_RANGE_DAYS);
+    let to = chrono::Utc::now();
+    let name = draft.name.clone();
+    let req = gateway::ops::replay::ReplayRequest {
+        draft: Some(draft),
+        version: None,
+        from: Some(to - chrono::Duration::days(days)),
+        to: Some(to),
+        after: None,
+        limit: 100,
+        profile: Some(subject.profile.clone()),
+    };
+    let report = gw.replay_own(subject, &name, req).await?;
+    Ok(CallToolResult::structured(serde_json::to_value(report).expect("serializes")))
 }
 
 /// The dry run, as `POST /v1/policy/explain` answers it; `action` may be its MCP name.

@@ -234,6 +234,9 @@ pub fn click(ev: &web_sys::MouseEvent, root: &Element, s: Editor) {
         target.closest("[data-remove]").ok().flatten().and_then(|b| b.closest("[data-row]").ok().flatten())
     {
         row.remove();
+    } else if target.closest("[data-replay-run]").ok().flatten().is_some() {
+        replay(root, s);
+        return;
     } else {
         return;
     }
@@ -245,6 +248,10 @@ pub fn click(ev: &web_sys::MouseEvent, root: &Element, s: Editor) {
 /// the outcome from the page it lands on, `?saved=vN` or `?error=…`. The simulator's form
 /// never submits.
 pub fn submit(ev: &web_sys::SubmitEvent, root: &Element, s: Editor) {
+    // A button with its own target (the replay page, starting a shadow) posts as it says.
+    if ev.submitter().is_some_and(|b| b.has_attribute("formaction")) {
+        return;
+    }
     ev.prevent_default();
     let is_kit = ev
         .target()
@@ -257,8 +264,10 @@ pub fn submit(ev: &web_sys::SubmitEvent, root: &Element, s: Editor) {
     s.save_state.set(SaveState::Saving);
     follow(root, true, None);
     let root = root.clone();
+    let confirmed =
+        find::<HtmlInputElement>(&root, "input[name=confirm_refusals]").is_some_and(|c| c.checked());
     leptos::task::spawn_local(async move {
-        let outcome = post_save(&kit).await;
+        let outcome = post_save(&kit, confirmed).await;
         if let SaveState::Saved(v) = outcome {
             s.saved.set(Some(Kit { version: KitVersion(v), ..kit }));
         }
@@ -267,13 +276,16 @@ pub fn submit(ev: &web_sys::SubmitEvent, root: &Element, s: Editor) {
     });
 }
 
-async fn post_save(kit: &Kit) -> SaveState {
+async fn post_save(kit: &Kit, confirmed: bool) -> SaveState {
     let Ok(form) = web_sys::UrlSearchParams::new() else {
         return SaveState::Failed("the browser cannot build the form".into());
     };
     form.append("name", &kit.name);
     form.append("expected_version", &kit.version.0.to_string());
     form.append("kit_json", &kit.to_json_pretty());
+    if confirmed {
+        form.append("confirm_refusals", "yes");
+    }
     let response = match crate::components::browser::fetch("POST", "/api/save_kit", Some(&form)).await {
         Ok(r) => r,
         Err(e) => {
@@ -296,4 +308,24 @@ async fn post_save(kit: &Kit) -> SaveState {
             response.status()
         ))
     }
+}
+
+/// "Replay the draft": the server decides the draft again over the last week and renders the
+/// summary ([`crate::api::replay::replay_summary`]), which goes in place as it came.
+fn replay(root: &Element, s: Editor) {
+    let Some(out) = find::<Element>(root, "[data-replay-out]") else { return };
+    let Some(Ok(kit)) = s.draft.get_untracked() else {
+        out.set_text_content(Some("Fix the draft's problems first."));
+        return;
+    };
+    out.set_text_content(Some("Replaying the last 7 days…"));
+    leptos::task::spawn_local(async move {
+        let Ok(form) = web_sys::UrlSearchParams::new() else { return };
+        form.append("name", &kit.name);
+        form.append("kit_json", &kit.to_json_pretty());
+        match crate::components::browser::post_for_json("/api/replay_summary", &form).await {
+            Ok(html) => out.set_inner_html(&html.as_string().unwrap_or_default()),
+            Err(e) => out.set_text_content(Some(&e)),
+        }
+    });
 }

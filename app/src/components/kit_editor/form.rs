@@ -115,12 +115,32 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     <textarea name="kit_json" rows="14" class=format!("{INPUT} mt-1 block w-full font-mono text-xs")>{json}</textarea>
                 </details>
 
+                <section class="space-y-2 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800" data-testid="kit-replay">
+                    <h3 class="text-sm font-semibold">"Against the last 7 days"</h3>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"The draft decided again over every call this kit's agents made in the last week, with the budget as it would have run: a lower cap refuses the calls after it would have been reached. Nothing is reserved or changed."</p>
+                    <div class="flex flex-wrap gap-2">
+                        <button type="button" class=SMALL_BUTTON data-replay-run="" data-testid="replay-run">"Replay the draft"</button>
+                        <button type="submit" class=SMALL_BUTTON formaction=format!("/kits/{}/replay", current.name) formmethod="get" formtarget="_blank" data-testid="replay-page">"Open the replay page ↗"</button>
+                    </div>
+                    <div data-replay-out="" data-testid="replay-out" aria-live="polite"></div>
+                </section>
+
                 {if can_edit {
                     view! {
-                        <button type="submit" data-testid="save-kit"
-                            class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
-                            "Save as the next version"
-                        </button>
+                        <label class="flex items-center gap-2 text-xs text-zinc-600 dark:text-zinc-300">
+                            <input type="checkbox" name="confirm_refusals" value="yes" data-testid="confirm-refusals" />
+                            "Save even if, against the last 7 days, it would refuse calls that ran"
+                        </label>
+                        <div class="flex flex-wrap gap-2">
+                            <button type="submit" data-testid="save-kit"
+                                class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
+                                "Save as the next version"
+                            </button>
+                            <button type="submit" formaction="/api/start_shadow" formmethod="post" data-testid="start-shadow"
+                                class="rounded border border-zinc-300 px-3 py-1.5 text-sm dark:border-zinc-700">
+                                "Run the draft in shadow"
+                            </button>
+                        </div>
                     }.into_any()
                 } else {
                     view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Only an admin can save kits; the simulator still works."</p> }.into_any()
