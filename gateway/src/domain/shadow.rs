@@ -154,18 +154,18 @@ pub struct ShadowTotals {
 /// How many of a shadow's differences [`totals`] lists.
 pub const RECENT: usize = 20;
 
-/// The calls decided and the differences since the shadow of `name` started at `after_seq`.
-pub(crate) async fn totals(
-    store: &Store,
-    tenant: &TenantId,
-    name: &str,
-    after_seq: i64,
-) -> Result<ShadowTotals> {
-    let like = crate::domain::replay::kit_prefix(name);
+/// The calls decided and the differences since shadow `s` of kit `name` started. A call
+/// counts from its decision: recorded on its entry, or still in flight (its inputs kept with
+/// its hold), read in one statement so a call settling meanwhile counts once.
+pub(crate) async fn totals(store: &Store, tenant: &TenantId, name: &str, s: &Shadow) -> Result<ShadowTotals> {
+    let (like, after_seq, since) =
+        (crate::domain::replay::kit_prefix(name), s.after_seq, stored::ts(s.started_at));
     let calls: i64 = store
         .opt::<(i64,)>(
-            "SELECT COUNT(*) FROM activity WHERE tenant_id = ? AND seq > ? AND inputs LIKE ?",
-            &[tenant, &after_seq, &like],
+            "SELECT (SELECT COUNT(*) FROM activity WHERE tenant_id = ?1 AND seq > ?2 AND inputs LIKE ?3 ESCAPE '\\') \
+             + (SELECT COUNT(*) FROM pending_inputs p JOIN holds h ON h.id = p.hold_id \
+                WHERE h.tenant_id = ?1 AND h.created_at >= ?4 AND p.inputs LIKE ?3 ESCAPE '\\')",
+            &[tenant, &after_seq, &like, &since],
         )
         .await?
         .map_or(0, |r| r.0);
@@ -173,7 +173,7 @@ pub(crate) async fn totals(
         .all(
             "SELECT seq, at, profile_id, action, amount_units, detail FROM activity \
              WHERE tenant_id = ? AND seq > ? AND kind = 'shadow' ORDER BY seq DESC",
-            &[tenant, &after_seq],
+            &[tenant, &s.after_seq],
         )
         .await?;
     let mut summary = crate::domain::replay::Summary::default();

@@ -258,7 +258,7 @@ impl Gateway {
     pub async fn shadow(&self, tenant: &TenantId, name: &str) -> Result<ShadowView> {
         let live = self.current_kit(tenant, name).await?;
         let s = shadow::get(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "shadow" })?;
-        let totals = shadow::totals(&self.store, tenant, name, s.after_seq).await?;
+        let totals = shadow::totals(&self.store, tenant, name, &s).await?;
         let diff = KitDiff::between(&live.kit, &s.kit);
         Ok(ShadowView { shadow: s, totals, diff, live_version: live.kit.version.0 })
     }

@@ -116,3 +116,22 @@ async def test_bad_replays_and_shadows_are_4xx_and_write_nothing(server, mode):
     assert status == 204
     status, problem = server.api("GET", f"/v1/kits/{kit}/shadow")
     assert (status, problem["code"]) == (404, "not_found"), problem
+
+
+async def test_a_shadow_counts_live_calls_and_their_differences_without_refusing_any(server, mode):
+    kit = server.kit(["cards"], LIVE)
+    profile, key, _ = server.agent(kit)
+    draft = {"name": kit, "primitives": ["cards"], "limits": {"budget": {"hard_cap": "50"}}}
+    status, shadow = server.api("PUT", f"/v1/kits/{kit}/shadow", draft)
+    assert status == 201, shadow
+    assert charge(server, profile, key, "30.00", "acme")[0] == 200
+    async with server.mcp(key, mode) as c:
+        r = await c.call_tool("naive_cards_charge", {"amount": "30.00", "merchant": "acme"})
+    assert r.structured_content["ok"] is True, "a shadow deny never refuses a live call"
+    status, view = server.api("GET", f"/v1/kits/{kit}/shadow")
+    assert status == 200, view
+    totals = view["totals"]
+    assert (totals["calls"], totals["differed"], totals["money"]["refused"]) == (2, 1, "30.00"), totals
+    assert [(c["was"]["verdict"], c["would_be"]["detail"]) for c in totals["recent"]] == [("allow", "hard_cap_exceeded")]
+    status, saved = server.api("POST", f"/v1/kits/{kit}/shadow/promote")
+    assert status == 400
