@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk build-site
+.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -120,6 +120,12 @@ bench-console:
 bench-bulk:
 	cargo build --release -p gateway --bin gateway-load
 	target/release/gateway-load bulk --items 100 --rounds 3
+
+# Replay (issue #35): a million recorded calls decided again under the live kit and under a
+# draft with lower caps, for 100 and for 10,000 profiles on the kit.
+bench-replay:
+	cargo build --release -p gateway --bin gateway-load
+	target/release/gateway-load replay --calls 1000000 --profiles 100,10000
 
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:

@@ -99,6 +99,9 @@ impl Default for GatewayConfig {
     }
 }
 
+/// Each kit's shadow draft, or none, by tenant and kit name.
+type Shadows = GenCache<(TenantId, String), Option<Arc<Kit>>>;
+
 /// The gateway's services over one store. Cheap to clone (one reference count: every request
 /// takes a clone, through axum's state and the MCP SDK's service factory); share one per
 /// process.
@@ -137,7 +140,7 @@ pub struct Services {
     kit_cache: Arc<GenCache<(TenantId, String), Kit>>,
     /// Each kit's shadow draft, or none ([`domain::shadow`]). Invalidated on every start,
     /// discard and promotion, here and (through their log entries) on every instance.
-    shadow_cache: Arc<GenCache<(TenantId, String), Option<Arc<Kit>>>>,
+    shadow_cache: Arc<Shadows>,
     /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
     /// kit save and revoke; statuses are re-read inside the deciding job regardless.
     links_cache: Arc<GenCache<ProfileId, Arc<Vec<chain::Link>>>>,

@@ -161,10 +161,7 @@ pub async fn save_kit(
     };
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
-        let mut kit = policy::Kit::from_json(&kit_json).map_err(|e| {
-            let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-            ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
-        })?;
+        let mut kit = parse_kit(&kit_json)?;
         kit.name = name.clone();
         if confirm_refusals.is_none() {
             would_refuse(&gw, &tenant.id, &kit).await?;
@@ -185,6 +182,15 @@ pub async fn save_kit(
     .await
 }
 
+/// A kit from the editor's JSON, with each error's path.
+#[cfg(feature = "ssr")]
+pub(crate) fn parse_kit(json: &str) -> Result<Kit, ServerFnError> {
+    Kit::from_json(json).map_err(|e| {
+        let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
+    })
+}
+
 /// Refuses to save `kit` when, against the last week, it would have refused calls that ran.
 #[cfg(feature = "ssr")]
 async fn would_refuse(
@@ -193,16 +199,7 @@ async fn would_refuse(
     kit: &Kit,
 ) -> Result<(), ServerFnError> {
     let days = crate::api::replay::EDITOR_DAYS;
-    let to = chrono::Utc::now();
-    let req = gateway::ops::replay::ReplayRequest {
-        draft: Some(kit.clone()),
-        version: None,
-        from: Some(to - chrono::Duration::days(days)),
-        to: Some(to),
-        after: None,
-        limit: 1,
-        profile: None,
-    };
+    let req = gateway::ops::replay::ReplayRequest::recent(Some(kit.clone()), days, 1);
     let r = gw.replay(tenant, &kit.name, req).await.map_err(crate::api::to_fn_error)?;
     let Some(t) = r.summary.transitions.iter().find(|t| t.from == "allow" && t.to == "deny") else {
         return Ok(());

@@ -126,23 +126,11 @@ pub(crate) async fn replay_view(
 ) -> Result<ReplayView, ServerFnError> {
     use crate::api::to_fn_error;
     let (gw, tenant, _) = require_view("kits").await?;
-    let draft = if kit_json.trim().is_empty() {
-        None
-    } else {
-        Some(policy::Kit::from_json(kit_json).map_err(|e| {
-            let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-            ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
-        })?)
-    };
-    let to = chrono::Utc::now();
+    let draft = if kit_json.trim().is_empty() { None } else { Some(crate::api::kits::parse_kit(kit_json)?) };
     let req = gateway::ops::replay::ReplayRequest {
-        draft,
         version,
-        from: Some(to - chrono::Duration::days(EDITOR_DAYS)),
-        to: Some(to),
         after,
-        limit,
-        profile: None,
+        ..gateway::ops::replay::ReplayRequest::recent(draft, EDITOR_DAYS, limit)
     };
     let r = gw.replay(&tenant.id, name, req).await.map_err(to_fn_error)?;
     let profiles = gw.profiles(&tenant.id).await.map_err(to_fn_error)?;
@@ -215,10 +203,7 @@ pub async fn start_shadow(name: String, kit_json: String) -> Result<(), ServerFn
     use crate::api::{forms::form, session::require_roles, to_fn_error};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "running a shadow kit").await?;
-        let mut kit = policy::Kit::from_json(&kit_json).map_err(|e| {
-            let all: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-            ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
-        })?;
+        let mut kit = crate::api::kits::parse_kit(&kit_json)?;
         kit.name = name.clone();
         gw.start_shadow(&tenant.id, kit, &user.username).await.map_err(to_fn_error)?;
         back(&name, "The draft now runs in shadow: every live call of this kit's agents is also decided under it, without effect.");

@@ -36,6 +36,12 @@
 //! prints `done N` as it goes; the crash test kills it with SIGKILL mid-load and checks the
 //! ledger after a restart.
 
+//! `gateway-load replay [--calls 1000000] [--profiles 100,10000]` measures replay (issue #35):
+//! see [`replay_load`].
+
+#[path = "load/replay.rs"]
+mod replay_load;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -422,6 +428,53 @@ async fn egress_compare(callers: usize, actions: u64, base: &str, secret: &str) 
         "charge over the HTTP connector, egress guard on / off: {on:.0} / {off:.0} actions/s = {:.3}x; CPU per call {on_cpu:.0} / {off_cpu:.0} µs = {:.3}x   (medians of {EGRESS_ROUNDS} rounds; target: within 3 %)",
         on / off,
         on_cpu / off_cpu
+    );
+    for (gw, ..) in &sides {
+        gw.store().close().await;
+    }
+}
+
+/// Rounds of the shadow's comparison.
+const SHADOW_ROUNDS: usize = 5;
+
+/// What a shadow kit costs a live call (#35): `web.read` on SQLite with group commit, on a
+/// database whose kit has no shadow, one whose shadow decides every call the same way (a cap
+/// the calls never reach), and one whose shadow refuses every call (each call also records
+/// its difference), in interleaved rounds on fresh databases; the medians and their ratios.
+async fn shadow_compare(callers: usize, actions: u64) {
+    let work = Work::Read;
+    let open = r#"{"name":"Open","primitives":["web"],"limits":{"budget":{"hard_cap":"1000000"}}}"#;
+    let closed = r#"{"name":"Open","primitives":["search"]}"#;
+    let mut sides = Vec::new();
+    for shadow in [None, Some(open), Some(closed)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let gw = Gateway::open(&format!("sqlite://{}/bench.db", dir.path().display())).await.expect("open");
+        let tokens = setup(&gw, callers, work.kit()).await;
+        if let Some(s) = shadow {
+            let tenant = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key").tenant;
+            gw.start_shadow(&tenant, Kit::from_json(s).expect("kit"), "load").await.expect("shadow");
+        }
+        sides.push((gw, tokens, dir));
+    }
+    let labels = ["shadow off", "shadow agrees", "shadow refuses all"];
+    let per_round = actions.div_ceil(SHADOW_ROUNDS as u64);
+    let mut rates = [Vec::new(), Vec::new(), Vec::new()];
+    for round in 1..=SHADOW_ROUNDS {
+        for (i, (gw, tokens, _)) in sides.iter().enumerate() {
+            let phase = drive(std::slice::from_ref(gw), tokens.clone(), work.clone(), per_round).await;
+            phase.report(&format!("  round {round}, {}", labels[i]), "actions/s");
+            rates[i].push(phase.rate());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [off, agrees, refuses] = rates.map(|mut r| median(&mut r));
+    println!(
+        "web.read with a shadow kit, agreeing / off: {agrees:.0} / {off:.0} actions/s = {:.3}x (target: within 5 %); refusing every call / off: {refuses:.0} / {off:.0} = {:.3}x   (medians of {SHADOW_ROUNDS} rounds)",
+        agrees / off,
+        refuses / off
     );
     for (gw, ..) in &sides {
         gw.store().close().await;
@@ -950,6 +1003,9 @@ async fn main() {
             if !upstream.is_empty() {
                 egress_compare(callers, actions, &upstream, &arg("--upstream-secret", "")).await;
             }
+            if engines.contains("sqlite") {
+                shadow_compare(callers, actions).await;
+            }
         }
         Some("outbox") => {
             let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
@@ -971,6 +1027,14 @@ async fn main() {
             let rounds: usize = arg("--rounds", "3").parse().expect("--rounds is a number");
             bulk_bench(items, rounds).await;
         }
+        Some("replay") => {
+            let calls: u64 = arg("--calls", "1000000").parse().expect("--calls is a number");
+            let profiles: Vec<usize> = arg("--profiles", "100,10000")
+                .split(',')
+                .map(|n| n.parse().expect("--profiles is a list of numbers"))
+                .collect();
+            replay_load::run(calls, &profiles).await;
+        }
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
             let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
@@ -979,7 +1043,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

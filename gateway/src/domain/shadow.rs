@@ -151,6 +151,9 @@ pub struct ShadowTotals {
     pub recent: Vec<crate::domain::replay::Change>,
 }
 
+/// A difference as read: seq, at, profile, action, amount and detail.
+type DiffRow = (i64, DateTime<Utc>, Option<ProfileId>, Option<String>, Option<i64>, String);
+
 /// How many of a shadow's differences [`totals`] lists.
 pub const RECENT: usize = 20;
 
@@ -169,7 +172,7 @@ pub(crate) async fn totals(store: &Store, tenant: &TenantId, name: &str, s: &Sha
         )
         .await?
         .map_or(0, |r| r.0);
-    let rows: Vec<(i64, DateTime<Utc>, Option<ProfileId>, Option<String>, Option<i64>, String)> = store
+    let rows: Vec<DiffRow> = store
         .all(
             "SELECT seq, at, profile_id, action, amount_units, detail FROM activity \
              WHERE tenant_id = ? AND seq > ? AND kind = 'shadow' ORDER BY seq DESC",

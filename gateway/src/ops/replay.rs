@@ -27,6 +27,9 @@ pub const MAX_RANGE_DAYS: i64 = 31;
 pub const DEFAULT_RANGE_DAYS: i64 = 7;
 /// The most changed calls one answer lists.
 pub const MAX_CHANGES: usize = 500;
+/// An approval's id, status, decision time and expiry.
+type FateRow = (String, String, Option<DateTime<Utc>>, DateTime<Utc>);
+
 /// Recorded calls read per statement.
 const CHUNK: i64 = 5_000;
 
@@ -44,6 +47,22 @@ pub struct ReplayRequest {
     pub limit: usize,
     /// Only this profile's calls (an agent replays its own).
     pub profile: Option<ProfileId>,
+}
+
+impl ReplayRequest {
+    /// `draft` over the last `days` days, its first `limit` changed calls.
+    pub fn recent(draft: Option<Kit>, days: i64, limit: usize) -> ReplayRequest {
+        let to = Utc::now();
+        ReplayRequest {
+            draft,
+            version: None,
+            from: Some(to - Duration::days(days)),
+            to: Some(to),
+            after: None,
+            limit,
+            profile: None,
+        }
+    }
 }
 
 /// A replay's answer.
@@ -226,8 +245,7 @@ impl Gateway {
         let marks = vec!["?"; ids.len()].join(", ");
         let sql = format!("SELECT id, status, decided_at, expires_at FROM approvals WHERE id IN ({marks})");
         let args: Vec<&dyn crate::sql::ToValue> = ids.iter().map(|i| i as &dyn crate::sql::ToValue).collect();
-        let rows: Vec<(String, String, Option<DateTime<Utc>>, DateTime<Utc>)> =
-            self.store.all(&sql, &args).await?;
+        let rows: Vec<FateRow> = self.store.all(&sql, &args).await?;
         Ok(rows
             .into_iter()
             .map(|(id, status, decided, expires)| {

@@ -308,17 +308,8 @@ async fn replay(gw: &Gateway, subject: &Subject, args: &Value) -> gateway::Resul
     let draft = policy::Kit::from_json(&args["draft"].to_string())
         .map_err(|e| gateway::Error::invalid("invalid_kit", e.to_string()))?;
     let days = args.get("days").and_then(Value::as_i64).unwrap_or(gateway::ops::replay::DEFAULT_RANGE_DAYS);
-    let to = chrono::Utc::now();
     let name = draft.name.clone();
-    let req = gateway::ops::replay::ReplayRequest {
-        draft: Some(draft),
-        version: None,
-        from: Some(to - chrono::Duration::days(days)),
-        to: Some(to),
-        after: None,
-        limit: 100,
-        profile: Some(subject.profile.clone()),
-    };
+    let req = gateway::ops::replay::ReplayRequest::recent(Some(draft), days, 100);
     let report = gw.replay_own(subject, &name, req).await?;
     Ok(CallToolResult::structured(serde_json::to_value(report).expect("serializes")))
 }

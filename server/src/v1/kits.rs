@@ -28,6 +28,27 @@ fn with_etag(r: KitRecord) -> Response {
     res
 }
 
+/// A kit document from JSON text, with each error's path on a 400 `invalid_kit`.
+pub(crate) fn parse_kit(text: &str) -> Result<Kit, Problem> {
+    Kit::from_json(text).map_err(|e| {
+        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
+    })
+}
+
+/// [`parse_kit`], for the kit the path names: another name is a 400 `kit_name_mismatch`.
+pub(crate) fn named_kit(text: &str, name: &str) -> Result<Kit, Problem> {
+    let kit = parse_kit(text)?;
+    if kit.name != name {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "kit_name_mismatch",
+            format!("the body's name \"{}\" is not \"{name}\"", kit.name),
+        ));
+    }
+    Ok(kit)
+}
+
 #[utoipa::path(get, path = "/v1/kits", tag = "kits",
     responses((status = 200, description = "The current version of every kit.", body = crate::v1::dto::KitList)))]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
@@ -115,17 +136,7 @@ pub async fn put(
             )
         })?)),
     };
-    let kit = Kit::from_json(body).map_err(|e| {
-        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
-    })?;
-    if kit.name != name {
-        return Err(Problem::new(
-            StatusCode::BAD_REQUEST,
-            "kit_name_mismatch",
-            format!("the body's name \"{}\" is not \"{name}\"", kit.name),
-        ));
-    }
+    let kit = named_kit(body, &name)?;
     let saved = state.gateway.save_kit(&tenant, kit, expected, crate::v1::reply::ACTOR).await?;
     let status = if expected.is_none() { StatusCode::CREATED } else { StatusCode::OK };
     let mut res = with_etag(saved);

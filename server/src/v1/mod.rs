@@ -52,17 +52,6 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/brain/proposals/{id}/decision", idem(state, post(brain::decide)))
         .route("/v1/events", idem(state, get(events::stream)))
         .route("/v1/tenant/settings", idem(state, get(tenant::get).put(tenant::put)))
-        .route("/v1/kits", idem(state, get(kits::list)))
-        .route("/v1/kits/{name}", idem(state, get(kits::current).put(kits::put)))
-        .route("/v1/kits/{name}/versions", idem(state, get(kits::versions)))
-        .route("/v1/kits/{name}/versions/{version}", idem(state, get(kits::version)))
-        .route("/v1/kits/{name}/diff", idem(state, get(kits::diff)))
-        .route("/v1/kits/{name}/replay", idem(state, post(replay::replay)))
-        .route(
-            "/v1/kits/{name}/shadow",
-            idem(state, get(replay::get).put(replay::start).delete(replay::discard)),
-        )
-        .route("/v1/kits/{name}/shadow/promote", idem(state, post(replay::promote)))
         .route("/v1/agent-profiles", idem(state, get(profiles::list).post(profiles::create)))
         .route("/v1/agent-profiles/{id}", idem(state, get(profiles::get)))
         .route("/v1/agent-profiles/{id}/revoke", idem(state, post(profiles::revoke)))
@@ -99,8 +88,29 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/webhooks/{id}", idem(state, axum::routing::delete(webhooks::delete)))
         .route("/v1/webhooks/{id}/test", idem(state, post(webhooks::test)))
         .route("/v1/webhooks/{id}/purge", idem(state, post(webhooks::purge)))
+        .merge(kit_routes(state))
         .merge(approval_routes(state))
         .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
+}
+
+/// Kits: versions, diffs, replay and shadow.
+fn kit_routes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/v1/kits", idem(state, get(kits::list)))
+        .route("/v1/kits/{name}", idem(state, get(kits::current).put(kits::put)))
+        .route("/v1/kits/{name}/versions", idem(state, get(kits::versions)))
+        .route("/v1/kits/{name}/versions/{version}", idem(state, get(kits::version)))
+        .route("/v1/kits/{name}/diff", idem(state, get(kits::diff)))
+        .route("/v1/kits/{name}/replay", idem(state, post(replay::replay)))
+        .route(
+            "/v1/kits/{name}/shadow",
+            idem(state, get(replay::get).put(replay::start).delete(replay::discard)),
+        )
+        .route(
+            "/v1/kits/{name}/shadow/promote",
+            idem(state, post(replay::promote))
+                .route_layer(axum::middleware::from_fn(replay::require_if_match)),
+        )
 }
 
 /// Approvals, their bulk decisions and the groups approval rules name.

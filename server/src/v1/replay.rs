@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use gateway::ops::replay::{ReplayRequest, ShadowView};
-use policy::{Kit, KitVersion};
+use policy::KitVersion;
 use serde::Deserialize;
 
 use crate::http::auth::Caller;
@@ -38,14 +38,6 @@ pub struct ReplayBody {
     limit: Option<usize>,
 }
 
-/// A kit document from JSON, with its errors' paths on a 400.
-fn kit_from(v: &serde_json::Value) -> Result<Kit, Problem> {
-    Kit::from_json(&v.to_string()).map_err(|e| {
-        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", each.join("; "))
-    })
-}
-
 #[utoipa::path(post, path = "/v1/kits/{name}/replay", tag = "kits",
     params(("name" = String, Path, description = "The kit's name.")),
     request_body(content = ReplayBody, example = json!({"draft": {"name": "default", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100.00"}}}, "from": "2026-11-28T00:00:00Z"})),
@@ -59,7 +51,7 @@ pub async fn replay(
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
     let b: ReplayBody = crate::v1::reply::json_body(&body, r#"{"draft": {…}, "from": "…", "to": "…"}"#)?;
-    let draft = b.draft.as_ref().map(kit_from).transpose()?;
+    let draft = b.draft.as_ref().map(|d| crate::v1::kits::parse_kit(&d.to_string())).transpose()?;
     let mut req = ReplayRequest {
         draft,
         version: b.version,
@@ -92,15 +84,10 @@ pub async fn start(
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("running a shadow kit")?;
-    let v: serde_json::Value = crate::v1::reply::json_body(&body, r#"{"name": "…", "primitives": […]}"#)?;
-    let kit = kit_from(&v)?;
-    if kit.name != name {
-        return Err(Problem::new(
-            StatusCode::BAD_REQUEST,
-            "kit_name_mismatch",
-            format!("the body's name \"{}\" is not \"{name}\"", kit.name),
-        ));
-    }
+    let body = std::str::from_utf8(&body).map_err(|_| {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", "the kit must be JSON text (UTF-8)")
+    })?;
+    let kit = crate::v1::kits::named_kit(body, &name)?;
     let s = state.gateway.start_shadow(&tenant, kit, crate::v1::reply::ACTOR).await?;
     Ok((StatusCode::CREATED, Json(s)).into_response())
 }
@@ -132,9 +119,19 @@ pub async fn discard(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// The header a promotion names the live version it replaces in.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub struct PromoteHeaders {
+    /// The live version the shadow replaces, such as "3" (GET the shadow for `live_version`).
+    #[serde(rename = "If-Match")]
+    #[param(pattern = r#"^"?[1-9][0-9]{0,8}"?$"#)]
+    if_match: String,
+}
+
 #[utoipa::path(post, path = "/v1/kits/{name}/shadow/promote", tag = "kits",
-    params(("name" = String, Path, description = "The kit's name."),
-        ("If-Match" = String, Header, description = "The live version the shadow replaces, such as \"3\".")),
+    params(("name" = String, Path, description = "The kit's name."), PromoteHeaders),
     responses((status = 200, description = "The shadow is saved as the kit's next version and ends.", body = gateway::KitRecord),
         (status = 400, description = "`if_match_required`, `invalid_if_match`.", body = Problem),
         (status = 404, description = "The kit has no shadow.", body = Problem),
@@ -146,20 +143,36 @@ pub async fn promote(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("running a shadow kit")?;
-    let Some(v) = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) else {
+    let expected = if_match(&headers)?;
+    let saved = state.gateway.promote_shadow(&tenant, &name, expected, crate::v1::reply::ACTOR).await?;
+    Ok(Json(saved).into_response())
+}
+
+/// The live version a promotion names in `If-Match`: required, a version number.
+fn if_match(headers: &HeaderMap) -> Result<KitVersion, Problem> {
+    let Some(v) =
+        headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()).filter(|v| !v.trim().is_empty())
+    else {
         return Err(Problem::new(
             StatusCode::BAD_REQUEST,
             "if_match_required",
             "send If-Match with the live version the shadow replaces (GET the shadow for `live_version`)",
         ));
     };
-    let expected = KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
+    Ok(KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
         Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid_if_match",
             "If-Match carries a kit version, such as \"3\"",
         )
-    })?);
-    let saved = state.gateway.promote_shadow(&tenant, &name, expected, crate::v1::reply::ACTOR).await?;
-    Ok(Json(saved).into_response())
+    })?))
+}
+
+/// Refuses a promotion without a usable `If-Match` before anything else looks at it (the
+/// idempotency layer included): the header is what makes it a save from a known version.
+pub async fn require_if_match(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match if_match(req.headers()) {
+        Ok(_) => next.run(req).await,
+        Err(p) => p.into_response(),
+    }
 }
