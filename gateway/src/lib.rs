@@ -292,6 +292,12 @@ impl Gateway {
         }
     }
 
+    /// Runs an empty job through the writer (SQLite) or a runner (PostgreSQL): `Ok` when
+    /// writes go through, for readiness.
+    pub async fn writer_answers(&self) -> Result<()> {
+        self.write(|_| Ok(())).await
+    }
+
     /// Runs the job `f` atomically on the store's engine: on SQLite's single writer with
     /// group commit, on PostgreSQL in a transaction of its own (again after a conflict).
     /// Either way `f` may run more than once, and its caller hears back only after COMMIT,

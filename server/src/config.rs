@@ -216,6 +216,17 @@ pub struct Config {
     #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::domain::ledger::leases::DEFAULT_LEASE_SECS, global = true)]
     pub hold_lease_secs: i64,
 
+    /// How long a stopping server stays up answering `/readyz` with 503 (and serving
+    /// everything else) before it stops accepting requests, so a load balancer takes it out
+    /// first. 0 stops at once.
+    #[arg(long, env = "NAIVE_DRAIN_SECS", default_value_t = 0, global = true)]
+    pub drain_secs: u64,
+
+    /// How log lines are written to stderr: `text` for people, `json` (one object per line)
+    /// for log shippers.
+    #[arg(long, env = "NAIVE_LOG_FORMAT", value_enum, default_value = "text", global = true)]
+    pub log_format: LogFormat,
+
     /// Delay every action the built-in sandbox connector carries out by this many
     /// milliseconds, to see calls in flight (timeouts, approvals that take a while).
     #[arg(long, env = "NAIVE_SANDBOX_LATENCY_MS", default_value_t = 0, global = true)]
@@ -283,4 +294,11 @@ impl SecureCookies {
             SecureCookies::Never => false,
         }
     }
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }

@@ -1,7 +1,8 @@
 //! Builds the whole application from a [`Config`]: `main` and the tests start the same thing.
 //!
 //! [`Application::build`] opens and migrates the database, seeds the demo tenant when asked,
-//! binds the listener (port 0 picks a free one) and assembles the router: `/healthz`, `/v1`,
+//! binds the listener (port 0 picks a free one) and assembles the router: `/healthz`,
+//! `/readyz`, `/v1`,
 //! `/mcp`, the console's pages and server functions, and static files. [`Application::run_until`] serves
 //! until the shutdown future resolves, then drains in-flight requests.
 
@@ -31,6 +32,10 @@ pub struct Application {
     /// Delivers the outbox; stops when the application does.
     delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
+    /// What `/readyz` reads; set draining when the server starts stopping.
+    readiness: std::sync::Arc<crate::state::Readiness>,
+    /// How long to answer `/readyz` with 503 before stopping (`--drain-secs`).
+    drain: std::time::Duration,
     /// The in-process demo agent, if started; it finishes (revoking its keys) before the
     /// database closes.
     demo_agent: Option<tokio::task::JoinHandle<()>>,
@@ -119,6 +124,7 @@ impl Application {
         allowed_origins.extend(crate::mcp::own_origins(&addr, gateway.config().public_url.as_str()));
         let mcp =
             crate::mcp::McpSettings { allowed_hosts: config.mcp_allowed_hosts.clone(), allowed_origins };
+        let readiness = std::sync::Arc::new(crate::state::Readiness::default());
         let router = router(
             AppState::new(Shared {
                 leptos_options,
@@ -127,6 +133,7 @@ impl Application {
                 stopping,
                 operator_key_hash,
                 cookies: app::api::session::CookieSettings { secure: config.secure_cookies.applies(&addr) },
+                readiness: readiness.clone(),
             }),
             &mcp,
         );
@@ -139,6 +146,11 @@ impl Application {
         }
         let sweeper = gateway.start_sweeper();
         let delivery = gateway.start_delivery();
+        {
+            let mut tasks = readiness.tasks.lock().expect("readiness lock");
+            tasks.extend(sweeper.watch().map(|t| ("sweeper", t)));
+            tasks.extend(delivery.watch().map(|t| ("delivery", t)));
+        }
         Ok(Application {
             listener,
             router,
@@ -146,6 +158,8 @@ impl Application {
             sweeper,
             delivery,
             stop_tx,
+            readiness,
+            drain: std::time::Duration::from_secs(config.drain_secs),
             demo_agent,
             demo,
             demo_upstream,
@@ -163,9 +177,19 @@ impl Application {
 
     /// Serves until `shutdown` resolves, then finishes in-flight requests and closes the pool.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let stop_tx = self.stop_tx;
+        let (stop_tx, readiness, drain) = (self.stop_tx, self.readiness, self.drain);
         let shutdown = async move {
             shutdown.await;
+            // Not ready first, while still serving, so a load balancer takes this instance out
+            // before it stops accepting requests.
+            readiness.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+            if !drain.is_zero() {
+                tracing::info!(
+                    secs = drain.as_secs(),
+                    "draining: /readyz answers 503 until the server stops"
+                );
+                tokio::time::sleep(drain).await;
+            }
             // Event streams never end on their own; tell them to, so draining can finish.
             let _ = stop_tx.send(true);
         };
@@ -222,6 +246,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
     let cookies = state.cookies;
     Router::new()
         .route("/healthz", get(crate::v1::health::healthz))
+        .route("/readyz", get(crate::v1::health::readyz))
         .route("/favicon.ico", get(favicon))
         .route("/login", axum::routing::post(crate::http::console_auth::login))
         .route("/logout", axum::routing::post(crate::http::console_auth::logout))

@@ -39,6 +39,26 @@ pub struct Shared {
     /// Failed console sign-ins by username.
     /// How the session cookie is named and marked (`--secure-cookies`).
     pub cookies: app::api::session::CookieSettings,
+    /// What `/readyz` reads besides the database.
+    pub readiness: std::sync::Arc<Readiness>,
+}
+
+/// Whether this instance should get traffic: not while it drains, nor once a background
+/// task it needs has ended.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    /// Set when the server starts stopping; `/readyz` answers 503 from then on.
+    pub draining: std::sync::atomic::AtomicBool,
+    /// The background tasks this instance needs, by name (the sweeper, the delivery worker).
+    pub tasks: std::sync::Mutex<Vec<(&'static str, tokio::task::AbortHandle)>>,
+}
+
+impl Readiness {
+    /// The needed tasks that are no longer running.
+    pub fn stopped_tasks(&self) -> Vec<&'static str> {
+        let tasks = self.tasks.lock().expect("readiness lock");
+        tasks.iter().filter(|(_, t)| t.is_finished()).map(|(n, _)| *n).collect()
+    }
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -177,6 +177,26 @@ impl Store {
         self.rows("SELECT 1", &[]).await.map(|_| ())
     }
 
+    /// Whether every migration this build carries has been applied: `false` while another
+    /// instance is migrating, or for a database a newer build migrated further (its newest
+    /// version then differs too).
+    pub async fn schema_current(&self) -> Result<bool> {
+        let carried = match self.kind() {
+            crate::sql::Engine::Sqlite => {
+                sqlx::migrate!("migrations/sqlite").migrations.iter().map(|m| m.version).max()
+            }
+            crate::sql::Engine::Postgres => {
+                sqlx::migrate!("migrations/postgres").migrations.iter().map(|m| m.version).max()
+            }
+        };
+        let rows = self.rows("SELECT MAX(version) FROM _sqlx_migrations WHERE success", &[]).await?;
+        let applied: Option<i64> = match rows.first() {
+            Some(r) => r.get(0)?,
+            None => None,
+        };
+        Ok(applied == carried)
+    }
+
     /// The plan SQLite chooses for `sql` with every parameter NULL, one step per line as
     /// `EXPLAIN QUERY PLAN` prints them: for the tests that pin a hot statement to its index.
     /// SQLite only.

@@ -302,6 +302,11 @@ pub struct SweeperHandle {
 }
 
 impl SweeperHandle {
+    /// A handle that says whether the sweeper still runs, for readiness.
+    pub fn watch(&self) -> Option<tokio::task::AbortHandle> {
+        self.task.as_ref().map(tokio::task::JoinHandle::abort_handle)
+    }
+
     /// Stops ticking, and returns once the sweep in progress, if any, has committed.
     pub async fn stop(mut self) {
         let _ = self.stop.send(true);

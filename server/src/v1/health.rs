@@ -1,4 +1,8 @@
-//! `GET /healthz`: the process is up and the database answers.
+//! `GET /healthz`: the process is up and the database answers. `GET /readyz`: this instance
+//! should get traffic: the database answers, its schema is the one this build migrates to,
+//! writes go through (the SQLite writer, or a PostgreSQL runner), the sweeper and the delivery
+//! worker run, and it is not draining. Each check is bounded by [`CHECK_TIMEOUT`], so a
+//! database that does not answer makes it 503, never a hung probe.
 
 use axum::Json;
 use axum::extract::State;
@@ -18,4 +22,42 @@ pub async fn healthz(State(state): State<AppState>) -> (StatusCode, Json<Value>)
             (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "degraded", "database": e.code() })))
         }
     }
+}
+
+/// How long one readiness check may take before it counts as failed.
+pub const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One check's outcome: `ok`, or why not.
+async fn check<F: std::future::Future<Output = gateway::Result<bool>>>(f: F, not: &'static str) -> String {
+    match tokio::time::timeout(CHECK_TIMEOUT, f).await {
+        Ok(Ok(true)) => "ok".into(),
+        Ok(Ok(false)) => not.into(),
+        Ok(Err(e)) => e.code().into(),
+        Err(_) => "timeout".into(),
+    }
+}
+
+#[utoipa::path(get, path = "/readyz", tag = "meta",
+    responses((status = 200, description = "Ready: every check is `ok`.", body = Object),
+        (status = 503, description = "Not ready: draining, or a check is not `ok` (it says why).", body = Object)))]
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let gw = &state.gateway;
+    let database = check(async { gw.store().ping().await.map(|()| true).map_err(Into::into) }, "down").await;
+    let schema = check(async { gw.store().schema_current().await.map_err(Into::into) }, "not_current").await;
+    let writer = check(async { gw.writer_answers().await.map(|()| true) }, "down").await;
+    let stopped = state.readiness.stopped_tasks();
+    let task = |name: &str| if stopped.contains(&name) { "stopped" } else { "ok" };
+    let checks = json!({ "database": database, "migrations": schema, "writer": writer,
+        "sweeper": task("sweeper"), "delivery": task("delivery") });
+    let draining = state.readiness.draining.load(std::sync::atomic::Ordering::SeqCst);
+    let ok = !draining && checks.as_object().is_some_and(|c| c.values().all(|v| v == "ok"));
+    let status = if draining {
+        "draining"
+    } else if ok {
+        "ready"
+    } else {
+        "not_ready"
+    };
+    let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(json!({ "status": status, "checks": checks })))
 }

@@ -105,6 +105,7 @@ use crate::v1::dto::StreamEvent;
         v1::webhooks::retry,
         v1::webhooks::purge,
         v1::health::healthz,
+        v1::health::readyz,
         openapi_json,
     ),
     components(schemas(Problem, policy::Envelope, policy::Kit, StreamEvent)),
@@ -156,6 +157,7 @@ impl Modify for Common {
                 [&mut item.get, &mut item.post, &mut item.put, &mut item.delete];
             for op in ops.into_iter().flatten() {
                 if op.operation_id.as_deref() != Some("healthz")
+                    && op.operation_id.as_deref() != Some("readyz")
                     && op.operation_id.as_deref() != Some("openapi_json")
                 {
                     op.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(

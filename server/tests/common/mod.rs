@@ -46,6 +46,8 @@ pub fn config(db_url: &str) -> Config {
         approval_ttl_secs: 900,
         hold_lease_secs: gateway::domain::ledger::leases::DEFAULT_LEASE_SECS,
         sandbox_latency_ms: 0,
+        drain_secs: 0,
+        log_format: server::config::LogFormat::Text,
         outbox_max_attempts: 10,
         outbox_retention_days: 7,
         outbox_max_queued: gateway::delivery::outbox::MAX_QUEUED,
@@ -256,6 +258,13 @@ impl TestApp {
     /// A direct connection to the server's database.
     pub async fn database(&self) -> sqlx::SqlitePool {
         sqlx::SqlitePool::connect(&self.db_url).await.unwrap()
+    }
+
+    /// Tells the server to stop, without waiting: it drains as configured.
+    pub fn begin_stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
     }
 
     /// Stops the server and waits for it to drain.

@@ -41,6 +41,11 @@ pub struct DeliveryHandle {
 }
 
 impl DeliveryHandle {
+    /// A handle that says whether the delivery worker still runs, for readiness.
+    pub fn watch(&self) -> Option<tokio::task::AbortHandle> {
+        self.task.as_ref().map(tokio::task::JoinHandle::abort_handle)
+    }
+
     pub async fn stop(mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
