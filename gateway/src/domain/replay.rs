@@ -143,10 +143,6 @@ impl Inputs {
             rates,
         }
     }
-
-    pub fn rate_views(&self) -> Vec<RateView> {
-        self.rates.iter().map(|r| r.view).collect()
-    }
 }
 
 /// What became of a recorded call after it was decided.

@@ -208,27 +208,24 @@ impl Gateway {
         }
         sql.push_str(&format!(" ORDER BY seq LIMIT {CHUNK}"));
         let rows: Vec<(i64, String, Option<String>, String, String)> = self.store.all(&sql, &args).await?;
-        let parks: Vec<String> = rows
-            .iter()
-            .filter(|r| r.1 == "park")
-            .filter_map(|r| {
-                serde_json::from_str::<serde_json::Value>(&r.3).ok()?["approval_id"]
-                    .as_str()
-                    .map(String::from)
-            })
-            .collect();
+        // A park's approval, read from its entry once.
+        let mut approvals = Vec::with_capacity(rows.len());
+        for (_, kind, _, detail, _) in &rows {
+            approvals.push(match kind.as_str() {
+                "park" => stored::json("activity detail", detail)?["approval_id"].as_str().map(String::from),
+                _ => None,
+            });
+        }
+        let parks: Vec<String> = approvals.iter().flatten().cloned().collect();
         let fates = self.park_fates(&parks).await?;
         let mut out = Vec::with_capacity(rows.len());
-        for (seq, kind, verdict, detail, inputs) in rows {
+        for ((seq, kind, verdict, _, inputs), approval) in rows.into_iter().zip(approvals) {
             let inputs: Inputs = stored::decode("decision inputs", &inputs)?;
             if inputs.kit != name || inputs.chain.is_empty() {
                 continue;
             }
             let fate = match (kind.as_str(), verdict.as_deref()) {
-                ("park", _) => {
-                    let id: serde_json::Value = stored::json("activity detail", &detail)?;
-                    id["approval_id"].as_str().and_then(|a| fates.get(a).copied()).unwrap_or(Fate::Held)
-                }
+                ("park", _) => approval.and_then(|a| fates.get(&a).copied()).unwrap_or(Fate::Held),
                 ("refusal", Some("unavailable")) | ("hold", _) => Fate::Failed,
                 _ => Fate::Ran,
             };

@@ -28,6 +28,13 @@ fn with_etag(r: KitRecord) -> Response {
     res
 }
 
+/// A request body as the text of a kit: UTF-8, or a 400 `invalid_kit`.
+pub(crate) fn kit_text(body: &[u8]) -> Result<&str, Problem> {
+    std::str::from_utf8(body).map_err(|_| {
+        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", "the kit must be JSON text (UTF-8)")
+    })
+}
+
 /// A kit document from JSON text, with each error's path on a 400 `invalid_kit`.
 pub(crate) fn parse_kit(text: &str) -> Result<Kit, Problem> {
     Kit::from_json(text).map_err(|e| {
@@ -122,9 +129,7 @@ pub async fn put(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
-    let body = std::str::from_utf8(&body).map_err(|_| {
-        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", "the kit must be JSON text (UTF-8)")
-    })?;
+    let body = kit_text(&body)?;
     let tenant = caller.company("managing kits")?;
     let expected = match headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()) {
         None => None,

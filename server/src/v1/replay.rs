@@ -84,9 +84,7 @@ pub async fn start(
     body: axum::body::Bytes,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("running a shadow kit")?;
-    let body = std::str::from_utf8(&body).map_err(|_| {
-        Problem::new(StatusCode::BAD_REQUEST, "invalid_kit", "the kit must be JSON text (UTF-8)")
-    })?;
+    let body = crate::v1::kits::kit_text(&body)?;
     let kit = crate::v1::kits::named_kit(body, &name)?;
     let s = state.gateway.start_shadow(&tenant, kit, crate::v1::reply::ACTOR).await?;
     Ok((StatusCode::CREATED, Json(s)).into_response())
