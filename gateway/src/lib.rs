@@ -81,6 +81,9 @@ pub struct GatewayConfig {
     pub egress_unguarded_for_benchmarks: bool,
     /// Where budget periods and rate windows read the time ([`periods::Clock`]).
     pub clock: periods::Clock,
+    /// Whether the gateway counts what it does for `/metrics` ([`audit::metrics`]); on by
+    /// default.
+    pub metrics: bool,
 }
 
 impl Default for GatewayConfig {
@@ -95,6 +98,7 @@ impl Default for GatewayConfig {
             egress_allow: egress::Allowance::default(),
             egress_unguarded_for_benchmarks: false,
             clock: periods::Clock::System,
+            metrics: true,
         }
     }
 }
@@ -167,6 +171,17 @@ pub struct Services {
     password_check_peak: Arc<std::sync::atomic::AtomicUsize>,
     /// Wakes the outbox's delivery worker ([`outbox::delivery`]).
     outbox_wake: Arc<tokio::sync::Notify>,
+    /// What `/metrics` exposes ([`audit::metrics`]).
+    metrics: Arc<audit::metrics::Metrics>,
+}
+
+/// `writer`, telling `metrics` of every batch it commits.
+fn observed(writer: Writer, metrics: &Arc<audit::metrics::Metrics>) -> Writer {
+    if metrics.get().is_some() {
+        let m = metrics.clone();
+        writer.observe(move |jobs, took| m.writer_batch(jobs, took));
+    }
+    writer
 }
 
 /// Where jobs run.
@@ -196,6 +211,11 @@ impl Gateway {
     pub async fn open_with(url: &str, config: GatewayConfig) -> Result<Gateway> {
         let store = Store::open(url).await?;
         let bus = Bus::default();
+        let metrics = Arc::new(if config.metrics {
+            audit::metrics::Metrics::on()
+        } else {
+            audit::metrics::Metrics::off()
+        });
         let (writes, indexer, follower) = match store.postgres() {
             Some(pg) => {
                 let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
@@ -204,7 +224,7 @@ impl Gateway {
                 (Writes::Postgres { pg: pg.clone() }, None, None)
             }
             None => (
-                Writes::Sqlite(Writer::start(&store, config.max_batch, bus.clone())?),
+                Writes::Sqlite(observed(Writer::start(&store, config.max_batch, bus.clone())?, &metrics)),
                 Some(store::profile_index::Indexer::start(&store)?),
                 bus::start_follower(&store, bus.clone())?,
             ),
@@ -241,6 +261,7 @@ impl Gateway {
             password_checks_running: Arc::default(),
             password_check_peak: Arc::default(),
             outbox_wake: Arc::default(),
+            metrics,
         }));
         gateway.forget_what_changed_elsewhere();
         if let Some(master) = gateway.config.master_key.clone() {
@@ -255,6 +276,11 @@ impl Gateway {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// What this gateway counts for `/metrics`.
+    pub fn metrics(&self) -> &audit::metrics::Metrics {
+        &self.metrics
     }
 
     /// The live event bus.

@@ -227,6 +227,15 @@ pub struct Config {
     #[arg(long, env = "NAIVE_LOG_FORMAT", value_enum, default_value = "text", global = true)]
     pub log_format: LogFormat,
 
+    /// Whether the gateway counts what it does for `/metrics` (`on`, `off`).
+    #[arg(long, env = "NAIVE_METRICS", value_enum, default_value = "on", global = true)]
+    pub metrics: Switch,
+
+    /// Serve `/metrics` on this separate address (`127.0.0.1:9464`), without a key, and not
+    /// on the main one. Unset, `/metrics` is on the main address and takes the operator key.
+    #[arg(long, env = "NAIVE_METRICS_ADDR", global = true)]
+    pub metrics_addr: Option<SocketAddr>,
+
     /// Delay every action the built-in sandbox connector carries out by this many
     /// milliseconds, to see calls in flight (timeouts, approvals that take a while).
     #[arg(long, env = "NAIVE_SANDBOX_LATENCY_MS", default_value_t = 0, global = true)]
@@ -294,6 +303,13 @@ impl SecureCookies {
             SecureCookies::Never => false,
         }
     }
+}
+
+/// A feature turned on or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 /// How log lines are written.

@@ -16,4 +16,5 @@ pub mod mcp;
 pub mod reference;
 pub mod startup;
 pub mod state;
+pub mod telemetry;
 pub mod v1;

@@ -11,18 +11,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::Parser;
 use server::config::{Cli, Command, TenantCommand, VaultCommand};
 use server::startup::Application;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match cli.config.log_format {
-        server::config::LogFormat::Text => logs.init(),
-        server::config::LogFormat::Json => logs.json().flatten_event(true).init(),
-    }
+    let telemetry = server::telemetry::init(cli.config.log_format);
+    let code = run(cli).await;
+    telemetry.shutdown();
+    code
+}
+
+async fn run(cli: Cli) -> ExitCode {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(cli.config).await,
         Command::Tenant(TenantCommand::Create { name, credit, admin }) => {

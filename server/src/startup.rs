@@ -43,6 +43,8 @@ pub struct Application {
     pub demo: Option<DemoCredentials>,
     /// The demo's reference upstream, a child process stopped with the application.
     demo_upstream: Option<crate::reference::demo_upstream::DemoUpstream>,
+    /// The separate `/metrics` listener (`--metrics-addr`), if any.
+    metrics_listener: Option<TcpListener>,
 }
 
 impl Application {
@@ -63,34 +65,13 @@ impl Application {
             .await
             .map_err(|source| StartError::Bind { addr: config.bind, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
-        let gateway_config = gateway::GatewayConfig {
-            public_url: config.public_url.clone().unwrap_or_else(|| format!("http://{addr}")),
-            approval_ttl_secs: config.approval_ttl_secs.max(1),
-            hold_lease_secs: config.hold_lease_secs.max(1),
-            outbox: gateway::delivery::outbox::OutboxConfig {
-                max_attempts: config.outbox_max_attempts.max(1),
-                backoff_base_ms: config.outbox_backoff_base_ms.max(1),
-                backoff_max_ms: config.outbox_backoff_max_ms.max(1),
-                retention_secs: i64::from(config.outbox_retention_days) * 86_400,
-                max_queued: config.outbox_max_queued.max(1),
-            },
-            egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
-                .map_err(StartError::Config)?,
-            egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
-            clock: config
-                .test_clock_file
-                .clone()
-                .map_or(gateway::domain::periods::Clock::System, gateway::domain::periods::Clock::File),
-            ..Default::default()
+        let gateway_config = gateway_config(config, addr)?;
+        let metrics_listener = match config.metrics_addr {
+            Some(at) => {
+                Some(TcpListener::bind(at).await.map_err(|source| StartError::Bind { addr: at, source })?)
+            }
+            None => None,
         };
-        if let Some(f) = &config.test_clock_file {
-            tracing::warn!(file = %f.display(), "the clock is read from a file (a test's setting)");
-        }
-        if config.egress_unguarded_for_benchmarks {
-            tracing::warn!(
-                "the egress guard is off (a benchmark's setting): tenants' URLs reach this machine's network"
-            );
-        }
         let gateway = crate::master_key::open_gateway(config, gateway_config).await?;
         let demo = if config.no_demo {
             None
@@ -125,17 +106,24 @@ impl Application {
         let mcp =
             crate::mcp::McpSettings { allowed_hosts: config.mcp_allowed_hosts.clone(), allowed_origins };
         let readiness = std::sync::Arc::new(crate::state::Readiness::default());
+        let subscribers = crate::v1::events::subscriber_limit();
+        let open = subscribers.clone();
+        gateway.metrics().sample(
+            |f| &f.sse_subscribers,
+            move || Some((crate::v1::events::MAX_SUBSCRIBERS - open.available_permits()) as i64),
+        );
         let router = router(
             AppState::new(Shared {
                 leptos_options,
                 gateway: gateway.clone(),
-                subscribers: crate::v1::events::subscriber_limit(),
+                subscribers,
                 stopping,
                 operator_key_hash,
                 cookies: app::api::session::CookieSettings { secure: config.secure_cookies.applies(&addr) },
                 readiness: readiness.clone(),
             }),
             &mcp,
+            metrics_listener.is_none(),
         );
         // What lapsed while no instance was sweeping ends now; a crashed run's holds whose
         // leases have not lapsed yet end on a later tick. Another live instance's calls in
@@ -163,6 +151,7 @@ impl Application {
             demo_agent,
             demo,
             demo_upstream,
+            metrics_listener,
         })
     }
 
@@ -175,9 +164,15 @@ impl Application {
         self.listener.local_addr().expect("a bound listener has an address")
     }
 
+    /// The separate `/metrics` listener's address (`--metrics-addr`), if there is one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().map(|l| l.local_addr().expect("a bound listener has an address"))
+    }
+
     /// Serves until `shutdown` resolves, then finishes in-flight requests and closes the pool.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
         let (stop_tx, readiness, drain) = (self.stop_tx, self.readiness, self.drain);
+        let stop_rx = stop_tx.subscribe();
         let shutdown = async move {
             shutdown.await;
             // Not ready first, while still serving, so a load balancer takes this instance out
@@ -193,6 +188,17 @@ impl Application {
             // Event streams never end on their own; tell them to, so draining can finish.
             let _ = stop_tx.send(true);
         };
+        if let Some(listener) = self.metrics_listener {
+            let (router, mut stopping) = (crate::v1::metrics::separate(self.gateway.clone()), stop_rx);
+            tokio::spawn(async move {
+                let stopped = async move {
+                    let _ = stopping.wait_for(|s| *s).await;
+                };
+                if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopped).await {
+                    tracing::error!(error = %e, "the metrics listener stopped");
+                }
+            });
+        }
         crate::http::serve::serve(self.listener, self.router, shutdown).await?;
         if let Some(agent) = self.demo_agent {
             let _ = agent.await;
@@ -204,6 +210,40 @@ impl Application {
         self.gateway.store().close().await;
         Ok(())
     }
+}
+
+/// The gateway's settings from the server's, for a server listening on `addr`.
+fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayConfig, StartError> {
+    let gateway_config = gateway::GatewayConfig {
+        public_url: config.public_url.clone().unwrap_or_else(|| format!("http://{addr}")),
+        approval_ttl_secs: config.approval_ttl_secs.max(1),
+        hold_lease_secs: config.hold_lease_secs.max(1),
+        outbox: gateway::delivery::outbox::OutboxConfig {
+            max_attempts: config.outbox_max_attempts.max(1),
+            backoff_base_ms: config.outbox_backoff_base_ms.max(1),
+            backoff_max_ms: config.outbox_backoff_max_ms.max(1),
+            retention_secs: i64::from(config.outbox_retention_days) * 86_400,
+            max_queued: config.outbox_max_queued.max(1),
+        },
+        egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
+            .map_err(StartError::Config)?,
+        egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
+        clock: config
+            .test_clock_file
+            .clone()
+            .map_or(gateway::domain::periods::Clock::System, gateway::domain::periods::Clock::File),
+        metrics: config.metrics == crate::config::Switch::On,
+        ..Default::default()
+    };
+    if let Some(f) = &config.test_clock_file {
+        tracing::warn!(file = %f.display(), "the clock is read from a file (a test's setting)");
+    }
+    if config.egress_unguarded_for_benchmarks {
+        tracing::warn!(
+            "the egress guard is off (a benchmark's setting): tenants' URLs reach this machine's network"
+        );
+    }
+    Ok(gateway_config)
 }
 
 /// Mints the demo agents' keys and starts driving them against this server's own address.
@@ -240,12 +280,17 @@ async fn favicon() -> axum::response::Response {
         .into_response()
 }
 
-fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
+/// The main listener's router; `/metrics` is on it unless it has its own listener.
+fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();
     let cookies = state.cookies;
-    Router::new()
-        .route("/healthz", get(crate::v1::health::healthz))
+    let base = if metrics_here {
+        Router::new().route("/metrics", get(crate::v1::metrics::with_operator_key))
+    } else {
+        Router::new()
+    };
+    base.route("/healthz", get(crate::v1::health::healthz))
         .route("/readyz", get(crate::v1::health::readyz))
         .route("/favicon.ico", get(favicon))
         .route("/login", axum::routing::post(crate::http::console_auth::login))
@@ -292,6 +337,6 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings) -> Router {
             crate::http::console_auth::require_sign_in,
         ))
         .layer(axum::middleware::from_fn(crate::http::console_auth::same_origin_writes))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(crate::telemetry::request_span))
         .with_state(state)
 }

@@ -110,12 +110,26 @@ impl Journal for () {
 }
 
 /// Counters for monitoring group commit: how many commits, and how many jobs they carried.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Stats {
     pub commits: AtomicU64,
     pub jobs: AtomicU64,
     /// Batches undone and run again with savepoints because a job failed after writing.
     pub replays: AtomicU64,
+    /// Told of every committed batch: its jobs and how long its COMMIT took ([`Writer::observe`]).
+    observer: std::sync::OnceLock<Box<BatchObserver>>,
+}
+
+/// What [`Writer::observe`] takes: a batch's job count and its COMMIT's duration.
+pub type BatchObserver = dyn Fn(usize, std::time::Duration) + Send + Sync;
+
+impl std::fmt::Debug for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stats")
+            .field("commits", &self.commits)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Writer {
@@ -159,6 +173,12 @@ impl Writer {
     /// Batches run again with savepoints so far, because a job failed after writing.
     pub fn replays(&self) -> u64 {
         self.stats.replays.load(Ordering::Relaxed)
+    }
+
+    /// Tells `f` of every batch committed from now on, on the writer thread (it must be
+    /// quick); the first observer set stays.
+    pub fn observe(&self, f: impl Fn(usize, std::time::Duration) + Send + Sync + 'static) {
+        let _ = self.stats.observer.set(Box::new(f));
     }
 
     /// (commits, jobs) so far.
@@ -236,9 +256,13 @@ fn run(
             stats.replays.fetch_add(1, Ordering::Relaxed);
             run_batch_isolated(&conn, &mut batch, journal);
         }
+        let started = std::time::Instant::now();
         let commit = exec(&conn, "COMMIT").err().map(|e| e.to_string());
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        if let (None, Some(observe)) = (&commit, stats.observer.get()) {
+            observe(batch.len(), started.elapsed());
+        }
         if let Some(e) = &commit {
             tracing::error!(error = %e, "group commit failed; rolling back the batch");
             let _ = conn.execute_batch("ROLLBACK");

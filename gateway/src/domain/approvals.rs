@@ -384,6 +384,9 @@ pub(crate) struct Request<'a> {
     pub quorum: Quorum,
     /// The agent's words on why, already checked ([`justification`]).
     pub justification: Option<&'a str>,
+    /// The W3C trace context of the call that parked, when it was traced: its decision's
+    /// span links to it ([`crate::audit::trace`]).
+    pub traceparent: Option<&'a str>,
     /// When it was asked for ([`crate::GatewayConfig::clock`]): it expires `ttl` later.
     pub now: chrono::DateTime<Utc>,
 }
@@ -413,8 +416,8 @@ pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
     let q = &r.quorum;
     c.exec(
         "INSERT INTO approvals (id, tenant_id, profile_id, hold_id, action, args, args_digest, amount_units, kit_name, kit_version, reason, status, requested_at, expires_at, \
-         required, need_role, need_group, rule_index, escalate_at, fallback_role, fallback_group, justification) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         required, need_role, need_group, rule_index, escalate_at, fallback_role, fallback_group, justification, traceparent) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             &id,
             &r.tenant.as_str(),
@@ -437,6 +440,7 @@ pub(crate) fn open(c: &dyn Tx, r: &Request) -> Result<Opened> {
             &q.fallback_role,
             &q.fallback_group,
             &r.justification,
+            &r.traceparent,
         ],
     )?;
     trail(c, &id, r.actor, "requested", Some(r.note), None)?;

@@ -37,6 +37,17 @@ pub enum Disposition {
 }
 
 impl Disposition {
+    /// The verdict label of `/metrics`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Executed => "executed",
+            Disposition::Parked => "parked",
+            Disposition::Refused => "refused",
+            Disposition::Unavailable => "unavailable",
+            Disposition::Full => "full",
+        }
+    }
+
     pub(crate) fn as_i64(self) -> i64 {
         match self {
             Disposition::Executed => 1,
@@ -130,6 +141,12 @@ impl ActionResponse {
             Answer::Verdict(env) => Some(env),
             _ => None,
         }
+    }
+
+    /// The reason code of a call that did not run or parked (`hard_cap_exceeded`,
+    /// `approval_required`…); empty for one that ran.
+    pub fn reason(&self) -> &str {
+        self.envelope().map_or("", |e| e.reason.as_str())
     }
 
     /// The verdict envelope of a call that did not run (refused, unavailable, or not queued

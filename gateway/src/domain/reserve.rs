@@ -87,6 +87,8 @@ pub(crate) struct ReserveJob {
     pub clock: Arc<TenantClock>,
     /// The acting kit's shadow draft, if one is running ([`crate::domain::shadow`]).
     pub shadow: Option<Arc<Kit>>,
+    /// The call's span as a W3C `traceparent`, when traced: a park keeps it for its decision.
+    pub traceparent: Option<String>,
 }
 
 /// A hold a decision already holds: its amount, its platform-credit part and its day.
@@ -569,6 +571,7 @@ impl ReserveJob {
                 ttl,
                 quorum,
                 justification: self.justification.as_deref(),
+                traceparent: self.traceparent.as_deref(),
                 now: self.now,
             },
         )?;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use chrono::Duration;
 use policy::{DecisionInput, Envelope, Kit, SubjectStatus, ToolSpec};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::Gateway;
 use crate::delivery::connectors::{Call, Connector};
@@ -140,6 +141,30 @@ impl Gateway {
         idem: Option<String>,
         justification: Option<&str>,
     ) -> Result<ActionResponse> {
+        let started = std::time::Instant::now();
+        let labelled = crate::audit::metrics::action_label(&action);
+        let span = tracing::debug_span!("governed_call", transport = subject.via.as_str(), action = %labelled,
+            verdict = tracing::field::Empty, reason = tracing::field::Empty, kit_version = tracing::field::Empty);
+        let resp =
+            self.perform_listed(subject, (action, args), idem, justification).instrument(span.clone()).await;
+        let (verdict, reason) = match &resp {
+            Ok(r) if r.replayed => return resp,
+            Ok(r) => (r.disposition.as_str(), r.reason()),
+            Err(e) => ("error", e.code()),
+        };
+        span.record("verdict", verdict);
+        span.record("reason", reason);
+        self.metrics.call(subject.via, &labelled, verdict, reason, started.elapsed());
+        resp
+    }
+
+    async fn perform_listed(
+        &self,
+        subject: &Subject,
+        (action, args): (String, Value),
+        idem: Option<String>,
+        justification: Option<&str>,
+    ) -> Result<ActionResponse> {
         let justification = crate::domain::approvals::justification(justification)?;
         let listing = action == crate::delivery::connectors::apps::LISTING;
         let mut resp = self.perform_unfiltered(subject, (action, args), idem, justification).await?;
@@ -180,7 +205,12 @@ impl Gateway {
         let mut job = Arc::new(prepared);
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
-            match self.write_for(&subject.tenant, move |c| j.run(c)).await? {
+            let deciding = std::time::Instant::now();
+            tracing::Span::current().record("kit_version", job.links[0].kit.version.0);
+            let commit = tracing::debug_span!("commit", step = "decide");
+            let reserved = self.write_for(&subject.tenant, move |c| j.run(c)).instrument(commit).await?;
+            self.metrics.with(|f| f.decision_seconds.observe(deciding.elapsed().as_secs_f64()));
+            match reserved {
                 Reserved::Final(resp) => {
                     if crate::delivery::connectors::runtime::queues_command(&job.tool) {
                         self.wake_delivery();
@@ -236,6 +266,7 @@ impl Gateway {
             now: self.now(),
             clock: self.tenant_clock(&subject.tenant).await?,
             shadow: self.shadow_for(&subject.tenant, &links[0].kit.name).await?,
+            traceparent: crate::audit::trace::current(),
             links,
         })
     }
@@ -256,11 +287,20 @@ impl Gateway {
             self.wake_delivery();
             return Ok(resp);
         }
-        let outcome = connector.execute(&call).await;
+        let started = std::time::Instant::now();
+        let outcome = connector
+            .execute(&call)
+            .instrument(tracing::debug_span!("connector", kind = kind.as_str()))
+            .await;
+        // The sandbox reaches nothing: its calls are not connector traffic.
+        if kind != crate::delivery::connectors::ConnectorKind::Sandbox {
+            self.metrics.connector(kind.as_str(), started.elapsed(), outcome.is_err());
+        }
         let (resp, _) = self
             .write_for(&tenant, move |c| {
                 reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost)
             })
+            .instrument(tracing::debug_span!("commit", step = "settle"))
             .await?;
         Ok(resp)
     }

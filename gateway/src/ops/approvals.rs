@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::Gateway;
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
+use crate::audit::metrics::One;
 use crate::domain::approvals::{self, Approval, ApprovalQuery, ApprovalStatus, SweepReport};
 use crate::domain::calls::{ActionResponse, Disposition};
 use crate::domain::ledger::{self, HoldEnd};
@@ -18,6 +19,7 @@ use crate::domain::principal::{APPROVERS, Human, Subject};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
+use tracing::Instrument;
 
 impl Gateway {
     /// One approval with its trail.
@@ -68,6 +70,29 @@ impl Gateway {
         by: &Human,
         note: Option<&str>,
     ) -> Result<Decided> {
+        let span = self.decision_span(tenant, id, "approve").await;
+        self.approve_traced(tenant, id, by, note).instrument(span).await
+    }
+
+    /// The span of a human's decision on approval `id`, linked to the span of the call it
+    /// parked when that call was traced.
+    async fn decision_span(&self, tenant: &TenantId, id: &str, decision: &'static str) -> tracing::Span {
+        let span = tracing::debug_span!("approval_decision", decision);
+        if crate::audit::trace::of(&span).is_some() {
+            let sql = "SELECT traceparent FROM approvals WHERE tenant_id = ? AND id = ?";
+            let parked: Option<(Option<String>,)> = self.store.opt(sql, &[tenant, &id]).await.ok().flatten();
+            crate::audit::trace::link_to(&span, parked.and_then(|p| p.0).as_deref());
+        }
+        span
+    }
+
+    async fn approve_traced(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        by: &Human,
+        note: Option<&str>,
+    ) -> Result<Decided> {
         let note = approvals::optional_note(note)?;
         let (t, id_, by_, catalog) = (tenant.clone(), id.to_string(), by.clone(), self.catalog.clone());
         let (lease, now) = (self.leases.lease(), self.now());
@@ -76,6 +101,12 @@ impl Gateway {
                 approve_job(c, &catalog, (&t, &id_), &by_, note.as_deref(), &lease, now)
             })
             .await?;
+        let kind = match &decided {
+            Approved::Refused(_) => "refused_at_approval",
+            Approved::Waiting => "voted",
+            Approved::Run { .. } => "approved",
+        };
+        self.metrics.with(|f| f.approvals_decided.get_or_create(&One { kind }).inc());
         let (a, kit_version) = match decided {
             Approved::Refused(resp) => {
                 return Ok(Decided::Ran(resp));
@@ -211,6 +242,11 @@ impl Gateway {
     /// Denies with a required reason; voids the hold. One deny ends the approval, however
     /// many approvals it had.
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
+        let span = self.decision_span(tenant, id, "deny").await;
+        self.deny_traced(tenant, id, by, reason).instrument(span).await
+    }
+
+    async fn deny_traced(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
         let reason = approvals::required_reason(reason, "a denial")?;
         let (t, id_, by_) = (tenant.clone(), id.to_string(), by.clone());
         self.write_for(tenant, move |c| {
@@ -220,6 +256,7 @@ impl Gateway {
             approvals::close(c, &a, ApprovalStatus::Denied, &by_.username, Some(&by_), &reason)
         })
         .await?;
+        self.metrics.with(|f| f.approvals_decided.get_or_create(&One { kind: "denied" }).inc());
         self.approval(tenant, id).await
     }
 
@@ -237,6 +274,10 @@ impl Gateway {
             total.approvals_expired += r.approvals_expired;
             total.holds_expired += r.holds_expired;
             total.escalated += r.escalated;
+            self.metrics.with(|f| {
+                f.expiries.get_or_create(&One { kind: "approval" }).inc_by(r.approvals_expired as u64);
+                f.expiries.get_or_create(&One { kind: "hold" }).inc_by(r.holds_expired as u64);
+            });
             if !r.full() {
                 break;
             }

@@ -256,6 +256,7 @@ impl Gateway {
                             ttl,
                             quorum: approvals::Quorum::single(),
                             justification: None,
+                            traceparent: None,
                             now,
                         },
                     )?;

@@ -11,7 +11,16 @@ impl Gateway {
     /// are used up: the seconds to wait.
     pub async fn count_login_attempt(&self, username: &str) -> Result<std::result::Result<(), u64>> {
         let username = username.to_string();
-        self.write(move |c| count_attempt(c, &username, Utc::now())).await
+        let counted = self.write(move |c| count_attempt(c, &username, Utc::now())).await?;
+        if counted.is_err() {
+            self.sign_in_failed("rate_limited");
+        }
+        Ok(counted)
+    }
+
+    /// Counts a refused console sign-in for `/metrics` (`password`, `rate_limited`).
+    pub(crate) fn sign_in_failed(&self, kind: &'static str) {
+        self.metrics.with(|f| f.sign_in_failures.get_or_create(&crate::audit::metrics::One { kind }).inc());
     }
 
     /// Clears `username`'s attempts after a successful sign-in.

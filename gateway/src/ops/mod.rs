@@ -14,6 +14,7 @@ mod credentials;
 pub mod demo;
 mod groups;
 mod handovers;
+pub mod health;
 mod idempotency;
 mod keys;
 mod kits;

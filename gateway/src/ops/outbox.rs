@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 use tokio::task::JoinSet;
 
+use tracing::Instrument;
+
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::outbox::delivery::{
@@ -168,15 +170,30 @@ impl Gateway {
     /// Delivers one claimed queue while renewing its lease, and records what became of it.
     async fn deliver_queue(&self, q: ClaimedQueue) {
         let renewing = self.renew_while(&q);
+        // The channel as a closed label, for the span and the counters.
+        let channel = if q.channel == crate::delivery::outbox::RUNTIME {
+            crate::delivery::outbox::RUNTIME
+        } else {
+            crate::delivery::outbox::WEBHOOK
+        };
+        let sending = self.send_queue(&q).instrument(tracing::debug_span!("outbox_delivery", channel));
         let outcome = tokio::select! {
-            outcome = self.send_queue(&q) => outcome,
+            outcome = sending => outcome,
             () = renewing => Outcome { failed: q.rows.clone(), failure: Some("outbox_lease_lost".into()), ..Default::default() },
         };
-        let (config, q) = (self.config.outbox, Arc::new(q));
+        let (config, sent) = (self.config.outbox, q.rows.len() as u64);
+        let q = Arc::new(q);
         let outcome = Arc::new(outcome);
-        let recorded = self.write(move |c| queue::settle(c, &q, &outcome, &config)).await;
-        if let Err(e) = recorded {
-            tracing::warn!(error = %e, "recording an outbox delivery failed; its lease lapses and it is sent again");
+        match self.write(move |c| queue::settle(c, &q, &outcome, &config)).await {
+            Ok((failed, dead)) => self.metrics.with(|f| {
+                let ch = crate::audit::metrics::Channel { channel };
+                f.delivery_attempts.get_or_create(&ch).inc_by(sent);
+                f.delivery_failures.get_or_create(&ch).inc_by(failed);
+                f.dead_letters.get_or_create(&ch).inc_by(dead);
+            }),
+            Err(e) => {
+                tracing::warn!(error = %e, "recording an outbox delivery failed; its lease lapses and it is sent again")
+            }
         }
     }
 

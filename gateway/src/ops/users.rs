@@ -127,6 +127,9 @@ impl Gateway {
         let row = users::with_hash(&self.store, username.trim()).await?;
         let stored = row.as_ref().map(|r| r.1.clone()).unwrap_or_else(|| DUMMY_HASH.to_string());
         let ok = self.check_password(password, stored).await?;
+        if !ok || row.is_none() {
+            self.sign_in_failed("password");
+        }
         Ok(row.filter(|_| ok).map(|(user, _)| user))
     }
 }

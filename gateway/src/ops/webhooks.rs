@@ -79,9 +79,7 @@ impl Gateway {
         let url = url::Url::parse(&e.url).map_err(|_| "webhook_bad_url".to_string())?;
         self.egress.check_url(&url).map_err(|_| EGRESS_REFUSED.to_string())?;
         let t = chrono::Utc::now().timestamp();
-        self.egress
-            .client()
-            .post(url)
+        crate::audit::trace::carried(self.egress.client().post(url))
             .timeout(TIMEOUT)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("webhook-id", id)

@@ -282,7 +282,7 @@ impl FromRequestParts<AppState> for Operator {
             Err(Problem::new(
                 StatusCode::FORBIDDEN,
                 "operator_key_required",
-                "reading every tenant's log needs the operator key, not an agent or company key",
+                "this read across every tenant (the log, /metrics) needs the operator key, not an agent or company key",
             ))
         }
     }

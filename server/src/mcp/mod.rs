@@ -78,6 +78,11 @@ pub fn own_origins(bound: &std::net::SocketAddr, public_url: &str) -> Vec<String
 /// session (or per stateless request).
 pub fn endpoint(state: &AppState, settings: &McpSettings) -> axum::Router {
     let sessions = Arc::new(session_manager());
+    let open = sessions.clone();
+    state
+        .gateway
+        .metrics()
+        .sample(|f| &f.mcp_sessions, move || open.sessions.try_read().ok().map(|s| s.len() as i64));
     // The SDK clones the factory, and axum the middleware's state, for each request: both
     // hold one `Arc`.
     let shared = Arc::new(Shared {
@@ -391,9 +396,14 @@ impl ServerHandler for Session {
         let version = header(&ctx.extensions, "mcp-protocol-version")
             .map(str::to_string)
             .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
+        let span = tracing::debug_span!(target: "server", "mcp_tool_call");
+        // W3C trace context in the request's `_meta`, else on the HTTP request that carried it.
+        let parent = ctx.meta.get("traceparent").and_then(|v| v.as_str()).map(str::to_string);
+        let parent = parent.or_else(|| header(&ctx.extensions, "traceparent").map(str::to_string));
+        gateway::audit::trace::continue_from(&span, parent.as_deref());
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let result =
-            tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref()).await?;
+        let call = tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref());
+        let result = tracing::Instrument::instrument(call, span).await?;
         Ok(result.into())
     }
 }

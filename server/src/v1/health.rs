@@ -58,6 +58,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     } else {
         "not_ready"
     };
+    gw.metrics().with(|f| f.ready.set(i64::from(ok)));
     let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (code, Json(json!({ "status": status, "checks": checks })))
 }

@@ -14,6 +14,7 @@ pub mod groups;
 pub mod health;
 pub mod kits;
 pub mod ledger;
+pub mod metrics;
 pub mod openapi;
 pub mod profiles;
 pub mod replay;

@@ -48,6 +48,8 @@ pub fn config(db_url: &str) -> Config {
         sandbox_latency_ms: 0,
         drain_secs: 0,
         log_format: server::config::LogFormat::Text,
+        metrics: server::config::Switch::On,
+        metrics_addr: None,
         outbox_max_attempts: 10,
         outbox_retention_days: 7,
         outbox_max_queued: gateway::delivery::outbox::MAX_QUEUED,

@@ -108,6 +108,13 @@ impl Postgres {
         self.stats.read()
     }
 
+    /// The read pool's connections: (open, idle, most allowed). Runner threads hold one more
+    /// connection each while busy, outside the pool.
+    pub fn pool_use(&self) -> (u32, u32, u32) {
+        let idle = u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX);
+        (self.pool.size(), idle, self.pool.options().get_max_connections())
+    }
+
     /// Runs `f` in a transaction of its own, again after a serialization failure or deadlock.
     pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
     where

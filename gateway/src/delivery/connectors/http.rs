@@ -114,6 +114,7 @@ impl Http {
             .header(CONTENT_TYPE, "application/json")
             .header("Idempotency-Key", action_id)
             .header("Naive-Action", action);
+        req = crate::audit::trace::carried(req);
         req = match &self.credential {
             Credential::None => req,
             Credential::Bearer(s) => req.header(AUTHORIZATION, sensitive(format!("Bearer {s}"))),

@@ -257,13 +257,19 @@ pub(crate) fn renew(c: &dyn Tx, q: &ClaimedQueue, lease_until: DateTime<Utc>) ->
 
 /// Records what became of a claimed queue's rows and gives its lease back: the queue is due
 /// again now, at its failed head's retry, or deleted when nothing is left in it. Nothing is
-/// recorded when the lease is no longer `q`'s.
-pub(crate) fn settle(c: &dyn Tx, q: &ClaimedQueue, outcome: &Outcome, config: &OutboxConfig) -> Result<()> {
+/// recorded when the lease is no longer `q`'s. Answers how many rows failed this attempt and,
+/// of those, how many became dead letters.
+pub(crate) fn settle(
+    c: &dyn Tx,
+    q: &ClaimedQueue,
+    outcome: &Outcome,
+    config: &OutboxConfig,
+) -> Result<(u64, u64)> {
     let key: [&dyn crate::sql::ToValue; 3] = [&q.tenant, &q.channel, &q.destination];
     // Takes the queue's row (locked until commit on PostgreSQL) only while the lease is q's.
     let held = format!("UPDATE outbox_queues SET lease_owner = lease_owner WHERE {KEY} AND lease_owner = ?");
     if c.exec(&held, &[key[0], key[1], key[2], &q.owner])? == 0 {
-        return Ok(());
+        return Ok((0, 0));
     }
     let now = Utc::now();
     let mut ended = delivered(c, &outcome.delivered, now)?;
@@ -281,7 +287,7 @@ pub(crate) fn settle(c: &dyn Tx, q: &ClaimedQueue, outcome: &Outcome, config: &O
         &[&(ended as i64), &(ended as i64), &retry_at.unwrap_or(now), key[0], key[1], key[2], &q.owner],
     )?;
     c.exec(&format!("DELETE FROM outbox_queues WHERE {KEY} AND queued = 0"), &key)?;
-    Ok(())
+    Ok((outcome.failed.len() as u64, dead))
 }
 
 /// `1, 2, 3`: integers only, so the list is safe to inline.

@@ -116,10 +116,7 @@ impl RuntimeClient {
         };
         let t = chrono::Utc::now().timestamp();
         let method_v: reqwest::Method = method.parse().expect("a known method");
-        let res = self
-            .egress
-            .client()
-            .request(method_v, url)
+        let res = crate::audit::trace::carried(self.egress.client().request(method_v, url))
             .timeout(timeout)
             .header(CONTENT_TYPE, "application/json")
             .header(wire::TIMESTAMP_HEADER, t.to_string())

@@ -1,0 +1,99 @@
+//! Logs and traces for the process: log lines on stderr (`--log-format text|json`, filtered by
+//! `RUST_LOG`), and OpenTelemetry spans exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, with the
+//! standard variables the exporter reads (`OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT`,
+//! `OTEL_SERVICE_NAME`). Unset, no span is exported and none of the gateway's spans is
+//! enabled at the default log level, so tracing costs nothing.
+//!
+//! The spans exported are the gateway's (a governed call, its commits and connector call, a
+//! human's decision linked to the call it parked, an outbox delivery) and the server's
+//! (each HTTP request, each MCP tool call), at debug level whatever `RUST_LOG` says.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::config::LogFormat;
+
+/// What [`init`] set up; [`Telemetry::shutdown`] sends the spans still buffered.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+/// Whether an OTLP endpoint is configured.
+pub fn exporting() -> bool {
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+}
+
+/// Installs the process's subscriber: the log layer, and the OTLP layer when configured.
+pub fn init(format: LogFormat) -> Telemetry {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn"));
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => logs.with_filter(filter).boxed(),
+        LogFormat::Json => logs.json().flatten_event(true).with_filter(filter).boxed(),
+    };
+    let (provider, failed) = match exporting().then(provider).transpose() {
+        Ok(p) => (p, None),
+        Err(e) => (None, Some(e)),
+    };
+    let spans = provider.as_ref().map(|p| {
+        let ours = Targets::new()
+            .with_target("gateway", LevelFilter::DEBUG)
+            .with_target("server", LevelFilter::DEBUG)
+            .with_target("tower_http", LevelFilter::DEBUG);
+        tracing_opentelemetry::layer().with_tracer(p.tracer("naive")).with_filter(ours)
+    });
+    tracing_subscriber::registry().with(logs).with(spans).init();
+    if let Some(e) = failed {
+        tracing::error!(error = %e, "the OTLP exporter could not be built: no spans are exported");
+    }
+    Telemetry { provider }
+}
+
+fn provider() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().build()?;
+    let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "naive-gateway".into());
+    let resource = opentelemetry_sdk::Resource::builder().with_service_name(service).build();
+    Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
+}
+
+impl Telemetry {
+    /// Sends what is buffered and stops the exporter (at most a few seconds).
+    pub fn shutdown(self) {
+        if let Some(p) = self.provider
+            && let Err(e) = p.shutdown_with_timeout(std::time::Duration::from_secs(5))
+        {
+            eprintln!("warning: exporting the last spans failed: {e}");
+        }
+    }
+}
+
+/// The span of one HTTP request, a child of the `traceparent` it carries (W3C trace context).
+pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let span = tracing::debug_span!(target: "server", "request", method = %req.method(), route = %route(req.uri().path()));
+    let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
+    gateway::audit::trace::continue_from(&span, parent);
+    span
+}
+
+/// The path with its ids left out (`/v1/approvals/{id}` for `/v1/approvals/apr_…`): a span's
+/// name must not carry what identifies a tenant's things.
+fn route(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            if seg.contains('_') || seg.len() > 24 || seg.bytes().any(|b| b.is_ascii_digit()) {
+                "{id}"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
