@@ -95,12 +95,21 @@ ensure_postgres() {
   fi
 }
 
+# promtool (Debian's prometheus package), to check the alert rules in ops/ the way Prometheus
+# loads them (server/tests/dashboards.rs). Only the tool is used; no Prometheus is started.
+ensure_promtool() {
+  if ! command -v promtool >/dev/null 2>&1; then
+    say "installing promtool (Debian's prometheus package)"
+    apt_install --no-install-recommends prometheus
+  fi
+}
+
 ensure_rust
 ensure_cargo_leptos
 ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk ;;
+  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk; ensure_promtool ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

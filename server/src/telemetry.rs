@@ -58,6 +58,7 @@ pub fn init(format: LogFormat) -> Telemetry {
 }
 
 fn provider() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
+    gateway::delivery::egress::install_tls_provider();
     let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().build()?;
     let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "naive-gateway".into());
     let resource = opentelemetry_sdk::Resource::builder().with_service_name(service).build();
@@ -88,11 +89,8 @@ pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Spa
 fn route(path: &str) -> String {
     path.split('/')
         .map(|seg| {
-            if seg.contains('_') || seg.len() > 24 || seg.bytes().any(|b| b.is_ascii_digit()) {
-                "{id}"
-            } else {
-                seg
-            }
+            let digits = seg.len() > 3 && seg.bytes().any(|b| b.is_ascii_digit());
+            if seg.contains('_') || seg.len() > 24 || digits { "{id}" } else { seg }
         })
         .collect::<Vec<_>>()
         .join("/")

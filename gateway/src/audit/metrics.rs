@@ -265,7 +265,38 @@ fn register(r: &mut Registry) -> Families {
     };
     register_events(r, &f);
     register_state(r, &f);
+    zeroed(&f);
     f
+}
+
+/// Every series of a closed label set starts at zero, so a rate over it is defined from the
+/// first scrape and a dashboard shows 0 rather than nothing.
+fn zeroed(f: &Families) {
+    for kind in ["approved", "denied", "refused_at_approval", "voted"] {
+        drop(f.approvals_decided.get_or_create(&One { kind }));
+    }
+    for kind in ["approval", "hold"] {
+        drop(f.expiries.get_or_create(&One { kind }));
+    }
+    for kind in ["password", "rate_limited"] {
+        drop(f.sign_in_failures.get_or_create(&One { kind }));
+    }
+    for kind in ["http", "mcp", "runtime"] {
+        drop(f.connector_seconds.get_or_create(&One { kind }));
+        drop(f.connector_errors.get_or_create(&One { kind }));
+    }
+    for channel in ["runtime", "webhook"] {
+        let ch = Channel { channel };
+        drop(f.delivery_attempts.get_or_create(&ch));
+        drop(f.delivery_failures.get_or_create(&ch));
+        drop(f.dead_letters.get_or_create(&ch));
+    }
+    for transport in ["http", "mcp", "console"] {
+        drop(f.call_seconds.get_or_create(&Via { transport }));
+    }
+    for state in ["idle", "used", "max"] {
+        drop(f.pg_pool.get_or_create(&PoolState { state }));
+    }
 }
 
 /// What moves as the gateway works.

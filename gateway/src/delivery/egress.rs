@@ -260,10 +260,16 @@ impl Egress {
     }
 }
 
+/// Makes rustls on the ring provider the process's TLS for every reqwest 0.13 client (ours,
+/// rmcp's, the server's OTLP exporter's); the first call wins, later ones change nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// What the guarded and the unguarded client share: pooled connections, no Nagle delay, no
 /// redirects, no proxy, rustls on the ring provider for https targets (rmcp's reqwest shares it).
 fn base_builder() -> reqwest::ClientBuilder {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_tls_provider();
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .connect_timeout(CONNECT_TIMEOUT)

@@ -964,6 +964,7 @@ mod tests {
             now: Utc::now(),
             clock: Arc::default(),
             shadow: None,
+            traceparent: None,
         }
     }
 

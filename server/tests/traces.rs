@@ -1,0 +1,168 @@
+//! Traces (issue #36), black box: the real server binary exports its spans over OTLP/HTTP to a
+//! receiver in this test (protobuf, decoded with `opentelemetry-proto`). A call sent with a
+//! W3C `traceparent` continues that trace; its span carries transport, action, verdict and
+//! kit version, with child spans for the commit and the connector call; the connector's
+//! upstream receives the trace context; and the span of the human decision on a parked call
+//! links to the span of the call it parked.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use common::COMPANY_KEY;
+use common::process::{approver_token, call, start_fresh};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use serde_json::json;
+
+#[derive(Clone, Default)]
+struct Seen {
+    spans: Arc<Mutex<Vec<Span>>>,
+    traceparents: Arc<Mutex<Vec<String>>>,
+}
+
+/// The OTLP receiver (`POST /v1/traces`) and the connector's upstream (`POST /charge`).
+async fn receiver() -> (String, Seen) {
+    let seen = Seen::default();
+    let (a, b) = (seen.clone(), seen.clone());
+    let app = axum::Router::new()
+        .route(
+            "/v1/traces",
+            axum::routing::post(move |body: Bytes| async move {
+                let req = ExportTraceServiceRequest::decode(body).expect("OTLP protobuf");
+                let spans = req.resource_spans.into_iter().flat_map(|r| r.scope_spans).flat_map(|s| s.spans);
+                a.spans.lock().unwrap().extend(spans);
+                ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+            }),
+        )
+        .route(
+            "/charge",
+            axum::routing::post(move |headers: HeaderMap| async move {
+                let tp = headers.get("traceparent").map(|v| v.to_str().unwrap().to_string());
+                b.traceparents.lock().unwrap().push(tp.unwrap_or_default());
+                axum::Json(json!({ "result": { "charge_id": "ch_traced" }, "cost": "1.00" }))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (base, seen)
+}
+
+fn attr(s: &Span, key: &str) -> Option<String> {
+    let v = s.attributes.iter().find(|a| a.key == key)?.value.as_ref()?.value.as_ref()?;
+    Some(match v {
+        Any::StringValue(s) => s.clone(),
+        Any::IntValue(i) => i.to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+async fn charge(
+    base: &str,
+    profile: &str,
+    key: &str,
+    amount: &str,
+    traceparent: &str,
+) -> (u16, serde_json::Value) {
+    let res = reqwest::Client::new()
+        .post(format!("{base}/v1/users/{profile}/cards/charge"))
+        .bearer_auth(key)
+        .header("traceparent", traceparent)
+        .json(&json!({ "amount": amount, "merchant": "acme" }))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
+/// The spans received once one named `name` has arrived (the exporter sends in batches).
+async fn spans_with(seen: &Seen, name: &str) -> Vec<Span> {
+    for _ in 0..150 {
+        let spans = seen.spans.lock().unwrap().clone();
+        if spans.iter().any(|s| s.name == name) {
+            return spans;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no `{name}` span arrived");
+}
+
+#[tokio::test]
+async fn a_parked_then_approved_call_is_traced_end_to_end_and_linked() {
+    let (recv, seen) = receiver().await;
+    let fresh =
+        start_fresh(&[("OTEL_EXPORTER_OTLP_ENDPOINT", recv.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")])
+            .await;
+    let base = fresh.server.base.clone();
+    let kit = json!({"name": "Traced", "primitives": ["cards"], "limits": {"approve": {"above": "100"}}});
+    assert_eq!(call(&base, "PUT", "/v1/kits/Traced", COMPANY_KEY, Some(kit), None).await.0, 201);
+    let connector = json!({"kind": "http", "url": format!("{recv}/charge")});
+    assert_eq!(call(&base, "PUT", "/v1/connectors/cards", COMPANY_KEY, Some(connector), None).await.0, 200);
+    let (_, p) = call(
+        &base,
+        "POST",
+        "/v1/agent-profiles",
+        COMPANY_KEY,
+        Some(json!({"name": "tr", "kit": "Traced"})),
+        None,
+    )
+    .await;
+    let profile = p["id"].as_str().unwrap().to_string();
+    let (_, k) =
+        call(&base, "POST", &format!("/v1/agent-profiles/{profile}/keys"), COMPANY_KEY, None, None).await;
+    let key = k["secret"].as_str().unwrap().to_string();
+
+    let (t1, s1) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let (t2, s2) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let (status, body) = charge(&base, &profile, &key, "5.00", &format!("00-{t1}-{s1}-01")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, parked) = charge(&base, &profile, &key, "500.00", &format!("00-{t2}-{s2}-01")).await;
+    assert_eq!((status, parked["verdict"].as_str()), (202, Some("park")), "{parked}");
+    let approval = parked["recovery"][0]["approval_id"].as_str().unwrap().to_string();
+    let approver = approver_token(&base).await;
+    let (status, body) =
+        call(&base, "POST", &format!("/v1/approvals/{approval}/approve"), &approver, Some(json!({})), None)
+            .await;
+    assert_eq!(status, 200, "{body}");
+
+    let spans = spans_with(&seen, "approval_decision").await;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let calls: Vec<&Span> = spans.iter().filter(|s| s.name == "governed_call").collect();
+    let ran = calls.iter().find(|s| hex(&s.trace_id) == t1).expect("the first call continues trace 1");
+    let park = calls.iter().find(|s| hex(&s.trace_id) == t2).expect("the parked call continues trace 2");
+    for (s, verdict) in [(ran, "executed"), (park, "parked")] {
+        assert_eq!(attr(s, "transport").as_deref(), Some("http"));
+        assert_eq!(attr(s, "action").as_deref(), Some("cards.charge"));
+        assert_eq!(attr(s, "verdict").as_deref(), Some(verdict));
+        assert_eq!(attr(s, "kit_version").as_deref(), Some("1"));
+    }
+    let request =
+        spans.iter().find(|s| s.name == "request" && hex(&s.trace_id) == t1).expect("the request span");
+    assert_eq!(hex(&request.parent_span_id), s1, "the request is a child of the caller's span");
+    let children = |parent: &Span, name: &str| -> Vec<Span> {
+        spans.iter().filter(|s| s.name == name && s.parent_span_id == parent.span_id).cloned().collect()
+    };
+    assert_eq!(children(ran, "commit").len(), 2, "decide and settle");
+    let connector = children(ran, "connector");
+    assert_eq!(connector.len(), 1);
+    assert_eq!(attr(&connector[0], "kind").as_deref(), Some("http"));
+    // The upstream got the connector span's context: the call's trace goes on past the gateway.
+    let sent = seen.traceparents.lock().unwrap().clone();
+    assert_eq!(sent[0], format!("00-{t1}-{}-01", hex(&connector[0].span_id)), "{sent:?}");
+
+    let decision = spans.iter().find(|s| s.name == "approval_decision").unwrap();
+    assert_eq!(attr(decision, "decision").as_deref(), Some("approve"));
+    let linked: Vec<(String, String)> =
+        decision.links.iter().map(|l| (hex(&l.trace_id), hex(&l.span_id))).collect();
+    assert_eq!(
+        linked,
+        vec![(t2.to_string(), hex(&park.span_id))],
+        "the decision links to the call it parked"
+    );
+    assert_eq!(sent.len(), 2, "the approved call reached the upstream too: {sent:?}");
+}
