@@ -75,13 +75,15 @@ bench:
 # sharing these two cores (one and two instances; one tenant, then 16), then pgbench on it.
 # With the reference upstream (its own release process) for the HTTP-connector rows.
 bench-gateway:
-	cargo build --release -p gateway --bin gateway-load
+	cargo build --release -p gateway --bin gateway-load --features load-tracing
 	cargo build --release -p server --bin server
 	eval "$$(scripts/pg.sh start)" && up=$$(mktemp -d) \
-	  && (NAIVE_UPSTREAM_SECRET=bench-upstream target/release/server upstream --listen 127.0.0.1:0 --records $$up/up.db > $$up/log & sleep 1) \
-	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; rm -rf $$up' EXIT \
+	  && (NAIVE_UPSTREAM_SECRET=bench-upstream target/release/server upstream --listen 127.0.0.1:0 --records $$up/up.db > $$up/log & \
+	      target/release/server otlp-receiver --listen 127.0.0.1:0 > $$up/otlp & sleep 1) \
+	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; pkill -f "server otlp-receiver"; rm -rf $$up' EXIT \
 	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite \
 	     --upstream "$$(grep -o 'http://[^ ]*' $$up/log)" --upstream-secret bench-upstream \
+	     --otlp "$$(grep -o 'http://[^ ]*' $$up/otlp)" \
 	  && bench/pg-targets.sh 60000
 
 # The outbox: runtime writes queued per second in-process (64 callers, beside web.read), the

@@ -16,6 +16,9 @@
 # Then the egress guard's cost (#30): the same charge over the HTTP connector on a second
 #   release server whose outbound client is unguarded (a benchmark-only setting), in five
 #   interleaved rounds against the first; the medians and their ratio.
+# Then what metrics and traces cost (#36): the sandbox web.read with metrics off, on, and on
+#   with traces exported to the reference OTLP receiver, five interleaved rounds (TELEMETRY=no
+#   skips it).
 # ENGINES picks the engines (default "sqlite postgres").
 #   bench/http.sh [seconds]
 set -euo pipefail
@@ -23,11 +26,6 @@ cd "$(dirname "$0")/.."
 secs="${1:-15}"
 engines=" ${ENGINES:-sqlite postgres} "
 command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; sudo_apt=""; [ "$(id -u)" = 0 ] || sudo_apt=sudo; $sudo_apt apt-get install -y wrk >/dev/null; }
-command -v oha >/dev/null || { echo "installing oha from crates.io (a few minutes, once)"; cargo install oha --locked; }
-# Portkey 1.15.2 with @hono/node-server pinned to 1.14.1 (bench/portkey/package.json): later
-# 1.x releases hand Portkey an upstream response whose headers are immutable on Node 20, and
-# Portkey appends to them, so every proxied call fails with "TypeError: immutable".
-[ -d bench/portkey/node_modules/@portkey-ai/gateway ] || { echo "installing the Portkey gateway (npm)"; npm ci --prefix bench/portkey --ignore-scripts --no-audit --no-fund >/dev/null; }
 cargo build --release -p server --bin server
 source bench/lib.sh
 new_dir dir
@@ -60,6 +58,11 @@ fixed_rate() { # rate url body [oha arguments: headers]
 
 sqlite_runs() {
   local upstream_secret upstream portkey portkey_port read_profile read_key charge_profile charge_key
+  command -v oha >/dev/null || { echo "installing oha from crates.io (a few minutes, once)"; cargo install oha --locked; }
+  # Portkey 1.15.2 with @hono/node-server pinned to 1.14.1 (bench/portkey/package.json): later
+  # 1.x releases hand Portkey an upstream response whose headers are immutable on Node 20, and
+  # Portkey appends to them, so every proxied call fails with "TypeError: immutable".
+  [ -d bench/portkey/node_modules/@portkey-ai/gateway ] || { echo "installing the Portkey gateway (npm)"; npm ci --prefix bench/portkey --ignore-scripts --no-audit --no-fund >/dev/null; }
   upstream_secret="bench-upstream-$RANDOM$RANDOM"
   NAIVE_UPSTREAM_SECRET="$upstream_secret" target/release/server upstream --listen 127.0.0.1:0 --records "$dir/up.db" >"$dir/upstream.log" 2>&1 &
   pids+=($!)
@@ -154,6 +157,52 @@ EOF
   base="$guarded"
 }
 
+# What metrics and traces cost a governed call (#36): the sandbox web.read on four servers
+# on fresh SQLite files (metrics off; metrics on, the default; metrics on with every trace
+# exported to the reference OTLP receiver, its own process; the same with one trace in ten
+# sampled) in five interleaved rounds; the medians and their ratios to metrics off.
+telemetry_runs() {
+  local otlp profile key round sides=(off metrics traced sampled) bases=() profiles=() keys=() lines=()
+  target/release/server otlp-receiver --listen 127.0.0.1:0 >"$dir/otlp.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q 'http://' "$dir/otlp.log" && break; sleep 0.1; done
+  otlp=$(grep -o 'http://[0-9.:]*' "$dir/otlp.log" | head -1)
+  for side in "${sides[@]}"; do
+    export DATABASE_URL="sqlite://$dir/telemetry-$side.db" NAIVE_MASTER_KEY_FILE="$dir/telemetry-$side.master-key"
+    new_tenant
+    case "$side" in
+      off) NAIVE_METRICS=off start_server "$dir/telemetry-$side.log" ;;
+      metrics) start_server "$dir/telemetry-$side.log" ;;
+      traced) OTEL_EXPORTER_OTLP_ENDPOINT="$otlp" start_server "$dir/telemetry-$side.log" ;;
+      # What an operator at this rate would set: one trace in ten, whole (parent-based).
+      sampled) OTEL_EXPORTER_OTLP_ENDPOINT="$otlp" OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1 \
+        start_server "$dir/telemetry-$side.log" ;;
+    esac
+    read -r profile key < <(agent bench-reader Default)
+    governed web/read "$profile" "$key" 3 >/dev/null
+    bases+=("$base") profiles+=("$profile") keys+=("$key")
+  done
+  echo "== metrics off / on / on with traces to a local OTLP receiver: sandbox web.read, 5 interleaved rounds of ${TELEMETRY_SECS:-8} s"
+  for round in 1 2 3 4 5; do
+    for i in 0 1 2 3; do
+      lines+=("${sides[$i]} $(governed web/read "${profiles[$i]}" "${keys[$i]}" "${TELEMETRY_SECS:-8}" "${bases[$i]}")")
+      echo "  round $round: ${lines[-1]}"
+    done
+  done
+  echo "  spans the receiver got: $(curl -sf "$otlp/spans")"
+  python3 - "${lines[@]}" <<'EOF'
+import re, statistics, sys
+rates = {}
+for line in sys.argv[1:]:
+    side = line.split()[0]
+    rates.setdefault(side, []).append(float(re.search(r"([0-9.]+) \w+/s", line).group(1)))
+off, on, traced, sampled = (statistics.median(rates[s]) for s in ("off", "metrics", "traced", "sampled"))
+print(f"== over HTTP, metrics on / off: {on:.0f} / {off:.0f} actions/s = {on / off:.3f}x (target: within 3 %); "
+      f"traced / off: {traced:.0f} / {off:.0f} = {traced / off:.3f}x (target: within 10 %); "
+      f"one trace in ten / off: {sampled:.0f} / {off:.0f} = {sampled / off:.3f}x")
+EOF
+}
+
 postgres_runs() {
   local profile key first second a b
   eval "$(scripts/pg.sh start)"
@@ -184,4 +233,5 @@ EOF
 }
 
 case "$engines" in *" sqlite "*) sqlite_runs ;; esac
+case " ${TELEMETRY:-yes} " in *" yes "*) telemetry_runs ;; esac
 case "$engines" in *" postgres "*) postgres_runs ;; esac

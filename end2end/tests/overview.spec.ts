@@ -18,6 +18,13 @@ test("the overview counts what waits, links to it and follows new work live", as
   const parked = await api(`/v1/users/${profile.json.id}/cards/charge`, key, { amount: "29.00", merchant: "globex-parts" });
   expect(parked.status).toBe(202);
   await expect(page.getByTestId("needs-approvals")).toHaveAttribute("data-count", String(before + 1));
+  // The admin's health figures: something waits, so the oldest approval has an age.
+  const health = page.getByTestId("health");
+  await expect(health).toBeVisible();
+  await expect(health.getByTestId("health-approval")).toContainText(/waiting \d+(s|m|h)/);
+  expect(Number(await health.getByTestId("health-approval").getAttribute("data-secs"))).toBeGreaterThanOrEqual(0);
+  expect(Number(await health.getByTestId("health-outbox").getAttribute("data-count"))).toBeGreaterThanOrEqual(0);
+  await expect(health.getByTestId("health-connector-errors").getByRole("link")).toHaveAttribute("href", "/activity?verdict=unavailable");
   await page.screenshot({ path: "end2end/test-results/screenshots/overview-admin.png", fullPage: true });
 
   await page.getByTestId("needs-approvals").getByRole("link", { name: String(before + 1) }).click();

@@ -79,6 +79,16 @@ pub enum Command {
         #[arg(long)]
         exit_with_stdin: bool,
     },
+    /// Run a reference OpenTelemetry collector for traces: it counts the spans exported to
+    /// it by name (`GET /spans`), for tests and benchmarks.
+    OtlpReceiver {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Exit when standard input closes (see `upstream`).
+        #[arg(long)]
+        exit_with_stdin: bool,
+    },
     /// Run the reference webhook receiver: it verifies Standard Webhooks signatures (with
     /// the secret, once known) and lists what it received at `GET /received`.
     WebhookReceiver {

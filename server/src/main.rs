@@ -30,43 +30,20 @@ async fn run(cli: Cli) -> ExitCode {
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
         Command::Check => check(&cli.config).await,
         Command::Upstream { listen, records, secret, latency_ms, exit_with_stdin } => {
-            if exit_with_stdin {
-                server::reference::upstream::exit_when_stdin_closes();
-            }
-            match server::reference::upstream::serve(listen, &records, &secret, latency_ms).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            let serving = server::reference::upstream::serve(listen, &records, &secret, latency_ms);
+            reference(exit_with_stdin, serving).await
         }
         Command::TeamRuntime { listen, board, secret, seed_tasks, latency_ms, exit_with_stdin } => {
-            if exit_with_stdin {
-                server::reference::upstream::exit_when_stdin_closes();
-            }
-            match server::reference::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms)
-                .await
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            let serving =
+                server::reference::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms);
+            reference(exit_with_stdin, serving).await
+        }
+        Command::OtlpReceiver { listen, exit_with_stdin } => {
+            reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen)).await
         }
         Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {
-            if exit_with_stdin {
-                server::reference::upstream::exit_when_stdin_closes();
-            }
             let how = server::reference::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };
-            match server::reference::webhook_receiver::serve(listen, secret, how).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            reference(exit_with_stdin, server::reference::webhook_receiver::serve(listen, secret, how)).await
         }
         Command::Vault(VaultCommand::RotateMaster { new_key }) => {
             match server::master_key::rotate(&cli.config, new_key.as_deref()).await {
@@ -79,6 +56,24 @@ async fn run(cli: Cli) -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// Runs a reference program until it ends (or, with `exit_with_stdin`, until the standard
+/// input its parent holds closes).
+async fn reference<E: std::fmt::Display>(
+    exit_with_stdin: bool,
+    serving: impl std::future::Future<Output = Result<(), E>>,
+) -> ExitCode {
+    if exit_with_stdin {
+        server::reference::upstream::exit_when_stdin_closes();
+    }
+    match serving.await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
     }
 }

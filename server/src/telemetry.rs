@@ -43,18 +43,35 @@ pub fn init(format: LogFormat) -> Telemetry {
         Ok(p) => (p, None),
         Err(e) => (None, Some(e)),
     };
-    let spans = provider.as_ref().map(|p| {
-        let ours = Targets::new()
-            .with_target("gateway", LevelFilter::DEBUG)
-            .with_target("server", LevelFilter::DEBUG)
-            .with_target("tower_http", LevelFilter::DEBUG);
-        tracing_opentelemetry::layer().with_tracer(p.tracer("naive")).with_filter(ours)
-    });
+    let spans = provider.as_ref().map(|p| exported(p.tracer("naive")));
     tracing_subscriber::registry().with(logs).with(spans).init();
     if let Some(e) = failed {
         tracing::error!(error = %e, "the OTLP exporter could not be built: no spans are exported");
     }
     Telemetry { provider }
+}
+
+/// The OTLP layer: the gateway's and the server's spans only (no log events, which would
+/// become span events), each with its own fields and nothing the layer would add per span
+/// (source location, thread, busy and idle time, an OpenTelemetry context made current on
+/// every poll): a span costs what it says. Its context is read from the span itself
+/// (`gateway::audit::trace`).
+pub fn exported<S>(tracer: opentelemetry_sdk::trace::Tracer) -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let ours =
+        Targets::new().with_target("gateway", LevelFilter::DEBUG).with_target("server", LevelFilter::DEBUG);
+    let spans_only = tracing_subscriber::filter::filter_fn(|m| m.is_span());
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_context_activation(false)
+        .with_target(false)
+        .with_filter(ours)
+        .with_filter(spans_only)
 }
 
 fn provider() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {

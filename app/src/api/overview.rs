@@ -1,7 +1,7 @@
 //! "What needs me" (`/overview`): for the signed-in user, what waits for them in the views their
 //! roles open: approvals they may decide and the soonest to expire, proposals for a reviewer,
-//! profiles at or near a soft cap, agents whose hosted runtime is stopped, and the audit
-//! chain's state. Counts only; each links to
+//! profiles at or near a soft cap, agents whose hosted runtime is stopped, the audit
+//! chain's state, and for an admin the tenant's health figures. Counts only; each links to
 //! the view that holds the items.
 
 use leptos::prelude::*;
@@ -30,6 +30,19 @@ pub struct StoppedRow {
     pub reason: Option<String>,
 }
 
+/// The tenant's health as an admin watches it: the figures the operator's gauges read, for
+/// this tenant only (`gateway::ops::health`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// Outbox rows queued (team runtime and webhooks), and how long the oldest has waited.
+    pub outbox_depth: i64,
+    pub outbox_oldest_secs: Option<i64>,
+    /// How long the oldest waiting approval has waited.
+    pub oldest_approval_secs: Option<i64>,
+    /// Governed calls whose connector or egress failed in the last hour.
+    pub connector_errors_last_hour: i64,
+}
+
 /// What waits for this user; a section is `None` when their roles do not open its view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NeedsMe {
@@ -43,6 +56,8 @@ pub struct NeedsMe {
     pub stopped: Option<Vec<StoppedRow>>,
     /// The audit chain: intact, and how many entries it holds.
     pub chain: (bool, u64),
+    /// For an admin: the tenant's health figures.
+    pub health: Option<Health>,
 }
 
 #[server]
@@ -72,7 +87,23 @@ pub async fn needs_me_view() -> Result<NeedsMe, ServerFnError> {
     let stopped = opens("profiles").then(|| stopped_runtimes(&profiles));
     let chain = gw.verify_log_since_last(&tenant.id).await.map_err(to_fn_error)?;
     let chain = (chain.ok, chain.entries);
-    Ok(NeedsMe { username: user.username, approvals, proposals, caps, stopped, chain })
+    let health = match user.roles.contains(&gateway::Role::Admin) {
+        true => Some(health(&gw, &tenant.id).await?),
+        false => None,
+    };
+    Ok(NeedsMe { username: user.username, approvals, proposals, caps, stopped, chain, health })
+}
+
+/// The tenant's health figures, read as the scrape reads them, for this tenant only.
+#[cfg(feature = "ssr")]
+async fn health(gw: &gateway::Gateway, tenant: &gateway::TenantId) -> Result<Health, ServerFnError> {
+    let h = gw.health_figures(Some(tenant)).await.map_err(crate::api::to_fn_error)?;
+    Ok(Health {
+        outbox_depth: h.outbox.iter().map(|o| o.depth).sum(),
+        outbox_oldest_secs: h.outbox.iter().filter_map(|o| o.oldest_secs).max(),
+        oldest_approval_secs: h.oldest_approval_secs,
+        connector_errors_last_hour: h.connector_errors_last_hour,
+    })
 }
 
 /// The profiles whose spend has reached [`NEAR_SOFT_CAP`] of their soft cap, fullest first.

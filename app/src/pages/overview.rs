@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::overview::{CapRow, NeedsMe, StoppedRow, needs_me_view};
+use crate::api::overview::{CapRow, Health, NeedsMe, StoppedRow, needs_me_view};
 use crate::components::common::{CARD, Loading, PageHeader, Time, show};
 
 #[island]
@@ -66,6 +66,7 @@ fn sections(n: NeedsMe) -> impl IntoView {
                     <ul class="text-sm">{stopped.into_iter().map(stopped_line).collect_view()}</ul>
                 </Tile>
             })}
+            {n.health.map(health)}
             <section class=format!("{CARD} p-4") data-testid="needs-chain">
                 <h2 class="text-sm font-semibold">"Audit chain"</h2>
                 {match n.chain {
@@ -118,5 +119,38 @@ fn stopped_line(s: StoppedRow) -> impl IntoView {
             <a class="underline" href=format!("/profiles/{}", s.id)>{s.profile}</a>
             {why}
         </li>
+    }
+}
+
+/// `secs` as people read a wait: `45s`, `12m`, `3h 20m`, `2d 4h`.
+fn wait(secs: i64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3_600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h {}m", s / 3_600, s % 3_600 / 60),
+        s => format!("{}d {}h", s / 86_400, s % 86_400 / 3_600),
+    }
+}
+
+/// The admin's health figures: the outbox, the oldest waiting approval, connector errors.
+fn health(h: Health) -> impl IntoView {
+    let outbox = match h.outbox_oldest_secs {
+        Some(s) => format!("{} queued, the oldest for {}", h.outbox_depth, wait(s)),
+        None => "nothing queued".to_string(),
+    };
+    let approval =
+        h.oldest_approval_secs.map_or("none waiting".to_string(), |s| format!("waiting {}", wait(s)));
+    view! {
+        <section class=format!("{CARD} p-4") data-testid="health">
+            <h2 class="text-sm font-semibold">"Health"</h2>
+            <dl class="mt-1 grid grid-cols-[auto_1fr] gap-x-3 text-sm">
+                <dt>"Outbox"</dt>
+                <dd data-testid="health-outbox" data-count=h.outbox_depth.to_string()><a class="underline" href="/runtime">{outbox}</a></dd>
+                <dt>"Oldest approval"</dt>
+                <dd data-testid="health-approval" data-secs=h.oldest_approval_secs.unwrap_or(-1).to_string()><a class="underline" href="/">{approval}</a></dd>
+                <dt>"Connector errors, last hour"</dt>
+                <dd data-testid="health-connector-errors" data-count=h.connector_errors_last_hour.to_string()><a class="underline" href="/activity?verdict=unavailable">{h.connector_errors_last_hour.to_string()}</a></dd>
+            </dl>
+        </section>
     }
 }

@@ -38,9 +38,16 @@
 
 //! `gateway-load replay [--calls 1000000] [--profiles 100,10000]` measures replay (issue #35):
 //! see [`replay_load`].
+//!
+//! `gateway-load bench … --otlp URL` (built with `--features load-tracing`) also measures what
+//! metrics and traces cost, with the reference OTLP receiver at URL: see `load/telemetry.rs`.
 
 #[path = "load/replay.rs"]
 mod replay_load;
+
+#[cfg(feature = "load-tracing")]
+#[path = "load/telemetry.rs"]
+mod telemetry;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -980,33 +987,43 @@ fn bench_runs(
     runs
 }
 
+/// `gateway-load bench`: the runs on the engines asked for, then the side-by-side comparisons.
+async fn bench_command() {
+    let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
+    let actions: u64 = arg("--actions", "20000").parse().expect("--actions is a number");
+    let batch: usize = arg("--max-batch", "256").parse().expect("--max-batch is a number");
+    let engines = arg("--engines", "sqlite");
+    let tenants: usize = arg("--tenants", "1").parse().expect("--tenants is a number");
+    println!(
+        "governed actions through the service layer: {callers} callers in {tenants} tenant(s), {actions} actions"
+    );
+    let upstream = arg("--upstream", "");
+    let runs = bench_runs(&engines, tenants, batch, &upstream);
+    // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
+    // this machine's cores beside the gateway.
+    let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);
+    for (label, target) in runs {
+        bench(callers, tenants, actions, target, cluster.as_ref()).await.report(label, "actions/s");
+    }
+    if !upstream.is_empty() {
+        egress_compare(callers, actions, &upstream, &arg("--upstream-secret", "")).await;
+    }
+    if engines.contains("sqlite") {
+        shadow_compare(callers, actions).await;
+    }
+    let otlp = arg("--otlp", "");
+    if !otlp.is_empty() {
+        #[cfg(feature = "load-tracing")]
+        telemetry::compare(callers, actions, &otlp).await;
+        #[cfg(not(feature = "load-tracing"))]
+        panic!("--otlp needs gateway-load built with --features load-tracing");
+    }
+}
+
 #[tokio::main]
 async fn main() {
     match std::env::args().nth(1).as_deref() {
-        Some("bench") => {
-            let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
-            let actions: u64 = arg("--actions", "20000").parse().expect("--actions is a number");
-            let batch: usize = arg("--max-batch", "256").parse().expect("--max-batch is a number");
-            let engines = arg("--engines", "sqlite");
-            let tenants: usize = arg("--tenants", "1").parse().expect("--tenants is a number");
-            println!(
-                "governed actions through the service layer: {callers} callers in {tenants} tenant(s), {actions} actions"
-            );
-            let upstream = arg("--upstream", "");
-            let runs = bench_runs(&engines, tenants, batch, &upstream);
-            // The cluster scripts/pg.sh starts (or NAIVE_TEST_POSTGRES_URL names) runs on
-            // this machine's cores beside the gateway.
-            let cluster = engines.contains("postgres").then(gateway::testing::Cluster::get);
-            for (label, target) in runs {
-                bench(callers, tenants, actions, target, cluster.as_ref()).await.report(label, "actions/s");
-            }
-            if !upstream.is_empty() {
-                egress_compare(callers, actions, &upstream, &arg("--upstream-secret", "")).await;
-            }
-            if engines.contains("sqlite") {
-                shadow_compare(callers, actions).await;
-            }
-        }
+        Some("bench") => bench_command().await,
         Some("outbox") => {
             let callers: usize = arg("--callers", "64").parse().expect("--callers is a number");
             let commands: u64 = arg("--commands", "20000").parse().expect("--commands is a number");
