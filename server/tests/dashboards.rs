@@ -44,7 +44,7 @@ async fn every_metric_the_rules_and_the_dashboard_name_is_exported() {
     let gw = gateway::Gateway::open(&format!("sqlite://{}/d.db", dir.path().display())).await.unwrap();
     // One governed call, so the family with open labels has a series (the others start at 0).
     let took = std::time::Duration::from_millis(1);
-    gw.metrics().call(gateway::audit::activity::Transport::Http, "cards.charge", "executed", "", took);
+    gw.metrics().call(gateway::audit::activity::Transport::Http, "cards.charge".into(), "executed", "", took);
     let names = exported(&gw.scrape().await.unwrap());
     assert!(names.contains("naive_governed_calls_total"), "{names:?}");
 

@@ -5,8 +5,9 @@
 //! - Every label value comes from a closed set written in the code (a transport, a catalog
 //!   action, a verdict, a refusal reason, a connector kind, an outbox channel, an age bucket):
 //!   never an id, a name, a URL or anything a caller sent. [`reason_label`] and
-//!   [`action_label`] are the two doors a runtime string passes through, and both keep only
-//!   what has the shape of a code.
+//!   [`action_label`] are the two doors a runtime string passes through: an action is its
+//!   own label only when the catalog declares it, a reason only when it has the shape of a
+//!   code (reasons are written in the code); anything else is `other`.
 //! - Off ([`Metrics::off`]), recording is a branch on a `None`: nothing is counted, and the
 //!   scrape answers an empty exposition.
 //! - Counters are per instance, as Prometheus expects: several instances are summed by the
@@ -177,15 +178,18 @@ impl Metrics {
         out
     }
 
-    /// One governed call that ended with `verdict` (and `reason` when refused or parked).
-    pub fn call(&self, via: Transport, action: &str, verdict: &'static str, reason: &str, took: Duration) {
+    /// One governed call that ended with `verdict` (and `reason` when refused or parked);
+    /// `action` is its [`action_label`].
+    pub fn call(
+        &self,
+        via: Transport,
+        action: Cow<'static, str>,
+        verdict: &'static str,
+        reason: &str,
+        took: Duration,
+    ) {
         let Some(f) = self.get() else { return };
-        let labels = CallLabels {
-            transport: via.as_str(),
-            action: action_label(action),
-            verdict,
-            reason: reason_label(reason),
-        };
+        let labels = CallLabels { transport: via.as_str(), action, verdict, reason: reason_label(reason) };
         f.calls.get_or_create(&labels).inc();
         f.call_seconds.get_or_create(&Via { transport: via.as_str() }).observe(took.as_secs_f64());
     }
@@ -216,13 +220,13 @@ impl Metrics {
     }
 }
 
-/// A catalog action's name as a label: `primitive.verb` in lowercase letters and
-/// underscores, otherwise `other`. Catalog names are a closed set; this keeps it so.
-pub fn action_label(action: &str) -> Cow<'static, str> {
-    let shaped = action.len() <= 48
-        && action.split('.').count() == 2
-        && action.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.');
-    if shaped { Cow::Owned(action.to_string()) } else { Cow::Borrowed("other") }
+/// An action's name as a label: the catalog's own name when `catalog` declares it, otherwise
+/// `other`. What a caller put in a URL is never a label value, so no caller can add a series.
+pub fn action_label(catalog: &policy::Catalog, action: &str) -> Cow<'static, str> {
+    match catalog.get(action) {
+        Some(_) => Cow::Owned(action.to_string()),
+        None => Cow::Borrowed("other"),
+    }
 }
 
 /// A refusal reason as a label: a code in lowercase letters and underscores, `none` when
