@@ -120,21 +120,20 @@ pub fn is_plain_name(s: &str, max: usize) -> bool {
 
 /// [`is_plain_name`] as a regular expression (ECMA-262 and Python alike), without the length.
 pub const NAME_PATTERN: &str = concat!(
-    r"^[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
-    r"([^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
-    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff])?$"
+    r"^[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]",
+    r"([^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff])?$"
 );
 
 /// [`is_plain_text`] with at least one character that is not a space, as a regular expression.
 pub const TEXT_PATTERN: &str = concat!(
-    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
-    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
-    r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$"
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]",
+    r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*$"
 );
 
 /// [`is_plain_text`] as a regular expression, blank allowed.
-pub const OPTIONAL_TEXT_PATTERN: &str =
-    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$";
+pub const OPTIONAL_TEXT_PATTERN: &str = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*$";
 
 /// Free text's JSON Schema, at most `max` characters: [`TEXT_PATTERN`] when it is required,
 /// [`OPTIONAL_TEXT_PATTERN`] when blank is fine.
@@ -159,7 +158,7 @@ pub fn name_schema(max: usize) -> utoipa::openapi::Object {
 }
 
 fn is_hidden_format(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}')
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{061C}' | '\u{00AD}' | '\u{180E}' | '\u{FEFF}')
 }
 
 impl ArgsDecl {
@@ -264,9 +263,9 @@ pub const AMOUNT_PATTERN: &str = concat!(
 /// What [`ArgKind::Line`] accepts as a regular expression (without its length): one line
 /// with at least one character that is not a space.
 pub const LINE_PATTERN: &str = concat!(
-    r"^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*",
-    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]",
-    r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]*$"
+    r"^[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*",
+    r"[^\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]",
+    r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u061c\u00ad\u180e\ufeff]*$"
 );
 
 fn parse_amount(action: &str, name: &str, v: &Value) -> Result<Money, ArgError> {

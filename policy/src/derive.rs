@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kit::{ApproveLimits, BudgetLimits, Kit, Limits, ToolFilter, Toolkits};
+use crate::kit::{ApproveLimits, BudgetLimits, Kit, Limits, Pin, Pins, ToolFilter, Toolkits};
 use crate::money::Money;
 
 /// The kit a sub-agent runs under: `requested` narrowed by `parent`.
@@ -95,11 +95,52 @@ fn narrow_filter(p: Option<&ToolFilter>, c: Option<&ToolFilter>) -> ToolFilter {
     };
     let mut disable = p.disable.clone();
     disable.extend(c.disable.iter().filter(|t| !p.disable.contains(t)).cloned());
-    // A pin can only raise a tool's effect, so the narrower kit keeps the higher of the two.
-    let mut effects = p.effects.clone();
-    for (tool, e) in c.effects.iter() {
-        let kept = effects.get(tool).map_or(e, |p| p.max(e));
-        effects.insert(tool.to_string(), kept);
+    // A pin can only raise a tool's effect, so the narrower kit keeps the higher of the two,
+    // part by part: a `read` pin on one side of a tool the other leaves unpinned (gated
+    // `destructive` when the app declares nothing) keeps that `destructive`.
+    let mut effects = Pins::default();
+    for (tool, _) in p.effects.iter().chain(c.effects.iter()) {
+        let (mine, theirs) = (c.effects.pin(tool), p.effects.pin(tool));
+        let kept = mine.unwrap_or(Pin::NONE).max(theirs.unwrap_or(Pin::NONE));
+        effects.insert_pin(tool.to_string(), kept);
     }
     ToolFilter { only, disable, effects }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Effect;
+
+    fn kit_pinning(pin: Option<Effect>) -> Kit {
+        let mut filter = ToolFilter::default();
+        if let Some(e) = pin {
+            filter.effects.insert("issues.create".into(), e);
+        }
+        let mut kit = Kit::default_kit();
+        kit.toolkits.filters.insert("tracker".into(), filter);
+        kit
+    }
+
+    /// Every pin a parent and a child may set (or not), for every annotation an app may give:
+    /// the derived kit gates the tool at least as high as the parent and as the child.
+    #[test]
+    fn a_derived_kit_never_gates_a_tool_lower_than_its_parent_or_its_own_kit() {
+        let pins = [None, Some(Effect::Read), Some(Effect::Write), Some(Effect::Destructive)];
+        for parent in pins {
+            for child in pins {
+                let (p, c) = (kit_pinning(parent), kit_pinning(child));
+                let derived = derive_child(&p, &c);
+                for declared in pins {
+                    let gate = |k: &Kit| k.toolkits.effect("tracker", "issues.create", declared);
+                    let want = gate(&p).max(gate(&c));
+                    assert_eq!(
+                        gate(&derived),
+                        want,
+                        "parent {parent:?}, child {child:?}, declared {declared:?}"
+                    );
+                }
+            }
+        }
+    }
 }

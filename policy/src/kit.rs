@@ -86,10 +86,8 @@ impl Toolkits {
     /// destructive tool read-only cannot talk its way past a pin. Without one, what it
     /// declared, and `destructive` when it declared nothing (the MCP schema's default).
     pub fn effect(&self, toolkit: &str, tool: &str, declared: Option<Effect>) -> Effect {
-        match self.filters.get(toolkit).and_then(|f| f.effects.get(tool)) {
-            Some(pin) => declared.map_or(pin, |d| d.max(pin)),
-            None => declared.unwrap_or(Effect::Destructive),
-        }
+        let pin = self.filters.get(toolkit).and_then(|f| f.effects.pin(tool));
+        pin.unwrap_or(Pin::NONE).gate(declared)
     }
 }
 
@@ -123,31 +121,72 @@ impl ToolFilter {
 /// own into the console's wasm (about 2 KB gzipped, over its budget) for maps of a few
 /// entries. A tool named twice in one map is an error, not a silent last-wins.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Pins(Vec<(String, Effect)>);
+pub struct Pins(Vec<(String, Pin)>);
+
+/// How a filter gates one tool: the least effect whatever the app's annotations say
+/// (`floor`), and the effect when they say nothing (`unannotated`, never below `floor`). A
+/// kit's own pin sets both to the effect it names; a derived kit keeps the higher of each of
+/// its parent's and its own, so a narrower kit never gates a tool lower than either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pin {
+    pub floor: Effect,
+    pub unannotated: Effect,
+}
+
+impl Pin {
+    /// No pin: what the app declares, `destructive` when it declares nothing.
+    pub const NONE: Pin = Pin { floor: Effect::Read, unannotated: Effect::Destructive };
+
+    /// A kit's own pin to `effect`.
+    pub const fn of(effect: Effect) -> Pin {
+        Pin { floor: effect, unannotated: effect }
+    }
+
+    /// The higher of each part: gates every tool at least as high as either.
+    pub fn max(self, other: Pin) -> Pin {
+        Pin { floor: self.floor.max(other.floor), unannotated: self.unannotated.max(other.unannotated) }
+    }
+
+    /// The effect a tool whose annotations `declared` this is gated as.
+    pub fn gate(self, declared: Option<Effect>) -> Effect {
+        declared.map_or(self.unannotated, |d| d.max(self.floor))
+    }
+}
 
 impl Pins {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The effect `tool` is pinned to, as a kit names it (a derived kit's floor).
     pub fn get(&self, tool: &str) -> Option<Effect> {
+        self.pin(tool).map(|p| p.floor)
+    }
+
+    /// How `tool` is gated, if it is pinned.
+    pub fn pin(&self, tool: &str) -> Option<Pin> {
         self.find(tool).ok().map(|i| self.0[i].1)
     }
 
     /// Pins `tool` to `effect`, replacing its pin if it had one; the old pin, if any.
     pub fn insert(&mut self, tool: String, effect: Effect) -> Option<Effect> {
+        self.insert_pin(tool, Pin::of(effect)).map(|p| p.floor)
+    }
+
+    /// Sets how `tool` is gated, replacing what it had; that, if anything.
+    pub fn insert_pin(&mut self, tool: String, pin: Pin) -> Option<Pin> {
         match self.find(&tool) {
-            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, effect)),
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, pin)),
             Err(i) => {
-                self.0.insert(i, (tool, effect));
+                self.0.insert(i, (tool, pin));
                 None
             }
         }
     }
 
-    /// The pins in tool-name order.
+    /// The pins in tool-name order, as a kit names them.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Effect)> {
-        self.0.iter().map(|(t, e)| (t.as_str(), *e))
+        self.0.iter().map(|(t, p)| (t.as_str(), p.floor))
     }
 
     fn find(&self, tool: &str) -> Result<usize, usize> {
@@ -558,14 +597,7 @@ impl Kit {
         for (i, p) in b.periods.iter().enumerate() {
             check_period(p, &format!("limits.budget.periods[{i}]"), &mut err);
         }
-        for (i, r) in self.limits.rate.iter().enumerate() {
-            if let Err(m) = check_action_pattern(&r.action) {
-                err(format!("limits.rate[{i}].action"), m);
-            }
-            if let Err(m) = RateLimit::check_calls(r.calls) {
-                err(format!("limits.rate[{i}].calls"), m);
-            }
-        }
+        check_rates(&self.limits.rate, &mut err);
         for (i, rule) in self.can.iter().enumerate() {
             if let Err(m) = check_action_pattern(&rule.action) {
                 err(format!("can[{i}].action"), m);
@@ -609,6 +641,30 @@ impl Kit {
 
 /// A period limit's own checks: a cap to enforce, a soft cap no higher than its hard cap, and
 /// a week start only on weeks.
+/// Each rate limit's pattern and bound, and one limit per action pattern and unit: two would
+/// count the same calls in the same window.
+fn check_rates(rates: &[RateLimit], err: &mut impl FnMut(String, String)) {
+    for (i, r) in rates.iter().enumerate() {
+        if let Err(m) = check_action_pattern(&r.action) {
+            err(format!("limits.rate[{i}].action"), m);
+        }
+        if let Err(m) = RateLimit::check_calls(r.calls) {
+            err(format!("limits.rate[{i}].calls"), m);
+        }
+        let earlier = rates[..i].iter().position(|o| o.action == r.action && o.per == r.per);
+        if let Some(j) = earlier {
+            err(
+                format!("limits.rate[{i}]"),
+                format!(
+                    "limits.rate[{j}] already limits `{}` per {}; keep one limit per action pattern and unit",
+                    r.action,
+                    r.per.as_str()
+                ),
+            );
+        }
+    }
+}
+
 fn check_period(p: &PeriodLimit, path: &str, err: &mut impl FnMut(String, String)) {
     if p.hard_cap.is_none() && p.soft_cap.is_none() {
         err(path.to_string(), "a period limit needs a hard_cap, a soft_cap or both".into());

@@ -579,7 +579,9 @@ pub(crate) fn mark_refused(
 pub const MAX_JUSTIFICATION_LEN: usize = 500;
 
 /// An agent's justification: trimmed, empty as none, plain text of at most
-/// [`MAX_JUSTIFICATION_LEN`] characters (line breaks allowed, no other control characters).
+/// [`MAX_JUSTIFICATION_LEN`] characters ([`policy::args::is_plain_text`]: line breaks and
+/// tabs allowed; no other control character, and none of the invisible characters that
+/// reorder or hide what an approver reads).
 pub fn justification(text: Option<&str>) -> Result<Option<String>> {
     let Some(t) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
     if t.chars().count() > MAX_JUSTIFICATION_LEN {
@@ -588,10 +590,11 @@ pub fn justification(text: Option<&str>) -> Result<Option<String>> {
             format!("a justification is at most {MAX_JUSTIFICATION_LEN} characters; say why in fewer words"),
         ));
     }
-    if t.chars().any(|ch| ch.is_control() && ch != '\n' && ch != '\t') {
+    if !policy::args::is_plain_text(t) {
         return Err(Error::invalid(
             "invalid_justification",
-            "a justification is plain text: no control characters besides line breaks and tabs",
+            "a justification is plain text: no control characters besides line breaks and tabs, and no \
+             invisible formatting characters (bidirectional overrides, zero-width characters)",
         ));
     }
     Ok(Some(t.to_string()))

@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use policy::{DecisionInput, Envelope, Kit, SubjectStatus, ToolSpec};
+use policy::{Envelope, Kit, SubjectStatus, ToolSpec};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
@@ -37,6 +37,10 @@ use crate::ids::{ProfileId, TenantId};
 
 /// How many times a call is decided again after finding a kit it used stale.
 const STALE_RETRIES: usize = 3;
+
+fn kit_changing() -> Error {
+    Error::unavailable("kit_changing", "the kit kept changing while this call was decided; send it again", 1)
+}
 
 impl ReservedCall {
     /// The call its connector is sent (again, after a crash: the same action id).
@@ -142,7 +146,7 @@ impl Gateway {
         justification: Option<&str>,
     ) -> Result<ActionResponse> {
         let started = std::time::Instant::now();
-        let labelled = crate::audit::metrics::action_label(&action);
+        let labelled = crate::audit::metrics::action_label(&self.catalog, &action);
         let span = tracing::debug_span!("governed_call", transport = subject.via.as_str(), action = %labelled,
             verdict = tracing::field::Empty, reason = tracing::field::Empty, kit_version = tracing::field::Empty);
         let resp =
@@ -154,7 +158,7 @@ impl Gateway {
         };
         span.record("verdict", verdict);
         span.record("reason", reason);
-        self.metrics.call(subject.via, &labelled, verdict, reason, started.elapsed());
+        self.metrics.call(subject.via, labelled, verdict, reason, started.elapsed());
         resp
     }
 
@@ -222,21 +226,57 @@ impl Gateway {
                 }
                 // Another process saved a kit this call used, or the tenant's calendar: decide again
                 // on current ones.
-                Reserved::Stale => {
-                    self.kit_cache.invalidate();
-                    self.links_cache.remove(&subject.profile);
-                    self.forget_tenant_clock(&subject.tenant);
-                    let links = self.cached_links(&subject.tenant, &subject.profile).await?;
-                    let clock = self.tenant_clock(&subject.tenant).await?;
-                    job = Arc::new(reserve::ReserveJob { links, clock, ..(*job).clone() });
-                }
+                Reserved::Stale => job = Arc::new(self.refreshed(subject, &job).await?),
             }
         }
-        Err(Error::unavailable(
-            "kit_changing",
-            "the kit kept changing while this call was decided; send it again",
-            1,
-        ))
+        Err(kit_changing())
+    }
+
+    /// `job` again on the current kits and calendar, after it found the cached ones changed.
+    async fn refreshed(&self, subject: &Subject, job: &reserve::ReserveJob) -> Result<reserve::ReserveJob> {
+        self.kit_cache.invalidate();
+        self.links_cache.remove(&subject.profile);
+        self.forget_tenant_clock(&subject.tenant);
+        let links = self.cached_links(&subject.tenant, &subject.profile).await?;
+        let clock = self.tenant_clock(&subject.tenant).await?;
+        Ok(reserve::ReserveJob { links, clock, ..job.clone() })
+    }
+
+    /// A governed call that holds nothing and that `then` carries out in the job that decides
+    /// it (the brain's governance tools): decided on the same facts as every call and counted
+    /// in its rate windows ([`reserve::ReserveJob::gate`]), refused and recorded the same way.
+    /// `then` gets what the call was decided on, for its entry. `recorded`: see `gate`.
+    pub(crate) async fn governed_in_job<T, F>(
+        &self,
+        subject: &Subject,
+        (tool, args): (ToolSpec, Value),
+        recorded: bool,
+        then: F,
+    ) -> Result<std::result::Result<T, ActionResponse>>
+    where
+        T: Send + 'static,
+        F: Fn(&dyn crate::sql::Tx, String) -> Result<T> + Send + Sync + 'static,
+    {
+        let sandbox: Arc<dyn Connector> = self.sandbox.clone();
+        let call = (tool.name.clone(), args);
+        let mut job =
+            Arc::new(self.reserve_job(subject, call, Default::default(), tool, None, &sandbox).await?);
+        let then = Arc::new(then);
+        for _ in 0..STALE_RETRIES {
+            let (j, then) = (job.clone(), then.clone());
+            let decided = self
+                .write_for(&subject.tenant, move |c| match j.gate(c, recorded)? {
+                    reserve::Gated::Allowed { inputs } => Ok(Some(Ok(then(c, inputs)?))),
+                    reserve::Gated::Refused(resp) => Ok(Some(Err(resp))),
+                    reserve::Gated::Stale => Ok(None),
+                })
+                .await?;
+            match decided {
+                Some(d) => return Ok(d),
+                None => job = Arc::new(self.refreshed(subject, &job).await?),
+            }
+        }
+        Err(kit_changing())
     }
 
     /// The reservation job for one call, with the cached chain and calendar it is decided on.
@@ -327,15 +367,8 @@ impl Gateway {
                 reserve::Facts::read(c, &tenant, &read, clock.rate, (&name, now), None)
             })
             .await?;
-        Ok(policy::explain(&DecisionInput {
-            subject: chain_status(&links),
-            kit: &links[0].kit,
-            action: request(&tool, &checked),
-            budgets: &facts.budgets(&links),
-            company_credit: facts.standing.credit,
-            periods: &facts.periods,
-            rates: &facts.rates(),
-        }))
+        let (budgets, rates) = (facts.budgets(&links), facts.rates());
+        Ok(policy::explain(&facts.input(&links[0].kit, request(&tool, &checked), &budgets, &rates)))
     }
 
     /// The catalog tools `subject` may see now, for a tool list: `None` when its profile (or

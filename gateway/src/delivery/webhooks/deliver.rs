@@ -43,15 +43,45 @@ pub(crate) fn render(format: Format, payload: &str, public_url: &str) -> ::store
     v["data"]["link"] = json!(url);
     let body = match format {
         Format::Standard => v,
-        Format::Slack => json!({ "text": summary(&event, &v["data"], &url) }),
+        Format::Slack => slack(&event, &v["data"], &url),
     };
     Ok(serde_json::to_vec(&body).expect("JSON serializes"))
 }
 
-/// An agent's words as Slack shows them, never as markup: Slack reads `<…>` as links and
-/// mentions, so `&`, `<` and `>` are escaped as its format asks.
+/// A Slack message: our own line (mrkdwn, ending in the link) as the notification text and
+/// first block; an agent's words only in a `plain_text` block after it, which Slack never
+/// reads as markup ([`slack_plain`]).
+fn slack(event: &str, d: &Value, url: &str) -> Value {
+    let line = summary(event, d, url);
+    let mut blocks = vec![json!({ "type": "section", "text": { "type": "mrkdwn", "text": line } })];
+    if let ("approval.parked", Some(why)) = (event, d["justification"].as_str()) {
+        let said = format!("The agent's reason: \"{}\"", slack_plain(why));
+        blocks.push(json!({ "type": "context", "elements": [{ "type": "plain_text", "text": said, "emoji": false }] }));
+    }
+    json!({ "text": line, "blocks": blocks })
+}
+
+/// What we put in a mrkdwn line: `&`, `<` and `>` escaped as Slack's format asks, so nothing
+/// becomes a link or a mention.
 fn slack_escaped(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// An agent's words for a `plain_text` object: one line (line breaks and runs of spaces are one
+/// space) and no bare link a client could make clickable (`https://x.y` reads
+/// `https[:]//x[.]y`, `x.y` reads `x[.]y`). Formatting (`*bold*`, `<!channel>`, `:emoji:`) is
+/// not parsed in plain text; [`crate::domain::approvals::justification`] already refused
+/// control and invisible formatting characters.
+pub(crate) fn slack_plain(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ").replace("://", "[:]//");
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let between =
+            i > 0 && chars[i - 1].is_alphanumeric() && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+        if c == '.' && between { out.push_str("[.]") } else { out.push(c) }
+    }
+    out
 }
 
 /// One line a person reads, ending in the link.
@@ -60,13 +90,7 @@ fn summary(event: &str, d: &Value, url: &str) -> String {
     let who = d["profile_id"].as_str().unwrap_or("an agent");
     let amount = d["amount"].as_str().map(|a| format!(" of ${a}")).unwrap_or_default();
     let what = match event {
-        "approval.parked" => {
-            let why = d["justification"]
-                .as_str()
-                .map(|j| format!(" (\"{}\")", slack_escaped(j)))
-                .unwrap_or_default();
-            format!("{who} asks to run {action}{amount}{why}: it waits for your approval")
-        }
+        "approval.parked" => format!("{who} asks to run {action}{amount}: it waits for your approval"),
         "approval.decided" => {
             format!("{action}{amount} for {who} was {}", d["decision"].as_str().unwrap_or("decided"))
         }
@@ -86,7 +110,7 @@ fn summary(event: &str, d: &Value, url: &str) -> String {
         "profile.revoked" => format!("{who} was revoked"),
         _ => format!("{event} from the Naïve gateway"),
     };
-    format!("{what} <{url}>")
+    format!("{} <{url}>", slack_escaped(&what))
 }
 
 #[cfg(test)]
@@ -109,6 +133,23 @@ mod tests {
         assert!(
             text.contains("cards.charge of $60.00") && text.ends_with("<http://h:1/?approval=apr_1>"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn an_agents_words_reach_slack_as_one_plain_line_without_links() {
+        let said = "*urgent*\n<!channel> pay https://evil.example/x or evil.example now";
+        let payload = json!({ "type": "approval.parked", "timestamp": "t",
+            "data": { "approval_id": "apr_1", "action": "cards.charge", "profile_id": "agt_1", "justification": said } });
+        let slack: Value =
+            serde_json::from_slice(&render(Format::Slack, &payload.to_string(), "http://h:1").unwrap())
+                .unwrap();
+        assert!(!slack["text"].as_str().unwrap().contains("urgent"), "{slack}");
+        let block = &slack["blocks"][1]["elements"][0];
+        assert_eq!(block["type"], "plain_text");
+        assert_eq!(
+            block["text"],
+            "The agent's reason: \"*urgent* <!channel> pay https[:]//evil[.]example/x or evil[.]example now\""
         );
     }
 
