@@ -27,7 +27,16 @@ fn dollars(s: &str) -> Money {
 }
 
 fn all_of(kit: Option<Kit>) -> ReplayRequest {
-    ReplayRequest { draft: kit, version: None, from: None, to: None, after: None, limit: 500, profile: None }
+    ReplayRequest {
+        draft: kit,
+        version: None,
+        from: None,
+        to: None,
+        days: None,
+        after: None,
+        limit: 500,
+        profile: None,
+    }
 }
 
 fn approval_id(body: &Answer) -> String {
@@ -203,9 +212,12 @@ async fn a_shadow_decides_beside_the_live_kit_without_effect_then_is_promoted() 
     assert!(!v.diff.changes.is_empty(), "the diff says what promoting changes");
 
     // Promote with a stale version: refused, shadow kept; then with the live one.
-    let stale = w.gw.promote_shadow(&w.tenant, "Shop", KitVersion(7), "alice").await.unwrap_err();
+    let mark = v.shadow.after_seq;
+    let stale = w.gw.promote_shadow(&w.tenant, "Shop", (KitVersion(7), mark), "alice").await.unwrap_err();
     assert_eq!(stale.code(), "kit_version_conflict");
-    let saved = w.gw.promote_shadow(&w.tenant, "Shop", KitVersion(1), "alice").await.unwrap();
+    let other = w.gw.promote_shadow(&w.tenant, "Shop", (KitVersion(1), mark + 1), "alice").await.unwrap_err();
+    assert_eq!(other.code(), "shadow_changed");
+    let saved = w.gw.promote_shadow(&w.tenant, "Shop", (KitVersion(1), mark), "alice").await.unwrap();
     assert_eq!((saved.kit.version, saved.kit.limits.budget.hard_cap), (KitVersion(2), Some(dollars("50"))));
     assert_eq!(w.gw.shadow(&w.tenant, "Shop").await.unwrap_err().code(), "not_found");
     let r = w.call(&a, "cards.charge", json!({"amount": "30", "merchant": "acme"})).await;

@@ -72,6 +72,8 @@ pub struct ShadowData {
     pub started_at: String,
     pub based_on: u32,
     pub live_version: u32,
+    /// The shadow's mark (the entry that started it): a promotion names it.
+    pub after_seq: i64,
     pub effect: Effect,
     pub recent: Vec<ChangeRow>,
     /// What promoting it would change against the live version.
@@ -190,6 +192,7 @@ pub async fn kit_shadow(name: String) -> Result<Option<ShadowData>, ServerFnErro
         started_at: v.shadow.started_at.to_rfc3339(),
         based_on: v.shadow.based_on,
         live_version: v.live_version,
+        after_seq: v.shadow.after_seq,
         effect: effect(summary, t.calls),
         recent: rows(&profiles, t.recent),
         diff: v.diff,
@@ -225,15 +228,16 @@ pub async fn discard_shadow(name: String) -> Result<(), ServerFnError> {
     .await
 }
 
-/// Saves kit `name`'s shadow as the version after `expected_version` and ends it (admins
-/// only); `kit_version_conflict` if the live kit changed since the page was shown.
+/// Saves kit `name`'s shadow (the one started at entry `shadow`) as the version after
+/// `expected_version` and ends it (admins only); `kit_version_conflict` if the live kit changed
+/// since the page was shown, `shadow_changed` if the shadow did.
 #[server(prefix = "/api", endpoint = "promote_shadow")]
-pub async fn promote_shadow(name: String, expected_version: u32) -> Result<(), ServerFnError> {
+pub async fn promote_shadow(name: String, expected_version: u32, shadow: i64) -> Result<(), ServerFnError> {
     use crate::api::{forms::form, session::require_roles, to_fn_error};
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "running a shadow kit").await?;
         let saved = gw
-            .promote_shadow(&tenant.id, &name, policy::KitVersion(expected_version), &user.username)
+            .promote_shadow(&tenant.id, &name, (policy::KitVersion(expected_version), shadow), &user.username)
             .await
             .map_err(to_fn_error)?;
         back(

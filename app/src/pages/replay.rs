@@ -177,6 +177,7 @@ pub fn ShadowPanel(name: String, shadow: Option<ShadowData>) -> impl IntoView {
             <form method="post" action="/api/promote_shadow">
                 <input type="hidden" name="name" value=name.clone() />
                 <input type="hidden" name="expected_version" value=live_version.to_string() />
+                <input type="hidden" name="shadow" value=s.after_seq.to_string() />
                 <button type="submit" class="rounded bg-zinc-900 px-3 py-1 text-sm text-white dark:bg-zinc-100 dark:text-zinc-900" data-testid="promote-shadow">{format!("Promote: save as the version after v{live_version}")}</button>
             </form>
             <form method="post" action="/api/discard_shadow">

@@ -282,6 +282,20 @@ pub fn rate_windows(
     own.chain(tenant).collect()
 }
 
+/// The distinct keys of `windows`, each with its end: what one call counts in. Limits of one
+/// pattern and unit (a child's tighter copy of its parent's, two limits on `*`) count the same
+/// calls in the same window, so they share one count, raised once per call, and each compares
+/// it with its own bound.
+pub fn distinct_keys(windows: &[Window]) -> Vec<(&str, i64)> {
+    let mut out: Vec<(&str, i64)> = Vec::with_capacity(windows.len());
+    for w in windows {
+        if !out.iter().any(|(k, _)| *k == w.key) {
+            out.push((&w.key, w.ends_at));
+        }
+    }
+    out
+}
+
 fn window(scope: String, limit: Option<u32>, calls: u32, per: RateUnit, now: DateTime<Utc>) -> Window {
     let unit = per.seconds();
     let n = now.timestamp().div_euclid(unit);

@@ -86,41 +86,14 @@ pub struct Inputs {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rates: Vec<RecordedRate>,
     /// Decided on the kit and standing alone, with no budget, period or rate (a brain
-    /// writeback): replayed the same way.
+    /// writeback recorded before brain tools were decided as every call is): replayed the
+    /// same way.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unbudgeted: bool,
     pub decided: Decided,
 }
 
 impl Inputs {
-    /// The inputs of a decision on the kit and standing alone ([`Inputs::unbudgeted`]).
-    pub(crate) fn unbudgeted(
-        kit: &str,
-        (at, day): (DateTime<Utc>, NaiveDate),
-        links: &[crate::domain::chain::Link],
-        tool: &ToolSpec,
-        d: &Decision,
-    ) -> Inputs {
-        Inputs {
-            kit: kit.to_string(),
-            at: at.timestamp(),
-            day,
-            status: crate::domain::chain::chain_status(links),
-            tool: tool.clone(),
-            amount: Money::ZERO,
-            recipient: None,
-            merchant: None,
-            toolkit: None,
-            chain: links.iter().map(|l| l.profile.clone()).collect(),
-            budgets: Vec::new(),
-            credit: Money::MAX,
-            periods: Vec::new(),
-            rates: Vec::new(),
-            unbudgeted: true,
-            decided: d.into(),
-        }
-    }
-
     pub fn request(&self) -> ActionRequest<'_> {
         ActionRequest {
             tool: &self.tool,
@@ -426,7 +399,8 @@ impl<'a> Replayer<'a> {
         let mut out = Vec::with_capacity(i.budgets.len());
         for (level, b) in i.budgets.iter().enumerate() {
             let d = self.delta_at(&Pot::Total(i.chain[level].clone()), i.at);
-            let mut v = BudgetView { pending: shifted(b.pending, d), ..*b };
+            let (posted, pending) = moved((b.posted, b.pending), d);
+            let mut v = BudgetView { posted, pending, ..*b };
             if level == 0 {
                 v.hard_cap = self.draft.limits.budget.hard_cap;
                 v.soft_cap = self.draft.limits.budget.soft_cap;
@@ -449,7 +423,7 @@ impl<'a> Replayer<'a> {
                 .iter()
                 .find(|p| p.budget == 0 && p.every == limit.every && p.resets_at == resets_at);
             let (posted, pending) = match recorded {
-                Some(p) => (p.posted, shifted(p.pending, self.delta_at(&pot, i.at))),
+                Some(p) => moved((p.posted, p.pending), self.delta_at(&pot, i.at)),
                 None => {
                     (Money::ZERO, shifted(Money::ZERO, self.spent.get_mut(&pot).map_or(0, |r| r.at(i.at))))
                 }
@@ -469,7 +443,8 @@ impl<'a> Replayer<'a> {
         }
         for p in i.periods.iter().filter(|p| p.budget > 0) {
             let pot = Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at);
-            out.push(PeriodView { pending: shifted(p.pending, self.delta_at(&pot, i.at)), ..*p });
+            let (posted, pending) = moved((p.posted, p.pending), self.delta_at(&pot, i.at));
+            out.push(PeriodView { posted, pending, ..*p });
         }
         (out, pots)
     }
@@ -493,7 +468,9 @@ impl<'a> Replayer<'a> {
             };
             views.push(RateView { used: u32::try_from(used.max(0)).unwrap_or(u32::MAX), ..w.view });
             self.counts.entry(w.key.clone()).or_default().ends_at = w.ends_at;
-            keys.push(w.key);
+            if !keys.contains(&w.key) {
+                keys.push(w.key);
+            }
         }
         (views, keys)
     }
@@ -510,7 +487,12 @@ impl<'a> Replayer<'a> {
             }
         }
         if counted(&i.decided) {
+            let mut seen: Vec<&str> = Vec::with_capacity(i.rates.len());
             for r in &i.rates {
+                if seen.contains(&r.key.as_str()) {
+                    continue;
+                }
+                seen.push(&r.key);
                 let c = self.counts.entry(r.key.clone()).or_default();
                 c.delta -= 1;
                 c.ends_at = c.ends_at.max(i.at + i64::from(r.view.retry_after));
@@ -562,6 +544,7 @@ impl<'a> Replayer<'a> {
                 .filter(|p| p.budget > 0)
                 .map(|p| Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at)),
         );
+        let (recorded_pots, draft_side) = (unique(recorded_pots), unique(draft_side));
         if let Some(f) = now {
             for pot in draft_side {
                 self.delta.entry(pot).or_default().add(f.amount, f.until);
@@ -575,6 +558,29 @@ impl<'a> Replayer<'a> {
             self.delta.entry(Pot::Credit).or_default().add(-f.credit, f.until);
         }
     }
+}
+
+/// `pots` with each pot once, in order: two limits of one period (a parent's day limit merged
+/// into its child's kit beside the child's own) count a call in that period once.
+fn unique(pots: Vec<Pot>) -> Vec<Pot> {
+    let mut out: Vec<Pot> = Vec::with_capacity(pots.len());
+    for p in pots {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A recorded (posted, pending) moved by `units` as one total, never below zero: what the
+/// draft adds is pending; what it gives back comes off pending first, then off posted (a call
+/// the record ran and settled is in posted; the engine reads only the sum).
+fn moved((posted, pending): (Money, Money), units: i64) -> (Money, Money) {
+    if units >= 0 {
+        return (posted, shifted(pending, units));
+    }
+    let from_pending = units.max(-pending.units());
+    (shifted(posted, units - from_pending), shifted(pending, from_pending))
 }
 
 /// `m` moved by `units`, never below zero.

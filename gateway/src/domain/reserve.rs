@@ -279,11 +279,14 @@ impl Facts {
     ) -> Result<Facts> {
         let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         let mut windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
-        let mut keys: Vec<String> = windows.iter().map(|w| w.key.clone()).collect();
+        let mut keys: Vec<String> =
+            periods::distinct_keys(&windows).into_iter().map(|(k, _)| k.to_string()).collect();
         if let Some(s) = shadow {
             kits.push(s);
             let more = periods::rate_windows(&links[0].profile, s, None, action, now);
-            keys.extend(more.into_iter().map(|w| w.key).filter(|k| !keys.contains(k)).collect::<Vec<_>>());
+            let more: Vec<String> =
+                periods::distinct_keys(&more).into_iter().map(|(k, _)| k.to_string()).collect();
+            keys.extend(more.into_iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
         }
         let reach = Reach { days_from: periods::first_day_needed(&kits, now.date_naive()), windows: &keys };
         kits.truncate(links.len());
@@ -301,6 +304,28 @@ impl Facts {
 
     pub(crate) fn rates(&self) -> Vec<policy::RateView> {
         self.windows.iter().map(|w| w.view).collect()
+    }
+
+    /// The engine's input for `action` under `kit` on these facts: the chain's status as read
+    /// in the job, `budgets` and `rates` made from them ([`Facts::budgets`], [`Facts::rates`]).
+    /// The one place a call's decision input is assembled; what a caller leaves out it passes
+    /// empty, and says why.
+    pub(crate) fn input<'a>(
+        &'a self,
+        kit: &'a Kit,
+        action: policy::ActionRequest<'a>,
+        budgets: &'a [policy::BudgetView],
+        rates: &'a [policy::RateView],
+    ) -> DecisionInput<'a> {
+        DecisionInput {
+            subject: self.standing.status,
+            kit,
+            action,
+            budgets,
+            company_credit: self.standing.credit,
+            periods: &self.periods,
+            rates,
+        }
     }
 
     /// The budget, period and rate views of the same standing with `shadow` as the acting
@@ -328,17 +353,37 @@ struct ShadowViews {
     rates: Vec<policy::RateView>,
 }
 
+/// What a job that decides a call settled on: the facts it read, the decision, and what the
+/// call's entry records of both.
+struct Decided<'a> {
+    facts: Facts,
+    decision: Decision,
+    inputs: String,
+    tenant: &'a TenantId,
+}
+
+impl Decided<'_> {
+    /// The call as counted; a `recorded` call's refusal carries what it was decided on.
+    fn counted(&self, recorded: bool) -> Counted<'_> {
+        let (tenant, day, windows) = (self.tenant, self.facts.day, &self.facts.windows[..]);
+        Counted { tenant, day, windows, inputs: self.inputs.clone(), recorded }
+    }
+}
+
+/// What [`ReserveJob::gate`] decided about a call that holds nothing.
+pub(crate) enum Gated {
+    /// Let it through; it is counted in its windows. What it was decided on, for its entry.
+    Allowed { inputs: String },
+    /// Refused: the answer (recorded, and counted as [`ReserveJob::run`] counts a refusal).
+    Refused(ActionResponse),
+    /// As [`Reserved::Stale`].
+    Stale,
+}
+
 impl ReserveJob {
     pub(crate) fn run(&self, c: &dyn Tx) -> Result<Reserved> {
-        // On PostgreSQL the tenant and its accounts are locked (the accounts by reading their
-        // totals) before the standing is read: a revoke holding them makes this call wait and
-        // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
-        // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
-        activity::lock_tenant(c, &self.subject.tenant)?;
-        let (at, shadow) = ((self.tool.name.as_str(), self.now), self.shadow.as_deref());
-        let facts = Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, at, shadow)?;
-        let status = facts.standing.status;
-        if status == SubjectStatus::Active
+        let facts = self.facts(c)?;
+        if facts.standing.status == SubjectStatus::Active
             && let Some(replay) = self.replay(c)?
         {
             return Ok(replay);
@@ -346,19 +391,66 @@ impl ReserveJob {
         if facts.standing.stale || facts.standing.clock != *self.clock {
             return Ok(Reserved::Stale);
         }
-        let (budgets, rates) = (facts.budgets(&self.links), facts.rates());
-        let input = DecisionInput {
-            subject: status,
-            kit: &self.links[0].kit,
-            action: request(&self.tool, &self.checked),
-            budgets: &budgets,
-            company_credit: facts.standing.credit,
-            periods: &facts.periods,
-            rates: &rates,
+        let d = self.decide(c, facts)?;
+        let call = d.counted(true);
+        match (d.decision.verdict, d.decision.refusal) {
+            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => {
+                self.rate_limited(c, &d.decision, r, &call)
+            }
+            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &d.decision, r, &call),
+            (EngineVerdict::Freeze, Some(r)) => self.park(c, &d.decision, r, &call),
+            _ => self.execute(c, &d.decision, &call),
+        }
+    }
+
+    /// A call that holds nothing and runs in the caller's own job (the brain's governance
+    /// tools): decided exactly as [`ReserveJob::run`] decides, on the same facts (statuses,
+    /// budgets, periods, rate windows, the shadow), refused and counted the same way. What a
+    /// human could release (a freeze) lets it through: these tools have their own human step.
+    /// A `recorded` call (one that leaves an entry when it runs) keeps what it was decided on
+    /// with its refusal too, so replay sees it either way; the others keep it with neither.
+    pub(crate) fn gate(&self, c: &dyn Tx, recorded: bool) -> Result<Gated> {
+        let facts = self.facts(c)?;
+        if facts.standing.stale || facts.standing.clock != *self.clock {
+            return Ok(Gated::Stale);
+        }
+        let d = self.decide(c, facts)?;
+        let call = d.counted(recorded);
+        let answer = match (d.decision.verdict, d.decision.refusal) {
+            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => {
+                self.rate_limited(c, &d.decision, r, &call)?
+            }
+            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &d.decision, r, &call)?,
+            _ => {
+                call.count(c)?;
+                return Ok(Gated::Allowed { inputs: call.inputs });
+            }
         };
+        match answer {
+            Reserved::Final(resp) => Ok(Gated::Refused(resp)),
+            _ => unreachable!("a refusal is final"),
+        }
+    }
+
+    /// The facts this call is decided on, read under the tenant's lock.
+    fn facts(&self, c: &dyn Tx) -> Result<Facts> {
+        // On PostgreSQL the tenant and its accounts are locked (the accounts by reading their
+        // totals) before the standing is read: a revoke holding them makes this call wait and
+        // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
+        // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
+        activity::lock_tenant(c, &self.subject.tenant)?;
+        let (at, shadow) = ((self.tool.name.as_str(), self.now), self.shadow.as_deref());
+        Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, at, shadow)
+    }
+
+    /// The engine's decision on `facts`, the shadow's recorded beside it when one runs.
+    fn decide(&self, c: &dyn Tx, facts: Facts) -> Result<Decided<'_>> {
+        let budgets = facts.budgets(&self.links);
+        let rates = facts.rates();
+        let input = facts.input(&self.links[0].kit, request(&self.tool, &self.checked), &budgets, &rates);
         let decision = evaluate(&input);
-        if let Some(shadow) = shadow {
-            let v = facts.under(shadow, &self.links, at);
+        if let Some(shadow) = self.shadow.as_deref() {
+            let v = facts.under(shadow, &self.links, (self.tool.name.as_str(), self.now));
             let (budgets, periods, rates) = (&v.budgets, &v.periods, &v.rates);
             let shadowed = evaluate(&DecisionInput { kit: shadow, budgets, periods, rates, ..input });
             crate::domain::shadow::record(
@@ -370,16 +462,7 @@ impl ReserveJob {
             )?;
         }
         let inputs = self.inputs(&facts, &budgets, &decision);
-        let (day, windows) = (facts.day, &facts.windows);
-        let call = Counted { tenant: &self.subject.tenant, day, windows, inputs };
-        match (decision.verdict, decision.refusal) {
-            (EngineVerdict::Deny, Some(r @ Refusal::RateLimited { .. })) => {
-                self.rate_limited(c, &decision, r, &call)
-            }
-            (EngineVerdict::Deny, Some(r)) => self.refuse(c, &decision, r, &call),
-            (EngineVerdict::Freeze, Some(r)) => self.park(c, &decision, r, &call),
-            _ => self.execute(c, &decision, &call),
-        }
+        Ok(Decided { facts, decision, inputs, tenant: &self.subject.tenant })
     }
 
     /// What the engine read to decide this call, and its decision, as recorded with the
@@ -526,7 +609,7 @@ impl ReserveJob {
                 .amount(decision.cost)
                 .kit_version(self.kit().version.0)
                 .detail(json!({ "reason": env.reason, "detail": details.reason, "repeat": env.repeat, "limit": details.limit }))
-                .inputs(Some(call.inputs.clone())),
+                .inputs(call.recorded.then(|| call.inputs.clone())),
         )?;
         Ok(())
     }
@@ -656,25 +739,28 @@ struct Counted<'a> {
     windows: &'a [Window],
     /// What the call was decided on ([`crate::domain::replay::Inputs`], JSON).
     inputs: String,
+    /// Whether its entry keeps `inputs` (replay decides it again).
+    recorded: bool,
 }
 
 impl Counted<'_> {
     /// The upsert that counts the call in each of its windows, if it has any.
     fn statement(&self) -> Option<crate::sql::Statement> {
-        if self.windows.is_empty() {
+        let keys = periods::distinct_keys(self.windows);
+        if keys.is_empty() {
             return None;
         }
-        let rows = vec!["(?, ?, 1, ?)"; self.windows.len()].join(", ");
+        let rows = vec!["(?, ?, 1, ?)"; keys.len()].join(", ");
         let sql = format!(
             "INSERT INTO rate_counts AS r (tenant_id, window_key, calls, ends_at) VALUES {rows} \
              ON CONFLICT (tenant_id, window_key) DO UPDATE SET calls = r.calls + 1"
         );
-        let mut args: Vec<Box<dyn crate::sql::ToValue>> = Vec::with_capacity(3 * self.windows.len());
-        for w in self.windows {
+        let mut args: Vec<Box<dyn crate::sql::ToValue>> = Vec::with_capacity(3 * keys.len());
+        for (key, ends_at) in keys {
             args.extend([
                 Box::new(self.tenant.as_str().to_string()) as Box<dyn crate::sql::ToValue>,
-                Box::new(w.key.clone()),
-                Box::new(w.ends_at),
+                Box::new(key.to_string()),
+                Box::new(ends_at),
             ]);
         }
         Some(crate::sql::Statement::new(sql, args))

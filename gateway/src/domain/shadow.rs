@@ -92,6 +92,31 @@ pub(crate) fn end(c: &dyn Tx, tenant: &TenantId, name: &str, how: &str, by: &str
     if n == 0 {
         return Err(Error::NotFound { what: "shadow" });
     }
+    ended(c, tenant, name, how, by)
+}
+
+/// Ends the shadow of kit `name` that started at entry `after_seq`, and answers it, to promote
+/// in the same job: `shadow_changed` when another shadow of the kit runs now (this one was
+/// discarded and another started), `not_found` when none does.
+pub(crate) fn take(c: &dyn Tx, tenant: &TenantId, name: &str, after_seq: i64, by: &str) -> Result<Shadow> {
+    let sql = format!("SELECT {COLUMNS} FROM kit_shadows WHERE tenant_id = ? AND kit_name = ?");
+    let row = c.row(&sql, &[tenant, &name])?.ok_or(Error::NotFound { what: "shadow" })?;
+    let s = Shadow::from_row(&row)?;
+    if s.after_seq != after_seq {
+        return Err(Error::Conflict {
+            code: "shadow_changed",
+            message: format!(
+                "the shadow of kit \"{name}\" you read is no longer the one running; read it again and promote that one"
+            ),
+        });
+    }
+    c.exec("DELETE FROM kit_shadows WHERE tenant_id = ? AND kit_name = ?", &[tenant, &name])?;
+    ended(c, tenant, name, "promoted", by)?;
+    Ok(s)
+}
+
+/// The entry that says a shadow ended, and how.
+fn ended(c: &dyn Tx, tenant: &TenantId, name: &str, how: &str, by: &str) -> Result<()> {
     activity::append(
         c,
         NewEntry::new(tenant, by, Kind::KitEdit)
@@ -123,16 +148,18 @@ pub(crate) fn record(
     if crate::domain::replay::same(&live, &shadowed) {
         return Ok(());
     }
+    // The entry names the profile in its detail, not as its profile: an agent's own feed
+    // (`/v1/events`, its logs) shows what it did, and a draft is not that; the tenant's humans
+    // see it in the tenant's feed.
     activity::append(
         c,
         NewEntry::new(&subject.tenant, subject.profile.as_str(), Kind::Shadow)
             .via(subject.via)
-            .profile(&subject.profile)
             .action(action)
             .verdict(verdict(shadowed.verdict))
             .amount(live.cost)
             .kit_version(kit.version.0)
-            .detail(json!({ "kit": kit.name, "live": Side::of(&live), "shadow": Side::of(&shadowed) })),
+            .detail(json!({ "kit": kit.name, "profile_id": subject.profile, "live": Side::of(&live), "shadow": Side::of(&shadowed) })),
     )?;
     Ok(())
 }
@@ -183,7 +210,8 @@ pub(crate) async fn totals(store: &Store, tenant: &TenantId, name: &str, s: &Sha
     let mut recent = Vec::new();
     for (seq, at, profile, action, amount, detail) in rows {
         let d: serde_json::Value = stored::json("shadow entry", &detail)?;
-        let (Some(profile_id), true) = (profile, d["kit"] == name) else { continue };
+        let named = d["profile_id"].as_str().map(|p| ProfileId::from_db(p.to_string()));
+        let (Some(profile_id), true) = (profile.or(named), d["kit"] == name) else { continue };
         let side = |k: &str| Side {
             verdict: d[k]["verdict"].as_str().unwrap_or_default().to_string(),
             reason: d[k]["reason"].as_str().map(String::from),

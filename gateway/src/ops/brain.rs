@@ -5,7 +5,7 @@
 //! [`crate::domain::brain`] alone.
 
 use chrono::Duration;
-use policy::{ActionRequest, DecisionInput, EngineVerdict, Envelope, Money};
+use policy::Envelope;
 use serde_json::{Value, json};
 
 use crate::Gateway;
@@ -25,15 +25,14 @@ impl Gateway {
     /// kit like any brain tool; a refusal comes back as the envelope.
     pub async fn submit_writeback(&self, subject: &Subject, input: WritebackInput) -> Result<ActionResponse> {
         let (run_id, source) = brain::check_writeback(&input)?;
-        let inputs = match self.gated(subject, "brain.writeback", &json!({ "run_id": run_id })).await? {
-            Ok(inputs) => inputs,
-            Err(refused) => return Ok(refused),
-        };
+        let spec = self.brain_tool("brain.writeback")?;
         let (s, id) = (subject.clone(), format!("wbk_{}", uuid::Uuid::now_v7().simple()));
-        let (wid, _) = self
-            .write(move |c| {
+        let args = json!({ "run_id": run_id });
+        // Decided, counted and recorded in one job: a writeback over a rate limit leaves nothing.
+        let recorded = self
+            .governed_in_job(subject, (spec, args), true, move |c, inputs| {
                 let ids = brain::record_writeback(c, &s, &id, &input, &run_id, &source)?;
-                let e = activity::append(
+                activity::append(
                     c,
                     NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
                         .via(s.via)
@@ -41,11 +40,15 @@ impl Gateway {
                         .action("brain.writeback")
                         .verdict(Verdict::Allow)
                         .detail(json!({ "writeback_id": id, "run_id": run_id, "proposals": ids }))
-                        .inputs(inputs.clone()),
+                        .inputs(Some(inputs)),
                 )?;
-                Ok((id.clone(), vec![e]))
+                Ok(id.clone())
             })
             .await?;
+        let wid = match recorded {
+            Ok(wid) => wid,
+            Err(refused) => return Ok(refused),
+        };
         let wb = self.writeback(&subject.tenant, &wid).await?;
         Ok(ActionResponse {
             disposition: Disposition::Executed,
@@ -54,80 +57,16 @@ impl Gateway {
         })
     }
 
-    /// Decides whether `subject` may use `tool` at all right now, without reserving anything
-    /// (brain tools have no price). `None` means go ahead; otherwise the refusal to return.
+    /// Decides whether `subject` may use `tool` right now, as every governed call is decided
+    /// (its kit, budgets, periods and rate windows, counted in them), reserving nothing: brain
+    /// tools have no price. `None` means go ahead; otherwise the refusal to return.
     pub async fn gate(&self, subject: &Subject, tool: &str, args: &Value) -> Result<Option<ActionResponse>> {
-        Ok(self.gated(subject, tool, args).await?.err())
+        let spec = self.brain_tool(tool)?;
+        Ok(self.governed_in_job(subject, (spec, args.clone()), false, |_, _| Ok(())).await?.err())
     }
 
-    /// [`Gateway::gate`], with what it decided on when it lets the call through: the decision
-    /// inputs a writeback records with its entry (a refusal records them with its own).
-    async fn gated(
-        &self,
-        subject: &Subject,
-        tool: &str,
-        args: &Value,
-    ) -> Result<std::result::Result<Option<String>, ActionResponse>> {
-        let spec = self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })?;
-        let links = self.links(&subject.tenant, &subject.profile).await?;
-        let d = policy::evaluate(&DecisionInput {
-            subject: crate::domain::chain::chain_status(&links),
-            kit: &links[0].kit,
-            action: request_for(&spec),
-            budgets: &[],
-            company_credit: Money::MAX,
-            periods: &[],
-            rates: &[],
-        });
-        // Writebacks are recorded calls (replay decides them again); brain reads are not.
-        let inputs = if tool == "brain.writeback" {
-            Some(self.gate_inputs(subject, &links, &spec, &d).await?)
-        } else {
-            None
-        };
-        let Some(refusal) = d.refusal.filter(|_| d.verdict == EngineVerdict::Deny) else {
-            return Ok(Ok(inputs));
-        };
-        let (s, name, digest, kit) =
-            (subject.clone(), spec.name.clone(), crate::domain::calls::digest(args), links[0].kit.clone());
-        let (env, _) = self
-            .write(move |c| {
-                let repeat = crate::domain::reserve::count_repeat(c, &s.profile, &name, &digest)?;
-                let env = Envelope::deny(&kit, &request_for(&spec), refusal, repeat, Vec::new());
-                let e = activity::append(
-                    c,
-                    NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Refusal)
-                        .via(s.via)
-                        .profile(&s.profile)
-                        .action(&name)
-                        .verdict(Verdict::Deny)
-                        .kit_version(kit.version.0)
-                        .detail(json!({ "reason": env.reason, "detail": env.error.details.reason, "repeat": repeat }))
-                        .inputs(inputs.clone()),
-                )?;
-                Ok((env, vec![e]))
-            })
-            .await?;
-        Ok(Err(ActionResponse {
-            disposition: Disposition::Refused,
-            body: Answer::Verdict(Box::new(env)),
-            replayed: false,
-        }))
-    }
-
-    /// What a gate decision read: the kit, the profile's standing and the tool; no budget.
-    async fn gate_inputs(
-        &self,
-        subject: &Subject,
-        links: &[crate::domain::chain::Link],
-        spec: &policy::ToolSpec,
-        d: &policy::Decision,
-    ) -> Result<String> {
-        let now = self.now();
-        let day = self.tenant_clock(&subject.tenant).await?.calendar.day(now);
-        let inputs =
-            crate::domain::replay::Inputs::unbudgeted(&links[0].kit.name, (now, day), links, spec, d);
-        Ok(serde_json::to_string(&inputs).expect("decision inputs serialize"))
+    fn brain_tool(&self, tool: &str) -> Result<policy::ToolSpec> {
+        self.catalog.get(tool).cloned().ok_or(Error::NotFound { what: "tool" })
     }
 
     /// Decides a proposal. Reject applies at once; a human's accept canonizes; an agent's
@@ -335,8 +274,4 @@ impl Gateway {
 
 fn decided(proposal: Proposal, belief_id: Option<String>) -> Answer {
     Answer::Proposal(Box::new(ProposalDecided { ok: true, proposal, belief_id }))
-}
-
-fn request_for(spec: &policy::ToolSpec) -> ActionRequest<'_> {
-    ActionRequest { tool: spec, amount: Money::ZERO, recipient: None, merchant: None, toolkit: None }
 }

@@ -35,76 +35,73 @@ impl Gateway {
         expected: Option<KitVersion>,
         author: &str,
     ) -> Result<KitRecord> {
-        self.save_kit_as(tenant, kit, expected, author, false).await
+        kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
+        let (t, by) = (tenant.clone(), author.to_string());
+        let record = self.write(move |c| save_in(c, &t, kit.clone(), expected, &by)).await?;
+        self.kit_saved(tenant);
+        Ok(record)
     }
 
-    /// [`Gateway::save_kit`]; with `promote`, in the same job, ends the kit's shadow as
-    /// promoted (`not_found` if it has none, and nothing is saved).
-    pub(crate) async fn save_kit_as(
-        &self,
-        tenant: &TenantId,
-        mut kit: Kit,
-        expected: Option<KitVersion>,
-        author: &str,
-        promote: bool,
-    ) -> Result<KitRecord> {
-        kit.validate().map_err(|e| Error::invalid("invalid_kit", e.to_string()))?;
-        let previous = match self.current_kit(tenant, &kit.name).await {
-            Ok(r) => Some(r.kit),
-            Err(Error::NotFound { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        let current = previous.as_ref().map(|k| k.version);
-        if current != expected {
-            return Err(Error::Conflict {
-                code: "kit_version_conflict",
-                message: match current {
-                    Some(v) => format!(
-                        "kit \"{}\" is now at {v}; reload it, reapply your edit and save again",
-                        kit.name
-                    ),
-                    None => format!("kit \"{}\" does not exist yet; save it as a new kit", kit.name),
-                },
-            });
-        }
-        kit.version = expected.map_or(KitVersion::FIRST, KitVersion::next);
-        let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
-        let record = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
-        let (t, r) = (tenant.clone(), record.clone());
-        self.write(move |c| {
-            if promote {
-                crate::domain::shadow::end(c, &t, &r.kit.name, "promoted", &r.author)?;
-            }
-            crate::domain::groups::check_rules(c, &t, &r.kit)?;
-            insert_version(c, &t, &r).map_err(|e| {
-                if e.is_unique_violation() {
-                    // Two saves raced for the same version: the loser conflicts.
-                    Error::Conflict {
-                        code: "kit_version_conflict",
-                        message: "someone saved this kit at the same moment; reload and save again".into(),
-                    }
-                } else {
-                    e
-                }
-            })?;
-            activity::append(
-                c,
-                NewEntry::new(&t, &r.author, Kind::KitEdit)
-                    .via_actor()
-                    .action(format!("kit:{}", r.kit.name))
-                    .verdict(Verdict::Saved)
-                    .kit_version(r.kit.version.0)
-                    .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
-            )
-        })
-        .await?;
-        // Every cached kit and ancestry may hold the old version.
+    /// Every cached kit, shadow and ancestry may hold the old version.
+    pub(crate) fn kit_saved(&self, tenant: &TenantId) {
         self.kit_cache.invalidate();
         self.shadow_cache.invalidate();
         self.agents_changed(Some(tenant));
         self.invalidate_links();
-        Ok(record)
     }
+}
+
+/// Saves `kit` as the version after `expected`, read in this job: the version check, the
+/// diff against the version saved now, the approval rules' groups, the row and its entry.
+pub(crate) fn save_in(
+    c: &dyn crate::sql::Tx,
+    tenant: &TenantId,
+    mut kit: Kit,
+    expected: Option<KitVersion>,
+    author: &str,
+) -> Result<KitRecord> {
+    let previous = match kits::current_kit_in(c, tenant, &kit.name) {
+        Ok(k) => Some(k),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let current = previous.as_ref().map(|k| k.version);
+    if current != expected {
+        return Err(Error::Conflict {
+            code: "kit_version_conflict",
+            message: match current {
+                Some(v) => {
+                    format!("kit \"{}\" is now at {v}; reload it, reapply your edit and save again", kit.name)
+                }
+                None => format!("kit \"{}\" does not exist yet; save it as a new kit", kit.name),
+            },
+        });
+    }
+    kit.version = expected.map_or(KitVersion::FIRST, KitVersion::next);
+    let diff = previous.as_ref().map(|p| KitDiff::between(p, &kit)).unwrap_or_default();
+    let r = KitRecord { kit, author: author.to_string(), diff, created_at: Utc::now() };
+    crate::domain::groups::check_rules(c, tenant, &r.kit)?;
+    insert_version(c, tenant, &r).map_err(|e| {
+        if e.is_unique_violation() {
+            // Two saves raced for the same version: the loser conflicts.
+            Error::Conflict {
+                code: "kit_version_conflict",
+                message: "someone saved this kit at the same moment; reload and save again".into(),
+            }
+        } else {
+            e
+        }
+    })?;
+    activity::append(
+        c,
+        NewEntry::new(tenant, &r.author, Kind::KitEdit)
+            .via_actor()
+            .action(format!("kit:{}", r.kit.name))
+            .verdict(Verdict::Saved)
+            .kit_version(r.kit.version.0)
+            .detail(serde_json::json!({ "kit": r.kit.name, "diff": r.diff.changes })),
+    )?;
+    Ok(r)
 }
 
 impl Gateway {

@@ -130,12 +130,20 @@ impl Gateway {
         tenant: &TenantId,
         local: &str,
     ) -> Result<chrono::DateTime<chrono::Utc>> {
-        let naive = chrono::NaiveDateTime::parse_from_str(local.trim(), "%Y-%m-%dT%H:%M").map_err(|_| {
+        let not_a_moment = || {
             Error::invalid(
                 "invalid_moment",
-                format!("`{local}` is not a moment; write it as 2026-12-31T23:50"),
+                format!(
+                    "`{local}` is not a moment between the years 1970 and 9999; write it as 2026-12-31T23:50"
+                ),
             )
-        })?;
+        };
+        let naive = chrono::NaiveDateTime::parse_from_str(local.trim(), "%Y-%m-%dT%H:%M")
+            .map_err(|_| not_a_moment())?;
+        // Periods are found by date arithmetic a year past the calendar's end would overflow.
+        if !(1970..=9999).contains(&chrono::Datelike::year(&naive)) {
+            return Err(not_a_moment());
+        }
         let zone = self.tenant_clock(tenant).await?.calendar.zone_at(self.now());
         use chrono::TimeZone;
         (0..3)

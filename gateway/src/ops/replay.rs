@@ -42,6 +42,9 @@ pub struct ReplayRequest {
     pub version: Option<u32>,
     pub from: Option<DateTime<Utc>>,
     pub to: Option<DateTime<Utc>>,
+    /// Without `from`: how many days before `to` the range starts (1 to [`MAX_RANGE_DAYS`];
+    /// [`DEFAULT_RANGE_DAYS`] unless given).
+    pub days: Option<i64>,
     /// List the changed calls after this entry (the previous answer's `next`).
     pub after: Option<i64>,
     pub limit: usize,
@@ -51,13 +54,14 @@ pub struct ReplayRequest {
 
 impl ReplayRequest {
     /// `draft` over the last `days` days, its first `limit` changed calls.
+    /// `days` is checked when the replay runs, like every range (`range_too_long`).
     pub fn recent(draft: Option<Kit>, days: i64, limit: usize) -> ReplayRequest {
-        let to = Utc::now();
         ReplayRequest {
             draft,
             version: None,
-            from: Some(to - Duration::days(days)),
-            to: Some(to),
+            from: None,
+            to: None,
+            days: Some(days),
             after: None,
             limit,
             profile: None,
@@ -92,13 +96,21 @@ pub struct ShadowView {
 }
 
 /// The bounded range `[from, to)` a request asks for.
-fn range(
-    from: Option<DateTime<Utc>>,
-    to: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
-    let to = to.unwrap_or(now);
-    let from = from.unwrap_or(to - Duration::days(DEFAULT_RANGE_DAYS));
+fn range(req: &ReplayRequest, now: DateTime<Utc>) -> Result<(DateTime<Utc>, DateTime<Utc>)> {
+    let to = req.to.unwrap_or(now);
+    let days = req.days.unwrap_or(DEFAULT_RANGE_DAYS);
+    if days > MAX_RANGE_DAYS {
+        return Err(too_long());
+    }
+    if days < 1 {
+        return Err(Error::invalid("invalid_range", "`days` is at least 1"));
+    }
+    let from = match req.from {
+        Some(from) => from,
+        None => to.checked_sub_signed(Duration::days(days)).ok_or_else(|| {
+            Error::invalid("invalid_range", "`to` is before the earliest moment a replay can start from")
+        })?,
+    };
     if to > now + Duration::minutes(1) {
         return Err(Error::invalid(
             "range_in_future",
@@ -109,19 +121,25 @@ fn range(
         return Err(Error::invalid("invalid_range", "`from` must be before `to`"));
     }
     if to - from > Duration::days(MAX_RANGE_DAYS) {
-        return Err(Error::invalid(
-            "range_too_long",
-            format!("a replay reads at most {MAX_RANGE_DAYS} days; narrow `from` and `to`"),
-        ));
+        return Err(too_long());
     }
     Ok((from, to))
+}
+
+fn too_long() -> Error {
+    Error::invalid(
+        "range_too_long",
+        format!(
+            "a replay reads at most {MAX_RANGE_DAYS} days; narrow `from` and `to`, or ask for fewer `days`"
+        ),
+    )
 }
 
 impl Gateway {
     /// Decides the recorded calls of kit `name`'s profiles in the range again under the draft
     /// (or saved version) `req` names. Writes nothing.
     pub async fn replay(&self, tenant: &TenantId, name: &str, req: ReplayRequest) -> Result<ReplayReport> {
-        let (from, to) = range(req.from, req.to, Utc::now())?;
+        let (from, to) = range(&req, Utc::now())?;
         let live = self.current_kit(tenant, name).await?;
         let draft = self.draft_to_replay(tenant, name, &req, live).await?;
         let clock = self.tenant_clock(tenant).await?;
@@ -286,17 +304,26 @@ impl Gateway {
         Ok(())
     }
 
-    /// Saves the shadow of kit `name` as its next version (edited from `expected`, like any
-    /// save) and ends the shadow, in one job.
+    /// Saves the shadow of kit `name` that started at entry `shadow` as the kit's next version
+    /// (edited from `expected`, like any save) and ends it, in one job that reads both: a
+    /// shadow discarded and started again since it was read is `shadow_changed`, and nothing
+    /// is saved or ended.
     pub async fn promote_shadow(
         &self,
         tenant: &TenantId,
         name: &str,
-        expected: KitVersion,
+        (expected, shadow): (KitVersion, i64),
         by: &str,
     ) -> Result<KitRecord> {
-        let s = shadow::get(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "shadow" })?;
-        self.save_kit_as(tenant, s.kit, Some(expected), by, true).await
+        let (t, n, by) = (tenant.clone(), name.to_string(), by.to_string());
+        let record = self
+            .write(move |c| {
+                let s = shadow::take(c, &t, &n, shadow, &by)?;
+                crate::ops::kits::save_in(c, &t, s.kit, Some(expected), &by)
+            })
+            .await?;
+        self.kit_saved(tenant);
+        Ok(record)
     }
 
     /// The shadow of the kit `name` the deciding job evaluates beside it, cached.

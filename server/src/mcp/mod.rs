@@ -154,7 +154,7 @@ fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> R
 }
 
 /// Checks the scoped key on every HTTP request to `/mcp` and hands the agent to the session.
-async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let Some(token) = crate::http::auth::bearer(req.headers()) else {
         return unauthorized(
             "missing_key",
@@ -165,6 +165,11 @@ async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next:
     match shared.gateway.credential(token).await {
         Ok(Some(Credential::Agent(mut subject))) => {
             subject.via = gateway::audit::activity::Transport::Mcp;
+            let req = match seat_for_initialize(&shared, &subject, req).await {
+                Ok(req) => req,
+                Err(refused) => return refused,
+            };
+            let mut req = req;
             req.extensions_mut().insert(subject);
             next.run(req).await
         }
@@ -181,6 +186,51 @@ async fn authenticate(State(shared): State<Arc<Shared>>, mut req: Request, next:
         ),
         Err(e) => Problem::from(e).into_response(),
     }
+}
+
+/// A request that opens a session (an `initialize` without `Mcp-Session-Id`) takes its key's
+/// place among [`MAX_SESSIONS_PER_KEY`] here, before the SDK makes a session: a key past the
+/// limit is answered `too_many_sessions` and no session, worker or id is made for it. The
+/// place rides in the request ([`SeatSlot`]) to the session's `initialize`, which keeps it for
+/// the session's life; a request the SDK refuses before that drops it with the request.
+async fn seat_for_initialize(
+    shared: &Arc<Shared>,
+    subject: &Subject,
+    req: Request,
+) -> Result<Request, Response> {
+    if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
+        return Ok(req);
+    }
+    let (parts, body) = req.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return Err(crate::http::limits::too_large());
+    };
+    let mut req = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+    let Some(id) = initialize_id(&bytes) else { return Ok(req) };
+    let Some(seat) = Seat::take(shared, &subject.key) else {
+        let message = format!(
+            "this key already holds {MAX_SESSIONS_PER_KEY} open MCP sessions; close one (DELETE /mcp with its Mcp-Session-Id) or reuse it"
+        );
+        let error = serde_json::json!({ "code": -32600, "message": message, "data": { "code": "too_many_sessions" } });
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error });
+        return Err((StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response());
+    };
+    req.extensions_mut().insert(SeatSlot(Arc::new(Mutex::new(Some(seat)))));
+    Ok(req)
+}
+
+/// The id of a JSON-RPC `initialize` request in `body`, if that is what it is. Most bodies
+/// are not: the full parse runs only on one that names the method.
+fn initialize_id(body: &[u8]) -> Option<serde_json::Value> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+        id: Option<serde_json::Value>,
+    }
+    const NEEDLE: &[u8] = b"\"initialize\"";
+    body.windows(NEEDLE.len()).any(|w| w == NEEDLE).then_some(())?;
+    let m: Message = serde_json::from_slice(body).ok()?;
+    (m.method.as_deref() == Some("initialize")).then(|| m.id.unwrap_or_default())
 }
 
 /// A JSON-RPC error answer outside any request (`id` null).
@@ -265,6 +315,10 @@ struct Shared {
     open: Mutex<std::collections::HashMap<gateway::KeyId, usize>>,
 }
 
+/// A place taken for the session a request opens, until its `initialize` keeps it.
+#[derive(Clone)]
+struct SeatSlot(Arc<Mutex<Option<Seat>>>);
+
 /// One open session's place in its key's count, given back when the session ends.
 struct Seat {
     shared: Arc<Shared>,
@@ -343,13 +397,9 @@ impl ServerHandler for Session {
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
-        if self.seat.get().is_none() {
-            let seat = Seat::take(&self.shared, &subject.key).ok_or_else(|| {
-                ErrorData::invalid_request(
-                    format!("this key already holds {MAX_SESSIONS_PER_KEY} open MCP sessions; close one (DELETE /mcp with its Mcp-Session-Id) or reuse it"),
-                    Some(serde_json::json!({ "code": "too_many_sessions" })),
-                )
-            })?;
+        let slot =
+            ctx.extensions.get::<axum::http::request::Parts>().and_then(|p| p.extensions.get::<SeatSlot>());
+        if let Some(seat) = slot.and_then(|s| s.0.lock().expect("not poisoned").take()) {
             let _ = self.seat.set(seat);
         }
         let listed = tools::visible(&self.shared.gateway, &subject).await.map_err(internal)?;

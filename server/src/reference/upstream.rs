@@ -116,7 +116,7 @@ fn signature_ok(headers: &HeaderMap, secret: &str, body: &[u8]) -> bool {
     else {
         return false;
     };
-    if (chrono::Utc::now().timestamp() - t).abs() > MAX_SIGNATURE_AGE_SECS {
+    if chrono::Utc::now().timestamp().abs_diff(t) > MAX_SIGNATURE_AGE_SECS as u64 {
         return false;
     }
     gateway::secrets::digest_eq(&gateway::delivery::connectors::http::signature(secret, t, body), sig)

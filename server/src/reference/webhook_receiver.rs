@@ -76,7 +76,7 @@ fn verified(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
     let header = |n| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let (id, ts) = (header("webhook-id"), header("webhook-timestamp"));
     let Ok(t) = ts.parse::<i64>() else { return false };
-    if (chrono::Utc::now().timestamp() - t).abs() > 300 {
+    if chrono::Utc::now().timestamp().abs_diff(t) > 300 {
         return false;
     }
     let expected = gateway::delivery::webhooks::sign(secret, id, t, body);

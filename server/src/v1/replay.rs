@@ -57,6 +57,7 @@ pub async fn replay(
         version: b.version,
         from: b.from,
         to: b.to,
+        days: None,
         after: b.after,
         limit: b.limit.unwrap_or(100),
         profile: None,
@@ -92,7 +93,8 @@ pub async fn start(
 
 #[utoipa::path(get, path = "/v1/kits/{name}/shadow", tag = "kits",
     params(("name" = String, Path, description = "The kit's name.")),
-    responses((status = 200, description = "The running shadow, its totals since it started and its diff against the live version.", body = ShadowView),
+    responses((status = 200, description = "The running shadow, its totals since it started and its diff against the live version.", body = ShadowView,
+            headers(("ETag" = String, description = "The live version and the shadow's mark, such as \"3.41\": promote with it as If-Match."))),
         (status = 404, description = "No such kit, or it has no shadow.", body = Problem)))]
 pub async fn get(
     State(state): State<AppState>,
@@ -100,7 +102,11 @@ pub async fn get(
     Path(name): Path<String>,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("running a shadow kit")?;
-    Ok(Json(state.gateway.shadow(&tenant, &name).await?).into_response())
+    let view = state.gateway.shadow(&tenant, &name).await?;
+    let tag = format!("\"{}.{}\"", view.live_version, view.shadow.after_seq);
+    let mut res = Json(view).into_response();
+    res.headers_mut().insert(header::ETAG, header::HeaderValue::from_str(&tag).expect("digits and a dot"));
+    Ok(res)
 }
 
 #[utoipa::path(delete, path = "/v1/kits/{name}/shadow", tag = "kits",
@@ -122,9 +128,10 @@ pub async fn discard(
 #[into_params(parameter_in = Header)]
 #[allow(dead_code)]
 pub struct PromoteHeaders {
-    /// The live version the shadow replaces, such as "3" (GET the shadow for `live_version`).
+    /// The shadow's `ETag` as GET answered it: the live version it replaces and the shadow's
+    /// own mark, such as "3.41".
     #[serde(rename = "If-Match")]
-    #[param(pattern = r#"^"?[1-9][0-9]{0,8}"?$"#)]
+    #[param(pattern = r#"^"?[1-9][0-9]{0,8}\.[0-9]{1,18}"?$"#)]
     if_match: String,
 }
 
@@ -133,7 +140,7 @@ pub struct PromoteHeaders {
     responses((status = 200, description = "The shadow is saved as the kit's next version and ends.", body = gateway::KitRecord),
         (status = 400, description = "`if_match_required`, `invalid_if_match`.", body = Problem),
         (status = 404, description = "The kit has no shadow.", body = Problem),
-        (status = 409, description = "`kit_version_conflict`: the live kit changed since you looked.", body = Problem)))]
+        (status = 409, description = "`kit_version_conflict`: the live kit changed since you looked; `shadow_changed`: the shadow was discarded and another started since you looked.", body = Problem)))]
 pub async fn promote(
     State(state): State<AppState>,
     caller: Caller,
@@ -141,29 +148,32 @@ pub async fn promote(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let tenant = caller.company("running a shadow kit")?;
-    let expected = if_match(&headers)?;
-    let saved = state.gateway.promote_shadow(&tenant, &name, expected, crate::v1::reply::ACTOR).await?;
+    let tag = if_match(&headers)?;
+    let saved = state.gateway.promote_shadow(&tenant, &name, tag, crate::v1::reply::ACTOR).await?;
     Ok(Json(saved).into_response())
 }
 
-/// The live version a promotion names in `If-Match`: required, a version number.
-fn if_match(headers: &HeaderMap) -> Result<KitVersion, Problem> {
+/// What a promotion names in `If-Match`, the shadow's `ETag`: the live version it replaces
+/// and the shadow's mark (the entry that started it). Required.
+fn if_match(headers: &HeaderMap) -> Result<(KitVersion, i64), Problem> {
     let Some(v) =
         headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()).filter(|v| !v.trim().is_empty())
     else {
         return Err(Problem::new(
             StatusCode::BAD_REQUEST,
             "if_match_required",
-            "send If-Match with the live version the shadow replaces (GET the shadow for `live_version`)",
+            "send If-Match with the shadow's ETag (GET /v1/kits/{name}/shadow), such as \"3.41\"",
         ));
     };
-    Ok(KitVersion(v.trim().trim_matches('"').parse().map_err(|_| {
+    let bad = || {
         Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid_if_match",
-            "If-Match carries a kit version, such as \"3\"",
+            "If-Match carries the shadow's ETag as GET /v1/kits/{name}/shadow answered it, such as \"3.41\"",
         )
-    })?))
+    };
+    let (live, shadow) = v.trim().trim_matches('"').split_once('.').ok_or_else(bad)?;
+    Ok((KitVersion(live.parse().map_err(|_| bad())?), shadow.parse().map_err(|_| bad())?))
 }
 
 /// Refuses a promotion without a usable `If-Match` before anything else looks at it (the

@@ -100,6 +100,19 @@ pub async fn spawn_with(config: Config) -> TestApp {
     }
 }
 
+/// The application on a fresh database, its clock read from a file the test writes
+/// (`NAIVE_TEST_CLOCK_FILE`), starting at `at`: the app and that file.
+pub async fn spawn_clocked(at: &str) -> (TestApp, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, at).unwrap();
+    let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let mut app = spawn_with(Config { test_clock_file: Some(clock.clone()), ..config(&url) }).await;
+    app._dir = Some(dir);
+    app._cluster = cluster;
+    (app, clock)
+}
+
 impl TestApp {
     pub async fn get(&self, path: &str) -> (u16, String) {
         let res = self

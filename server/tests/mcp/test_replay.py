@@ -135,3 +135,18 @@ async def test_a_shadow_counts_live_calls_and_their_differences_without_refusing
     assert [(c["was"]["verdict"], c["would_be"]["detail"]) for c in totals["recent"]] == [("allow", "hard_cap_exceeded")]
     status, saved = server.api("POST", f"/v1/kits/{kit}/shadow/promote")
     assert status == 400
+
+
+async def test_a_replay_of_too_many_days_is_refused_not_a_crash(server, mode):
+    """#47 finding 9: `days` past what a replay reads, or past what a date can hold, answers
+    a refusal that names the argument; the session goes on."""
+    kit = server.kit(["cards"], LIVE)
+    _, key, _ = server.agent(kit)
+    draft = {"name": kit, "primitives": ["cards"], "limits": {}}
+    async with server.mcp(key, mode) as c:
+        for days in (32, 10**15, 10**20, 0, -5):
+            r = await c.call_tool("naive_kit_replay", {"draft": draft, "days": days})
+            assert r.is_error is True, (days, r.structured_content)
+            assert r.structured_content["code"] in ("invalid_argument", "range_too_long"), r.structured_content
+        r = await c.call_tool("naive_kit_replay", {"draft": draft, "days": 3})
+        assert r.is_error is False, r.structured_content
