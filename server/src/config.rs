@@ -196,10 +196,14 @@ pub struct Config {
     #[arg(long, env = "NAIVE_OUTBOX_MAX_QUEUED", default_value_t = gateway::delivery::outbox::MAX_QUEUED, global = true)]
     pub outbox_max_queued: i64,
 
-    /// How many days delivered and purged outbox rows are kept before they are deleted (dead
-    /// letters and rejections stay until an admin acts on them).
+    /// How many days delivered and purged outbox rows are kept before they are deleted.
     #[arg(long, env = "NAIVE_OUTBOX_RETENTION_DAYS", default_value_t = 7, global = true)]
     pub outbox_retention_days: u32,
+
+    /// How many days dead letters and rejected commands are kept, from when they were
+    /// queued, for an admin to retry them (or purge them sooner).
+    #[arg(long, env = "NAIVE_OUTBOX_DEAD_RETENTION_DAYS", default_value_t = 30, global = true)]
+    pub outbox_dead_retention_days: u32,
 
     /// Where people reach the console (`https://naive.example.com`), for the links in
     /// notifications. Unset: this server's own address.

@@ -223,6 +223,7 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
             backoff_base_ms: config.outbox_backoff_base_ms.max(1),
             backoff_max_ms: config.outbox_backoff_max_ms.max(1),
             retention_secs: i64::from(config.outbox_retention_days) * 86_400,
+            dead_retention_secs: i64::from(config.outbox_dead_retention_days) * 86_400,
             max_queued: config.outbox_max_queued.max(1),
         },
         egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)

@@ -79,7 +79,63 @@ fn provider() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildErro
     let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().build()?;
     let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "naive-gateway".into());
     let resource = opentelemetry_sdk::Resource::builder().with_service_name(service).build();
-    Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
+    let sampler = operator_sampler(sampling_ratio());
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .with_sampler(sampler)
+        .build())
+}
+
+/// The share of calls traced, from `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG`
+/// (`always_on`, `always_off`, `traceidratio`, each also `parentbased_…`); all unless set.
+fn sampling_ratio() -> f64 {
+    let kind = std::env::var("OTEL_TRACES_SAMPLER").unwrap_or_default();
+    let arg = || std::env::var("OTEL_TRACES_SAMPLER_ARG").ok().and_then(|a| a.trim().parse::<f64>().ok());
+    match kind.trim().trim_start_matches("parentbased_") {
+        "" | "always_on" => 1.0,
+        "always_off" => 0.0,
+        "traceidratio" => arg().unwrap_or(1.0).clamp(0.0, 1.0),
+        other => {
+            eprintln!(
+                "warning: OTEL_TRACES_SAMPLER={other} is not one this server knows; every call is traced"
+            );
+            1.0
+        }
+    }
+}
+
+/// The operator's sampler: a new trace is kept at `ratio` by its id, a trace a caller
+/// continues (its `traceparent`) at `ratio` by a draw of our own, so neither the caller's
+/// `sampled` flag nor a trace id it picked decides; a span inside a trace follows its parent.
+fn operator_sampler(ratio: f64) -> opentelemetry_sdk::trace::ParentBasedSampler {
+    use opentelemetry_sdk::trace::Sampler;
+    Sampler::parent_based(Sampler::TraceIdRatioBased(ratio))
+        .with_remote_parent_sampled(Chance(ratio))
+        .with_remote_parent_not_sampled(Chance(ratio))
+}
+
+/// Keeps a span with probability `.0`, whatever its parent says.
+#[derive(Clone, Debug)]
+struct Chance(f64);
+
+impl opentelemetry_sdk::trace::ShouldSample for Chance {
+    fn should_sample(
+        &self,
+        parent: Option<&opentelemetry::Context>,
+        _: opentelemetry::trace::TraceId,
+        _: &str,
+        _: &opentelemetry::trace::SpanKind,
+        _: &[opentelemetry::KeyValue],
+        _: &[opentelemetry::trace::Link],
+    ) -> opentelemetry_sdk::trace::SamplingResult {
+        use opentelemetry::trace::TraceContextExt;
+        use opentelemetry_sdk::trace::SamplingDecision;
+        let keep = self.0 >= 1.0 || rand::random::<f64>() < self.0;
+        let decision = if keep { SamplingDecision::RecordAndSample } else { SamplingDecision::Drop };
+        let trace_state = parent.map(|cx| cx.span().span_context().trace_state().clone()).unwrap_or_default();
+        opentelemetry_sdk::trace::SamplingResult { decision, attributes: Vec::new(), trace_state }
+    }
 }
 
 impl Telemetry {
@@ -94,21 +150,23 @@ impl Telemetry {
 }
 
 /// The span of one HTTP request, a child of the `traceparent` it carries (W3C trace context).
+/// Its `route` is the route's template (`/v1/vault/secrets/{name}`), never the path a caller
+/// sent, so no span carries a tenant's names or ids; a path no route matches is
+/// `{unmatched}`, a method outside the standard ones `_OTHER`.
 pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
-    let span = tracing::debug_span!(target: "server", "request", method = %req.method(), route = %route(req.uri().path()));
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("{unmatched}", |m| m.as_str());
+    let method = match *req.method() {
+        axum::http::Method::GET
+        | axum::http::Method::POST
+        | axum::http::Method::PUT
+        | axum::http::Method::DELETE
+        | axum::http::Method::PATCH
+        | axum::http::Method::HEAD
+        | axum::http::Method::OPTIONS => req.method().as_str(),
+        _ => "_OTHER",
+    };
+    let span = tracing::debug_span!(target: "server", "request", method = method, route = route);
     let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
     gateway::audit::trace::continue_from(&span, parent);
     span
-}
-
-/// The path with its ids left out (`/v1/approvals/{id}` for `/v1/approvals/apr_…`): a span's
-/// name must not carry what identifies a tenant's things.
-fn route(path: &str) -> String {
-    path.split('/')
-        .map(|seg| {
-            let digits = seg.len() > 3 && seg.bytes().any(|b| b.is_ascii_digit());
-            if seg.contains('_') || seg.len() > 24 || digits { "{id}" } else { seg }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }

@@ -491,3 +491,161 @@ async fn a_replay_range_at_the_calendars_edge_is_refused_not_a_panic() {
         }
     }
 }
+
+/// #12: `/readyz` answers anyone, so a flood of it costs the writer at most one probe a
+/// second: 300 requests at once are all answered ready, with a handful of writer jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_readiness_probes_costs_the_writer_nothing_more() {
+    let app = spawn_app().await;
+    let (_, before) = app.gateway.writer_stats();
+    let started = std::time::Instant::now();
+    let probes = (0..300).map(|_| {
+        let (client, url) = (app.client.clone(), format!("{}/readyz", app.base));
+        tokio::spawn(async move { client.get(url).send().await.unwrap().status().as_u16() })
+    });
+    for p in futures_util::future::join_all(probes).await {
+        assert_eq!(p.unwrap(), 200);
+    }
+    let (_, after) = app.gateway.writer_stats();
+    let seconds = started.elapsed().as_secs();
+    // One probe a second, and whatever the server's own background work wrote meanwhile.
+    assert!(after - before <= seconds + 10, "{} writer jobs for 300 probes in {seconds} s", after - before);
+}
+
+/// How many webhook dead letters the company lists.
+async fn dead_letters(app: &TestApp) -> usize {
+    let (_, _, list) =
+        app.send("GET", "/v1/webhooks/deliveries?status=dead", Some(COMPANY_KEY), None, &[]).await;
+    list["items"].as_array().unwrap().len()
+}
+
+/// #16: dead letters do not grow without end: a full endpoint's events are dead letters,
+/// its purge ends them with its backlog (and says how many), and dead letters older than
+/// their retention are swept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_endpoints_dead_letters_are_purged_and_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let app = common::spawn_with(common::config(&url)).await;
+    let receiver = common::process::start_receiver(&[]);
+    let hook = json!({"url": format!("{}/hook", receiver.base), "events": ["approval.parked"]});
+    let (_, _, b) = app.send("POST", "/v1/webhooks", Some(COMPANY_KEY), Some(hook), &[]).await;
+    let endpoint = b["endpoint"]["id"].as_str().unwrap().to_string();
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let full = gateway::delivery::outbox::MAX_QUEUED as usize;
+    let later = chrono::Utc::now() + chrono::Duration::days(1);
+    app.gateway.seed_stuck_queue(&tenant, "webhook", &endpoint, full, later).await.unwrap();
+    app.put_kit(json!({"name": "Parks", "primitives": ["cards"], "limits": {"approve": {"above": "50"}}}))
+        .await;
+    let (p, _, key) = app.new_agent("parker", "Parks", None).await;
+    let park = async |n: usize| {
+        for _ in 0..n {
+            let args = json!({"amount": "60.00", "merchant": "acme"});
+            assert_eq!(
+                app.send("POST", &format!("/v1/users/{p}/cards/charge"), Some(&key), Some(args), &[]).await.0,
+                202
+            );
+        }
+    };
+    park(3).await;
+    assert_eq!(dead_letters(&app).await, 3, "a full endpoint's events are dead letters");
+    let (s, _, purged) =
+        app.send("POST", &format!("/v1/webhooks/{endpoint}/purge"), Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!((s, &purged), (200, &json!({"purged": full, "dead_letters": 3})), "{purged}");
+    assert_eq!(dead_letters(&app).await, 0, "the purge ended the dead letters too");
+
+    app.gateway.seed_stuck_queue(&tenant, "webhook", &endpoint, full, later).await.unwrap();
+    park(2).await;
+    assert_eq!(dead_letters(&app).await, 2);
+    app.stop().await;
+    let app =
+        common::spawn_with(server::config::Config { outbox_dead_retention_days: 0, ..common::config(&url) })
+            .await;
+    app.gateway.sweep_outbox_now().await;
+    assert_eq!(dead_letters(&app).await, 0, "dead letters past their retention were swept");
+}
+
+/// The database's deadlock count on PostgreSQL (`None` on SQLite, which has none), read after
+/// the statistics of the server's sessions have had time to arrive.
+async fn deadlocks(url: &str) -> Option<i64> {
+    if !url.starts_with("postgres") {
+        return None;
+    }
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    sqlx::query("SELECT pg_stat_clear_snapshot()").execute(&pool).await.unwrap();
+    let n: i64 =
+        sqlx::query_scalar("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    Some(n)
+}
+
+/// #6: the outbox takes a tenant's lock before its queue's row, as every writer of the
+/// tenant does: parked calls notifying a failing endpoint, deliveries dying and being
+/// settled, purges and retries, all at once, close no circle of locks (PostgreSQL counts no
+/// deadlock), and every call is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbox_settles_purges_and_retries_beside_calls_without_a_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let config = server::config::Config {
+        outbox_max_attempts: 1,
+        outbox_backoff_base_ms: 1,
+        outbox_backoff_max_ms: 1,
+        ..common::config(&url)
+    };
+    let app = std::sync::Arc::new(common::spawn_with(config).await);
+    let receiver = common::process::start_receiver(&["--always-fail"]);
+    let hook = json!({"url": format!("{}/hook", receiver.base), "events": ["approval.parked"]});
+    let (_, _, b) = app.send("POST", "/v1/webhooks", Some(COMPANY_KEY), Some(hook), &[]).await;
+    let endpoint = b["endpoint"]["id"].as_str().unwrap().to_string();
+    app.put_kit(json!({"name": "Parks", "primitives": ["cards"], "limits": {"approve": {"above": "1"}}}))
+        .await;
+    let (p, _, key) = app.new_agent("parker", "Parks", None).await;
+    let before = deadlocks(&url).await;
+
+    let callers = (0..8).map(|_| {
+        let (app, p, key) = (app.clone(), p.clone(), key.clone());
+        tokio::spawn(async move {
+            for _ in 0..25 {
+                let args = json!({"amount": "5.00", "merchant": "acme"});
+                let (s, _, b) = app
+                    .send("POST", &format!("/v1/users/{p}/cards/charge"), Some(&key), Some(args), &[])
+                    .await;
+                assert_eq!(s, 202, "{b}");
+            }
+        })
+    });
+    let callers: Vec<_> = callers.collect();
+    let admin = {
+        let (app, endpoint) = (app.clone(), endpoint.clone());
+        tokio::spawn(async move {
+            for _ in 0..30 {
+                app.send("POST", &format!("/v1/webhooks/{endpoint}/purge"), Some(COMPANY_KEY), None, &[])
+                    .await;
+                let (_, _, dead) = app
+                    .send("GET", "/v1/webhooks/deliveries?status=dead", Some(COMPANY_KEY), None, &[])
+                    .await;
+                for d in dead["items"].as_array().unwrap().iter().take(3) {
+                    let id = d["id"].as_str().unwrap();
+                    app.send(
+                        "POST",
+                        &format!("/v1/webhooks/deliveries/{id}/retry"),
+                        Some(COMPANY_KEY),
+                        None,
+                        &[],
+                    )
+                    .await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            }
+        })
+    };
+    for c in callers {
+        c.await.unwrap();
+    }
+    admin.await.unwrap();
+    assert_eq!(deadlocks(&url).await, before, "PostgreSQL found a circle of locks");
+}

@@ -166,3 +166,99 @@ async fn a_parked_then_approved_call_is_traced_end_to_end_and_linked() {
     );
     assert_eq!(sent.len(), 2, "the approved call reached the upstream too: {sent:?}");
 }
+
+/// An agent on the demo's Default kit: (profile, key).
+async fn agent(base: &str, name: &str) -> (String, String) {
+    let (_, p) = call(
+        base,
+        "POST",
+        "/v1/agent-profiles",
+        COMPANY_KEY,
+        Some(json!({"name": name, "kit": "Default"})),
+        None,
+    )
+    .await;
+    let profile = p["id"].as_str().unwrap().to_string();
+    let (_, k) =
+        call(base, "POST", &format!("/v1/agent-profiles/{profile}/keys"), COMPANY_KEY, None, None).await;
+    (profile, k["secret"].as_str().unwrap().to_string())
+}
+
+/// #47 finding 13: a request span's `route` is its route's template, so no attribute carries a
+/// tenant's secret, kit or group names, nor a path a caller made up.
+#[tokio::test]
+async fn request_spans_name_route_templates_never_a_tenants_names() {
+    let (recv, seen) = receiver().await;
+    let fresh =
+        start_fresh(&[("OTEL_EXPORTER_OTLP_ENDPOINT", recv.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")])
+            .await;
+    let base = fresh.server.base.clone();
+    let secret = json!({"value": "s3cr3t-value-0123456789"});
+    call(&base, "PUT", "/v1/vault/secrets/acme-payroll-key", COMPANY_KEY, Some(secret), None).await;
+    let kit = json!({"name": "PayrollKit", "primitives": ["cards"], "limits": {}});
+    call(&base, "PUT", "/v1/kits/PayrollKit", COMPANY_KEY, Some(kit), None).await;
+    call(&base, "POST", "/v1/groups", COMPANY_KEY, Some(json!({"name": "treasury"})), None).await;
+    call(&base, "DELETE", "/v1/groups/treasury", COMPANY_KEY, None, None).await;
+    call(&base, "GET", "/nothing/secret-thing", COMPANY_KEY, None, None).await;
+    call(&base, "GET", "/v1/groups", COMPANY_KEY, None, None).await;
+    let spans = spans_with(&seen, "request").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let spans = [spans, seen.spans.lock().unwrap().clone()].concat();
+    let routes: std::collections::BTreeSet<String> =
+        spans.iter().filter(|s| s.name == "request").filter_map(|s| attr(s, "route")).collect();
+    for name in ["acme-payroll-key", "PayrollKit", "treasury", "secret-thing"] {
+        assert!(!routes.iter().any(|r| r.contains(name)), "{name} in {routes:?}");
+        for s in &spans {
+            for a in &s.attributes {
+                assert!(!format!("{:?}", a.value).contains(name), "{name} in {} {a:?}", s.name);
+            }
+        }
+    }
+    assert!(routes.contains("/v1/vault/secrets/{name}") && routes.contains("{unmatched}"), "{routes:?}");
+}
+
+/// #47 finding 13: the operator's ratio decides which traces a caller continues are kept: at
+/// one in two, calls that arrive marked sampled are not all kept, and calls marked not
+/// sampled are not all dropped.
+#[tokio::test]
+async fn the_operators_sampler_decides_not_the_callers_flag() {
+    let (recv, seen) = receiver().await;
+    let fresh = start_fresh(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", recv.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+        ("OTEL_TRACES_SAMPLER_ARG", "0.5"),
+    ])
+    .await;
+    let base = fresh.server.base.clone();
+    let (profile, key) = agent(&base, "sampled").await;
+    let mut sent = std::collections::HashMap::new();
+    for i in 0..80u32 {
+        let trace = format!("{:032x}", 0x5eed_0000_0000u64 + u64::from(i));
+        let flag = if i % 2 == 0 { "01" } else { "00" };
+        let res = reqwest::Client::new()
+            .post(format!("{base}/v1/users/{profile}/web/read"))
+            .bearer_auth(&key)
+            .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-{flag}"))
+            .json(&json!({"url": "https://example.com/"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        sent.insert(trace, flag);
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let kept: std::collections::BTreeSet<String> = seen
+        .spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.name == "governed_call")
+        .map(|s| hex(&s.trace_id))
+        .collect();
+    let count = |flag: &str| kept.iter().filter(|t| sent.get(*t) == Some(&flag)).count();
+    let (marked, unmarked) = (count("01"), count("00"));
+    assert!(marked > 0 && marked < 40, "{marked} of 40 marked sampled were kept");
+    assert!(unmarked > 0 && unmarked < 40, "{unmarked} of 40 marked not sampled were kept");
+}

@@ -176,8 +176,8 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
     Ok(RuntimeData { runtime, backlogs, commands, webhooks, deliveries, events, new_secret })
 }
 
-/// Gives up on one queue's backlog (the runtime's, or an endpoint's): its queued rows end
-/// `purged` and are never sent. A plain form post.
+/// Gives up on one queue's backlog (the runtime's, or an endpoint's): its queued rows and its
+/// dead letters end `purged` and are never sent. A plain form post.
 #[server(prefix = "/api", endpoint = "purge_backlog")]
 pub async fn purge_backlog(channel: String, destination: String) -> Result<(), ServerFnError> {
     form(async {
@@ -193,8 +193,12 @@ pub async fn purge_backlog(channel: String, destination: String) -> Result<(), S
                 format!("webhook {destination}"),
             ),
         };
-        let n = n.map_err(to_fn_error)?;
-        back_with_notice(&format!("Purged {n} queued for {what}: they will not be sent.")).await;
+        let p = n.map_err(to_fn_error)?;
+        let notice = format!(
+            "Purged {} queued and {} dead letters for {what}: they will not be sent.",
+            p.purged, p.dead_letters
+        );
+        back_with_notice(&notice).await;
         Ok(())
     })
     .await

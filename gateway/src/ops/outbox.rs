@@ -17,7 +17,8 @@ use crate::delivery::outbox::delivery::{
 };
 use crate::delivery::outbox::queue::{self, ClaimedQueue, Outcome, seed_batch};
 use crate::delivery::outbox::{
-    CommandState, DeliveryStatus, Queue, RUNTIME, WEBHOOK, purge_in, read_command, read_row, retry_in, rows,
+    CommandState, DeliveryStatus, Purged, Queue, RUNTIME, WEBHOOK, purge_in, read_command, read_row,
+    retry_in, rows,
 };
 use crate::delivery::runtime::client::WireError;
 use crate::delivery::runtime::wire::Batch;
@@ -50,7 +51,7 @@ impl Gateway {
     ) -> Result<CommandState> {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
         let max = self.config.outbox.max_queued;
-        self.write(move |c| retry_in(c, &t, &i, &a, via, max)).await?;
+        self.write_for(tenant, move |c| retry_in(c, &t, &i, &a, via, max)).await?;
         self.wake_delivery();
         read_row(&self.store, tenant, id, None).await?.ok_or(Error::NotFound { what: "delivery" })
     }
@@ -59,22 +60,27 @@ impl Gateway {
 impl Gateway {
     /// Gives up on every command queued for the tenant's runtime (a runtime that is gone
     /// for good): they end `purged` and are never sent. How many.
-    pub async fn purge_runtime_backlog(&self, tenant: &TenantId, actor: &str, via: Transport) -> Result<u64> {
+    pub async fn purge_runtime_backlog(
+        &self,
+        tenant: &TenantId,
+        actor: &str,
+        via: Transport,
+    ) -> Result<Purged> {
         let (t, a) = (tenant.clone(), actor.to_string());
-        self.write(move |c| purge_in(c, &t, RUNTIME, "", &a, via)).await
+        self.write_for(tenant, move |c| purge_in(c, &t, RUNTIME, "", &a, via)).await
     }
 
-    /// Gives up on every message queued for one webhook endpoint. How many.
+    /// Gives up on every message queued for one webhook endpoint, and on its dead letters.
     pub async fn purge_webhook_backlog(
         &self,
         tenant: &TenantId,
         endpoint: &str,
         actor: &str,
         via: Transport,
-    ) -> Result<u64> {
+    ) -> Result<Purged> {
         self.webhook(tenant, endpoint).await?;
         let (t, e, a) = (tenant.clone(), endpoint.to_string(), actor.to_string());
-        self.write(move |c| purge_in(c, &t, WEBHOOK, &e, &a, via)).await
+        self.write_for(tenant, move |c| purge_in(c, &t, WEBHOOK, &e, &a, via)).await
     }
 
     /// How many rows wait in each of the tenant's queues: the runtime's, then each endpoint's.
@@ -136,6 +142,19 @@ impl Gateway {
         while flying.join_next().await.is_some() {}
     }
 
+    /// Test hook: one whole round of the outbox's retention sweep now, rather than at the
+    /// delivery worker's next minute.
+    #[doc(hidden)]
+    pub async fn sweep_outbox_now(&self) {
+        let mut after = self.sweep_finished(0).await;
+        for _ in 0..1_000 {
+            if after == 0 {
+                return;
+            }
+            after = self.sweep_finished(after).await;
+        }
+    }
+
     /// Claims up to `room` due queues, runtimes first, leased to `owner`.
     async fn claim_due(&self, owner: &str, room: usize) -> Result<Vec<ClaimedQueue>> {
         if room == 0 {
@@ -182,9 +201,10 @@ impl Gateway {
             () = renewing => Outcome { failed: q.rows.clone(), failure: Some("outbox_lease_lost".into()), ..Default::default() },
         };
         let (config, sent) = (self.config.outbox, q.rows.len() as u64);
+        let tenant = q.tenant.clone();
         let q = Arc::new(q);
         let outcome = Arc::new(outcome);
-        match self.write(move |c| queue::settle(c, &q, &outcome, &config)).await {
+        match self.write_for(&tenant, move |c| queue::settle(c, &q, &outcome, &config)).await {
             Ok((failed, dead)) => self.metrics.with(|f| {
                 let ch = crate::audit::metrics::Channel { channel };
                 f.delivery_attempts.get_or_create(&ch).inc_by(sent);
@@ -264,7 +284,10 @@ impl Gateway {
     /// One pass of the retention sweep from `after`; where the next starts (0 again once it
     /// reached rows too new to delete, so rows that ended late behind it are found).
     async fn sweep_finished(&self, mut after: i64) -> i64 {
-        let before = Utc::now() - Duration::seconds(self.config.outbox.retention_secs);
+        let now = Utc::now();
+        let c = &self.config.outbox;
+        let before =
+            (now - Duration::seconds(c.retention_secs), now - Duration::seconds(c.dead_retention_secs));
         for _ in 0..SWEEP_SPANS {
             match self.write(move |c| queue::sweep_finished(c, after, before, queue::SWEEP_SPAN)).await {
                 Ok(Some(next)) => after = next,

@@ -167,7 +167,7 @@ impl Gateway {
         via: Transport,
     ) -> Result<()> {
         let (t, i, a) = (tenant.clone(), id.to_string(), actor.to_string());
-        self.write(move |c| delete_in(c, &t, &i, &a, via)).await
+        self.write_for(tenant, move |c| delete_in(c, &t, &i, &a, via)).await
     }
 
     /// The tenant's webhook messages, newest first, optionally of one endpoint or status.

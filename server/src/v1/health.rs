@@ -2,7 +2,10 @@
 //! should get traffic: the database answers, its schema is the one this build migrates to,
 //! writes go through (the SQLite writer, or a PostgreSQL runner), the sweeper and the delivery
 //! worker run, and it is not draining. Each check is bounded by [`CHECK_TIMEOUT`], so a
-//! database that does not answer makes it 503, never a hung probe.
+//! database that does not answer makes it 503, never a hung probe. `/readyz` answers without
+//! a credential, so its probe of the database and the writer runs at most once per
+//! [`PROBE_EVERY`], one at a time, whatever the request rate: a flood of probes costs the
+//! writer nothing more.
 
 use axum::Json;
 use axum::extract::State;
@@ -37,14 +40,35 @@ async fn check<F: std::future::Future<Output = gateway::Result<bool>>>(f: F, not
     }
 }
 
+/// How long one probe of the database, the schema and the writer stands for `/readyz`.
+pub const PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The checks of the database, the schema and the writer: the last probe's while it is
+/// younger than [`PROBE_EVERY`], otherwise a new one. Requests that arrive while one probes
+/// wait for its answer instead of probing too.
+async fn probed(state: &AppState) -> [String; 3] {
+    let mut last = state.readiness.last_probe.lock().await;
+    if let Some((at, checks)) = last.as_ref()
+        && at.elapsed() < PROBE_EVERY
+    {
+        return checks.clone();
+    }
+    let gw = &state.gateway;
+    let checks = [
+        check(async { gw.store().ping().await.map(|()| true).map_err(Into::into) }, "down").await,
+        check(async { gw.store().schema_current().await.map_err(Into::into) }, "not_current").await,
+        check(async { gw.writer_answers().await.map(|()| true) }, "down").await,
+    ];
+    *last = Some((std::time::Instant::now(), checks.clone()));
+    checks
+}
+
 #[utoipa::path(get, path = "/readyz", tag = "meta",
     responses((status = 200, description = "Ready: every check is `ok`.", body = Object),
         (status = 503, description = "Not ready: draining, or a check is not `ok` (it says why).", body = Object)))]
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let gw = &state.gateway;
-    let database = check(async { gw.store().ping().await.map(|()| true).map_err(Into::into) }, "down").await;
-    let schema = check(async { gw.store().schema_current().await.map_err(Into::into) }, "not_current").await;
-    let writer = check(async { gw.writer_answers().await.map(|()| true) }, "down").await;
+    let [database, schema, writer] = probed(&state).await;
     let stopped = state.readiness.stopped_tasks();
     let task = |name: &str| if stopped.contains(&name) { "stopped" } else { "ok" };
     let checks = json!({ "database": database, "migrations": schema, "writer": writer,

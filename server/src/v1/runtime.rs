@@ -113,18 +113,11 @@ pub async fn retry(
     Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
 }
 
-/// How many queued rows a purge ended.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct Purged {
-    pub purged: u64,
-}
-
 #[utoipa::path(post, path = "/v1/runtime/commands/purge", tag = "runtime", operation_id = "purge_commands",
-    responses((status = 200, description = "Every command queued for the runtime now ends `purged` and is never sent (a runtime gone for good). Delivered, rejected and dead ones are untouched.", body = Purged)))]
+    responses((status = 200, description = "Every command queued for the runtime, and every dead letter, now ends `purged` and is never sent (a runtime gone for good). Delivered and rejected ones are untouched.", body = gateway::delivery::outbox::Purged)))]
 pub async fn purge(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
-    let purged = state.gateway.purge_runtime_backlog(&tenant, ACTOR, Transport::Http).await?;
-    Ok(Json(Purged { purged }).into_response())
+    Ok(Json(state.gateway.purge_runtime_backlog(&tenant, ACTOR, Transport::Http).await?).into_response())
 }
 
 /// The tenant's outbox queues.

@@ -103,13 +103,12 @@ pub async fn retry(
 
 #[utoipa::path(post, path = "/v1/webhooks/{id}/purge", tag = "webhooks", operation_id = "purge_webhook",
     params(("id" = String, Path, description = "The endpoint's id.")),
-    responses((status = 200, description = "Every message queued for the endpoint now ends `purged` and is never sent.", body = crate::v1::runtime::Purged)))]
+    responses((status = 200, description = "Every message queued for the endpoint, and every dead letter of it, now ends `purged` and is never sent.", body = gateway::delivery::outbox::Purged)))]
 pub async fn purge(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
-    let purged = state.gateway.purge_webhook_backlog(&tenant, &id, ACTOR, Transport::Http).await?;
-    Ok(Json(crate::v1::runtime::Purged { purged }).into_response())
+    Ok(Json(state.gateway.purge_webhook_backlog(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
 }

@@ -52,6 +52,7 @@ pub fn config(db_url: &str) -> Config {
         metrics_addr: None,
         outbox_max_attempts: 10,
         outbox_retention_days: 7,
+        outbox_dead_retention_days: 30,
         outbox_max_queued: gateway::delivery::outbox::MAX_QUEUED,
         public_url: None,
         outbox_backoff_base_ms: 100,

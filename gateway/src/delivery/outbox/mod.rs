@@ -68,6 +68,10 @@ pub struct OutboxConfig {
     pub backoff_max_ms: u64,
     /// How long delivered and purged rows are kept before they are deleted.
     pub retention_secs: i64,
+    /// How long dead letters and rejections are kept, from when they were queued: long
+    /// enough for an admin to retry them, bounded so an endpoint that stays full (each event
+    /// a dead letter) cannot grow the table without end.
+    pub dead_retention_secs: i64,
     /// The most commands a tenant's runtime queue holds; a write past it is `outbox_full`.
     pub max_queued: i64,
 }
@@ -79,6 +83,7 @@ impl Default for OutboxConfig {
             backoff_base_ms: 500,
             backoff_max_ms: 60_000,
             retention_secs: 7 * 86_400,
+            dead_retention_secs: 30 * 86_400,
             max_queued: MAX_QUEUED,
         }
     }
@@ -345,6 +350,8 @@ pub(crate) fn retry_in(
     via: Transport,
     max_runtime: i64,
 ) -> Result<()> {
+    // The tenant's lock before the row and its queue's (docs/architecture.md, the lock order).
+    activity::lock_tenant(c, tenant)?;
     let row: Option<(String, String, String)> = c
         .row(
             &format!("SELECT status, channel, destination FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
@@ -402,7 +409,18 @@ fn full_conflict(full: &Full) -> Error {
     }
 }
 
-/// Ends every queued row of one queue as `purged`, and forgets the queue; how many.
+/// What a purge ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Purged {
+    /// Rows that were waiting, now never sent.
+    pub purged: u64,
+    /// Dead letters given up on too (they would otherwise wait for their retention).
+    pub dead_letters: u64,
+}
+
+/// Ends every queued row and every dead letter of one queue as `purged`, and forgets the
+/// queue. The tenant's lock first, then the queue's row (docs/architecture.md, the lock order).
 pub(crate) fn purge_in(
     c: &dyn Tx,
     tenant: &TenantId,
@@ -410,20 +428,25 @@ pub(crate) fn purge_in(
     destination: &str,
     actor: &str,
     via: Transport,
-) -> Result<u64> {
+) -> Result<Purged> {
+    activity::lock_tenant(c, tenant)?;
     queue::lock(c, tenant, channel, destination)?;
-    let n = c.exec(
-        "UPDATE outbox SET status = 'purged', delivered_at = ?, lease_until = NULL \
-         WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = 'queued'",
-        &[&Utc::now(), tenant, &channel, &destination],
-    )?;
+    let end = |status: &str| {
+        c.exec(
+            "UPDATE outbox SET status = 'purged', delivered_at = ?, lease_until = NULL \
+             WHERE tenant_id = ? AND channel = ? AND destination = ? AND status = ?",
+            &[&Utc::now(), tenant, &channel, &destination, &status],
+        )
+    };
+    let purged = Purged { purged: end("queued")?, dead_letters: end("dead")? };
     queue::forget(c, tenant, channel, destination)?;
     activity::append(
         c,
         NewEntry::new(tenant, actor, Kind::Connector)
             .via(via)
             .verdict(Verdict::BacklogPurged)
-            .detail(json!({ "channel": channel, "destination": destination, "purged": n })),
+            .detail(json!({ "channel": channel, "destination": destination, "purged": purged.purged,
+                "dead_letters": purged.dead_letters })),
     )?;
-    Ok(n)
+    Ok(purged)
 }

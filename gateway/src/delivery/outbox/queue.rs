@@ -150,8 +150,12 @@ pub(crate) fn claim(
     max_queues: usize,
 ) -> Result<Vec<ClaimedQueue>> {
     lock_key(c, &["outbox claim", channel])?;
+    // The queue rows an enqueue holds (it holds its tenant's lock too) are skipped, not
+    // waited for: a claim waiting on one queue while holding another would close a circle
+    // with a batch enqueueing into both.
+    let due_sql = format!("{DUE_SQL}{}", crate::sql::skip_locked(c, "outbox_queues"));
     let due: Vec<(String, String)> = c
-        .rows(DUE_SQL, &[&channel, &now, &(max_queues as i64)])?
+        .rows(&due_sql, &[&channel, &now, &(max_queues as i64)])?
         .iter()
         .map(FromRow::from_row)
         .collect::<::store::Result<_>>()?;
@@ -265,6 +269,10 @@ pub(crate) fn settle(
     outcome: &Outcome,
     config: &OutboxConfig,
 ) -> Result<(u64, u64)> {
+    // The tenant's lock first, as every writer of its log takes it (docs/architecture.md, the
+    // lock order): settling may append to the log, and a batch of the tenant's calls holds
+    // that lock while it enqueues into this queue.
+    crate::audit::activity::lock_tenant(c, &q.tenant)?;
     let key: [&dyn crate::sql::ToValue; 3] = [&q.tenant, &q.channel, &q.destination];
     // Takes the queue's row (locked until commit on PostgreSQL) only while the lease is q's.
     let held = format!("UPDATE outbox_queues SET lease_owner = lease_owner WHERE {KEY} AND lease_owner = ?");
@@ -424,14 +432,15 @@ pub(crate) fn seed_batch(
 /// How many seqs one pass of the retention sweep looks at.
 pub(crate) const SWEEP_SPAN: i64 = 5_000;
 
-/// Deletes delivered and purged rows that ended before `before`, among the `span` seqs after
-/// `after`; where the next pass starts: past this span when every row in it was created
-/// before `before`, else `None`, as past the last row: the sweep starts over from the first
-/// row, so a row that ended late in a span already passed is deleted on a later round.
+/// Deletes, among the `span` seqs after `after`, delivered and purged rows that ended before
+/// `finished`, and dead letters and rejections queued before `dead`; where the next pass
+/// starts: past this span when every row in it was created before the later of the two, else
+/// `None`, as past the last row: the sweep starts over from the first row, so a row that
+/// ended late in a span already passed is deleted on a later round.
 pub(crate) fn sweep_finished(
     c: &dyn Tx,
     after: i64,
-    before: DateTime<Utc>,
+    (finished, dead): (DateTime<Utc>, DateTime<Utc>),
     span: i64,
 ) -> Result<Option<i64>> {
     let first: Option<i64> = c
@@ -442,9 +451,11 @@ pub(crate) fn sweep_finished(
     let Some(first) = first else { return Ok(None) };
     let (lo, hi) = (first - 1, first - 1 + span);
     let deleted = c.exec(
-        "DELETE FROM outbox WHERE seq > ? AND seq <= ? AND status IN ('delivered', 'purged') AND delivered_at < ?",
-        &[&lo, &hi, &before],
+        "DELETE FROM outbox WHERE seq > ? AND seq <= ? AND ((status IN ('delivered', 'purged') AND delivered_at < ?) \
+         OR (status IN ('dead', 'rejected') AND created_at < ?))",
+        &[&lo, &hi, &finished, &dead],
     )?;
+    let before = finished.max(dead);
     let newest: Option<DateTime<Utc>> = c
         .row(
             "SELECT created_at FROM outbox WHERE seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
@@ -597,7 +608,7 @@ mod tests {
 
     /// One round of the sweep as the worker runs it, in spans of two seqs from `from`;
     /// where the next round starts.
-    fn sweep_round(c: &dyn Tx, from: i64, before: DateTime<Utc>) -> Result<i64> {
+    fn sweep_round(c: &dyn Tx, from: i64, before: (DateTime<Utc>, DateTime<Utc>)) -> Result<i64> {
         let mut after = from;
         for _ in 0..100 {
             match sweep_finished(c, after, before, 2)? {
@@ -616,8 +627,9 @@ mod tests {
             .collect::<::store::Result<_>>()?)
     }
 
-    /// Finished rows go once retention has passed; queued and dead ones stay; and a row that
-    /// was delivered late, in a span a round had already passed, goes on a later round.
+    /// Finished rows go once retention has passed; queued ones stay, and dead ones until their
+    /// own retention has passed; and a row that was delivered late, in a span a round had
+    /// already passed, goes on a later round.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_sweep_deletes_finished_rows_after_retention_and_comes_back_for_late_ones_on_both_engines() {
         for db in TestDb::both().await {
@@ -641,7 +653,7 @@ mod tests {
                     }
                     // Row 3 was queued ten days ago and is still waiting; row 6 is new.
                     c.exec("UPDATE outbox SET created_at = ? WHERE id = ?", &[&old, &id(3)])?;
-                    let next = sweep_round(c, 0, before)?;
+                    let next = sweep_round(c, 0, (before, old - Duration::days(1)))?;
                     Ok((next, left(c)?))
                 })
                 .await
@@ -656,12 +668,15 @@ mod tests {
             let second = db
                 .run(move |c| {
                     end_row(c, &id(3), "delivered", old, now)?;
-                    sweep_round(c, first.0, later)?;
+                    sweep_round(c, first.0, (later, old - Duration::days(1)))?;
                     left(c)
                 })
                 .await
                 .unwrap();
             assert_eq!(second, vec![id(2), id(6)], "{name}: the late row went too");
+            // Once the dead letters' retention has passed, the dead row goes too.
+            let third = db.run(move |c| sweep_round(c, 0, (later, now)).and_then(|_| left(c))).await.unwrap();
+            assert_eq!(third, vec![id(6)], "{name}: the old dead letter went");
         }
     }
 

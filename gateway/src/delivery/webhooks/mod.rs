@@ -208,6 +208,8 @@ impl crate::sql::FromRow for Endpoint {
 /// Removes an endpoint, its signing secret (unless a connector uses it now) and its queued
 /// messages, and records it; `not_found` for an unknown one.
 pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transport) -> Result<()> {
+    // The tenant's lock before the endpoint's queue (docs/architecture.md, the lock order).
+    activity::lock_tenant(c, t)?;
     let secret: Option<String> = c
         .row("SELECT secret_name FROM webhook_endpoints WHERE tenant_id = ? AND id = ?", &[t, &i])?
         .map(|r| r.get(0))
