@@ -28,10 +28,13 @@ fmt:
 # The server side and the browser side are linted separately: `app` is built with `ssr` for
 # the server and with `hydrate` for wasm, never both at once.
 lint:
-	cargo clippy -p policy -p store -p gateway -p server --all-targets -- -D warnings
+	cargo clippy -p policy -p store -p gateway -p server --all-targets --features server/test-switches -- -D warnings
+	cargo clippy -p server --all-targets -- -D warnings
 	cargo clippy -p app --features ssr --all-targets -- -D warnings
 	cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
+# The server's tests run with the `test-switches` feature (a clock the test moves); the
+# binary's own tests run without it too, as a release is built, and check it refuses them.
 # The server's tests each start a whole application; several Leptos apps rendering at once in
 # one test process can stall a render (seen about once in a dozen runs, never with one app per
 # process), so they run one at a time. They take a few seconds either way.
@@ -44,8 +47,9 @@ unit:
 	  && cargo test -p policy -p store -p gateway \
 	  && NAIVE_TEST_ENGINE=postgres cargo test -p gateway --tests \
 	  && cargo test -p app --features ssr --lib \
-	  && cargo test -p server -- --test-threads=1 \
-	  && NAIVE_TEST_ENGINE=postgres cargo test -p server -- --test-threads=1
+	  && cargo test -p server --features test-switches -- --test-threads=1 \
+	  && NAIVE_TEST_ENGINE=postgres cargo test -p server --features test-switches -- --test-threads=1
+	cargo test -p server --test binary
 	cargo test -p policy --bench decide
 
 wasm:
@@ -58,11 +62,11 @@ api:
 # /mcp through the official Python SDK (PyPI `mcp`), in both protocol modes, against the real
 # server binary on a free port with a fresh database.
 mcp:
-	cargo build -p server --bin server
+	cargo build -p server --bin server --features test-switches
 	.venv/bin/pytest server/tests/mcp -q -p anyio
 
 build-site:
-	cargo leptos build
+	cargo leptos build --bin-features test-switches
 
 e2e: build-site
 	npx playwright test --config end2end/playwright.config.ts

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-15}"
 engines=" ${ENGINES:-sqlite postgres} "
 command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; sudo_apt=""; [ "$(id -u)" = 0 ] || sudo_apt=sudo; $sudo_apt apt-get install -y wrk >/dev/null; }
-cargo build --release -p server --bin server
+cargo build --release -p server --bin server --features test-switches
 source bench/lib.sh
 new_dir dir
 # The reference upstream listens on loopback, which egress refuses unless allowed.

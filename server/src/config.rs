@@ -142,6 +142,46 @@ pub enum TenantCommand {
     },
 }
 
+/// What a test or a benchmark may switch that a deployment never may; compiled in only with
+/// the `test-switches` feature (see [`refuse_test_switches`]).
+#[cfg(feature = "test-switches")]
+#[derive(Clone, Debug, Default, Args)]
+pub struct TestSwitches {
+    /// Benchmarks only (`bench/http.sh` measures what the egress guard costs, side by side):
+    /// outbound calls without the guard. Never set it where tenants are not trusted.
+    #[arg(long, env = "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", hide = true, global = true, value_parser = clap::builder::BoolishValueParser::new())]
+    pub egress_unguarded_for_benchmarks: bool,
+
+    /// Tests only: a file holding an RFC 3339 moment that budget periods, rate windows and
+    /// approval expiries read as "now" (the system clock until the file holds one), so a
+    /// test reaches a boundary without sleeping.
+    #[arg(long, env = "NAIVE_TEST_CLOCK_FILE", hide = true, global = true)]
+    pub test_clock_file: Option<std::path::PathBuf>,
+}
+
+/// The environment variables of [`TestSwitches`].
+pub const TEST_SWITCH_VARIABLES: [&str; 2] =
+    ["NAIVE_TEST_CLOCK_FILE", "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS"];
+
+/// In a build without the `test-switches` feature (a release), an error naming each test
+/// switch the environment sets: such a build has none, and starting as if it were not set
+/// would hide a mistake in a deployment's settings.
+pub fn refuse_test_switches() -> Result<(), String> {
+    if cfg!(feature = "test-switches") {
+        return Ok(());
+    }
+    let set: Vec<&str> =
+        TEST_SWITCH_VARIABLES.into_iter().filter(|v| std::env::var_os(v).is_some()).collect();
+    if set.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} set, but this build has no test switches (they are for tests and benchmarks, built with the `test-switches` feature); unset {}",
+        set.join(" and "),
+        if set.len() == 1 { "it" } else { "them" }
+    ))
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct Config {
     /// Database URL. Accepted: sqlite://PATH (created and migrated on first start), sqlite::memory:.
@@ -268,16 +308,10 @@ pub struct Config {
     #[arg(long, env = "NAIVE_EGRESS_ALLOW", value_delimiter = ',', global = true)]
     pub egress_allow: Vec<String>,
 
-    /// Benchmarks only (`bench/http.sh` measures what the egress guard costs, side by side):
-    /// outbound calls without the guard. Never set it where tenants are not trusted.
-    #[arg(long, env = "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", hide = true, global = true, value_parser = clap::builder::BoolishValueParser::new())]
-    pub egress_unguarded_for_benchmarks: bool,
-
-    /// Tests only: a file holding an RFC 3339 moment that budget periods, rate windows and
-    /// approval expiries read as "now" (the system clock until the file holds one), so a
-    /// test reaches a boundary without sleeping.
-    #[arg(long, env = "NAIVE_TEST_CLOCK_FILE", hide = true, global = true)]
-    pub test_clock_file: Option<std::path::PathBuf>,
+    /// Settings for tests and benchmarks, in a build with the `test-switches` feature only.
+    #[cfg(feature = "test-switches")]
+    #[command(flatten)]
+    pub switches: TestSwitches,
 
     /// Browser origins allowed to call `/mcp`, comma-separated (`https://app.example.com:443`).
     /// None by default: a request with any `Origin` is refused; agents send none.

@@ -228,23 +228,29 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
         },
         egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
             .map_err(StartError::Config)?,
-        egress_unguarded_for_benchmarks: config.egress_unguarded_for_benchmarks,
-        clock: config
-            .test_clock_file
-            .clone()
-            .map_or(gateway::domain::periods::Clock::System, gateway::domain::periods::Clock::File),
         metrics: config.metrics == crate::config::Switch::On,
         ..Default::default()
     };
-    if let Some(f) = &config.test_clock_file {
+    crate::config::refuse_test_switches().map_err(StartError::Config)?;
+    #[cfg(feature = "test-switches")]
+    let gateway_config = switched(gateway_config, &config.switches);
+    Ok(gateway_config)
+}
+
+/// The gateway's settings with the test switches set (a build with `test-switches`).
+#[cfg(feature = "test-switches")]
+fn switched(mut g: gateway::GatewayConfig, s: &crate::config::TestSwitches) -> gateway::GatewayConfig {
+    if let Some(f) = &s.test_clock_file {
         tracing::warn!(file = %f.display(), "the clock is read from a file (a test's setting)");
+        g.clock = gateway::domain::periods::Clock::File(f.clone());
     }
-    if config.egress_unguarded_for_benchmarks {
+    if s.egress_unguarded_for_benchmarks {
         tracing::warn!(
             "the egress guard is off (a benchmark's setting): tenants' URLs reach this machine's network"
         );
+        g.egress_unguarded_for_benchmarks = true;
     }
-    Ok(gateway_config)
+    g
 }
 
 /// Mints the demo agents' keys and starts driving them against this server's own address.

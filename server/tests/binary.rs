@@ -140,3 +140,31 @@ fn tenant_create_prints_the_id_and_a_working_company_key_once() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("a tenant name is 1 to"));
 }
+
+/// #47 finding 11: a build without the `test-switches` feature (every release; `make test`
+/// runs this file without it) has no test clock and no unguarded egress: set either, and it
+/// refuses to start, naming the variable, and never listens; the flags are not its own.
+#[cfg(not(feature = "test-switches"))]
+#[test]
+fn a_build_without_test_switches_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, "2000-01-01T00:00:00Z").unwrap();
+    let db = format!("sqlite://{}/x.db", dir.path().display());
+    for (var, value) in
+        [("NAIVE_TEST_CLOCK_FILE", clock.to_str().unwrap()), ("NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", "1")]
+    {
+        let out = server()
+            .args(["--database-url", &db, "--bind", "127.0.0.1:0", "--no-demo"])
+            .env(var, value)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{var}: it started");
+        let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!stdout.contains("http://"), "{var}: it listened: {stdout}");
+        assert!(err.contains(var) && err.contains("test-switches"), "{var}: {err}");
+    }
+    let out = server().args(["--database-url", &db, "--test-clock-file", "x"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument"));
+}

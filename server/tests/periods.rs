@@ -22,7 +22,7 @@ impl Clocked {
         let clock = dir.path().join("clock");
         std::fs::write(&clock, at).unwrap();
         let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
-        let config = server::config::Config { test_clock_file: Some(clock.clone()), ..common::config(&url) };
+        let config = common::clocked(&url, &clock);
         Clocked { app: spawn_with(config).await, clock, _dir: dir, _cluster: cluster }
     }
 

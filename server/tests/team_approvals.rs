@@ -36,7 +36,7 @@ impl Team {
         let clock = dir.path().join("clock");
         std::fs::write(&clock, "2027-05-03T09:00:00Z").unwrap();
         let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
-        let config = server::config::Config { test_clock_file: Some(clock.clone()), ..common::config(&url) };
+        let config = common::clocked(&url, &clock);
         let app = spawn_with(config).await;
         let gw = &app.gateway;
         let tenant = gw.tenants().await.unwrap().remove(0).id;

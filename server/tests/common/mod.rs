@@ -61,11 +61,11 @@ pub fn config(db_url: &str) -> Config {
         mcp_allowed_origins: Vec::new(),
         // The reference programs tests start listen on loopback; the egress tests take this away.
         egress_allow: vec![TEST_EGRESS_ALLOW.into()],
-        egress_unguarded_for_benchmarks: false,
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),
-        test_clock_file: None,
+        #[cfg(feature = "test-switches")]
+        switches: Default::default(),
     }
 }
 
@@ -103,15 +103,24 @@ pub async fn spawn_with(config: Config) -> TestApp {
 
 /// The application on a fresh database, its clock read from a file the test writes
 /// (`NAIVE_TEST_CLOCK_FILE`), starting at `at`: the app and that file.
+#[cfg(feature = "test-switches")]
 pub async fn spawn_clocked(at: &str) -> (TestApp, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let clock = dir.path().join("clock");
     std::fs::write(&clock, at).unwrap();
     let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
-    let mut app = spawn_with(Config { test_clock_file: Some(clock.clone()), ..config(&url) }).await;
+    let mut app = spawn_with(clocked(&url, &clock)).await;
     app._dir = Some(dir);
     app._cluster = cluster;
     (app, clock)
+}
+
+/// The tests' settings on `db_url`, reading "now" from the file `clock`.
+#[cfg(feature = "test-switches")]
+pub fn clocked(db_url: &str, clock: &std::path::Path) -> Config {
+    let mut c = config(db_url);
+    c.switches.test_clock_file = Some(clock.to_path_buf());
+    c
 }
 
 impl TestApp {
