@@ -22,7 +22,8 @@ struct Team {
     clock: std::path::PathBuf,
     profile: String,
     key: String,
-    /// Personal tokens: carol (approver), fiona (finance), tess (reviewer, in treasury).
+    /// Personal tokens: carol (approver), fiona (finance), tess (reviewer, in treasury; her
+    /// token acts for her groups).
     carol: String,
     fiona: String,
     tess: String,
@@ -54,7 +55,7 @@ impl Team {
         let (profile, _, key) = app.new_agent("buyer", "Team", Some("admin")).await;
         let carol = app.personal_token("carol", &["approver"]).await.1;
         let fiona = app.personal_token("fiona", &["finance"]).await.1;
-        let tess = app.personal_token("tess", &["reviewer"]).await.1;
+        let tess = app.personal_token("tess", &["reviewer", "groups"]).await.1;
         Team { app, clock, profile, key, carol, fiona, tess, _dir: dir, _cluster: cluster }
     }
 
@@ -305,5 +306,69 @@ async fn kits_and_groups_refuse_what_the_tenants_people_cannot_meet() {
         )
         .await;
     assert_eq!((s, b["code"].as_str()), (400, Some("invalid_justification")));
+    t.app.stop().await;
+}
+
+/// The console user named `name`.
+async fn user_id(t: &Team, name: &str) -> gateway::UserId {
+    let tenant = t.app.gateway.tenants().await.unwrap().remove(0).id;
+    t.app.gateway.users(&tenant).await.unwrap().into_iter().find(|u| u.username == name).unwrap().id
+}
+
+/// #47 finding 7: an approval counts a vote only while its voter still holds what made it
+/// count, judged at every vote on who holds what now; and a personal token acts for its
+/// user's groups only when it was given them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vote_counts_only_while_its_voter_holds_what_made_it_count() {
+    let t = Team::start().await;
+    let tenant = t.app.gateway.tenants().await.unwrap().remove(0).id;
+    let posted = async || {
+        let path = format!("/v1/users/{}/budget", t.profile);
+        t.app.send("GET", &path, Some(COMPANY_KEY), None, &[]).await.2["totals"]["posted"].clone()
+    };
+
+    // A token of tess's without her groups does not approve through treasury.
+    let escalated = t.park("800", None).await;
+    t.set_clock("2027-05-03T10:00:30Z");
+    for _ in 0..100 {
+        let trail = t.approval(&escalated).await["trail"].clone();
+        if trail.as_array().unwrap().iter().any(|s| s["step"] == "escalated") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(t.decide(&escalated, "approve", &t.carol, json!({})).await.0, 202);
+    let reviewer_only = t.app.personal_token("tess", &["reviewer"]).await.1;
+    let (s, b) = t.decide(&escalated, "approve", &reviewer_only, json!({})).await;
+    assert_eq!((s, b["code"].as_str()), (403, Some("role_required")), "{b}");
+    assert_eq!(posted().await, "0.00");
+
+    // fiona's finance vote stops counting once she no longer holds finance.
+    let id = t.park("900", None).await;
+    assert_eq!(t.decide(&id, "approve", &t.fiona, json!({})).await.0, 202);
+    let fiona = user_id(&t, "fiona").await;
+    t.app.gateway.set_user_roles(&tenant, &fiona, &[Role::Reviewer], "admin").await.unwrap();
+    let (s, b) = t.decide(&id, "approve", &t.carol, json!({})).await;
+    assert_eq!((s, b["status"].as_str()), (202, Some("pending")), "{b}");
+    assert_eq!(posted().await, "0.00", "nothing ran on a vote that no longer counts");
+
+    // tess's treasury vote stops counting once she leaves treasury.
+    let tess = user_id(&t, "tess").await;
+    let (s, b) = t.decide(&escalated, "approve", &t.tess, json!({})).await;
+    assert_eq!((s, b["ok"].as_bool()), (200, Some(true)), "tess, with her groups, completes it: {b}");
+    let third = t.park("700", None).await;
+    t.set_clock("2027-05-03T11:01:00Z");
+    for _ in 0..100 {
+        let trail = t.approval(&third).await["trail"].clone();
+        if trail.as_array().unwrap().iter().any(|s| s["step"] == "escalated") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(t.decide(&third, "approve", &t.tess, json!({})).await.0, 202);
+    let member = format!("/v1/groups/treasury/members/{tess}");
+    assert_eq!(t.app.send("DELETE", &member, Some(COMPANY_KEY), None, &[]).await.0, 200);
+    let (s, b) = t.decide(&third, "approve", &t.carol, json!({})).await;
+    assert_eq!((s, b["status"].as_str()), (202, Some("pending")), "{b}");
     t.app.stop().await;
 }

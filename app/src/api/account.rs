@@ -14,6 +14,8 @@ pub struct TokenRow {
     pub label: String,
     pub prefix: String,
     pub roles: Vec<String>,
+    /// Whether it acts for the user's approval groups.
+    pub groups: bool,
     pub created_at: String,
     pub last_used_at: Option<String>,
     pub revoked_at: Option<String>,
@@ -43,6 +45,7 @@ pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerF
             label: t.label,
             prefix: t.prefix,
             roles: t.roles.iter().map(|r| r.as_str().to_string()).collect(),
+            groups: t.groups,
             created_at: t.created_at.to_rfc3339(),
             last_used_at: t.last_used_at.map(|t| t.to_rfc3339()),
             revoked_at: t.revoked_at.map(|t| t.to_rfc3339()),
@@ -64,7 +67,8 @@ pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerF
     })
 }
 
-/// Creates a personal API token with the ticked roles; the page it lands on shows it once.
+/// Creates a personal API token with the ticked roles (and, ticked, the user's approval
+/// groups); the page it lands on shows it once.
 #[server(prefix = "/api", endpoint = "create_token")]
 pub async fn create_token(
     label: String,
@@ -72,6 +76,7 @@ pub async fn create_token(
     approver: Option<String>,
     reviewer: Option<String>,
     finance: Option<String>,
+    groups: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     use crate::api::{
@@ -82,7 +87,8 @@ pub async fn create_token(
     form(async {
         let (gw, _, user) = require_session().await?;
         let roles = ticked(admin, approver, reviewer, finance);
-        let (info, token) = gw.issue_user_token(&user, &label, &roles).await.map_err(to_fn_error)?;
+        let scope = (roles.as_slice(), groups.is_some());
+        let (info, token) = gw.issue_user_token(&user, &label, scope).await.map_err(to_fn_error)?;
         let session = session::token()
             .await?
             .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;

@@ -57,6 +57,10 @@ fn Account(d: AccountData) -> impl IntoView {
                         <span class="font-medium">{r}</span>
                     </label>
                 }).collect_view()}
+                <label class="flex items-center gap-2 text-sm">
+                    <input type="checkbox" name="groups" />
+                    <span><span class="font-medium">"groups"</span>" · approve for the approval groups you are in"</span>
+                </label>
             </fieldset>
             <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Create token"</button>
         </form>
@@ -83,7 +87,7 @@ fn TokenTable(tokens: Vec<crate::api::account::TokenRow>) -> impl IntoView {
                         <tr class=TR data-token=t.id>
                             <td class=TD>{t.label}</td>
                             <td class=TD><span class="font-mono text-xs">{format!("nvu_{}_…", t.prefix)}</span></td>
-                            <td class=TD>{t.roles.join(", ")}</td>
+                            <td class=TD>{if t.groups { format!("{}, groups", t.roles.join(", ")) } else { t.roles.join(", ") }}</td>
                             <td class=TD><Time rfc3339=t.created_at /></td>
                             <td class=TD>{t.last_used_at.map_or_else(|| view! { <span class="text-zinc-500 dark:text-zinc-400">"never"</span> }.into_any(), |at| view! { <Time rfc3339=at /> }.into_any())}</td>
                             <td class=TD>

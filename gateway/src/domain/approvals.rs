@@ -21,6 +21,7 @@ use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::domain::ledger::{self, HoldEnd};
 use crate::domain::principal::Human;
 use crate::domain::trail::{TrailRow, decision_text, trail_step};
+use crate::domain::users::Role;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::store::Store;
@@ -604,12 +605,55 @@ pub fn justification(text: Option<&str>) -> Result<Option<String>> {
 /// approver or admin may, and so may whoever the approval names (its fallback once
 /// escalated). `role_required` otherwise.
 pub(crate) fn voter(c: &dyn Tx, a: &Approval, by: &Human) -> Result<bool> {
-    let named = a.quorum.names_anyone()
-        && a.quorum.names(&by.roles, &crate::domain::groups::of_user(c, &a.tenant_id, &by.user_id)?);
+    let groups =
+        if by.groups { crate::domain::groups::of_user(c, &a.tenant_id, &by.user_id)? } else { Vec::new() };
+    let named = a.quorum.names_anyone() && a.quorum.names(&by.roles, &groups);
     if !named {
         by.require(crate::domain::principal::APPROVERS)?;
     }
     Ok(named)
+}
+
+/// An earlier vote of `a` as it stands now: whether its voter may still decide (an approver
+/// or admin, or named by `a`), and whether they are named, on the roles they hold now that
+/// their credential carried and, if it carried groups, the groups they are in now.
+struct Standing {
+    user: String,
+    eligible: bool,
+    named: bool,
+}
+
+/// The votes `a` has so far, each judged on who holds what now ([`Standing`]): a voter who
+/// lost the role or left the group that made their vote count, or who is gone, counts no more.
+fn standing_votes(c: &dyn Tx, a: &Approval) -> Result<Vec<Standing>> {
+    let rows = c.rows(
+        "SELECT v.user_id, v.scope_roles, v.scope_groups, u.roles FROM approval_votes v \
+         LEFT JOIN console_users u ON u.id = v.user_id AND u.tenant_id = ? WHERE v.approval_id = ?",
+        &[&a.tenant_id.as_str(), &a.id],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let (user, scope, in_groups, held): (String, String, i64, Option<String>) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let Some(held) = held else {
+            out.push(Standing { user, eligible: false, named: false });
+            continue;
+        };
+        // Votes from before scopes were kept carry none: the user's roles, as then.
+        let carried: Vec<Role> = scope.split(',').filter_map(Role::parse).collect();
+        let roles: Vec<Role> = held
+            .split(',')
+            .filter_map(Role::parse)
+            .filter(|r| carried.is_empty() || carried.contains(r))
+            .collect();
+        let id = crate::ids::UserId::from_db(user.clone());
+        let groups =
+            if in_groups != 0 { crate::domain::groups::of_user(c, &a.tenant_id, &id)? } else { Vec::new() };
+        let named = a.quorum.names_anyone() && a.quorum.names(&roles, &groups);
+        let eligible = named || roles.iter().any(|r| crate::domain::principal::APPROVERS.contains(r));
+        out.push(Standing { user, eligible, named });
+    }
+    Ok(out)
 }
 
 /// What one approval did to its call.
@@ -625,23 +669,20 @@ pub(crate) enum Counted {
 /// credential; `named_approver_needed` when this vote would fill the last place without
 /// anyone from the named role or group.
 pub(crate) fn vote(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>, named: bool) -> Result<Counted> {
-    let votes = c.rows("SELECT user_id, named FROM approval_votes WHERE approval_id = ?", &[&a.id])?;
-    let mut any_named = named;
-    for v in &votes {
-        let (user, was_named): (String, i64) = (v.get(0)?, v.get(1)?);
-        if user == by.user_id.as_str() {
-            return Err(Error::Conflict {
-                code: "already_approved",
-                message: format!(
-                    "{} has approved this already; it needs {} from someone else",
-                    by.username,
-                    a.quorum.still_needed()
-                ),
-            });
-        }
-        any_named |= was_named != 0;
+    let votes = standing_votes(c, a)?;
+    if votes.iter().any(|v| v.user == by.user_id.as_str()) {
+        return Err(Error::Conflict {
+            code: "already_approved",
+            message: format!(
+                "{} has approved this already; it needs {} from someone else",
+                by.username,
+                a.quorum.still_needed()
+            ),
+        });
     }
-    let count = votes.len() + 1;
+    let counted: Vec<&Standing> = votes.iter().filter(|v| v.eligible).collect();
+    let any_named = named || counted.iter().any(|v| v.named);
+    let count = counted.len() + 1;
     let required = usize::from(a.quorum.required);
     if a.quorum.names_someone() && !any_named && count >= required {
         return Err(Error::Conflict {
@@ -652,9 +693,21 @@ pub(crate) fn vote(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>, nam
             ),
         });
     }
+    let scope = by.roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",");
     c.exec(
-        "INSERT INTO approval_votes (approval_id, user_id, username, credential, at, note, named) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        &[&a.id, &by.user_id.as_str(), &by.username, &by.credential, &stored::ts(Utc::now()), &note, &i64::from(named)],
+        "INSERT INTO approval_votes (approval_id, user_id, username, credential, at, note, named, scope_roles, scope_groups) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &a.id,
+            &by.user_id.as_str(),
+            &by.username,
+            &by.credential,
+            &stored::ts(Utc::now()),
+            &note,
+            &i64::from(named),
+            &scope,
+            &i64::from(by.groups),
+        ],
     )?;
     if count < required {
         let progress = format!("{count} of {required}");

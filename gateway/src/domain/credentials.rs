@@ -45,6 +45,8 @@ pub struct Person {
     /// The user, with `roles` narrowed to those the token was given and the user still has.
     pub user: ConsoleUser,
     pub token: TokenId,
+    /// Whether the token acts for the user's approval groups.
+    pub groups: bool,
 }
 
 impl Person {
@@ -84,8 +86,8 @@ pub(crate) struct CachedKey {
     pub(crate) last_used_at: Option<DateTime<Utc>>,
 }
 
-/// A personal token's row: id, tenant, user, hash, roles, last used.
-pub(crate) type TokenRow = (String, String, String, String, String, Option<DateTime<Utc>>);
+/// A personal token's row: id, tenant, user, hash, roles, groups, last used.
+pub(crate) type TokenRow = (String, String, String, String, String, i64, Option<DateTime<Utc>>);
 /// A key's row: id, tenant, profile (none for a company key), hash, last used, expiry.
 pub(crate) type KeyRow =
     (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
@@ -103,7 +105,7 @@ pub(crate) async fn key_row(store: &Store, table: KeyTable, prefix: &str) -> Res
 
 /// The unrevoked personal token with `prefix`, if there is one.
 pub(crate) async fn token_row(store: &Store, prefix: &str) -> Result<Option<TokenRow>> {
-    let sql = "SELECT id, tenant_id, user_id, secret_hash, roles, last_used_at FROM user_tokens \
+    let sql = "SELECT id, tenant_id, user_id, secret_hash, roles, groups, last_used_at FROM user_tokens \
                WHERE prefix = ? AND revoked_at IS NULL";
     Ok(store.opt(sql, &[&prefix]).await?)
 }

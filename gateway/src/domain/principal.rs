@@ -34,6 +34,9 @@ pub struct Human {
     pub via: Transport,
     /// The roles the credential carries: a personal token's are at most its owner's.
     pub roles: Vec<Role>,
+    /// Whether the credential acts for the user's approval groups: a console session does, a
+    /// personal token only when it was given them.
+    pub groups: bool,
 }
 
 /// Who may decide a parked call.
@@ -50,6 +53,7 @@ impl Human {
             credential: "console session".into(),
             via: Transport::Console,
             roles: user.roles.clone(),
+            groups: true,
         }
     }
 

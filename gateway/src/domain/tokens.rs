@@ -30,14 +30,16 @@ pub struct TokenInfo {
     pub label: String,
     pub prefix: String,
     pub roles: Vec<Role>,
+    /// Whether it acts for its user's approval groups too (a console session always does).
+    pub groups: bool,
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
 pub(crate) type TokenRow =
-    (String, String, String, String, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-pub(crate) const COLUMNS: &str = "id, label, prefix, roles, created_at, last_used_at, revoked_at";
+    (String, String, String, String, i64, DateTime<Utc>, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+pub(crate) const COLUMNS: &str = "id, label, prefix, roles, groups, created_at, last_used_at, revoked_at";
 
 /// The user's tokens, newest first, revoked ones included.
 pub(crate) async fn list(store: &crate::store::Store, user: &ConsoleUser) -> Result<Vec<TokenInfo>> {
@@ -49,13 +51,14 @@ pub(crate) async fn list(store: &crate::store::Store, user: &ConsoleUser) -> Res
 }
 
 pub(crate) fn from_row(
-    (id, label, prefix, roles, created_at, last_used_at, revoked_at): TokenRow,
+    (id, label, prefix, roles, groups, created_at, last_used_at, revoked_at): TokenRow,
 ) -> TokenInfo {
     TokenInfo {
         id: TokenId::from_db(id),
         label,
         prefix,
         roles: roles.split(',').filter_map(Role::parse).collect(),
+        groups: groups != 0,
         created_at,
         last_used_at,
         revoked_at,
@@ -83,7 +86,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
         });
     }
     c.exec(
-        "INSERT INTO user_tokens (id, tenant_id, user_id, label, prefix, secret_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO user_tokens (id, tenant_id, user_id, label, prefix, secret_hash, roles, groups, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             &i.id.as_str(),
             &u.tenant_id.as_str(),
@@ -92,6 +95,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
             &i.prefix,
             &hash,
             &roles_to_db(&i.roles),
+            &i64::from(i.groups),
             &stored::ts(i.created_at),
         ],
     )?;
@@ -100,7 +104,7 @@ pub(crate) fn insert_token(c: &dyn Tx, u: &ConsoleUser, i: &TokenInfo, hash: &st
         NewEntry::new(&u.tenant_id, u.username.as_str(), Kind::Console)
             .via(crate::audit::activity::Transport::Console)
             .verdict(Verdict::TokenCreated)
-            .detail(json!({ "token_id": i.id, "label": i.label, "roles": roles_to_db(&i.roles) })),
+            .detail(json!({ "token_id": i.id, "label": i.label, "roles": roles_to_db(&i.roles), "groups": i.groups })),
     )
 }
 

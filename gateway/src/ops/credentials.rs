@@ -94,7 +94,7 @@ impl Gateway {
     async fn person(&self, token: &str) -> Result<Option<Person>> {
         let Some(prefix) = secrets::split_user_token(token) else { return Ok(None) };
         let row = credentials::token_row(&self.store, prefix).await?;
-        let Some((id, tenant, user, stored, roles, last_used)) = row else { return Ok(None) };
+        let Some((id, tenant, user, stored, roles, groups, last_used)) = row else { return Ok(None) };
         if !secrets::digest_eq(&secrets::hash_token(token), &stored) {
             return Ok(None);
         }
@@ -109,7 +109,7 @@ impl Gateway {
         if last_used.is_none_or(|l| (now - l).num_seconds() >= LAST_USED_RESOLUTION_SECS) {
             self.touch("user_tokens", id.clone(), now);
         }
-        Ok(Some(Person { user, token: TokenId::from_db(id) }))
+        Ok(Some(Person { user, token: TokenId::from_db(id), groups: groups != 0 }))
     }
 
     /// A receiver that changes whenever some credential may have stopped being valid.

@@ -11,13 +11,14 @@ use crate::ids::TokenId;
 use crate::secrets;
 
 impl Gateway {
-    /// Creates a token for `user` with `roles`, each of which the user must hold. Returns
-    /// the token's listing and its secret, which is shown nowhere else.
+    /// Creates a token for `user` with `roles`, each of which the user must hold, acting for
+    /// the user's approval groups too when `groups`. Returns the token's listing and its
+    /// secret, which is shown nowhere else.
     pub async fn issue_user_token(
         &self,
         user: &ConsoleUser,
         label: &str,
-        roles: &[Role],
+        (roles, groups): (&[Role], bool),
     ) -> Result<(TokenInfo, String)> {
         let label = crate::ids::display_name(label, MAX_LABEL_LEN, "invalid_token_label", "a token's label")?;
         if roles.is_empty() {
@@ -41,6 +42,7 @@ impl Gateway {
             label,
             prefix: minted.prefix.clone(),
             roles,
+            groups,
             created_at: Utc::now(),
             last_used_at: None,
             revoked_at: None,

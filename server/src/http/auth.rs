@@ -218,9 +218,9 @@ pub struct Human {
 impl Human {
     /// The human behind `r`, or the refusal for an agent or the company key.
     pub fn from_resolved(r: &Resolved) -> Result<Human, Problem> {
-        let (user, credential) = match r {
-            Resolved::Person(p) => (&p.user, p.credential_label()),
-            Resolved::Session(u) => (u, "console session".to_string()),
+        let (user, credential, groups) = match r {
+            Resolved::Person(p) => (&p.user, p.credential_label(), p.groups),
+            Resolved::Session(u) => (u, "console session".to_string(), true),
             Resolved::Agent(_) => {
                 return Err(Problem::new(
                     StatusCode::FORBIDDEN,
@@ -245,6 +245,7 @@ impl Human {
                 username: user.username.clone(),
                 credential,
                 via: gateway::audit::activity::Transport::Http,
+                groups,
             },
         })
     }
