@@ -27,6 +27,10 @@ pub enum Error {
     /// nothing was done; send the same request again after `retry_after_secs`.
     #[error("{message}")]
     Unavailable { code: &'static str, message: String, retry_after_secs: u32 },
+    /// The caller asks for this more often than it may (an expensive read): nothing was done;
+    /// ask again after `retry_after_secs`. Not a failure of ours, and never kept as an answer.
+    #[error("{message}")]
+    Throttled { code: &'static str, message: String, retry_after_secs: u32 },
     /// The database could not be opened or migrated, or a statement failed: the store's own
     /// error, with its code (`unsupported_database`, `database_unavailable`, `storage_error`).
     #[error(transparent)]
@@ -73,7 +77,8 @@ impl Error {
             | Error::Conflict { code, .. }
             | Error::Forbidden { code, .. }
             | Error::Internal { code, .. }
-            | Error::Unavailable { code, .. } => code,
+            | Error::Unavailable { code, .. }
+            | Error::Throttled { code, .. } => code,
             Error::Unauthenticated { .. } => "invalid_key",
             Error::Store(e) => e.code(),
             Error::MasterKeyMismatch { .. } => "master_key_mismatch",

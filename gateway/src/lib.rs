@@ -84,6 +84,8 @@ pub struct GatewayConfig {
     /// Whether the gateway counts what it does for `/metrics` ([`audit::metrics`]); on by
     /// default.
     pub metrics: bool,
+    /// How often replays may run ([`ops::replay::ReplayLimits`]).
+    pub replays: ops::replay::ReplayLimits,
 }
 
 impl Default for GatewayConfig {
@@ -99,6 +101,7 @@ impl Default for GatewayConfig {
             egress_unguarded_for_benchmarks: false,
             clock: periods::Clock::System,
             metrics: true,
+            replays: ops::replay::ReplayLimits::default(),
         }
     }
 }
@@ -145,6 +148,8 @@ pub struct Services {
     /// Each kit's shadow draft, or none ([`domain::shadow`]). Invalidated on every start,
     /// discard and promotion, here and (through their log entries) on every instance.
     shadow_cache: Arc<Shadows>,
+    /// The replays running and each caller's budget of them ([`ops::replay::ReplayLimits`]).
+    replays: ops::replay::ReplayMeter,
     /// Each profile's ancestry with effective kits, for the hot path. Invalidated on every
     /// kit save and revoke; statuses are re-read inside the deciding job regardless.
     links_cache: Arc<GenCache<ProfileId, Arc<Vec<chain::Link>>>>,
@@ -249,6 +254,7 @@ impl Gateway {
             config,
             kit_cache: Arc::default(),
             shadow_cache: Arc::default(),
+            replays: Default::default(),
             links_cache: Arc::default(),
             clock_cache: Arc::default(),
             auth_cache: Arc::default(),

@@ -52,12 +52,21 @@ fn approval_id(body: &Answer) -> String {
 /// Random traffic of two agents over several days: charges small and large, to allowed and
 /// refused merchants, bursts past the rate limit, web reads; parks approved, denied or left
 /// to expire.
+/// A sub-agent's own kit, wider than its parent's `Shop`: every merchant, higher caps and
+/// limits of its own (a day cap and a rate limit on the same pattern and unit as its
+/// parent's). Its calls are decided under it narrowed by `Shop`.
+const HELPER: &str = r#"{"name":"Helper","primitives":["cards","web"],
+  "limits":{"budget":{"hard_cap":"900","periods":[{"every":"day","hard_cap":"250"}]},
+    "rate":[{"action":"cards.*","calls":4,"per":"minute"}]}}"#;
+
 async fn random_traffic(w: &World, clock: &Clock, seed: u64) -> usize {
     let mut rng = StdRng::seed_from_u64(seed);
-    let agents = [w.agent("a", "Shop", None).await, w.agent("b", "Shop", None).await];
+    let a = w.agent("a", "Shop", None).await;
+    let child = w.agent("c", "Helper", Some(&a.profile)).await;
+    let agents = [a, w.agent("b", "Shop", None).await, child];
     let mut calls = 0;
     for _ in 0..120 {
-        let a = &agents[rng.gen_range(0..2)];
+        let a = &agents[rng.gen_range(0..3)];
         let r = if rng.gen_bool(0.15) {
             w.call(a, "web.read", json!({"url": "https://example.test"})).await
         } else {
@@ -85,6 +94,7 @@ async fn shop_world() -> (World, Clock) {
     let clock = Clock::manual(Utc.with_ymd_and_hms(2026, 3, 2, 9, 0, 0).unwrap());
     let w = world_with(GatewayConfig { clock: clock.clone(), ..Default::default() }).await;
     w.kit(SHOP).await;
+    w.kit(HELPER).await;
     (w, clock)
 }
 
@@ -94,8 +104,11 @@ async fn replaying_the_live_kit_over_random_traffic_changes_nothing() {
         let (w, clock) = shop_world().await;
         let calls = random_traffic(&w, &clock, seed).await;
         let r = w.gw.replay(&w.tenant, "Shop", all_of(None)).await.unwrap();
-        assert_eq!(r.summary.calls, calls as u64, "seed {seed}: every call was recorded and replayed");
+        assert_eq!(r.summary.calls, calls as u64, "seed {seed}: every call under Shop, the sub-agent's too");
         assert_eq!((r.summary.changed, r.changes.len()), (0, 0), "seed {seed}: {:#?}", r.changes);
+        let child = w.gw.replay(&w.tenant, "Helper", all_of(None)).await.unwrap();
+        assert!(child.summary.calls > 0, "seed {seed}: the sub-agent called");
+        assert_eq!(child.summary.changed, 0, "seed {seed}: {:#?}", child.changes);
         // The traffic had every kind of outcome, or the property says little.
         let verdicts: Vec<String> = w
             .gw

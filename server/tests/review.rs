@@ -649,3 +649,106 @@ async fn outbox_settles_purges_and_retries_beside_calls_without_a_deadlock() {
     admin.await.unwrap();
     assert_eq!(deadlocks(&url).await, before, "PostgreSQL found a circle of locks");
 }
+
+/// #4: replay and shadow decide a sub-agent's calls under its kit as its parent narrows it,
+/// a parent kit's draft reaches its descendants' calls, and a rate limit only a shadow has
+/// counts the calls it would have let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_and_shadow_decide_under_the_narrowed_chain() {
+    let (app, _clock) = common::spawn_clocked("2027-02-01T10:00:05Z").await;
+    let parent = |merchant: &str| {
+        json!({"name": "Parent", "primitives": ["cards"],
+        "can": [{"action": "cards.charge", "effect": "allow", "merchants": [merchant]}], "limits": {}})
+    };
+    app.put_kit(parent("acme")).await;
+    app.put_kit(
+        json!({"name": "Child", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "1000"}}}),
+    )
+    .await;
+    let (lead, _, _) = app.new_agent("lead", "Parent", None).await;
+    let body = json!({"name": "child", "kit": "Child", "parent": lead});
+    let (_, _, p) = app.send("POST", "/v1/agent-profiles", Some(COMPANY_KEY), Some(body), &[]).await;
+    let child = p["id"].as_str().unwrap().to_string();
+    let (_, _, k) =
+        app.send("POST", &format!("/v1/agent-profiles/{child}/keys"), Some(COMPANY_KEY), None, &[]).await;
+    let key = k["secret"].as_str().unwrap().to_string();
+    let charge = async |merchant: &str| {
+        let args = json!({"amount": "10.00", "merchant": merchant});
+        app.send("POST", &format!("/v1/users/{child}/cards/charge"), Some(&key), Some(args), &[]).await.0
+    };
+    assert_eq!((charge("acme").await, charge("globex").await), (200, 403));
+
+    let replay = async |kit: &str, body: Value| {
+        let (s, _, r) =
+            app.send("POST", &format!("/v1/kits/{kit}/replay"), Some(COMPANY_KEY), Some(body), &[]).await;
+        assert_eq!(s, 200, "{r}");
+        (r["summary"]["calls"].as_u64().unwrap(), r["summary"]["changed"].as_u64().unwrap())
+    };
+    assert_eq!(replay("Child", json!({})).await, (2, 0), "the live kits change nothing");
+    assert_eq!(
+        replay("Parent", json!({"draft": parent("globex")})).await,
+        (2, 2),
+        "a parent's draft reaches its sub-agent"
+    );
+
+    let (s, _, b) =
+        app.send("PUT", "/v1/kits/Parent/shadow", Some(COMPANY_KEY), Some(parent("globex")), &[]).await;
+    assert_eq!(s, 201, "{b}");
+    assert_eq!(charge("acme").await, 200);
+    let (_, _, view) = app.send("GET", "/v1/kits/Parent/shadow", Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(
+        (view["totals"]["calls"].as_u64(), view["totals"]["differed"].as_u64()),
+        (Some(1), Some(1)),
+        "{view}"
+    );
+
+    let limited = json!({"name": "Child", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "1000"},
+        "rate": [{"action": "cards.charge", "calls": 1, "per": "hour"}]}});
+    assert_eq!(app.send("PUT", "/v1/kits/Child/shadow", Some(COMPANY_KEY), Some(limited), &[]).await.0, 201);
+    assert_eq!((charge("acme").await, charge("acme").await), (200, 200), "a shadow refuses nothing live");
+    let (_, _, view) = app.send("GET", "/v1/kits/Child/shadow", Some(COMPANY_KEY), None, &[]).await;
+    assert_eq!(view["totals"]["differed"].as_u64(), Some(1), "{view}");
+    assert_eq!(view["totals"]["recent"][0]["would_be"]["detail"], "kit_rate_limit", "{view}");
+}
+
+/// #5: a replay reads its range, from the first call in it to the last, and is metered: an
+/// agent replaying again and again is refused `replay_rate_limited` with when to ask again,
+/// and the company's own replays still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_read_their_range_and_are_metered() {
+    let app = spawn_app().await;
+    app.put_kit(json!({"name": "Metered", "primitives": ["cards"], "limits": {}})).await;
+    let (p, _, key) = app.new_agent("metered", "Metered", None).await;
+    let charge = async || {
+        let args = json!({"amount": "1.00", "merchant": "acme"});
+        assert_eq!(
+            app.send("POST", &format!("/v1/users/{p}/cards/charge"), Some(&key), Some(args), &[]).await.0,
+            200
+        );
+    };
+    charge().await;
+    charge().await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let from = chrono::Utc::now();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    for _ in 0..3 {
+        charge().await;
+    }
+    let body = json!({"from": from.to_rfc3339()});
+    let (s, _, r) = app.send("POST", "/v1/kits/Metered/replay", Some(COMPANY_KEY), Some(body), &[]).await;
+    assert_eq!((s, r["summary"]["calls"].as_u64()), (200, Some(3)), "{r}");
+
+    let mut refused = None;
+    for _ in 0..12 {
+        let (s, h, b) = app.send("POST", "/v1/kits/Metered/replay", Some(&key), Some(json!({})), &[]).await;
+        if s == 429 {
+            refused = Some((b["code"].clone(), h.get("retry-after").is_some()));
+            break;
+        }
+        assert_eq!(s, 200, "{b}");
+    }
+    assert_eq!(refused, Some((json!("replay_rate_limited"), true)));
+    let (s, _, r) =
+        app.send("POST", "/v1/kits/Metered/replay", Some(COMPANY_KEY), Some(json!({})), &[]).await;
+    assert_eq!(s, 200, "an agent's replays spend its own budget, not the company's: {r}");
+}

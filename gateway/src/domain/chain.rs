@@ -28,12 +28,23 @@ pub(crate) fn chain_status(links: &[Link]) -> SubjectStatus {
 
 /// Narrows each link's kit by its parent's, from the root down.
 fn narrow(links: &mut [Link]) {
-    for i in (0..links.len().saturating_sub(1)).rev() {
-        let own = links[i].kit.clone();
-        let mut derived = derive_child(&links[i + 1].kit, &own);
-        derived.version = own.version;
-        links[i].kit = derived;
+    let own: Vec<Kit> = links.iter().map(|l| l.kit.clone()).collect();
+    for (link, kit) in links.iter_mut().zip(narrowed(own)) {
+        link.kit = kit;
     }
+}
+
+/// Each level's effective kit from each level's own (nearest first): its own narrowed by
+/// every ancestor's, from the root down, keeping its own name and version. The one
+/// narrowing the deciding job, replay and shadow all use.
+pub(crate) fn narrowed(mut kits: Vec<Kit>) -> Vec<Kit> {
+    for i in (0..kits.len().saturating_sub(1)).rev() {
+        let own = &kits[i];
+        let mut derived = derive_child(&kits[i + 1], own);
+        derived.version = own.version;
+        kits[i] = derived;
+    }
+    kits
 }
 
 /// The recursive read of a profile's chain: id, kit name, status, nearest first.

@@ -17,7 +17,13 @@
 //!   it holds its cost until its approval window would have ended;
 //! - refused: nothing.
 //!
-//! The draft governs the acting profile's own level; an ancestor's caps are as recorded. A
+//! A call is decided under the effective kits of its chain as the draft makes them: each
+//! level's own kit at the version the call was decided under, the draft in place of the kit
+//! it drafts wherever that kit is on the chain, each narrowed by the levels above it, as the
+//! deciding job narrows them ([`crate::domain::chain::narrowed`]). So replaying a parent's kit
+//! replays its descendants' calls, and a child's calls are decided under its parent's
+//! narrowing. Calls recorded before the chain's kits were kept ([`Inputs::kits`]) are
+//! decided under the draft at their own level, and their ancestors' caps as recorded. A
 //! period limit the draft adds that the recorded kit lacked counts what the draft let the
 //! replayed calls of its period spend (calls before the range are not seen); a rate limit the
 //! draft adds likewise counts the replayed calls. The tenant's own rate limit is as recorded.
@@ -59,11 +65,22 @@ impl From<&Decision> for Decided {
     }
 }
 
+/// One level's own kit, by name and version.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct KitRef {
+    pub kit: String,
+    pub version: u32,
+}
+
 /// What the engine read to decide one governed call, and what it decided.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Inputs {
     /// The acting profile's kit, by name; the entry has its version.
     pub kit: String,
+    /// Each level's own kit, the acting profile's first, as the call was decided (empty for
+    /// calls recorded before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kits: Vec<KitRef>,
     /// When it was decided (seconds since 1970), and the tenant's local day then.
     pub at: i64,
     pub day: NaiveDate,
@@ -246,9 +263,29 @@ impl Summary {
 /// The `LIKE` pattern (escape `\\`) of the recorded inputs of calls decided under kit `name`:
 /// [`Inputs`] is written with its kit first.
 pub fn kit_prefix(name: &str) -> String {
+    format!("{}%", kit_key(name))
+}
+
+/// The `LIKE` pattern (escape `\\`) of the recorded inputs of calls whose chain has kit `name`
+/// at any level: the acting kit comes first (`{"kit":…,`), and each level's is a [`KitRef`]
+/// (`{"kit":…,"version"`). The text cannot occur inside a string value, where a quote is
+/// escaped.
+pub fn kit_in_chain(name: &str) -> String {
+    format!("%{}%", kit_key(name))
+}
+
+/// `{"kit":"<name>",` with `LIKE`'s own characters escaped.
+fn kit_key(name: &str) -> String {
     let quoted = serde_json::to_string(name).expect("a name serializes");
     let escaped = quoted.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-    format!("{{\"kit\":{escaped},%")
+    format!("{{\"kit\":{escaped},")
+}
+
+impl Inputs {
+    /// Whether kit `name` is on the call's chain, at any level.
+    pub fn has_kit(&self, name: &str) -> bool {
+        self.kit == name || self.kits.iter().any(|k| k.kit == name)
+    }
 }
 
 /// A running amount whose parts may end at given times.
@@ -302,9 +339,9 @@ struct Count {
     ends_at: i64,
 }
 
-/// Decides recorded calls again under a draft, oldest first.
+/// Decides recorded calls again, oldest first, each under its chain's effective kits as the
+/// draft makes them (the caller's, per call: [`Replayer::step`]).
 pub struct Replayer<'a> {
-    draft: &'a Kit,
     calendar: &'a Calendar,
     /// How long a parked call waits unless its approval rule says otherwise, in seconds.
     ttl: i64,
@@ -315,9 +352,8 @@ pub struct Replayer<'a> {
 }
 
 impl<'a> Replayer<'a> {
-    pub fn new(draft: &'a Kit, calendar: &'a Calendar, ttl: i64) -> Replayer<'a> {
+    pub fn new(calendar: &'a Calendar, ttl: i64) -> Replayer<'a> {
         Replayer {
-            draft,
             calendar,
             ttl,
             delta: HashMap::new(),
@@ -327,21 +363,23 @@ impl<'a> Replayer<'a> {
         }
     }
 
-    /// Decides `call` again; the change, if the draft decides it otherwise.
-    pub fn step(&mut self, call: &Recorded) -> Option<Change> {
+    /// Decides `call` again under `kits`, its chain's effective kits under the draft, the
+    /// acting level's first (one kit alone for a call recorded without its chain's); the
+    /// change, if the draft decides it otherwise.
+    pub fn step(&mut self, call: &Recorded, kits: &[Kit]) -> Option<Change> {
         let i = &call.inputs;
         if self.counts.len() > 4_096 {
             self.counts.retain(|_, c| c.ends_at >= i.at);
         }
         if i.unbudgeted {
-            return self.step_unbudgeted(call);
+            return self.step_unbudgeted(call, &kits[0]);
         }
-        let budgets = self.budgets(i);
-        let (periods, draft_pots) = self.periods(i);
-        let (rates, draft_keys) = self.rates(i);
+        let budgets = self.budgets(i, kits);
+        let (periods, draft_pots) = self.periods(i, kits);
+        let (rates, draft_keys) = self.rates(i, &kits[0]);
         let d = evaluate(&DecisionInput {
             subject: i.status,
-            kit: self.draft,
+            kit: &kits[0],
             action: i.request(),
             budgets: &budgets,
             company_credit: shifted(i.credit, -self.delta_at(&Pot::Credit, i.at)),
@@ -350,7 +388,7 @@ impl<'a> Replayer<'a> {
         });
         let now = Decided::from(&d);
         self.summary.calls += 1;
-        let (was_fp, now_fp) = (self.record_footprint(call), self.draft_footprint(call, &d));
+        let (was_fp, now_fp) = (self.record_footprint(call), self.draft_footprint(call, &d, &kits[0]));
         for pot in &draft_pots {
             self.spent
                 .entry(pot.clone())
@@ -366,9 +404,9 @@ impl<'a> Replayer<'a> {
     }
 
     /// A call decided on the kit and standing alone: no budget moves.
-    fn step_unbudgeted(&mut self, call: &Recorded) -> Option<Change> {
+    fn step_unbudgeted(&mut self, call: &Recorded, kit: &Kit) -> Option<Change> {
         let i = &call.inputs;
-        let d = evaluate(&i.input(self.draft, &[]));
+        let d = evaluate(&i.input(kit, &[]));
         self.summary.calls += 1;
         let now = Decided::from(&d);
         (!same(&now, &i.decided)).then(|| self.changed(call, &now))
@@ -393,35 +431,55 @@ impl<'a> Replayer<'a> {
         self.delta.get_mut(pot).map_or(0, |r| r.at(t))
     }
 
-    /// The budget views as recorded, corrected by what the draft moved; the acting level's
-    /// caps are the draft's.
-    fn budgets(&mut self, i: &Inputs) -> Vec<BudgetView> {
+    /// The budget views as recorded, corrected by what the draft moved; each level's caps are
+    /// its kit's in `kits` (as recorded for a level past them).
+    fn budgets(&mut self, i: &Inputs, kits: &[Kit]) -> Vec<BudgetView> {
         let mut out = Vec::with_capacity(i.budgets.len());
         for (level, b) in i.budgets.iter().enumerate() {
             let d = self.delta_at(&Pot::Total(i.chain[level].clone()), i.at);
             let (posted, pending) = moved((b.posted, b.pending), d);
             let mut v = BudgetView { posted, pending, ..*b };
-            if level == 0 {
-                v.hard_cap = self.draft.limits.budget.hard_cap;
-                v.soft_cap = self.draft.limits.budget.soft_cap;
+            if let Some(kit) = kits.get(level) {
+                v.hard_cap = kit.limits.budget.hard_cap;
+                v.soft_cap = kit.limits.budget.soft_cap;
             }
             out.push(v);
         }
         out
     }
 
-    /// The draft's period views at the acting level, then the ancestors' as recorded, each
-    /// corrected; and the pots the draft's own limits count in.
-    fn periods(&mut self, i: &Inputs) -> (Vec<PeriodView>, Vec<Pot>) {
+    /// The period views of each level's kit in `kits`, then those of the levels past them as
+    /// recorded, each corrected; and the pots they count in.
+    fn periods(&mut self, i: &Inputs, kits: &[Kit]) -> (Vec<PeriodView>, Vec<Pot>) {
         let (mut out, mut pots) = (Vec::new(), Vec::new());
-        for (n, limit) in self.draft.limits.budget.periods.iter().enumerate() {
+        for (level, kit) in kits.iter().enumerate().take(i.chain.len()) {
+            self.level_periods(i, (level, kit), &mut out, &mut pots);
+        }
+        for p in i.periods.iter().filter(|p| p.budget >= kits.len()) {
+            let pot = Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at);
+            let (posted, pending) = moved((p.posted, p.pending), self.delta_at(&pot, i.at));
+            out.push(PeriodView { posted, pending, ..*p });
+            pots.push(pot);
+        }
+        (out, pots)
+    }
+
+    /// The period views of one level's kit, corrected, and their pots.
+    fn level_periods(
+        &mut self,
+        i: &Inputs,
+        (level, kit): (usize, &Kit),
+        out: &mut Vec<PeriodView>,
+        pots: &mut Vec<Pot>,
+    ) {
+        for (n, limit) in kit.limits.budget.periods.iter().enumerate() {
             let (_, end) = periods::period_dates(limit, i.day);
             let resets_at = self.calendar.start_of(end).timestamp();
-            let pot = Pot::Period(i.chain[0].clone(), limit.every, resets_at);
+            let pot = Pot::Period(i.chain[level].clone(), limit.every, resets_at);
             let recorded = i
                 .periods
                 .iter()
-                .find(|p| p.budget == 0 && p.every == limit.every && p.resets_at == resets_at);
+                .find(|p| p.budget == level && p.every == limit.every && p.resets_at == resets_at);
             let (posted, pending) = match recorded {
                 Some(p) => moved((p.posted, p.pending), self.delta_at(&pot, i.at)),
                 None => {
@@ -430,7 +488,7 @@ impl<'a> Replayer<'a> {
             };
             let (hard_cap, soft_cap) = (limit.hard_cap, limit.soft_cap);
             out.push(PeriodView {
-                budget: 0,
+                budget: level,
                 limit: n,
                 every: limit.every,
                 posted,
@@ -441,18 +499,13 @@ impl<'a> Replayer<'a> {
             });
             pots.push(pot);
         }
-        for p in i.periods.iter().filter(|p| p.budget > 0) {
-            let pot = Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at);
-            let (posted, pending) = moved((p.posted, p.pending), self.delta_at(&pot, i.at));
-            out.push(PeriodView { posted, pending, ..*p });
-        }
-        (out, pots)
     }
 
-    /// The draft's rate windows for the action, then the tenant's as recorded, each counted.
-    fn rates(&mut self, i: &Inputs) -> (Vec<RateView>, Vec<String>) {
+    /// The acting kit's rate windows for the action, then the tenant's as recorded, each
+    /// counted.
+    fn rates(&mut self, i: &Inputs, kit: &Kit) -> (Vec<RateView>, Vec<String>) {
         let at = DateTime::from_timestamp(i.at, 0).unwrap_or_default();
-        let mut windows = periods::rate_windows(&i.chain[0], self.draft, None, &i.tool.name, at);
+        let mut windows = periods::rate_windows(&i.chain[0], kit, None, &i.tool.name, at);
         windows.extend(i.rates.iter().filter(|r| r.view.limit.is_none()).map(|r| periods::Window {
             key: r.key.clone(),
             ends_at: i.at + i64::from(r.view.retry_after),
@@ -512,7 +565,7 @@ impl<'a> Replayer<'a> {
     }
 
     /// What the draft's decision `d` of the call would have held.
-    fn draft_footprint(&self, call: &Recorded, d: &Decision) -> Option<Footprint> {
+    fn draft_footprint(&self, call: &Recorded, d: &Decision, kit: &Kit) -> Option<Footprint> {
         let i = &call.inputs;
         let until = match d.verdict {
             EngineVerdict::Deny => return None,
@@ -523,7 +576,7 @@ impl<'a> Replayer<'a> {
                 _ => None,
             },
             EngineVerdict::Freeze => {
-                let rule = d.rule.and_then(|r| self.draft.limits.approve.rules.get(r));
+                let rule = d.rule.and_then(|r| kit.limits.approve.rules.get(r));
                 Some(i.at + rule.and_then(|r| r.window).map_or(self.ttl, |w| i64::from(w.secs())))
             }
         };
@@ -538,12 +591,6 @@ impl<'a> Replayer<'a> {
             .extend(i.periods.iter().map(|p| Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at)));
         let mut draft_side: Vec<Pot> = i.chain.iter().map(|p| Pot::Total(p.clone())).collect();
         draft_side.extend(draft_pots.iter().cloned());
-        draft_side.extend(
-            i.periods
-                .iter()
-                .filter(|p| p.budget > 0)
-                .map(|p| Pot::Period(i.chain[p.budget].clone(), p.every, p.resets_at)),
-        );
         let (recorded_pots, draft_side) = (unique(recorded_pots), unique(draft_side));
         if let Some(f) = now {
             for pot in draft_side {

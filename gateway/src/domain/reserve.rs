@@ -43,6 +43,8 @@ use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
 use crate::domain::periods::{self, DayTotals, TenantClock, Window};
 use crate::domain::principal::Subject;
+use crate::domain::replay::KitRef;
+use crate::domain::shadow::ShadowChain;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::{Tx, lock_key};
@@ -85,8 +87,9 @@ pub(crate) struct ReserveJob {
     /// The tenant's calendar and rate limit as cached; a job that finds them changed
     /// answers [`Reserved::Stale`].
     pub clock: Arc<TenantClock>,
-    /// The acting kit's shadow draft, if one is running ([`crate::domain::shadow`]).
-    pub shadow: Option<Arc<Kit>>,
+    /// The shadows running on the kits of the chain, each as the chain's effective kits with
+    /// the draft in its kit's place ([`crate::domain::shadow::ShadowChain`]).
+    pub shadows: Arc<Vec<ShadowChain>>,
     /// The call's span as a W3C `traceparent`, when traced: a park keeps it for its decision.
     pub traceparent: Option<String>,
 }
@@ -267,23 +270,23 @@ pub(crate) struct Facts {
 impl Facts {
     /// Reads the facts in one statement, under the tenant's lock (the caller took it). The
     /// windows' keys come from `rate`, the tenant's rate limit as the caller knows it; the
-    /// caller compares it with the one read ([`Standing::clock`]). With a `shadow` kit, the
-    /// days and rate windows it reads too are read in the same statement.
+    /// caller compares it with the one read ([`Standing::clock`]). The days and rate windows
+    /// the `shadows` read too are read in the same statement.
     pub(crate) fn read(
         c: &dyn Tx,
         tenant: &TenantId,
         links: &[Link],
         rate: Option<periods::TenantRate>,
         (action, now): (&str, DateTime<Utc>),
-        shadow: Option<&Kit>,
+        shadows: &[ShadowChain],
     ) -> Result<Facts> {
         let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         let mut windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
         let mut keys: Vec<String> =
             periods::distinct_keys(&windows).into_iter().map(|(k, _)| k.to_string()).collect();
-        if let Some(s) = shadow {
-            kits.push(s);
-            let more = periods::rate_windows(&links[0].profile, s, None, action, now);
+        for s in shadows {
+            kits.extend(s.kits.iter());
+            let more = s.windows(&links[0].profile, None, (action, now));
             let more: Vec<String> =
                 periods::distinct_keys(&more).into_iter().map(|(k, _)| k.to_string()).collect();
             keys.extend(more.into_iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
@@ -328,29 +331,28 @@ impl Facts {
         }
     }
 
-    /// The budget, period and rate views of the same standing with `shadow` as the acting
-    /// profile's kit (its ancestors' as they are).
-    fn under(&self, shadow: &Kit, links: &[Link], (action, now): (&str, DateTime<Utc>)) -> ShadowViews {
-        let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-        kits[0] = shadow;
+    /// The budget, period and rate views of the same standing under the shadow's kits.
+    fn under(&self, shadow: &ShadowChain, profile: &ProfileId, at: (&str, DateTime<Utc>)) -> ShadowViews {
+        let kits: Vec<&Kit> = shadow.kits.iter().collect();
         let periods =
             periods::period_views(&kits, &self.standing.clock.calendar, self.day, &self.standing.days);
-        let rate = self.standing.clock.rate;
-        let mut windows = periods::rate_windows(&links[0].profile, shadow, rate, action, now);
+        let mut windows = shadow.windows(profile, self.standing.clock.rate, at);
         periods::fill_counts(&mut windows, &self.standing.counts);
         ShadowViews {
             budgets: ledger::views(&self.standing.totals, &kits),
             periods,
             rates: windows.iter().map(|w| w.view).collect(),
+            windows,
         }
     }
 }
 
-/// The views a shadow kit decides on.
+/// The views a shadow decides on, and its rate windows.
 struct ShadowViews {
     budgets: Vec<policy::BudgetView>,
     periods: Vec<policy::PeriodView>,
     rates: Vec<policy::RateView>,
+    windows: Vec<Window>,
 }
 
 /// What a job that decides a call settled on: the facts it read, the decision, and what the
@@ -439,8 +441,8 @@ impl ReserveJob {
         // then see the revoke ([`crate::ops::revoke`]). In a batch of the tenant's jobs
         // ([`crate::Gateway::write_for`]) the tenant's lock is already held.
         activity::lock_tenant(c, &self.subject.tenant)?;
-        let (at, shadow) = ((self.tool.name.as_str(), self.now), self.shadow.as_deref());
-        Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, at, shadow)
+        let at = (self.tool.name.as_str(), self.now);
+        Facts::read(c, &self.subject.tenant, &self.links, self.clock.rate, at, &self.shadows)
     }
 
     /// The engine's decision on `facts`, the shadow's recorded beside it when one runs.
@@ -449,20 +451,39 @@ impl ReserveJob {
         let rates = facts.rates();
         let input = facts.input(&self.links[0].kit, request(&self.tool, &self.checked), &budgets, &rates);
         let decision = evaluate(&input);
-        if let Some(shadow) = self.shadow.as_deref() {
-            let v = facts.under(shadow, &self.links, (self.tool.name.as_str(), self.now));
-            let (budgets, periods, rates) = (&v.budgets, &v.periods, &v.rates);
-            let shadowed = evaluate(&DecisionInput { kit: shadow, budgets, periods, rates, ..input });
-            crate::domain::shadow::record(
-                c,
-                &self.subject,
-                &self.tool.name,
-                (&decision, &shadowed),
-                self.kit(),
-            )?;
+        for shadow in self.shadows.iter() {
+            self.shadow_decides(c, (&facts, &input), &decision, shadow)?;
         }
         let inputs = self.inputs(&facts, &budgets, &decision);
         Ok(Decided { facts, decision, inputs, tenant: &self.subject.tenant })
+    }
+
+    /// Decides the call under `shadow` on the same facts, records it when it differs from the
+    /// live `decision`, and counts the call in the shadow's own rate windows when the shadow
+    /// would have let it past them.
+    fn shadow_decides(
+        &self,
+        c: &dyn Tx,
+        (facts, input): (&Facts, &DecisionInput),
+        decision: &Decision,
+        shadow: &ShadowChain,
+    ) -> Result<()> {
+        let v = facts.under(shadow, &self.subject.profile, (self.tool.name.as_str(), self.now));
+        let (budgets, periods, rates) = (&v.budgets, &v.periods, &v.rates);
+        let shadowed = evaluate(&DecisionInput { kit: &shadow.kits[0], budgets, periods, rates, ..*input });
+        crate::domain::shadow::record(c, &self.subject, &self.tool.name, (decision, &shadowed), shadow)?;
+        if !matches!(shadowed.refusal, Some(Refusal::RateLimited { .. })) {
+            let own: Vec<Window> = v.windows.into_iter().filter(|w| w.view.limit.is_some()).collect();
+            let counted = Counted {
+                tenant: &self.subject.tenant,
+                day: facts.day,
+                windows: &own,
+                inputs: String::new(),
+                recorded: false,
+            };
+            counted.count(c)?;
+        }
+        Ok(())
     }
 
     /// What the engine read to decide this call, and its decision, as recorded with the
@@ -471,6 +492,11 @@ impl ReserveJob {
         let a = &self.checked;
         let inputs = crate::domain::replay::Inputs {
             kit: self.kit().name.clone(),
+            kits: self
+                .links
+                .iter()
+                .map(|l| KitRef { kit: l.kit.name.clone(), version: l.kit.version.0 })
+                .collect(),
             at: self.now.timestamp(),
             day: facts.day,
             status: facts.standing.status,
@@ -1049,7 +1075,7 @@ mod tests {
             lease: Leases::new(15).lease(),
             now: Utc::now(),
             clock: Arc::default(),
-            shadow: None,
+            shadows: Arc::default(),
             traceparent: None,
         }
     }

@@ -135,16 +135,46 @@ fn verdict(v: EngineVerdict) -> Verdict {
     }
 }
 
-/// Records that the shadow decided the call of `subject` otherwise than the live kit `kit`,
-/// if it did.
+/// A running shadow as a call's chain meets it: the chain's effective kits with the draft in
+/// place of the kit it drafts (wherever that kit is on the chain), each narrowed by the
+/// levels above it as the deciding job narrows them, so a parent's draft narrows its
+/// descendants and a child's draft stays under its parent.
+#[derive(Clone, Debug)]
+pub struct ShadowChain {
+    /// The kit it drafts, and that kit's live version.
+    pub name: String,
+    pub live_version: u32,
+    /// The chain's effective kits under the draft, the acting profile's first.
+    pub kits: Vec<Kit>,
+}
+
+impl ShadowChain {
+    /// The rate windows a call by `profile` counts toward under the shadow: its kit's own,
+    /// keyed apart from the live kit's (`s/<kit>/…`), so they count the calls the shadow would
+    /// have let through; then the tenant's (`tenant`), shared with the live kit.
+    pub(crate) fn windows(
+        &self,
+        profile: &ProfileId,
+        tenant: Option<crate::domain::periods::TenantRate>,
+        (action, now): (&str, DateTime<Utc>),
+    ) -> Vec<crate::domain::periods::Window> {
+        let mut w = crate::domain::periods::rate_windows(profile, &self.kits[0], tenant, action, now);
+        for x in w.iter_mut().filter(|x| x.view.limit.is_some()) {
+            x.key = format!("s/{}/{}", self.name, x.key);
+        }
+        w
+    }
+}
+
+/// Records that `shadow` decided the call of `subject` otherwise than the live kit, if it did.
 pub(crate) fn record(
     c: &dyn Tx,
     subject: &Subject,
     action: &str,
-    (live, shadow): (&Decision, &Decision),
-    kit: &Kit,
+    (live, shadow_decision): (&Decision, &Decision),
+    shadow: &ShadowChain,
 ) -> Result<()> {
-    let (live, shadowed) = (Decided::from(live), Decided::from(shadow));
+    let (live, shadowed) = (Decided::from(live), Decided::from(shadow_decision));
     if crate::domain::replay::same(&live, &shadowed) {
         return Ok(());
     }
@@ -158,8 +188,8 @@ pub(crate) fn record(
             .action(action)
             .verdict(verdict(shadowed.verdict))
             .amount(live.cost)
-            .kit_version(kit.version.0)
-            .detail(json!({ "kit": kit.name, "profile_id": subject.profile, "live": Side::of(&live), "shadow": Side::of(&shadowed) })),
+            .kit_version(shadow.live_version)
+            .detail(json!({ "kit": shadow.name, "profile_id": subject.profile, "live": Side::of(&live), "shadow": Side::of(&shadowed) })),
     )?;
     Ok(())
 }
@@ -189,7 +219,7 @@ pub const RECENT: usize = 20;
 /// its hold), read in one statement so a call settling meanwhile counts once.
 pub(crate) async fn totals(store: &Store, tenant: &TenantId, name: &str, s: &Shadow) -> Result<ShadowTotals> {
     let (like, after_seq, since) =
-        (crate::domain::replay::kit_prefix(name), s.after_seq, stored::ts(s.started_at));
+        (crate::domain::replay::kit_in_chain(name), s.after_seq, stored::ts(s.started_at));
     let calls: i64 = store
         .opt::<(i64,)>(
             "SELECT (SELECT COUNT(*) FROM activity WHERE tenant_id = ?1 AND seq > ?2 AND inputs LIKE ?3 ESCAPE '\\') \

@@ -305,7 +305,7 @@ impl Gateway {
             lease: self.leases.lease(),
             now: self.now(),
             clock: self.tenant_clock(&subject.tenant).await?,
-            shadow: self.shadow_for(&subject.tenant, &links[0].kit.name).await?,
+            shadows: self.shadows_on(&subject.tenant, &links).await?,
             traceparent: crate::audit::trace::current(),
             links,
         })
@@ -364,7 +364,7 @@ impl Gateway {
         let facts = self
             .write_for(&subject.tenant, move |c| {
                 crate::audit::activity::lock_tenant(c, &tenant)?;
-                reserve::Facts::read(c, &tenant, &read, clock.rate, (&name, now), None)
+                reserve::Facts::read(c, &tenant, &read, clock.rate, (&name, now), &[])
             })
             .await?;
         let (budgets, rates) = (facts.budgets(&links), facts.rates());

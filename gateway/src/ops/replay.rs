@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Gateway;
 use crate::domain::kits::KitRecord;
-use crate::domain::replay::{Change, Fate, Inputs, Recorded, Replayer, Summary, kit_prefix};
-use crate::domain::shadow::{self, Shadow, ShadowTotals};
+use crate::domain::replay::{Change, Fate, Inputs, KitRef, Recorded, Replayer, Summary, kit_in_chain};
+use crate::domain::shadow::{self, Shadow, ShadowChain, ShadowTotals};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::stored;
@@ -135,23 +135,159 @@ fn too_long() -> Error {
     )
 }
 
+/// How often replays may run, each reading up to a month of a tenant's calls: per tenant at
+/// most [`ReplayLimits::at_once`] at a time, and per minute [`ReplayLimits::per_minute`] for
+/// its humans and company key together, [`ReplayLimits::agent_per_minute`] for each agent.
+/// Every transport and the console go through it ([`Gateway::replay`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayLimits {
+    pub at_once: usize,
+    pub per_minute: u32,
+    pub agent_per_minute: u32,
+}
+
+impl Default for ReplayLimits {
+    fn default() -> Self {
+        ReplayLimits { at_once: 2, per_minute: 30, agent_per_minute: 6 }
+    }
+}
+
+/// A bucket of replays a caller may start: `tokens` left as of `at`.
+struct Bucket {
+    tokens: f64,
+    at: std::time::Instant,
+}
+
+/// The replays running and the buckets, per tenant and caller ([`ReplayLimits`]), in memory.
+#[derive(Default)]
+pub(crate) struct ReplayMeter {
+    running: std::sync::Mutex<HashMap<TenantId, usize>>,
+    buckets: std::sync::Mutex<HashMap<(TenantId, Option<ProfileId>), Bucket>>,
+}
+
+/// A replay's place among its tenant's running ones, given back when it ends.
+pub(crate) struct Turn<'a> {
+    meter: &'a ReplayMeter,
+    tenant: TenantId,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut running = self.meter.running.lock().expect("not poisoned");
+        if let Some(n) = running.get_mut(&self.tenant) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+impl ReplayMeter {
+    /// A turn for a replay by `agent` (or the tenant's humans), or `replay_rate_limited`
+    /// with when to ask again.
+    fn admit(&self, limits: ReplayLimits, tenant: &TenantId, agent: Option<&ProfileId>) -> Result<Turn<'_>> {
+        let per_minute =
+            f64::from(if agent.is_some() { limits.agent_per_minute } else { limits.per_minute }.max(1));
+        let mut buckets = self.buckets.lock().expect("not poisoned");
+        let b = buckets
+            .entry((tenant.clone(), agent.cloned()))
+            .or_insert(Bucket { tokens: per_minute, at: std::time::Instant::now() });
+        let now = std::time::Instant::now();
+        b.tokens = (b.tokens + now.duration_since(b.at).as_secs_f64() * per_minute / 60.0).min(per_minute);
+        b.at = now;
+        if b.tokens < 1.0 {
+            let wait = ((1.0 - b.tokens) * 60.0 / per_minute).ceil() as u32;
+            return Err(throttled(
+                format!("at most {per_minute} replays a minute; ask again in {wait} s"),
+                wait,
+            ));
+        }
+        let mut running = self.running.lock().expect("not poisoned");
+        let n = running.entry(tenant.clone()).or_default();
+        if *n >= limits.at_once {
+            return Err(throttled(
+                format!("{} replays of this tenant are running; ask again when one ends", *n),
+                1,
+            ));
+        }
+        *n += 1;
+        b.tokens -= 1.0;
+        Ok(Turn { meter: self, tenant: tenant.clone() })
+    }
+}
+
+fn throttled(message: String, retry_after_secs: u32) -> Error {
+    Error::Throttled { code: "replay_rate_limited", message, retry_after_secs: retry_after_secs.max(1) }
+}
+
+/// Each recorded call's chain of effective kits under the draft (the draft in place of the
+/// kit it drafts, every other level's own kit at the version the call was decided under,
+/// narrowed from the root down), built once per distinct chain of versions.
+struct Chains {
+    name: String,
+    /// For a call recorded without its chain's kits: the draft alone.
+    alone: Arc<Vec<Kit>>,
+    versions: HashMap<String, Vec<Kit>>,
+    built: HashMap<Vec<KitRef>, Arc<Vec<Kit>>>,
+}
+
+impl Chains {
+    fn new(name: &str, draft: Kit) -> Chains {
+        let alone = Arc::new(vec![draft]);
+        Chains { name: name.to_string(), alone, versions: HashMap::new(), built: HashMap::new() }
+    }
+
+    async fn of(&mut self, gw: &Gateway, tenant: &TenantId, i: &Inputs) -> Result<Arc<Vec<Kit>>> {
+        if i.kits.is_empty() {
+            return Ok(self.alone.clone());
+        }
+        if let Some(k) = self.built.get(&i.kits) {
+            return Ok(k.clone());
+        }
+        let mut own = Vec::with_capacity(i.kits.len());
+        for r in &i.kits {
+            own.push(match r.kit == self.name {
+                true => self.alone[0].clone(),
+                false => self.version(gw, tenant, r).await?,
+            });
+        }
+        let kits = Arc::new(crate::domain::chain::narrowed(own));
+        self.built.insert(i.kits.clone(), kits.clone());
+        Ok(kits)
+    }
+
+    /// Version `r` of a kit, from its versions read once.
+    async fn version(&mut self, gw: &Gateway, tenant: &TenantId, r: &KitRef) -> Result<Kit> {
+        if !self.versions.contains_key(&r.kit) {
+            let all = gw.kit_versions(tenant, &r.kit).await?.into_iter().map(|v| v.kit).collect();
+            self.versions.insert(r.kit.clone(), all);
+        }
+        let all = &self.versions[&r.kit];
+        all.iter().find(|k| k.version.0 == r.version).cloned().ok_or(Error::NotFound { what: "kit version" })
+    }
+}
+
 impl Gateway {
-    /// Decides the recorded calls of kit `name`'s profiles in the range again under the draft
-    /// (or saved version) `req` names. Writes nothing.
+    /// Decides the recorded calls in the range again whose chain has kit `name` (its own
+    /// profiles' and their descendants'), under the draft (or saved version) `req` names, each
+    /// under its chain's effective kits as the draft makes them. Writes nothing. Metered
+    /// ([`ReplayLimits`]): `replay_rate_limited` past it.
     pub async fn replay(&self, tenant: &TenantId, name: &str, req: ReplayRequest) -> Result<ReplayReport> {
+        let _turn = self.replays.admit(self.config.replays, tenant, req.profile.as_ref())?;
         let (from, to) = range(&req, Utc::now())?;
         let live = self.current_kit(tenant, name).await?;
         let draft = self.draft_to_replay(tenant, name, &req, live).await?;
         let clock = self.tenant_clock(tenant).await?;
-        let mut replayer = Replayer::new(&draft, &clock.calendar, self.config.approval_ttl_secs);
+        let mut replayer = Replayer::new(&clock.calendar, self.config.approval_ttl_secs);
+        let mut chains = Chains::new(name, draft);
         let limit = req.limit.clamp(1, MAX_CHANGES);
-        let (mut changes, mut next, mut seq) = (Vec::new(), None, 0);
+        let (mut changes, mut next) = (Vec::new(), None);
+        let (mut seq, end) = self.seq_range(tenant, (from, to)).await?;
         loop {
-            let chunk = self.recorded(tenant, name, (from, to), req.profile.as_ref(), seq).await?;
+            let chunk = self.recorded(tenant, name, (from, to), req.profile.as_ref(), (seq, end)).await?;
             let Some(last) = chunk.last() else { break };
             seq = last.seq;
             for call in &chunk {
-                let Some(change) = replayer.step(call) else { continue };
+                let kits = chains.of(self, tenant, &call.inputs).await?;
+                let Some(change) = replayer.step(call, &kits) else { continue };
                 if req.after.is_some_and(|a| change.seq <= a) {
                     continue;
                 }
@@ -204,22 +340,57 @@ impl Gateway {
         }
     }
 
-    /// Up to [`CHUNK`] recorded calls of kit `name` in `[from, to)` after entry `after`, with
-    /// the fates of their parks.
+    /// The seqs of the tenant's entries in `[from, to)`: after the first and before the
+    /// second. Entries are appended in time order under the tenant's lock, so the bounds are
+    /// found by bisecting seqs on the (tenant, seq) index, however long the log is before or
+    /// after the range.
+    async fn seq_range(
+        &self,
+        tenant: &TenantId,
+        (from, to): (DateTime<Utc>, DateTime<Utc>),
+    ) -> Result<(i64, i64)> {
+        let first = self.first_seq_at(tenant, from).await?;
+        let end = self.first_seq_at(tenant, to).await?;
+        Ok((first.map_or(i64::MAX - 1, |s| s - 1), end.unwrap_or(i64::MAX)))
+    }
+
+    /// The first seq of the tenant's log appended at or after `t`, if any.
+    async fn first_seq_at(&self, tenant: &TenantId, t: DateTime<Utc>) -> Result<Option<i64>> {
+        let bounds: Option<(Option<i64>, Option<i64>)> =
+            self.store.opt("SELECT MIN(seq), MAX(seq) FROM activity WHERE tenant_id = ?", &[tenant]).await?;
+        let Some((Some(mut lo), Some(hi))) = bounds else { return Ok(None) };
+        let (mut hi, mut found) = (hi + 1, None);
+        let probe = "SELECT seq, at FROM activity WHERE tenant_id = ? AND seq >= ? ORDER BY seq LIMIT 1";
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.store.opt::<(i64, DateTime<Utc>)>(probe, &[tenant, &mid]).await? {
+                Some((seq, at)) if at >= t => {
+                    found = Some(seq);
+                    hi = mid;
+                }
+                Some((seq, _)) => lo = seq + 1,
+                None => hi = mid,
+            }
+        }
+        Ok(found)
+    }
+
+    /// Up to [`CHUNK`] recorded calls in `[from, to)` whose chain has kit `name`, between
+    /// entries `after` and `before` (exclusive), with the fates of their parks.
     async fn recorded(
         &self,
         tenant: &TenantId,
         name: &str,
         (from, to): (DateTime<Utc>, DateTime<Utc>),
         profile: Option<&ProfileId>,
-        after: i64,
+        (after, before): (i64, i64),
     ) -> Result<Vec<Recorded>> {
-        let (like, from, to) = (kit_prefix(name), stored::ts(from), stored::ts(to));
+        let (like, from, to) = (kit_in_chain(name), stored::ts(from), stored::ts(to));
         let mut sql =
-            "SELECT seq, kind, verdict, detail, inputs FROM activity WHERE tenant_id = ? AND seq > ? \
+            "SELECT seq, kind, verdict, detail, inputs FROM activity WHERE tenant_id = ? AND seq > ? AND seq < ? \
              AND inputs LIKE ? ESCAPE '\\' AND at >= ? AND at < ?"
                 .to_string();
-        let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant, &after, &like, &from, &to];
+        let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant, &after, &before, &like, &from, &to];
         if let Some(p) = &profile {
             sql.push_str(" AND profile_id = ?");
             args.push(p);
@@ -239,7 +410,7 @@ impl Gateway {
         let mut out = Vec::with_capacity(rows.len());
         for ((seq, kind, verdict, _, inputs), approval) in rows.into_iter().zip(approvals) {
             let inputs: Inputs = stored::decode("decision inputs", &inputs)?;
-            if inputs.kit != name || inputs.chain.is_empty() {
+            if !inputs.has_kit(name) || inputs.chain.is_empty() {
                 continue;
             }
             let fate = match (kind.as_str(), verdict.as_deref()) {
@@ -326,7 +497,36 @@ impl Gateway {
         Ok(record)
     }
 
-    /// The shadow of the kit `name` the deciding job evaluates beside it, cached.
+    /// The shadows running on the kits of the chain `links`, each as the chain's effective
+    /// kits with the draft in its kit's place ([`ShadowChain`]): what the deciding job
+    /// evaluates beside the live kits. Nothing to build when none runs (a cached lookup per
+    /// kit of the chain).
+    pub(crate) async fn shadows_on(
+        &self,
+        tenant: &TenantId,
+        links: &[crate::domain::chain::Link],
+    ) -> Result<Arc<Vec<ShadowChain>>> {
+        let mut out = Vec::new();
+        for (level, l) in links.iter().enumerate() {
+            let name = &l.kit.name;
+            if links[..level].iter().any(|x| &x.kit.name == name) {
+                continue;
+            }
+            let Some(draft) = self.shadow_for(tenant, name).await? else { continue };
+            let mut own = Vec::with_capacity(links.len());
+            for x in links {
+                own.push(match &x.kit.name == name {
+                    true => (*draft).clone(),
+                    false => self.cached_kit(tenant, &x.kit.name).await?,
+                });
+            }
+            let kits = crate::domain::chain::narrowed(own);
+            out.push(ShadowChain { name: name.clone(), live_version: l.kit.version.0, kits });
+        }
+        Ok(Arc::new(out))
+    }
+
+    /// The shadow of the kit `name`, cached.
     pub(crate) async fn shadow_for(&self, tenant: &TenantId, name: &str) -> Result<Option<Arc<Kit>>> {
         let key = (tenant.clone(), name.to_string());
         if let Some(s) = self.shadow_cache.get(&key) {

@@ -71,8 +71,14 @@ impl From<gateway::Error> for Problem {
             p.retry_after_secs = Some(*retry_after_secs);
             return p;
         }
+        if let E::Throttled { code, message, retry_after_secs } = &e {
+            let mut p = Problem::new(StatusCode::TOO_MANY_REQUESTS, code, message.clone());
+            p.retry_after_secs = Some(*retry_after_secs);
+            return p;
+        }
         let status = match &e {
             E::Internal { .. } | E::Unavailable { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            E::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             E::NotFound { .. } => StatusCode::NOT_FOUND,
             E::Invalid { code: "args_too_large", .. } => StatusCode::PAYLOAD_TOO_LARGE,
             E::Invalid { .. } => StatusCode::BAD_REQUEST,

@@ -27,7 +27,9 @@ pub struct ReplayBody {
     /// A saved version to replay instead of a draft.
     #[schema(minimum = 1)]
     version: Option<u32>,
-    /// The range's start; a week before `to` unless given. At most 31 days before `to`.
+    /// The range's start; a week before `to` unless given. At most 31 days before `to`. The
+    /// replay reads the calls recorded in the range only, and whose chain has the kit: its
+    /// own profiles' and their sub-agents'.
     from: Option<DateTime<Utc>>,
     /// The range's end (exclusive); now unless given. Never in the future.
     to: Option<DateTime<Utc>>,
@@ -43,7 +45,9 @@ pub struct ReplayBody {
     request_body(content = ReplayBody, example = json!({"draft": {"name": "default", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100.00"}}}, "from": "2026-11-28T00:00:00Z"})),
     responses((status = 200, description = "What the draft would have decided otherwise: counts and money by transition, and the changed calls, keyset-paged. Nothing is reserved or written.", body = gateway::ops::replay::ReplayReport),
         (status = 400, description = "`invalid_kit` (each error with its path), `kit_name_mismatch`, `range_too_long`, `range_in_future`, `invalid_range`.", body = Problem),
-        (status = 404, description = "No such kit (or version).", body = Problem)))]
+        (status = 404, description = "No such kit (or version).", body = Problem),
+        (status = 429, description = "`replay_rate_limited`: replays are metered (per tenant at most 2 at once and 30 a minute; each agent 6 a minute); ask again after `Retry-After`.", body = Problem,
+            headers(("Retry-After" = u32, description = "Seconds until a replay may run.")))))]
 pub async fn replay(
     State(state): State<AppState>,
     caller: Caller,

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use chrono::{Duration, Utc};
 use gateway::Gateway;
-use gateway::domain::replay::{Decided, Inputs};
+use gateway::domain::replay::{Decided, Inputs, KitRef};
 use gateway::ops::replay::ReplayRequest;
 use gateway::sql::Tx;
 use policy::{BudgetView, EngineVerdict, Kit, Money, Period, PeriodView};
@@ -135,6 +135,7 @@ fn inputs(
     let end = day.succ_opt().expect("a next day").and_hms_opt(0, 0, 0).expect("midnight").and_utc();
     let i = Inputs {
         kit: "Replay".into(),
+        kits: vec![KitRef { kit: "Replay".into(), version: 1 }],
         at: at.timestamp(),
         day,
         status: policy::SubjectStatus::Active,
