@@ -154,12 +154,23 @@ fn a_build_without_test_switches_refuses_them() {
     for (var, value) in
         [("NAIVE_TEST_CLOCK_FILE", clock.to_str().unwrap()), ("NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", "1")]
     {
-        let out = server()
+        let mut child = server()
             .args(["--database-url", &db, "--bind", "127.0.0.1:0", "--no-demo"])
             .env(var, value)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap();
-        assert!(!out.status.success(), "{var}: it started");
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let still_running = child.try_wait().unwrap().is_none();
+        if still_running {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(!still_running && !out.status.success(), "{var}: it started and kept running");
         let (stdout, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(!stdout.contains("http://"), "{var}: it listened: {stdout}");
         assert!(err.contains(var) && err.contains("test-switches"), "{var}: {err}");
