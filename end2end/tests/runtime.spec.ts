@@ -75,7 +75,7 @@ test("an approver's webhook is told a call parked, with a link that opens it in 
       message = got.items.find((r: any) => JSON.parse(r.body).data?.approval_id === approval);
       expect(message).toBeTruthy();
     }).toPass({ timeout: 15_000 });
-    // Verified here with Node's crypto, the way the README documents it.
+    // Verified here with Node's crypto, the way docs/outbox.md documents it.
     const key64 = Buffer.from(secret.slice("whsec_".length), "base64");
     const signed = `${message.webhook_id}.${message.webhook_timestamp}.${message.body}`;
     expect(message.webhook_signature).toBe(`v1,${createHmac("sha256", key64).update(signed).digest("base64")}`);

@@ -14,7 +14,7 @@
 //!   kit save or revoke that changes what the session may see sends it
 //!   `notifications/tools/list_changed`, and a revoked key or profile ends the session.
 //! - `Host` and `Origin` are validated: loopback hosts and no browser origins by default,
-//!   more with `--mcp-allowed-hosts` / `--mcp-allowed-origins` (see the README).
+//!   more with `--mcp-allowed-hosts` / `--mcp-allowed-origins` (see docs/mcp.md).
 
 pub mod client;
 pub mod tools;

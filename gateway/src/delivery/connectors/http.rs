@@ -1,7 +1,7 @@
 //! The `http` connector: carries an allowed action out by POSTing it to a tenant's upstream
 //! (a card processor, a mail relay), with a credential from the vault the agent never sees.
 //!
-//! The wire protocol (the README's "Connector protocol" says the same for upstream authors):
+//! The wire protocol (docs/connectors.md, "Connector protocol", says the same for upstream authors):
 //! - `POST <url>` with `Content-Type: application/json`, `Idempotency-Key: <action_id>` and
 //!   `Naive-Action: <action>`, and the body
 //!   `{"action": "cards.charge", "action_id": "act_…", "args": {…}, "reserved": "48.00"}`:
