@@ -194,10 +194,11 @@ pub async fn purge_backlog(channel: String, destination: String) -> Result<(), S
             ),
         };
         let p = n.map_err(to_fn_error)?;
-        let notice = format!(
-            "Purged {} queued and {} dead letters for {what}: they will not be sent.",
-            p.purged, p.dead_letters
-        );
+        let dead = match p.dead_letters {
+            0 => String::new(),
+            n => format!(" and {n} dead letter{}", if n == 1 { "" } else { "s" }),
+        };
+        let notice = format!("Purged {} queued{dead} for {what}: they will not be sent.", p.purged);
         back_with_notice(&notice).await;
         Ok(())
     })
