@@ -6,14 +6,14 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay build-site
+.PHONY: run test setup setup-test fmt lint unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
 	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} \
 	  NAIVE_EGRESS_ALLOW=$${NAIVE_EGRESS_ALLOW:-127.0.0.1/32} cargo leptos serve
 
-test: setup-test fmt lint unit wasm api mcp e2e
+test: setup-test fmt lint unit wasm wasm-budget api mcp e2e
 	@echo "make test: all checks passed"
 
 setup:
@@ -54,6 +54,10 @@ unit:
 
 wasm:
 	cargo build -p policy --target wasm32-unknown-unknown
+
+# The console's release wasm against its budget (150 KB gzipped): fails above it.
+wasm-budget:
+	bench/wasm-size.sh --check
 
 # schemathesis against /v1/openapi.json on the real server: no 5xx, every response as documented.
 api:
@@ -136,3 +140,8 @@ bench-replay:
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:
 	bench/wasm-size.sh
+
+# The inbox on a phone (390 px, CPU 4x slower, 1.6 Mbps, 150 ms): bytes and time to working
+# buttons, first visit and return visit (the release site, precompressed).
+bench-phone:
+	bench/phone.sh

@@ -97,51 +97,145 @@ pub async fn kit_editor(name: String) -> Result<KitEditorData, ServerFnError> {
     })
 }
 
-/// The simulator's verdict for a kit with period or rate limits: `kit_json` (a draft or the
-/// saved version) decided for `profile` (an id, or empty for a new agent) at `at`, a
-/// wall-clock moment in the tenant's zone (`2026-12-31T23:50`; empty for now), on the period
-/// and rate views the gateway computes, by the same [`simulate`] the browser runs for other
-/// kits. Reads only.
-#[server(prefix = "/api", endpoint = "simulate_at")]
-pub async fn simulate_at(
-    kit_json: String,
-    profile: String,
-    at: String,
-    tool: String,
-    amount: String,
-    merchant: String,
-    recipient: String,
-) -> Result<crate::components::kit_editor::SimOutcome, ServerFnError> {
-    use crate::api::to_fn_error;
-    use crate::components::kit_editor::{SimAction, simulate};
-    let (gw, tenant, _) = require_view("kits").await?;
-    let kit = Kit::from_json(&kit_json).map_err(|e| ServerFnError::new(format!("invalid_kit: {e}")))?;
-    let at = if at.trim().is_empty() {
-        gw.now()
-    } else {
-        gw.tenant_moment(&tenant.id, &at).await.map_err(to_fn_error)?
-    };
-    let amount = if amount.trim().is_empty() { Ok(Money::ZERO) } else { Money::parse(amount.trim()) }
-        .map_err(|e| ServerFnError::new(format!("invalid_amount: the amount is not an amount: {e}")))?;
-    let mut me =
-        SimProfile { id: profile.clone(), name: String::new(), posted: Money::ZERO, pending: Money::ZERO };
-    let id = if profile.is_empty() {
-        None
-    } else {
-        let id = gateway::ProfileId::parse(&profile)
-            .ok_or_else(|| ServerFnError::new("not_found: no such agent profile"))?;
-        let totals = gw.budget(&tenant.id, &id).await.map_err(to_fn_error)?.totals;
-        (me.posted, me.pending) = (totals.posted, totals.pending);
-        Some(id)
-    };
-    let (periods, rates) =
-        gw.limit_views(&tenant.id, id.as_ref(), &kit, &tool, at).await.map_err(to_fn_error)?;
-    let opt = |s: String| (!s.trim().is_empty()).then(|| s.trim().to_string());
-    let action = SimAction { tool, amount, merchant: opt(merchant), recipient: opt(recipient) };
-    simulate(&kit, &me, tenant.credit, &action, (&periods, &rates)).map_err(ServerFnError::new)
+/// What the editor shows beside the form for the fields as typed: the diff and the simulated
+/// verdicts as markup ([`crate::components::kit_editor::PreviewPanel`]), the draft's JSON
+/// (empty while it has problems) and whether it differs from the saved version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Previewed {
+    pub html: String,
+    pub kit_json: String,
+    pub changed: bool,
 }
 
-/// Saves `kit_json` as the version after `expected_version` (admins only; the gateway
+/// The editor's preview of kit `name`'s draft, `fields` (the form's fields, URL-encoded as it
+/// posts them), edited from `expected_version`: its diff against that version, and the
+/// simulator's verdicts (`sim`, the simulator's fields) for the draft and that version,
+/// decided by the engine on the period and rate views the gateway would use. Reads only.
+#[server(prefix = "/api", endpoint = "kit_preview")]
+pub async fn kit_preview(
+    name: String,
+    expected_version: u32,
+    fields: String,
+    sim: String,
+) -> Result<Previewed, ServerFnError> {
+    use crate::api::to_fn_error;
+    use crate::components::kit_editor::{Preview, PreviewPanel};
+    let (gw, tenant, _) = require_view("kits").await?;
+    let saved = gw
+        .kit_versions(&tenant.id, &name)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .find(|r| r.kit.version.0 == expected_version)
+        .ok_or_else(|| {
+            ServerFnError::new(format!("not_found: kit \"{name}\" has no version {expected_version}"))
+        })?
+        .kit;
+    let draft = kit_from_fields(&name, expected_version, &fields);
+    let sim = sim_request(&gw, &tenant, &sim).await;
+    let mut preview = Preview::waiting();
+    let decide = async |kit: &Kit| match &sim {
+        Ok(s) => simulate_for(&gw, &tenant, kit, s).await,
+        Err(e) => Err(e.clone()),
+    };
+    preview.saved = Some((saved.version.0, decide(&saved).await));
+    let (kit_json, changed) = match &draft {
+        Ok(d) => {
+            let diff = KitDiff::between(&saved, d);
+            let changed = !diff.is_empty();
+            preview.diff = Some(diff);
+            preview.draft = Some(decide(d).await);
+            (d.to_json_pretty(), changed)
+        }
+        Err(_) => {
+            preview.draft = Some(Err("fix the draft's problems first".to_string()));
+            (String::new(), false)
+        }
+    };
+    let html = leptos::tachys::view::RenderHtml::to_html(view! { <PreviewPanel preview=preview /> });
+    Ok(Previewed { html, kit_json, changed })
+}
+
+/// The kit the editor's fields (URL-encoded, as the form posts them) describe, as version
+/// `version` of kit `name`: the same [`crate::components::kit_editor::KitText::from_fields`]
+/// the browser checks them with; `invalid_kit` with each problem's path.
+#[cfg(feature = "ssr")]
+pub(crate) fn kit_from_fields(name: &str, version: u32, fields: &str) -> Result<Kit, ServerFnError> {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(fields.as_bytes()).into_owned().collect();
+    let text = crate::components::kit_editor::KitText::from_fields(
+        pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+    );
+    text.to_kit(name, policy::KitVersion(version)).map_err(|errs| {
+        let all: Vec<String> = errs.iter().map(|e| format!("{}: {}", e.path, e.message)).collect();
+        ServerFnError::new(format!("invalid_kit: {}", all.join("; ")))
+    })
+}
+
+/// The simulator's question, from its fields: who acts (a profile by name, or a new agent),
+/// what they do and at what moment.
+#[cfg(feature = "ssr")]
+struct SimRequest {
+    profile: SimProfile,
+    action: crate::components::kit_editor::SimAction,
+    at: chrono::DateTime<chrono::Utc>,
+}
+
+#[cfg(feature = "ssr")]
+async fn sim_request(
+    gw: &gateway::Gateway,
+    tenant: &gateway::Tenant,
+    sim: &str,
+) -> Result<SimRequest, String> {
+    let pairs: Vec<(String, String)> = form_urlencoded::parse(sim.as_bytes()).into_owned().collect();
+    let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map_or("", |(_, v)| v.trim());
+    let amount = if get("sim_amount").is_empty() { Ok(Money::ZERO) } else { Money::parse(get("sim_amount")) }
+        .map_err(|e| format!("the amount is not an amount: {e}"))?;
+    let at = match get("sim_at") {
+        "" => gw.now(),
+        at => gw.tenant_moment(&tenant.id, at).await.map_err(|e| e.to_string())?,
+    };
+    let mut profile = SimProfile {
+        id: String::new(),
+        name: "a new agent".into(),
+        posted: Money::ZERO,
+        pending: Money::ZERO,
+    };
+    let named = get("sim_profile");
+    let known = gw.profiles(&tenant.id).await.map_err(|e| e.to_string())?;
+    if let Some(p) = known.into_iter().find(|p| !named.is_empty() && p.name == named) {
+        let totals = gw.budget(&tenant.id, &p.id).await.map_err(|e| e.to_string())?.totals;
+        profile =
+            SimProfile { id: p.id.to_string(), name: p.name, posted: totals.posted, pending: totals.pending };
+    }
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let action = crate::components::kit_editor::SimAction {
+        tool: get("sim_tool").to_string(),
+        amount,
+        merchant: opt(get("sim_merchant")),
+        recipient: opt(get("sim_recipient")),
+    };
+    Ok(SimRequest { profile, action, at })
+}
+
+/// The simulator's verdict for `kit`: the engine's decision on the period and rate views the
+/// gateway computes at the request's moment, with the envelope the agent would receive.
+#[cfg(feature = "ssr")]
+async fn simulate_for(
+    gw: &gateway::Gateway,
+    tenant: &gateway::Tenant,
+    kit: &Kit,
+    s: &SimRequest,
+) -> Result<crate::components::kit_editor::SimOutcome, String> {
+    let id = gateway::ProfileId::parse(&s.profile.id);
+    let (periods, rates) = gw
+        .limit_views(&tenant.id, id.as_ref(), kit, &s.action.tool, s.at)
+        .await
+        .map_err(|e| e.to_string())?;
+    crate::components::kit_editor::simulate(kit, &s.profile, tenant.credit, &s.action, (&periods, &rates))
+}
+
+/// Saves the draft (the editor's `fields` as the island posts them, or else `kit_json` as a
+/// browser without JavaScript posts it) as the version after `expected_version` (admins only; the gateway
 /// validates it again and refuses a stale version with `kit_version_conflict`): back to the
 /// editor with `?saved=vN`, or with `?error=` saying why not. A browser without JavaScript
 /// follows the redirect; the editor's island posts the same form and reads the page it lands on.
@@ -151,7 +245,8 @@ pub async fn simulate_at(
 pub async fn save_kit(
     name: String,
     expected_version: u32,
-    kit_json: String,
+    kit_json: Option<String>,
+    fields: Option<String>,
     confirm_refusals: Option<String>,
 ) -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
@@ -161,7 +256,10 @@ pub async fn save_kit(
     };
     form(async {
         let (gw, tenant, user) = require_roles(&[gateway::Role::Admin], "editing kits").await?;
-        let mut kit = parse_kit(&kit_json)?;
+        let mut kit = match &fields {
+            Some(f) => kit_from_fields(&name, expected_version, f)?,
+            None => parse_kit(kit_json.as_deref().unwrap_or_default())?,
+        };
         kit.name = name.clone();
         if confirm_refusals.is_none() {
             would_refuse(&gw, &tenant.id, &kit).await?;

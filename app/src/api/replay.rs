@@ -158,10 +158,17 @@ pub async fn replay_kit(
     replay_view(&name, &kit_json, version, (after, PAGE_CHANGES)).await
 }
 
-/// The editor's "Against the last 7 days": the summary of `kit_json` replayed, as HTML the
-/// island puts in place (so no renderer of it ships in the wasm).
+/// The editor's "Against the last 7 days": the summary of the draft (the editor's `fields`,
+/// edited from `expected_version`) replayed, as HTML the island puts in place (so no renderer
+/// of it ships in the wasm).
 #[server(prefix = "/api", endpoint = "replay_summary")]
-pub async fn replay_summary(name: String, kit_json: String) -> Result<String, ServerFnError> {
+pub async fn replay_summary(
+    name: String,
+    expected_version: u32,
+    fields: String,
+) -> Result<String, ServerFnError> {
+    let kit = crate::api::kits::kit_from_fields(&name, expected_version, &fields)?;
+    let kit_json = kit.to_json_pretty();
     let view = replay_view(&name, &kit_json, None, (None, EDITOR_CHANGES)).await?;
     let html = leptos::tachys::view::RenderHtml::to_html(
         view! { <crate::pages::replay::ReplaySummary view=view kit_json=kit_json /> },

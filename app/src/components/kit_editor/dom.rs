@@ -1,138 +1,70 @@
-//! The island's browser side: reading the form, adding and removing rows, saving.
+//! The island's browser side: reading the form, showing the draft's problems as typed, asking
+//! the server for the diff and the verdicts (and swapping its answer in), adding and removing
+//! rows, saving and replaying. The form's fields go to the server as they are typed, URL-encoded
+//! as the form posts them; the server builds the kit from them with the same
+//! [`KitText::from_fields`] this side checks them with.
 
 use super::fields::KitText;
-use super::island::{Editor, SaveState};
-use super::simulate::{SimAction, SimOutcome, SimProfile, needs_server, simulate};
 use crate::components::browser::{all, first as find};
-use leptos::prelude::*;
-use policy::{Kit, KitDiff, KitVersion, Money};
+use policy::{KitError, KitVersion};
 use wasm_bindgen::JsCast;
 use web_sys::{
     Element, HtmlButtonElement, HtmlFormElement, HtmlInputElement, HtmlSelectElement, HtmlTemplateElement,
-    HtmlTextAreaElement,
+    HtmlTextAreaElement, UrlSearchParams,
 };
 
-/// The simulator's inputs as read from its form.
-#[derive(Clone)]
-struct SimInput {
-    profile: SimProfile,
-    credit: Money,
-    action: Result<SimAction, String>,
-    /// The moment to decide at, in the tenant's time (`2026-12-31T23:50`); empty for now.
-    at: String,
-}
-
-impl SimInput {
-    fn run(&self, kit: &Kit) -> Result<SimOutcome, String> {
-        simulate(kit, &self.profile, self.credit, self.action.as_ref().map_err(Clone::clone)?, (&[], &[]))
-    }
-
-    /// The verdict for `kit` into `out`: here, or for a kit with period or rate limits from
-    /// the server ([`crate::api::kits::simulate_at`]); an answer that an input overtook is
-    /// dropped.
-    fn run_into(&self, kit: &Kit, out: RwSignal<Option<Result<SimOutcome, String>>>) {
-        if !needs_server(kit) {
-            out.set(Some(self.run(kit)));
-            return;
-        }
-        let Ok(action) = self.action.clone() else {
-            out.set(Some(self.run(kit)));
-            return;
-        };
-        let asked = ASKED.with(|n| {
-            n.set(n.get() + 1);
-            n.get()
-        });
-        out.set(Some(Err("deciding on the server, in the tenant's time zone…".into())));
-        let (input, json) = (self.clone(), kit.to_json());
-        leptos::task::spawn_local(async move {
-            let answer = ask_server(&input, &json, &action).await;
-            if ASKED.with(|n| n.get()) <= asked + 1 {
-                out.set(Some(answer));
-            }
-        });
-    }
-}
-
 thread_local! {
-    /// How many server verdicts have been asked for: an answer older than the latest pair is
-    /// stale.
+    /// How many previews have been asked for: an answer to an older one is dropped.
     static ASKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-async fn ask_server(input: &SimInput, kit_json: &str, action: &SimAction) -> Result<SimOutcome, String> {
-    let form =
-        web_sys::UrlSearchParams::new().map_err(|_| "the browser cannot build the form".to_string())?;
-    form.append("kit_json", kit_json);
-    form.append("profile", &input.profile.id);
-    form.append("at", &input.at);
-    form.append("tool", &action.tool);
-    form.append("amount", &action.amount.to_decimal_string());
-    form.append("merchant", action.merchant.as_deref().unwrap_or(""));
-    form.append("recipient", action.recipient.as_deref().unwrap_or(""));
-    let v = crate::components::browser::post_for_json("/api/simulate_at", &form).await?;
-    let get = |k: &str| crate::components::browser::json_str(&v, k);
-    Ok(SimOutcome {
-        verdict: get("verdict").ok_or("the server's answer has no verdict")?,
-        reason: get("reason"),
-        cost: get("cost").and_then(|c| Money::parse(&c).ok()).unwrap_or(Money::ZERO),
-        envelope: get("envelope").unwrap_or_default(),
-        who: get("who"),
-    })
-}
-
-/// Every named field of `form` as it would be submitted, in document order: as typed, or
-/// (`defaults`) as the server rendered it.
-fn fields(form: &HtmlFormElement, defaults: bool) -> Vec<(String, String)> {
+/// Every named field of `form` as it would be submitted, in document order, its JSON left out.
+fn fields(form: &HtmlFormElement) -> Vec<(String, String)> {
     let elements = form.elements();
     let mut out = Vec::new();
     for i in 0..elements.length() {
         let Some(el) = elements.item(i) else { continue };
         if let Some(input) = el.dyn_ref::<HtmlInputElement>() {
-            let name = input.name();
             match input.type_().as_str() {
-                "checkbox" | "radio" => {
-                    if if defaults { input.default_checked() } else { input.checked() } {
-                        out.push((name, input.value()));
-                    }
-                }
-                "submit" | "button" => (),
-                _ => out.push((name, if defaults { input.default_value() } else { input.value() })),
+                "checkbox" | "radio" if input.checked() => out.push((input.name(), input.value())),
+                "checkbox" | "radio" | "submit" | "button" => (),
+                _ => out.push((input.name(), input.value())),
             }
         } else if let Some(area) = el.dyn_ref::<HtmlTextAreaElement>() {
-            out.push((
-                area.name(),
-                if defaults { area.default_value().unwrap_or_default() } else { area.value() },
-            ));
+            out.push((area.name(), area.value()));
         } else if let Some(select) = el.dyn_ref::<HtmlSelectElement>() {
-            let value = if defaults {
-                let options = select.options();
-                (0..options.length())
-                    .filter_map(|i| options.item(i)?.dyn_into::<web_sys::HtmlOptionElement>().ok())
-                    .find(|o| o.default_selected())
-                    .or_else(|| options.item(0)?.dyn_into().ok())
-                    .map(|o| o.value())
-                    .unwrap_or_default()
-            } else {
-                select.value()
-            };
-            out.push((select.name(), value));
+            out.push((select.name(), select.value()));
         }
     }
-    out.retain(|(name, _)| !name.is_empty());
+    out.retain(|(name, _)| !name.is_empty() && name != "kit_json");
     out
-}
-
-fn pairs(fields: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
-    fields.iter().map(|(n, v)| (n.as_str(), v.as_str()))
 }
 
 fn field<'a>(fields: &'a [(String, String)], name: &str) -> &'a str {
     fields.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v.as_str())
 }
 
-/// Arms the server-rendered form and reads the saved version from its defaults.
-pub fn start(root: &Element, s: Editor) {
+/// `fields` URL-encoded, as a form posts them.
+fn encoded(fields: &[(String, String)]) -> String {
+    let Ok(params) = UrlSearchParams::new() else { return String::new() };
+    for (n, v) in fields {
+        params.append(n, v);
+    }
+    params.to_string().into()
+}
+
+/// A request body naming the kit, its saved version and the form's fields as typed.
+fn body(form: &HtmlFormElement) -> Option<UrlSearchParams> {
+    let typed = fields(form);
+    let params = UrlSearchParams::new().ok()?;
+    params.append("name", field(&typed, "name"));
+    params.append("expected_version", field(&typed, "expected_version"));
+    params.append("fields", &encoded(&typed));
+    Some(params)
+}
+
+/// Arms the server-rendered form and reads it.
+pub fn start(root: &Element) {
     for set in all::<Element>(root, "fieldset[data-needs-script]") {
         let _ = set.remove_attribute("disabled");
     }
@@ -142,84 +74,121 @@ pub fn start(root: &Element, s: Editor) {
     if let Some(json) = find::<HtmlTextAreaElement>(root, "textarea[name=kit_json]") {
         json.set_read_only(true);
     }
-    let Some(form) = find::<HtmlFormElement>(root, "form[data-kit-form]") else { return };
-    let served = fields(&form, true);
-    let version = KitVersion(field(&served, "expected_version").parse().unwrap_or(1));
-    s.saved.set(KitText::from_fields(pairs(&served)).to_kit(field(&served, "name"), version).ok());
-    read(root, s);
-    s.hydrated.set(true);
+    let _ = root.set_attribute("data-hydrated", "true");
+    read(root);
 }
 
-/// Reads the draft and the simulator's inputs from the form as typed, and works out
-/// everything the island shows from them; keeps the save button and the JSON in step.
-pub fn read(root: &Element, s: Editor) {
+/// Checks the draft as typed (its problems at once), and asks the server for the diff and the
+/// verdicts of the draft and the saved version.
+pub fn read(root: &Element) {
     let Some(form) = find::<HtmlFormElement>(root, "form[data-kit-form]") else { return };
-    let typed = fields(&form, false);
-    let saved = s.saved.get_untracked();
-    let version = saved.as_ref().map_or(KitVersion(1), |k| k.version);
-    let draft = KitText::from_fields(pairs(&typed)).to_kit(field(&typed, "name"), version);
-    let diff = match (&saved, &draft) {
-        (Some(saved), Ok(draft)) => Some(KitDiff::between(saved, draft)),
-        _ => None,
+    let typed = fields(&form);
+    let version = KitVersion(field(&typed, "expected_version").parse().unwrap_or(1));
+    let problems = KitText::from_fields(typed.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+        .to_kit(field(&typed, "name"), version)
+        .err()
+        .unwrap_or_default();
+    show_problems(root, &problems);
+    let _ = root.set_attribute("data-draft-ok", if problems.is_empty() { "true" } else { "false" });
+    if !problems.is_empty() {
+        saveable(root, false);
+    }
+    let (Some(params), Some(sim)) = (body(&form), find::<HtmlFormElement>(root, "form[data-sim-form]"))
+    else {
+        return;
     };
-    let unsaveable = diff.as_ref().is_none_or(KitDiff::is_empty);
-    follow(root, unsaveable, draft.as_ref().ok().map(Kit::to_json_pretty));
-    if let Some(sim) = sim_input(root) {
-        match &draft {
-            Ok(k) => sim.run_into(k, s.sim_draft),
-            Err(_) => s.sim_draft.set(Some(Err("fix the draft's problems first".to_string()))),
+    params.append("sim", &encoded(&fields(&sim)));
+    let asked = ASKED.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
+    let root = root.clone();
+    leptos::task::spawn_local(async move {
+        // Typing on: only the last of a burst is asked for.
+        pause(120).await;
+        if ASKED.with(|n| n.get()) != asked {
+            return;
         }
-        match &saved {
-            Some(k) => sim.run_into(k, s.sim_saved),
-            None => s.sim_saved.set(None),
+        let answer = crate::components::browser::post_for_json("/api/kit_preview", &params).await;
+        if ASKED.with(|n| n.get()) == asked {
+            show_preview(&root, answer);
         }
-    }
-    s.diff.set(diff);
-    s.draft.set(Some(draft));
+    });
 }
 
-/// The simulator's inputs as typed, with the chosen profile's spend from its option.
-fn sim_input(root: &Element) -> Option<SimInput> {
-    let sim = find::<HtmlFormElement>(root, "form[data-sim-form]")?;
-    let typed = fields(&sim, false);
-    let money = |s: Option<String>| s.and_then(|s| Money::parse(&s).ok()).unwrap_or(Money::ZERO);
-    let chosen = find::<HtmlSelectElement>(root, "select[name=sim_profile]")
-        .and_then(|select| select.selected_options().item(0));
-    let attr = |name: &str| chosen.as_ref().and_then(|o| o.get_attribute(name));
-    let amount = field(&typed, "sim_amount").trim();
-    let opt = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
-    Some(SimInput {
-        at: field(&typed, "sim_at").to_string(),
-        profile: SimProfile {
-            id: attr("data-id").unwrap_or_default(),
-            name: attr("data-name").unwrap_or_else(|| "a new agent".into()),
-            posted: money(attr("data-posted")),
-            pending: money(attr("data-pending")),
-        },
-        credit: money(sim.get_attribute("data-credit")),
-        action: if amount.is_empty() { Ok(Money::ZERO) } else { Money::parse(amount) }
-            .map_err(|e| format!("the amount is not an amount: {e}"))
-            .map(|amount| SimAction {
-                tool: field(&typed, "sim_tool").to_string(),
-                amount,
-                merchant: opt(field(&typed, "sim_merchant")),
-                recipient: opt(field(&typed, "sim_recipient")),
-            }),
-    })
+/// Waits `ms` milliseconds.
+async fn pause(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
-/// Keeps the save button and the JSON view in step with the draft.
-fn follow(root: &Element, unsaveable: bool, json: Option<String>) {
-    if let Some(button) = find::<HtmlButtonElement>(root, "[data-testid=save-kit]") {
-        button.set_disabled(unsaveable);
+/// The draft's problems, each with its path, or nothing.
+fn show_problems(root: &Element, problems: &[KitError]) {
+    let (Some(list), Some(doc)) =
+        (find::<Element>(root, "[data-testid=kit-errors]"), web_sys::window().and_then(|w| w.document()))
+    else {
+        return;
+    };
+    list.set_inner_html("");
+    if problems.is_empty() {
+        return;
     }
-    if let (Some(area), Some(json)) = (find::<HtmlTextAreaElement>(root, "textarea[name=kit_json]"), json) {
+    let Ok(ul) = doc.create_element("ul") else { return };
+    ul.set_class_name("rounded border border-red-300 bg-red-50 p-2 text-sm text-red-800 dark:border-red-800 dark:bg-red-950 dark:text-red-200");
+    for e in problems {
+        let (Ok(li), Ok(code)) = (doc.create_element("li"), doc.create_element("code")) else { continue };
+        code.set_class_name("text-xs");
+        code.set_text_content(Some(&e.path));
+        let _ = li.append_child(&code);
+        let _ = li.append_with_str_1(&format!(": {}", e.message));
+        let _ = ul.append_child(&li);
+    }
+    let _ = list.append_child(&ul);
+}
+
+/// The server's diff and verdicts in place, the JSON following the draft, and the save
+/// button on when the draft is sound and differs from the saved version.
+fn show_preview(root: &Element, answer: Result<wasm_bindgen::JsValue, String>) {
+    let Some(panel) = find::<Element>(root, "[data-kit-preview]") else { return };
+    let v = match answer {
+        Ok(v) => v,
+        Err(e) => {
+            panel.set_text_content(Some(&format!("The preview did not come back: {e}")));
+            return;
+        }
+    };
+    panel.set_inner_html(&crate::components::browser::json_str(&v, "html").unwrap_or_default());
+    if let (Some(area), Some(json)) = (
+        find::<HtmlTextAreaElement>(root, "textarea[name=kit_json]"),
+        crate::components::browser::json_str(&v, "kit_json").filter(|j| !j.is_empty()),
+    ) {
         area.set_value(&json);
     }
+    let changed = js_sys::Reflect::get(&v, &"changed".into()).ok().and_then(|c| c.as_bool()).unwrap_or(false);
+    let sound = root.get_attribute("data-draft-ok").as_deref() == Some("true");
+    saveable(root, changed && sound);
 }
 
-/// "Add rule" and "Add toolkit filter" copy their row's template; "Remove" drops its row.
-pub fn click(ev: &web_sys::MouseEvent, root: &Element, s: Editor) {
+fn saveable(root: &Element, yes: bool) {
+    if let Some(button) = find::<HtmlButtonElement>(root, "[data-testid=save-kit]") {
+        button.set_disabled(!yes);
+    }
+}
+
+/// What the save status says.
+fn status(root: &Element, text: &str) {
+    if let Some(s) = find::<Element>(root, "[data-testid=save-state]") {
+        s.set_text_content(Some(text));
+    }
+}
+
+/// "Add rule" and "Add toolkit filter" copy their row's template; "Remove" drops its row;
+/// "Replay the draft" asks the server.
+pub fn click(ev: &web_sys::MouseEvent, root: &Element) {
     let Some(target) = ev.target().and_then(|t| t.dyn_into::<Element>().ok()) else { return };
     if let Some(add) = target.closest("[data-add]").ok().flatten() {
         let kind = add.get_attribute("data-add").unwrap_or_default();
@@ -235,95 +204,84 @@ pub fn click(ev: &web_sys::MouseEvent, root: &Element, s: Editor) {
     {
         row.remove();
     } else if target.closest("[data-replay-run]").ok().flatten().is_some() {
-        replay(root, s);
+        replay(root);
         return;
     } else {
         return;
     }
-    read(root, s);
+    read(root);
 }
 
-/// Saves the draft in place, keeping it whatever the answer: the island posts the same
-/// form a browser without JavaScript posts (with the JSON following the draft) and reads
-/// the outcome from the page it lands on, `?saved=vN` or `?error=…`. The simulator's form
-/// never submits.
-pub fn submit(ev: &web_sys::SubmitEvent, root: &Element, s: Editor) {
-    // A button with its own target (the replay page, starting a shadow) posts as it says.
+/// Saves the draft in place, keeping it whatever the answer: the island posts the form's
+/// fields to the endpoint a browser without JavaScript posts the kit's JSON to, and reads the
+/// outcome from the page it lands on, `?saved=vN` or `?error=…`. The simulator's form never
+/// submits; a button with its own target (starting a shadow, the replay page) posts as it says.
+pub fn submit(ev: &web_sys::SubmitEvent, root: &Element) {
     if ev.submitter().is_some_and(|b| b.has_attribute("formaction")) {
         return;
     }
     ev.prevent_default();
-    let is_kit = ev
-        .target()
-        .and_then(|t| t.dyn_into::<Element>().ok())
-        .is_some_and(|f| f.has_attribute("data-kit-form"));
-    let Some(Ok(kit)) = s.draft.get_untracked() else { return };
-    if !is_kit {
+    let form = ev.target().and_then(|t| t.dyn_into::<HtmlFormElement>().ok());
+    let Some(form) = form.filter(|f| f.has_attribute("data-kit-form")) else { return };
+    if root.get_attribute("data-draft-ok").as_deref() != Some("true") {
         return;
     }
-    s.save_state.set(SaveState::Saving);
-    follow(root, true, None);
+    let Some(params) = body(&form) else { return };
+    if find::<HtmlInputElement>(root, "input[name=confirm_refusals]").is_some_and(|c| c.checked()) {
+        params.append("confirm_refusals", "yes");
+    }
+    status(root, "Saving…");
+    saveable(root, false);
     let root = root.clone();
-    let confirmed =
-        find::<HtmlInputElement>(&root, "input[name=confirm_refusals]").is_some_and(|c| c.checked());
     leptos::task::spawn_local(async move {
-        let outcome = post_save(&kit, confirmed).await;
-        if let SaveState::Saved(v) = outcome {
-            s.saved.set(Some(Kit { version: KitVersion(v), ..kit }));
+        let outcome = post_save(&params).await;
+        if let Ok(v) = &outcome
+            && let Some(version) = find::<HtmlInputElement>(&root, "input[name=expected_version]")
+        {
+            version.set_value(&v.to_string());
         }
-        s.save_state.set(outcome);
-        read(&root, s);
+        match outcome {
+            Ok(v) => status(&root, &format!("Saved as v{v}. Agents get it on their next call.")),
+            Err(why) => status(&root, &why),
+        }
+        read(&root);
     });
 }
 
-async fn post_save(kit: &Kit, confirmed: bool) -> SaveState {
-    let Ok(form) = web_sys::UrlSearchParams::new() else {
-        return SaveState::Failed("the browser cannot build the form".into());
-    };
-    form.append("name", &kit.name);
-    form.append("expected_version", &kit.version.0.to_string());
-    form.append("kit_json", &kit.to_json_pretty());
-    if confirmed {
-        form.append("confirm_refusals", "yes");
-    }
-    let response = match crate::components::browser::fetch("POST", "/api/save_kit", Some(&form)).await {
-        Ok(r) => r,
-        Err(e) => {
-            return SaveState::Failed(format!(
-                "the gateway did not answer ({e}); the draft is kept, try again"
-            ));
-        }
-    };
+/// Posts the save; the version saved, or why not.
+async fn post_save(params: &UrlSearchParams) -> Result<u32, String> {
+    let response = crate::components::browser::fetch("POST", "/api/save_kit", Some(params))
+        .await
+        .map_err(|e| format!("the gateway did not answer ({e}); the draft is kept, try again"))?;
     let landed = response.url();
     let query = landed.split_once('?').map(|(_, q)| q.to_string());
-    let answer = query.and_then(|q| web_sys::UrlSearchParams::new_with_str(&q).ok());
+    let answer = query.and_then(|q| UrlSearchParams::new_with_str(&q).ok());
     let get = |key: &str| answer.as_ref().and_then(|a| a.get(key));
     if let Some(v) = get("saved").and_then(|v| v.trim_start_matches('v').parse().ok()) {
-        SaveState::Saved(v)
-    } else if let Some(why) = get("error") {
-        SaveState::Failed(why)
-    } else {
-        SaveState::Failed(format!(
+        return Ok(v);
+    }
+    Err(get("error").unwrap_or_else(|| {
+        format!(
             "the save was not confirmed (HTTP {}); reload to see the kit's current version",
             response.status()
-        ))
-    }
+        )
+    }))
 }
 
 /// "Replay the draft": the server decides the draft again over the last week and renders the
 /// summary ([`crate::api::replay::replay_summary`]), which goes in place as it came.
-fn replay(root: &Element, s: Editor) {
+fn replay(root: &Element) {
     let Some(out) = find::<Element>(root, "[data-replay-out]") else { return };
-    let Some(Ok(kit)) = s.draft.get_untracked() else {
+    let form = find::<HtmlFormElement>(root, "form[data-kit-form]");
+    let params = form.as_ref().and_then(body);
+    let (Some(params), true) = (params, root.get_attribute("data-draft-ok").as_deref() == Some("true"))
+    else {
         out.set_text_content(Some("Fix the draft's problems first."));
         return;
     };
     out.set_text_content(Some("Replaying the last 7 days…"));
     leptos::task::spawn_local(async move {
-        let Ok(form) = web_sys::UrlSearchParams::new() else { return };
-        form.append("name", &kit.name);
-        form.append("kit_json", &kit.to_json_pretty());
-        match crate::components::browser::post_for_json("/api/replay_summary", &form).await {
+        match crate::components::browser::post_for_json("/api/replay_summary", &params).await {
             Ok(html) => out.set_inner_html(&html.as_string().unwrap_or_default()),
             Err(e) => out.set_text_content(Some(&e)),
         }

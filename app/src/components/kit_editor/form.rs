@@ -7,6 +7,7 @@ use policy::{Catalog, Kit, Money, Primitive};
 
 use super::fields::*;
 use super::island::KitEditorIsland;
+use super::preview::{Preview, PreviewPanel};
 use super::simulate::SimProfile;
 use crate::components::common::INPUT;
 
@@ -147,10 +148,17 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                 }}
             </form>
 
+            <aside class="space-y-4 lg:col-span-2">
+                <div role="alert" data-testid="kit-errors"></div>
+                <p data-testid="save-state" class="text-sm" role="status"></p>
+                <div class="space-y-4" data-kit-preview="" aria-live="polite">
+                    <PreviewPanel preview=Preview::waiting() />
+                </div>
+            </aside>
             <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
                 <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
                     <h3 class="text-sm font-semibold">"Simulator"</h3>
-                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided in your browser by the same policy code the gateway runs. A kit with period or rate limits is decided the same way on the server, which knows the tenant's time zone and each day's spend; nothing is saved."</p>
+                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided on the server as you type, by the same policy code the gateway runs, with the tenant's time zone and each day's spend for period and rate limits; nothing is saved."</p>
                     <label class=LABEL><span class="text-xs">"As"</span>
                         <select class=INPUT name="sim_profile" data-testid="sim-profile">
                             {if profiles.is_empty() {

@@ -2,34 +2,30 @@
 //! as you type, the `KitDiff` of the draft against the saved version in words, a simulator,
 //! and save with an optimistic-concurrency check.
 //!
-//! Everything it decides, it decides with `policy` compiled to wasm: the draft is a [`Kit`]
-//! checked by [`Kit::validate`], the diff is [`KitDiff::between`], and the simulator runs
-//! [`policy::evaluate`] and builds the [`Envelope`] the gateway would return, with no round
-//! trip. Only saving calls the server, which validates again and refuses a stale version with
-//! `kit_version_conflict`. Without JavaScript the same form posts the kit as JSON from its
-//! text area.
+//! What must answer at once is checked in the browser: the draft's problems, with
+//! [`KitText::from_fields`] and [`policy::Kit::validate`] compiled to wasm. What takes the
+//! engine is decided on the server, on the same fields: the island posts the form as it is
+//! typed ([`crate::api::kits::kit_preview`]), and the server answers with the diff in words
+//! ([`policy::KitDiff::between`]), the simulated verdicts of the draft and the saved version
+//! ([`simulate`], `policy::evaluate` on the period and rate views the gateway would use) and
+//! the draft's JSON, rendered as markup the island swaps in ([`preview`]). Saving posts the same
+//! fields; the server validates again and refuses a stale version with `kit_version_conflict`.
+//! Without JavaScript the same form posts the kit as JSON from its text area.
 //!
-//! How it ships: the form and the simulator's inputs are server-rendered HTML, passed to the
-//! [`KitEditorIsland`] as children, so their markup never becomes wasm. The island reads the
-//! fields through the DOM on every input (the saved version from the fields' defaults, the
-//! draft from their values), parses them with [`KitText::from_fields`], the same function the
-//! unit tests drive, and renders only what changes: the problems, the diff, the save state and
-//! the simulator's verdicts. It takes no serialized props, so no JSON deserializer ships.
-//!
-//! Period and rate limits depend on the tenant's time zone and on spend per day, which the
-//! browser does not have (and a time-zone database would not fit the wasm budget): for a kit
-//! with either, the simulator asks the server for the same [`policy::PeriodView`]s and
-//! [`policy::RateView`]s the gateway would decide on at the chosen moment, and the server
-//! answers with [`simulate`]'s outcome.
+//! How it ships: the form, the simulator's inputs and the panel beside them are
+//! server-rendered HTML, passed to the [`island::KitEditorIsland`] as children, so their
+//! markup never becomes wasm; the island keeps no state of its own and takes no props.
 //!
 //! The parts: [`fields`] turns the form's fields into a kit and back (`limits_text` writes and
-//! reads period and rate limits as lines), [`simulate`] decides a sample action under a kit, [`form`] renders the form and the simulator's inputs on the
-//! server, and [`island`] (with `dom`, its browser side) brings them to life.
+//! reads period and rate limits as lines), [`simulate`] decides a sample action under a kit,
+//! [`preview`] renders the diff and the verdicts, [`form`] renders the form and the simulator's
+//! inputs, and [`island`] (with `dom`, its browser side) brings them to life.
 
 mod fields;
 mod form;
 mod island;
 mod limits_text;
+mod preview;
 mod simulate;
 
 #[cfg(feature = "hydrate")]
@@ -37,7 +33,7 @@ mod dom;
 
 pub use fields::{FilterText, KitText, RuleText};
 pub use form::KitEditor;
-pub use island::DiffList;
+pub use preview::{DiffList, Preview, PreviewPanel};
 pub use simulate::{SimAction, SimOutcome, SimProfile, needs_server, simulate};
 
 /// The kit the editor's unit tests start from.
