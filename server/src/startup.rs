@@ -94,6 +94,7 @@ impl Application {
             .output_name(std::env::var("LEPTOS_OUTPUT_NAME").unwrap_or_else(|_| "naive".into()))
             .site_root(config.site_root.clone())
             .site_addr(addr)
+            .hash_files(crate::http::assets::hashed())
             .build();
         let (stop_tx, stopping) = tokio::sync::watch::channel(false);
         let demo_agent = if config.demo_agent {
@@ -312,6 +313,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
             crate::http::auth::authenticate,
         )))
         .nest_service("/mcp", crate::mcp::endpoint(&state, mcp))
+        .nest_service("/pkg", crate::http::assets::pkg(&state.leptos_options))
         .leptos_routes_with_context(
             &state,
             routes,
@@ -344,6 +346,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
             crate::http::console_auth::require_sign_in,
         ))
         .layer(axum::middleware::from_fn(crate::http::console_auth::same_origin_writes))
+        .layer(crate::http::assets::compression())
         .layer(TraceLayer::new_for_http().make_span_with(crate::telemetry::request_span))
         .with_state(state)
 }

@@ -1,7 +1,9 @@
 //! The HTTP machinery every surface shares: who is calling ([`auth`], [`console_auth`]),
 //! `Idempotency-Key` ([`idempotency`]), the problem body ([`problem`]), request limits
-//! ([`limits`]) and the connection loop ([`serve`]).
+//! ([`limits`]), the console's static assets and compression ([`assets`]) and the connection
+//! loop ([`serve`]).
 
+pub mod assets;
 pub mod auth;
 pub mod console_auth;
 pub mod idempotency;
