@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::kit::action_pattern_matches;
 use crate::money::Money;
+use crate::pattern::action_pattern_matches;
 
 /// The shortest and the longest approval window (and escalation delay), in seconds.
 pub const MIN_WINDOW_SECS: u32 = 60;

@@ -268,17 +268,7 @@ impl CanRule {
     }
 }
 
-/// `*` matches everything, `cards.*` every action of `cards`, anything else itself.
-pub fn action_pattern_matches(pattern: &str, action: &str) -> bool {
-    if pattern.len() == action.len() {
-        return pattern == action;
-    }
-    match pattern.strip_suffix('*') {
-        Some("") => true,
-        Some(prefix) => action.starts_with(prefix),
-        None => false,
-    }
-}
+pub use crate::pattern::action_pattern_matches;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -28,6 +28,7 @@ pub mod engine;
 pub mod envelope;
 pub mod kit;
 pub mod money;
+pub mod pattern;
 pub mod primitive;
 pub mod verdict;
 

@@ -1,4 +1,4 @@
-//! The Grafana dashboard and the Prometheus alert rules in `ops/` (issue #36) are ready to
+//! The Grafana dashboard and the Prometheus alert rules in `monitoring/` (issue #36) are ready to
 //! import: the rules pass `promtool check rules` (Debian's prometheus package, installed by
 //! `make test`), the dashboard is valid JSON with a query in every panel, and every metric a
 //! rule or a panel names is one the server exports, read from a real scrape.
@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 fn ops(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ops").join(file)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../monitoring").join(file)
 }
 
 /// The sample names the exposition can carry, from its `# TYPE` lines: a counter's `_total`,

@@ -296,7 +296,7 @@ async fn would_refuse(
     tenant: &gateway::TenantId,
     kit: &Kit,
 ) -> Result<(), ServerFnError> {
-    let days = crate::api::replay::EDITOR_DAYS;
+    let days = crate::components::replay::EDITOR_DAYS;
     let req = gateway::ops::replay::ReplayRequest::recent(Some(kit.clone()), days, 1);
     let r = gw.replay(tenant, &kit.name, req).await.map_err(crate::api::to_fn_error)?;
     let Some(t) = r.summary.transitions.iter().find(|t| t.from == "allow" && t.to == "deny") else {

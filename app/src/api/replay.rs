@@ -6,64 +6,15 @@
 //! Each is a thin call into the gateway's one function per operation, the same `/v1` calls.
 
 use leptos::prelude::*;
-use policy::{KitDiff, Money};
+use policy::KitDiff;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 use crate::api::session::require_view;
 
-/// How many days the editor's replay reads.
-pub const EDITOR_DAYS: i64 = 7;
-/// How many changed calls the editor's summary lists; the replay page lists more.
-pub const EDITOR_CHANGES: usize = 5;
-/// How many changed calls one page of the replay page lists.
-pub const PAGE_CHANGES: usize = 50;
-
-/// One call decided otherwise, as the console shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ChangeRow {
-    pub seq: i64,
-    pub at: String,
-    pub agent: String,
-    pub agent_id: Option<String>,
-    pub action: String,
-    pub amount: Money,
-    /// `allow`, `park` or `deny`, and the detail of a refusal or park.
-    pub was: (String, Option<String>),
-    pub would_be: (String, Option<String>),
-}
-
-/// Calls moved from one verdict to another, and their money.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TransitionRow {
-    pub from: String,
-    pub to: String,
-    pub calls: u64,
-    pub amount: Money,
-}
-
-/// What a draft (replayed) or a shadow (live) decided otherwise, in total.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Effect {
-    pub calls: u64,
-    pub changed: u64,
-    pub transitions: Vec<TransitionRow>,
-    /// Spend that ran and would be refused; that ran and would park; refused or parked and would run.
-    pub refused: Money,
-    pub parked: Money,
-    pub ran: Money,
-}
-
-/// A replay as the console shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ReplayView {
-    pub kit: String,
-    pub from: String,
-    pub to: String,
-    pub effect: Effect,
-    pub changes: Vec<ChangeRow>,
-    pub next: Option<i64>,
-}
+pub use crate::components::replay::{
+    ChangeRow, EDITOR_CHANGES, EDITOR_DAYS, Effect, PAGE_CHANGES, ReplayView, TransitionRow,
+};
 
 /// A running shadow as the kit editor shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -171,7 +122,7 @@ pub async fn replay_summary(
     let kit_json = kit.to_json_pretty();
     let view = replay_view(&name, &kit_json, None, (None, EDITOR_CHANGES)).await?;
     let html = leptos::tachys::view::RenderHtml::to_html(
-        view! { <crate::pages::replay::ReplaySummary view=view kit_json=kit_json /> },
+        view! { <crate::components::replay::ReplaySummary view=view kit_json=kit_json /> },
     );
     Ok(html)
 }

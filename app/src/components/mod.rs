@@ -9,4 +9,5 @@ pub mod countdown;
 pub mod kit_editor;
 pub mod layout;
 pub mod live;
+pub mod replay;
 pub mod secret;

@@ -1,126 +1,20 @@
 //! Replay and shadow in the console: `/kits/:name/replay`, every call a draft (or a saved
 //! version) would have decided otherwise over the last week, paged; the editor's summary of
-//! the same ([`ReplaySummary`], rendered on the server and put in place by the editor's
-//! island); and the kit's shadow ([`ShadowPanel`]), whose differences follow the live stream
+//! the same (`ReplaySummary`, in [`crate::components::replay`], rendered on the server and put
+//! in place by the editor's island); and the kit's shadow ([`ShadowPanel`]), whose differences follow the live stream
 //! in the activity feed's island.
 
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api::replay::{ChangeRow, Effect, ReplayView, ShadowData, replay_kit};
+use crate::api::replay::{ShadowData, replay_kit};
 use crate::api::session::encode_query_value;
-use crate::components::common::{
-    CARD, EmptyState, Loading, MoneyCell, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
-};
+use crate::components::common::{EmptyState, Loading, PageHeader, Time, show};
 use crate::components::kit_editor::DiffList;
+use crate::components::replay::{ChangeTable, EffectLines, replay_href};
 use crate::pages::activity::ActivityTable;
 
 const SMALL_BUTTON: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
-
-fn verdict_class(v: &str) -> &'static str {
-    match v {
-        "allow" => "text-emerald-700 dark:text-emerald-400",
-        "park" => "text-amber-700 dark:text-amber-400",
-        _ => "text-red-700 dark:text-red-400",
-    }
-}
-
-/// What moved, in words: how many calls, by transition, and the money.
-#[component]
-pub fn EffectLines(effect: Effect, #[prop(into)] what: String) -> impl IntoView {
-    let headline = if effect.changed == 0 {
-        format!("{what}: none of {} calls would be decided otherwise.", effect.calls)
-    } else {
-        format!("{what}: {} of {} calls would be decided otherwise.", effect.changed, effect.calls)
-    };
-    let money = [
-        ("spend that ran would be refused", effect.refused, "money-refused"),
-        ("spend that ran would wait for a human", effect.parked, "money-parked"),
-        ("spend refused or parked would run", effect.ran, "money-ran"),
-    ];
-    view! {
-        <p class="text-sm" data-testid="effect-headline" data-changed=effect.changed data-calls=effect.calls>{headline}</p>
-        <ul class="text-sm">
-            {effect.transitions.into_iter().map(|t| view! {
-                <li data-testid="transition" data-from=t.from.clone() data-to=t.to.clone()>
-                    <span class=verdict_class(&t.from)>{t.from.clone()}</span>" → "<span class=verdict_class(&t.to)>{t.to.clone()}</span>
-                    {format!(": {} call{}, {}", t.calls, if t.calls == 1 { "" } else { "s" }, t.amount)}
-                </li>
-            }).collect_view()}
-        </ul>
-        <dl class="grid grid-cols-3 gap-2 text-xs">
-            {money.into_iter().map(|(label, amount, testid)| view! {
-                <div><dt class="text-zinc-500 dark:text-zinc-400">{label}</dt><dd class="font-medium tabular-nums" data-testid=testid>{amount.to_string()}</dd></div>
-            }).collect_view()}
-        </dl>
-    }
-}
-
-/// Changed calls: when, who, what, and the verdict before and after.
-#[component]
-pub fn ChangeTable(
-    rows: Vec<ChangeRow>,
-    #[prop(into)] before: String,
-    #[prop(into)] after: String,
-) -> impl IntoView {
-    let side = |(v, detail): (String, Option<String>)| {
-        let class = format!("font-medium {}", verdict_class(&v));
-        view! { <span class=class>{v}</span>{detail.map(|d| view! { " "<code class="text-xs">{d}</code> })} }
-    };
-    view! {
-        <div class=CARD tabindex="0">
-            <table class=TABLE data-testid="changes">
-                <thead class=THEAD><tr>
-                    <th class=TH>"#"</th><th class=TH>"When"</th><th class=TH>"Agent"</th><th class=TH>"Action"</th>
-                    <th class=format!("{TH} text-right")>"Amount"</th><th class=TH>{before}</th><th class=TH>{after}</th>
-                </tr></thead>
-                <tbody>
-                    {rows.into_iter().map(|c| view! {
-                        <tr class=TR data-testid="change" data-seq=c.seq>
-                            <td class=format!("{TD} tabular-nums text-zinc-500 dark:text-zinc-400")>{c.seq}</td>
-                            <td class=TD><Time rfc3339=c.at /></td>
-                            <td class=TD title=c.agent_id>{c.agent}</td>
-                            <td class=TD><code class="text-xs">{c.action}</code></td>
-                            <td class=format!("{TD} text-right")><MoneyCell amount=Some(c.amount) /></td>
-                            <td class=TD data-testid="was">{side(c.was)}</td>
-                            <td class=TD data-testid="would-be">{side(c.would_be)}</td>
-                        </tr>
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-}
-
-/// The replay page's address for `kit_json` (a draft) of kit `kit`, after entry `after`.
-fn replay_href(kit: &str, kit_json: &str, after: Option<i64>) -> String {
-    let mut href =
-        format!("/kits/{}/replay?kit_json={}", encode_query_value(kit), encode_query_value(kit_json));
-    if let Some(a) = after {
-        href.push_str(&format!("&after={a}"));
-    }
-    href
-}
-
-/// The editor's "Against the last 7 days": what moved, the first changed calls and a link to
-/// all of them.
-#[component]
-pub fn ReplaySummary(view: ReplayView, kit_json: String) -> impl IntoView {
-    let all = (view.effect.changed > 0).then(|| {
-        let href = replay_href(&view.kit, &kit_json, None);
-        let label = format!("All {} changed calls →", view.effect.changed);
-        view! { <a class="text-sm underline" href=href target="_blank" data-testid="replay-all">{label}</a> }
-    });
-    let first = (!view.changes.is_empty())
-        .then(|| view! { <ChangeTable rows=view.changes before="Was" after="Draft" /> });
-    view! {
-        <div class="space-y-2" data-testid="replay-summary">
-            <EffectLines effect=view.effect what="Against the last 7 days" />
-            {first}
-            {all}
-        </div>
-    }
-}
 
 /// `/kits/:name/replay?kit_json=…` (or `?version=N`): every changed call, 50 at a time.
 #[component]

@@ -44,7 +44,7 @@ pub fn pkg(options: &LeptosOptions) -> Router {
 /// On-the-fly compression (brotli or gzip, as the client accepts) of answers of at least
 /// [`MIN_COMPRESSED_BYTES`], never of an event stream; an answer already encoded (a
 /// precompressed asset) passes as it is.
-pub fn compression() -> CompressionLayer<impl Predicate + Clone> {
+pub fn compression() -> CompressionLayer<impl Predicate> {
     let predicate = SizeAbove::new(MIN_COMPRESSED_BYTES)
         .and(NotForContentType::GRPC)
         .and(NotForContentType::IMAGES)
