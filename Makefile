@@ -6,14 +6,14 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
 	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} \
 	  NAIVE_EGRESS_ALLOW=$${NAIVE_EGRESS_ALLOW:-127.0.0.1/32} cargo leptos serve
 
-test: setup-test fmt lint unit wasm wasm-budget api mcp e2e
+test: setup-test fmt lint doc unit wasm wasm-budget api mcp e2e
 	@echo "make test: all checks passed"
 
 setup:
@@ -51,6 +51,13 @@ unit:
 	  && NAIVE_TEST_ENGINE=postgres cargo test -p server --features test-switches -- --test-threads=1
 	cargo test -p server --test binary
 	cargo test -p policy --bench decide
+
+# The docs build, and every intra-doc link (`[Type]`, `[module::item]`) names something that exists.
+doc:
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
+	  cargo doc --no-deps --document-private-items -p policy -p store -p gateway -p server
+	RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links" \
+	  cargo doc --no-deps --document-private-items -p app --features ssr
 
 wasm:
 	cargo build -p policy --target wasm32-unknown-unknown

@@ -104,7 +104,13 @@ test.describe("approvals for teams", () => {
     }
     const signOut = await page.getByTestId("sign-out").boundingBox();
     expect(signOut!.height).toBeLessThan(28);
+    // The filters and the bulk bar wait behind one control, so the first item leads the screen.
+    await expect(page.getByTestId("inbox-filters")).toBeHidden();
+    await expect(page.getByTestId("bulk")).toBeHidden();
     await page.screenshot({ path: "end2end/test-results/screenshots/inbox-phone.png", fullPage: true });
+    await page.getByTestId("inbox-tools").click();
+    await expect(page.getByTestId("inbox-filters")).toBeVisible();
+    await expect(page.getByTestId("bulk")).toBeVisible();
     await card.getByTestId("approve").click();
     await expect(page.getByRole("status").filter({ hasText: "Approved" })).toBeVisible();
   });

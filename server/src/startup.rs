@@ -190,7 +190,7 @@ impl Application {
             let _ = stop_tx.send(true);
         };
         if let Some(listener) = self.metrics_listener {
-            let (router, mut stopping) = (crate::v1::metrics::separate(self.gateway.clone()), stop_rx);
+            let (router, mut stopping) = (crate::http::metrics::separate(self.gateway.clone()), stop_rx);
             tokio::spawn(async move {
                 let stopped = async move {
                     let _ = stopping.wait_for(|s| *s).await;
@@ -294,18 +294,18 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
     let gw = state.gateway.clone();
     let cookies = state.cookies;
     let base = if metrics_here {
-        Router::new().route("/metrics", get(crate::v1::metrics::with_operator_key))
+        Router::new().route("/metrics", get(crate::http::metrics::with_operator_key))
     } else {
         Router::new()
     };
-    base.route("/healthz", get(crate::v1::health::healthz))
-        .route("/readyz", get(crate::v1::health::readyz))
+    base.route("/healthz", get(crate::http::health::healthz))
+        .route("/readyz", get(crate::http::health::readyz))
         .route("/favicon.ico", get(favicon))
         .route("/login", axum::routing::post(crate::http::console_auth::login))
         .route("/logout", axum::routing::post(crate::http::console_auth::logout))
-        .route("/spend/export.csv", get(crate::v1::console::export_ledger_csv))
-        .route("/approvals/export.csv", get(crate::v1::console::export_approvals_csv))
-        .route("/console/events", get(crate::v1::console::events))
+        .route("/spend/export.csv", get(crate::http::console::export_ledger_csv))
+        .route("/approvals/export.csv", get(crate::http::console::export_approvals_csv))
+        .route("/console/events", get(crate::http::console::events))
         // Authentication wraps the Idempotency-Key claim: nothing is claimed or replayed for
         // a request whose credential did not resolve.
         .merge(crate::v1::v1(&state).route_layer(axum::middleware::from_fn_with_state(

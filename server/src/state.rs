@@ -52,7 +52,7 @@ pub struct Readiness {
     /// The background tasks this instance needs, by name (the sweeper, the delivery worker).
     pub tasks: std::sync::Mutex<Vec<(&'static str, tokio::task::AbortHandle)>>,
     /// The last probe of the database, the schema and the writer, and when it ran
-    /// (`crate::v1::health`): one at a time, and at most one a second however often asked.
+    /// (`crate::http::health`): one at a time, and at most one a second however often asked.
     pub last_probe: tokio::sync::Mutex<Option<(std::time::Instant, [String; 3])>>,
 }
 

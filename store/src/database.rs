@@ -183,10 +183,10 @@ impl Store {
     pub async fn schema_current(&self) -> Result<bool> {
         let carried = match self.kind() {
             crate::sql::Engine::Sqlite => {
-                sqlx::migrate!("migrations/sqlite").migrations.iter().map(|m| m.version).max()
+                sqlx::migrate!("../migrations/sqlite").migrations.iter().map(|m| m.version).max()
             }
             crate::sql::Engine::Postgres => {
-                sqlx::migrate!("migrations/postgres").migrations.iter().map(|m| m.version).max()
+                sqlx::migrate!("../migrations/postgres").migrations.iter().map(|m| m.version).max()
             }
         };
         let rows = self.rows("SELECT MAX(version) FROM _sqlx_migrations WHERE success", &[]).await?;
@@ -283,7 +283,7 @@ pub(crate) fn open_rusqlite(target: &str) -> Result<rusqlite::Connection> {
 async fn migrate_sqlite(pool: &SqlitePool) -> Result<()> {
     let mut conn = pool.acquire().await?;
     sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
-    let migrated = sqlx::migrate!("migrations/sqlite").run_direct(&mut *conn).await;
+    let migrated = sqlx::migrate!("../migrations/sqlite").run_direct(&mut *conn).await;
     sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
     migrated?;
     let dangling: Vec<(String, i64, String)> =
@@ -311,7 +311,7 @@ fn ensure_parent_dir(path: &Path) -> Result<()> {
 }
 
 /// The index database's tables ([`crate::profile_index`]), created when the store opens.
-pub const INDEX_SCHEMA: &str = include_str!("../migrations/sqlite_index.sql");
+pub const INDEX_SCHEMA: &str = include_str!("../../migrations/sqlite_index.sql");
 
 #[cfg(test)]
 mod tests {
@@ -388,7 +388,7 @@ mod tests {
         let url = format!("sqlite://{}/old.db", dir.display());
         let opts = SqliteConnectOptions::from_str(&url).unwrap().create_if_missing(true).foreign_keys(false);
         let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
-        let mut before = sqlx::migrate!("migrations/sqlite");
+        let mut before = sqlx::migrate!("../migrations/sqlite");
         before.migrations =
             before.migrations.iter().filter(|m| m.version < version).cloned().collect::<Vec<_>>().into();
         before.run(&pool).await.unwrap();

@@ -268,9 +268,9 @@ mod tests {
     fn schema() -> Connection {
         let c = Connection::open_in_memory().unwrap();
         for sql in [
-            include_str!("../migrations/sqlite/0001_foundation.sql"),
-            include_str!("../migrations/sqlite/0002_gateway_core.sql"),
-            include_str!("../migrations/sqlite/0003_deferred_indexes.sql"),
+            include_str!("../../migrations/sqlite/0001_foundation.sql"),
+            include_str!("../../migrations/sqlite/0002_gateway_core.sql"),
+            include_str!("../../migrations/sqlite/0003_deferred_indexes.sql"),
         ] {
             c.execute_batch(sql).unwrap();
         }

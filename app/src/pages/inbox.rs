@@ -6,7 +6,8 @@
 //! Keyboard triage: `j`/`k` move, `a` approves the selected item, `d` moves to its reason
 //! field to deny, `x` ticks it for a bulk decision (shift-click ticks a range). Approve, deny
 //! and the bulk decision are plain form posts, so the page works without JavaScript. On a
-//! phone each item reads as a card with its amount, reason, expiry and both decisions.
+//! phone each item reads as a card with its amount, reason, expiry and both decisions, and the
+//! filters and the bulk bar fold behind one control so the first item is on the first screen.
 
 use leptos::prelude::*;
 use policy::activity::Kind;
@@ -222,12 +223,28 @@ fn InboxRows(rows: Vec<InboxRow>, pending: bool) -> impl IntoView {
 #[component]
 fn BulkBar() -> impl IntoView {
     view! {
-        <form id="bulk" method="post" action="/api/decide_many" data-testid="bulk" class="mb-2 flex flex-wrap items-center gap-2 text-xs">
+        <form id="bulk" method="post" action="/api/decide_many" data-testid="bulk" class=format!("mb-2 flex flex-wrap items-center gap-2 text-xs {FOLDED}")>
             <span class="text-zinc-500 dark:text-zinc-400">"Ticked items:"</span>
             <input name="note" placeholder="one note for all (required to deny)" aria-label="Note for the ticked items" class=format!("{FIELD} w-64 max-sm:w-full") />
             <button type="submit" name="decision" value="approve" data-testid="bulk-approve" class="rounded bg-emerald-700 px-2 py-1 font-medium text-white">"Approve ticked"</button>
             <button type="submit" name="decision" value="deny" data-testid="bulk-deny" class="rounded bg-red-700 px-2 py-1 font-medium text-white">"Deny ticked"</button>
         </form>
+    }
+}
+
+/// On a phone the filters and the bulk bar are folded behind one control ([`ToolsToggle`]),
+/// so the first screen shows the first item; a wider screen always shows them. Plain CSS (the
+/// page's `group/inbox` has a ticked toggle), so it works before the wasm and without it.
+const FOLDED: &str = "max-sm:hidden max-sm:group-has-[[data-tools]:checked]/inbox:flex";
+
+/// The phone's one control for the filters and the bulk decision.
+#[component]
+fn ToolsToggle() -> impl IntoView {
+    view! {
+        <label data-testid="inbox-tools" class="mb-2 inline-flex cursor-pointer items-center gap-1 rounded border border-zinc-300 px-2 py-1 text-xs has-[:focus-visible]:ring-2 has-[:checked]:bg-zinc-100 sm:hidden dark:border-zinc-700 dark:has-[:checked]:bg-zinc-800">
+            <input type="checkbox" data-tools class="sr-only" />
+            "Filters and bulk decisions"
+        </label>
     }
 }
 
@@ -305,7 +322,7 @@ fn Decide(id: String) -> impl IntoView {
 fn Filters(f: InboxFilter) -> impl IntoView {
     let export = format!("/approvals/export.csv?{}", f.query());
     view! {
-        <form method="get" action="/" class="mb-3 flex flex-wrap items-end gap-2 text-xs" data-testid="inbox-filters">
+        <form method="get" action="/" class=format!("mb-3 flex flex-wrap items-end gap-2 text-xs {FOLDED}") data-testid="inbox-filters">
             <input type="hidden" name="status" value=f.status.clone() />
             <input name="agent" value=f.agent placeholder="agent" aria-label="Agent" class=format!("{FIELD} w-32") />
             <input name="action" value=f.action placeholder="action, e.g. cards.*" aria-label="Action" class=format!("{FIELD} w-36") />
@@ -348,6 +365,8 @@ pub fn InboxPage() -> impl IntoView {
     view! {
         <PageHeader title="Approval inbox" subtitle="Actions an AccountKit parked for a human decision. Each holds its cost until decided; unanswered ones expire into a denial." />
         <FormOutcome />
+        <div class="group/inbox">
+        <ToolsToggle />
         <nav class="mb-3 flex gap-1" aria-label="Filter by status">
             {tab("pending", "Waiting")}
             {tab("approved", "Approved")}
@@ -364,5 +383,6 @@ pub fn InboxPage() -> impl IntoView {
                 })
             })}
         </Suspense>
+        </div>
     }
 }

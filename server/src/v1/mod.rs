@@ -1,4 +1,5 @@
-//! HTTP routes outside the console pages, one module per area. Each handler is a thin caller
+//! The `/v1` API's routes, one module per area (and nothing else: the probes, the scrape and
+//! the console's feeds live in [`crate::http`]). Each handler is a thin caller
 //! of `gateway`.
 
 pub mod actions;
@@ -7,14 +8,11 @@ pub mod brain;
 pub mod company_keys;
 pub mod connected_apps;
 pub mod connectors;
-pub mod console;
 pub mod dto;
 pub mod events;
 pub mod groups;
-pub mod health;
 pub mod kits;
 pub mod ledger;
-pub mod metrics;
 pub mod openapi;
 pub mod profiles;
 pub mod replay;

@@ -92,7 +92,7 @@ impl Postgres {
             .connect(url)
             .await
             .map_err(|source| Error::DatabaseOpen { url: redact(url), source: source.into() })?;
-        sqlx::migrate!("migrations/postgres").run(&pool).await?;
+        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
         let (journal, stats) = (Arc::new(OnceLock::new()), Arc::new(Stats::default()));
         let runners = Arc::new(start_runners(url, &journal, &stats)?);
         Ok(Postgres { pool, runners, next: Arc::new(AtomicUsize::new(0)), journal, stats })

@@ -116,36 +116,9 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     <textarea name="kit_json" rows="14" class=format!("{INPUT} mt-1 block w-full font-mono text-xs")>{json}</textarea>
                 </details>
 
-                <section class="space-y-2 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800" data-testid="kit-replay">
-                    <h3 class="text-sm font-semibold">"Against the last 7 days"</h3>
-                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"The draft decided again over every call this kit's agents made in the last week, with the budget as it would have run: a lower cap refuses the calls after it would have been reached. Nothing is reserved or changed."</p>
-                    <div class="flex flex-wrap gap-2">
-                        <button type="button" class=SMALL_BUTTON data-replay-run="" data-testid="replay-run">"Replay the draft"</button>
-                        <button type="submit" class=SMALL_BUTTON formaction=format!("/kits/{}/replay", current.name) formmethod="get" formtarget="_blank" data-testid="replay-page">"Open the replay page ↗"</button>
-                    </div>
-                    <div data-replay-out="" data-testid="replay-out" aria-live="polite"></div>
-                </section>
+                <ReplaySection name=current.name.clone() />
 
-                {if can_edit {
-                    view! {
-                        <label class="flex items-center gap-2 text-xs text-zinc-600 dark:text-zinc-300">
-                            <input type="checkbox" name="confirm_refusals" value="yes" data-testid="confirm-refusals" />
-                            "Save even if, against the last 7 days, it would refuse calls that ran"
-                        </label>
-                        <div class="flex flex-wrap gap-2">
-                            <button type="submit" data-testid="save-kit"
-                                class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
-                                "Save as the next version"
-                            </button>
-                            <button type="submit" formaction="/api/start_shadow" formmethod="post" data-testid="start-shadow"
-                                class="rounded border border-zinc-300 px-3 py-1.5 text-sm dark:border-zinc-700">
-                                "Run the draft in shadow"
-                            </button>
-                        </div>
-                    }.into_any()
-                } else {
-                    view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Only an admin can save kits; the simulator still works."</p> }.into_any()
-                }}
+                <SaveControls can_edit />
             </form>
 
             <aside class="space-y-4 lg:col-span-2">
@@ -155,43 +128,93 @@ pub fn KitEditor(current: Kit, profiles: Vec<SimProfile>, credit: Money, can_edi
                     <PreviewPanel preview=Preview::waiting() />
                 </div>
             </aside>
-            <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
-                <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
-                    <h3 class="text-sm font-semibold">"Simulator"</h3>
-                    <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided on the server as you type, by the same policy code the gateway runs, with the tenant's time zone and each day's spend for period and rate limits; nothing is saved."</p>
-                    <label class=LABEL><span class="text-xs">"As"</span>
-                        <select class=INPUT name="sim_profile" data-testid="sim-profile">
-                            {if profiles.is_empty() {
-                                view! { <option value="" data-id="" data-name="a new agent" data-posted="0" data-pending="0">"a new agent (no spend yet)"</option> }.into_any()
-                            } else {
-                                profiles.into_iter().map(|p| {
-                                    let label = format!("{} — {} posted, {} pending", p.name, p.posted, p.pending);
-                                    view! {
-                                        <option value=p.name.clone() data-id=p.id data-name=p.name data-posted=p.posted.to_decimal_string() data-pending=p.pending.to_decimal_string()>
-                                            {label}
-                                        </option>
-                                    }
-                                }).collect_view().into_any()
-                            }}
-                        </select></label>
-                    <div class="grid grid-cols-2 gap-2">
-                        <label class=LABEL><span class="text-xs">"Action"</span>
-                            <select class=INPUT name="sim_tool" data-testid="sim-tool">
-                                {Catalog::builtin().iter().map(|t| t.name.clone()).filter(|n| n.contains('.')).map(|n| {
-                                    let selected = n == "cards.charge";
-                                    let label = n.clone();
-                                    view! { <option value=n selected=selected>{label}</option> }
-                                }).collect_view()}
-                            </select></label>
-                        <label class=LABEL><span class="text-xs">"Amount ($)"</span><input class=INPUT name="sim_amount" data-testid="sim-amount" value="48" /></label>
-                        <label class=LABEL><span class="text-xs">"Merchant"</span><input class=INPUT name="sim_merchant" data-testid="sim-merchant" value="globex-parts" /></label>
-                        <label class=LABEL><span class="text-xs">"Recipient"</span><input class=INPUT name="sim_recipient" /></label>
-                        <label class=format!("{LABEL} col-span-2")><span class="text-xs">"At (the tenant's time; empty for now)"</span>
-                            <input class=INPUT type="datetime-local" name="sim_at" data-testid="sim-at" /></label>
-                    </div>
-                </fieldset>
-            </form>
+            <SimulatorForm profiles credit />
         </KitEditorIsland>
+    }
+}
+
+/// The simulator's inputs: who acts, what, for how much, where and when. The island posts
+/// them with the draft to `/api/kit_preview`, which decides on the server.
+#[component]
+fn SimulatorForm(profiles: Vec<SimProfile>, credit: Money) -> impl IntoView {
+    view! {
+        <form class="min-w-0 rounded-lg border border-zinc-200 p-4 lg:col-span-2 dark:border-zinc-800" data-sim-form="" data-credit=credit.to_decimal_string() data-testid="simulator">
+            <fieldset class="min-w-0 space-y-3" disabled=true data-needs-script="">
+                <h3 class="text-sm font-semibold">"Simulator"</h3>
+                <p class="text-xs text-zinc-500 dark:text-zinc-400">"Decided on the server as you type, by the same policy code the gateway runs, with the tenant's time zone and each day's spend for period and rate limits; nothing is saved."</p>
+                <label class=LABEL><span class="text-xs">"As"</span>
+                    <select class=INPUT name="sim_profile" data-testid="sim-profile">
+                        {if profiles.is_empty() {
+                            view! { <option value="" data-id="" data-name="a new agent" data-posted="0" data-pending="0">"a new agent (no spend yet)"</option> }.into_any()
+                        } else {
+                            profiles.into_iter().map(|p| {
+                                let label = format!("{} — {} posted, {} pending", p.name, p.posted, p.pending);
+                                view! {
+                                    <option value=p.name.clone() data-id=p.id data-name=p.name data-posted=p.posted.to_decimal_string() data-pending=p.pending.to_decimal_string()>
+                                        {label}
+                                    </option>
+                                }
+                            }).collect_view().into_any()
+                        }}
+                    </select></label>
+                <div class="grid grid-cols-2 gap-2">
+                    <label class=LABEL><span class="text-xs">"Action"</span>
+                        <select class=INPUT name="sim_tool" data-testid="sim-tool">
+                            {Catalog::builtin().iter().map(|t| t.name.clone()).filter(|n| n.contains('.')).map(|n| {
+                                let selected = n == "cards.charge";
+                                let label = n.clone();
+                                view! { <option value=n selected=selected>{label}</option> }
+                            }).collect_view()}
+                        </select></label>
+                    <label class=LABEL><span class="text-xs">"Amount ($)"</span><input class=INPUT name="sim_amount" data-testid="sim-amount" value="48" /></label>
+                    <label class=LABEL><span class="text-xs">"Merchant"</span><input class=INPUT name="sim_merchant" data-testid="sim-merchant" value="globex-parts" /></label>
+                    <label class=LABEL><span class="text-xs">"Recipient"</span><input class=INPUT name="sim_recipient" /></label>
+                    <label class=format!("{LABEL} col-span-2")><span class="text-xs">"At (the tenant's time; empty for now)"</span>
+                        <input class=INPUT type="datetime-local" name="sim_at" data-testid="sim-at" /></label>
+                </div>
+            </fieldset>
+        </form>
+    }
+}
+
+/// The draft replayed against the last week's calls, here or on the replay page.
+#[component]
+fn ReplaySection(name: String) -> impl IntoView {
+    view! {
+        <section class="space-y-2 rounded-lg border border-zinc-200 p-3 dark:border-zinc-800" data-testid="kit-replay">
+            <h3 class="text-sm font-semibold">"Against the last 7 days"</h3>
+            <p class="text-xs text-zinc-500 dark:text-zinc-400">"The draft decided again over every call this kit's agents made in the last week, with the budget as it would have run: a lower cap refuses the calls after it would have been reached. Nothing is reserved or changed."</p>
+            <div class="flex flex-wrap gap-2">
+                <button type="button" class=SMALL_BUTTON data-replay-run="" data-testid="replay-run">"Replay the draft"</button>
+                <button type="submit" class=SMALL_BUTTON formaction=format!("/kits/{}/replay", name) formmethod="get" formtarget="_blank" data-testid="replay-page">"Open the replay page ↗"</button>
+            </div>
+            <div data-replay-out="" data-testid="replay-out" aria-live="polite"></div>
+        </section>
+    }
+}
+
+/// Saving (and running in shadow) for an admin; a line saying why not for everyone else.
+#[component]
+fn SaveControls(can_edit: bool) -> impl IntoView {
+    if can_edit {
+        view! {
+            <label class="flex items-center gap-2 text-xs text-zinc-600 dark:text-zinc-300">
+                <input type="checkbox" name="confirm_refusals" value="yes" data-testid="confirm-refusals" />
+                "Save even if, against the last 7 days, it would refuse calls that ran"
+            </label>
+            <div class="flex flex-wrap gap-2">
+                <button type="submit" data-testid="save-kit"
+                    class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white disabled:opacity-40 dark:bg-zinc-100 dark:text-zinc-900">
+                    "Save as the next version"
+                </button>
+                <button type="submit" formaction="/api/start_shadow" formmethod="post" data-testid="start-shadow"
+                    class="rounded border border-zinc-300 px-3 py-1.5 text-sm dark:border-zinc-700">
+                    "Run the draft in shadow"
+                </button>
+            </div>
+        }.into_any()
+    } else {
+        view! { <p class="text-sm text-zinc-500 dark:text-zinc-400">"Only an admin can save kits; the simulator still works."</p> }.into_any()
     }
 }
 
