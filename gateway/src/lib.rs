@@ -65,7 +65,7 @@ pub struct GatewayConfig {
     /// The most jobs committed together; 1 means one transaction per job.
     pub max_batch: usize,
     /// How long a hold in flight stays leased to this instance without a renewal
-    /// ([`leases`]).
+    /// ([`leases`](crate::domain::ledger::leases)).
     pub hold_lease_secs: i64,
     /// The vault's master key. Without one the vault is locked: secrets cannot be stored or
     /// opened, so HTTP connectors that need one answer `unavailable`.

@@ -9,7 +9,7 @@
 //! - [`money`]: exact amounts in $0.0001 units (docs/architecture.md#money-and-the-ledger).
 //! - [`approval`]: approval rules: who must approve a parked call, within what window.
 //! - [`kit`]: the AccountKit and its strict validation (docs/architecture.md#accountkits).
-//! - [`derive`]: sub-agent narrowing (docs/architecture.md#accountkits).
+//! - [`derive`](mod@derive): sub-agent narrowing (docs/architecture.md#accountkits).
 //! - [`diff`]: what a kit edit widens and narrows (docs/architecture.md#accountkits).
 //! - [`catalog`]: tools with primitive, effect and price (docs/architecture.md#the-decision-pipeline).
 //! - [`args`]: each action's declared arguments, checked before anything is decided.

@@ -159,7 +159,7 @@ pub struct TestSwitches {
     pub test_clock_file: Option<std::path::PathBuf>,
 }
 
-/// The environment variables of [`TestSwitches`].
+/// The environment variables of `TestSwitches` (a build with the `test-switches` feature).
 pub const TEST_SWITCH_VARIABLES: [&str; 2] =
     ["NAIVE_TEST_CLOCK_FILE", "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS"];
 

@@ -6,7 +6,7 @@
 //!   body, limits, the connection loop);
 //! - [`v1`] (the JSON API and its OpenAPI document) and [`mcp`]: the surfaces;
 //! - [`startup`]: the router and the application that `main` runs and the tests build;
-//! - [`reference`]: the reference programs the gateway talks to, each its own process.
+//! - [`reference`](mod@reference): the reference programs the gateway talks to, each its own process.
 
 pub mod config;
 pub mod error;

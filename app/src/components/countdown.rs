@@ -1,5 +1,5 @@
 //! A live countdown to an approval's expiry: server-rendered with the seconds left, then
-//! ticked down once a second in the browser by one timer for the whole page ([`tick`],
+//! ticked down once a second in the browser by one timer for the whole page (`tick`,
 //! started by the wasm entry point), which also picks up rows a live region swaps in later.
 //! Without JavaScript it reads as of the page load.
 

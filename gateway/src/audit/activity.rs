@@ -3,7 +3,7 @@
 //! version (docs/architecture.md#the-activity-log).
 //!
 //! Tamper-evident: each entry stores the hash of the previous entry in its tenant's chain and
-//! its own hash over its fields; [`Gateway::verify_log`] recomputes the chain and names the
+//! its own hash over its fields; [`Gateway::verify_log`](crate::Gateway::verify_log) recomputes the chain and names the
 //! first broken link. Entries are appended inside the same transaction as the change they
 //! record, and published to the bus only after that transaction commits, so there is never an
 //! event without its change or a change without its entry.
@@ -133,7 +133,7 @@ pub struct Entry {
     pub inputs: Option<String>,
 }
 
-/// What [`Gateway::verify_log`] found.
+/// What [`Gateway::verify_log`](crate::Gateway::verify_log) found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChainReport {

@@ -213,7 +213,7 @@ impl Quorum {
     }
 }
 
-/// Filters for [`Gateway::approvals`]: each narrows the list when given.
+/// Filters for [`Gateway::approvals`](crate::Gateway::approvals): each narrows the list when given.
 #[derive(Clone, Debug, Default)]
 pub struct ApprovalQuery {
     pub status: Option<ApprovalStatus>,
@@ -250,9 +250,9 @@ impl SweepReport {
 }
 
 /// The most approvals, and the most orphaned holds, one sweep job ends: a job stays short
-/// however large the backlog, and [`Gateway::sweep`] runs jobs until one is not full.
+/// however large the backlog, and [`Gateway::sweep`](crate::Gateway::sweep) runs jobs until one is not full.
 pub const SWEEP_BATCH: usize = 500;
-/// The most jobs one [`Gateway::sweep`] runs; what is left waits for the next tick.
+/// The most jobs one [`Gateway::sweep`](crate::Gateway::sweep) runs; what is left waits for the next tick.
 pub(crate) const MAX_SWEEP_JOBS: usize = 40;
 
 struct ApprovalRow {

@@ -13,9 +13,9 @@
 //! user removed takes effect at once, and its roles are those it was given that the user
 //! still holds.
 //!
-//! [`Gateway::credential_changes`] ticks whenever a credential may have stopped being valid
+//! [`Gateway::credential_changes`](crate::Gateway::credential_changes) ticks whenever a credential may have stopped being valid
 //! (a key or token revoked or rotated, a profile revoked, a session ended, roles changed), so
-//! long-lived streams can ask [`Gateway::still_valid`] and close.
+//! long-lived streams can ask [`Gateway::still_valid`](crate::Gateway::still_valid) and close.
 
 use chrono::{DateTime, Utc};
 

@@ -35,7 +35,7 @@ pub struct Stored {
 /// What a claim found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Claim {
-    /// Nobody has sent this key: run the request, then [`Gateway::finish_request`].
+    /// Nobody has sent this key: run the request, then [`Gateway::finish_request`](crate::Gateway::finish_request).
     New,
     /// The first response to this key, to send again.
     Replay(Stored),

@@ -1,7 +1,7 @@
 //! Console sessions (docs/architecture.md#identities-and-roles): a signed-in browser holds a random token
 //! in an HttpOnly
 //! cookie; only its SHA-256 is stored, with the user and an expiry. Signing in checks the
-//! argon2id password ([`Gateway::verify_login`]); every request re-reads the user, so a role
+//! argon2id password ([`Gateway::verify_login`](crate::Gateway::verify_login)); every request re-reads the user, so a role
 //! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the
 //! activity log.
 

@@ -11,10 +11,10 @@
 //! - Secrets are write-only. What leaves this module is a secret's name, fingerprint, author,
 //!   creation and last use ([`SecretInfo`]). The fingerprint is a keyed hash under the
 //!   tenant's data key, so even a short secret cannot be guessed from it. Only a connector
-//!   carrying out a call opens a secret ([`Gateway::open_secret`], crate-private).
+//!   carrying out a call opens a secret ([`Gateway::open_secret`](crate::Gateway::open_secret), crate-private).
 //! - The database remembers its master key's fingerprint: a gateway opened with another key
 //!   refuses to start ([`Error::MasterKeyMismatch`]) before anything is sealed under it.
-//! - [`Gateway::rotate_master_key`] re-wraps every data key in one transaction; secrets and
+//! - [`Gateway::rotate_master_key`](crate::Gateway::rotate_master_key) re-wraps every data key in one transaction; secrets and
 //!   connectors are untouched, so everything keeps working under the new key.
 //! - A gateway opened without a master key has a locked vault: writing or opening a secret is
 //!   refused with `vault_locked`, and nothing else changes.

@@ -135,7 +135,7 @@ impl Gateway {
     }
 
     /// [`Gateway::perform_as`] with the agent's justification: if the call parks, the
-    /// approval, its notification and its trail carry it ([`approvals::justification`]
+    /// approval, its notification and its trail carry it ([`approvals::justification`](crate::domain::approvals::justification)
     /// bounds it; nothing else reads it).
     pub async fn perform_justified(
         &self,

@@ -26,7 +26,7 @@ impl Gateway {
         self.write(move |c| release(c, &scope, &key)).await
     }
 
-    /// Forgets stored responses older than [`RETAIN_HOURS`]. The sweeper calls it.
+    /// Forgets stored responses older than [`RETAIN_HOURS`](crate::domain::idempotency::RETAIN_HOURS). The sweeper calls it.
     pub async fn forget_old_requests(&self) -> Result<usize> {
         self.write(|c| forget_old(c, Utc::now())).await
     }

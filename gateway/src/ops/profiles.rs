@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::ids::{ProfileId, TenantId, UserId};
 
 impl Gateway {
-    /// [`ensure_not_owner`] outside a job, on committed rows: for pages that say who may decide.
+    /// [`ensure_not_owner`](crate::domain::profiles::ensure_not_owner) outside a job, on committed rows: for pages that say who may decide.
     pub(crate) async fn ensure_not_owner(
         &self,
         profile: &ProfileId,

@@ -135,7 +135,7 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// Verifies a password against its hash, at most [`MAX_PASSWORD_CHECKS`] at a time, off
+    /// Verifies a password against its hash, at most [`MAX_PASSWORD_CHECKS`](crate::domain::users::MAX_PASSWORD_CHECKS) at a time, off
     /// the async workers.
     async fn check_password(&self, password: &str, stored: String) -> Result<bool> {
         let permit = tokio::time::timeout(PASSWORD_CHECK_WAIT, self.password_checks.clone().acquire_owned())

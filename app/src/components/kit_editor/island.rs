@@ -1,8 +1,7 @@
 //! The editor's island: a controller over the server-rendered form and the panel beside it
-//! (its children). It holds no state of its own: on every input it reads the form ([`dom`]),
-//! shows the draft's problems as typed, and asks the server for the diff and the verdicts.
-//!
-//! [`dom`]: super::dom
+//! (its children). It holds no state of its own: on every input it reads the form (`dom`, the
+//! browser side, built for the wasm only), shows the draft's problems as typed, and asks the
+//! server for the diff and the verdicts.
 
 use leptos::prelude::*;
 

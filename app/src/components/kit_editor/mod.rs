@@ -7,7 +7,7 @@
 //! engine is decided on the server, on the same fields: the island posts the form as it is
 //! typed ([`crate::api::kits::kit_preview`]), and the server answers with the diff in words
 //! ([`policy::KitDiff::between`]), the simulated verdicts of the draft and the saved version
-//! ([`simulate`], `policy::evaluate` on the period and rate views the gateway would use) and
+//! ([`simulate`](mod@simulate), `policy::evaluate` on the period and rate views the gateway would use) and
 //! the draft's JSON, rendered as markup the island swaps in ([`preview`]). Saving posts the same
 //! fields; the server validates again and refuses a stale version with `kit_version_conflict`.
 //! Without JavaScript the same form posts the kit as JSON from its text area.
@@ -17,7 +17,7 @@
 //! markup never becomes wasm; the island keeps no state of its own and takes no props.
 //!
 //! The parts: [`fields`] turns the form's fields into a kit and back (`limits_text` writes and
-//! reads period and rate limits as lines), [`simulate`] decides a sample action under a kit,
+//! reads period and rate limits as lines), [`simulate`](mod@simulate) decides a sample action under a kit,
 //! [`preview`] renders the diff and the verdicts, [`form`] renders the form and the simulator's
 //! inputs, and [`island`] (with `dom`, its browser side) brings them to life.
 

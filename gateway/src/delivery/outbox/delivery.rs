@@ -1,6 +1,6 @@
 //! The delivery worker: takes what is due from the outbox and hands it over.
 //!
-//! It wakes when this instance queues something ([`Gateway::wake_delivery`]), when a delivery
+//! It wakes when this instance queues something ([`Gateway::wake_delivery`](crate::Gateway::wake_delivery)), when a delivery
 //! ends, and otherwise every [`POLL_MS`] (for what other instances queued, and for retries
 //! that came due). It claims due queues ([`super::queue::claim`]) and delivers each on a task
 //! of its own: a tenant's runtime gets its commands as one batch in order, an endpoint its

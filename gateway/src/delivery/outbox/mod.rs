@@ -26,7 +26,7 @@
 //! - Each row ends once: `delivered`, `rejected` (the receiver refused it for good, with its
 //!   code), `purged` (an admin gave up on its queue) or, after [`OutboxConfig::max_attempts`]
 //!   attempts without an answer, `dead`. A dead letter stays visible and an admin can queue
-//!   it again ([`Gateway::retry_delivery`]). Delivered and purged rows are deleted after
+//!   it again ([`Gateway::retry_delivery`](crate::Gateway::retry_delivery)). Delivered and purged rows are deleted after
 //!   [`OutboxConfig::retention_secs`].
 
 pub mod delivery;

@@ -3,7 +3,7 @@
 //! is its fingerprint), so the vault refuses to delete it while the runtime is registered.
 //!
 //! "Which runtime, whether it is claimed, reachable now or when last seen" is one read,
-//! [`Gateway::runtime`], which probes the runtime live and records what it found.
+//! [`Gateway::runtime`](crate::Gateway::runtime), which probes the runtime live and records what it found.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -103,7 +103,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, actor: &str, via: Transport) -
     Ok(())
 }
 
-/// [`Gateway::note_contact`] inside a job.
+/// [`Gateway::note_contact`](crate::Gateway::note_contact) inside a job.
 pub(crate) fn note_contact_in(
     c: &dyn Tx,
     tenant: &TenantId,
