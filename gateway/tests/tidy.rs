@@ -11,6 +11,9 @@
 //! - a file of `gateway/src` names (`crate::…`) only its own layer and the layers below it
 //!   ([`LAYERS`]).
 //!
+//! - `gateway/src/ops/` holds no SQL ([`the_operations_hold_no_sql`]): an operation composes
+//!   the owners' functions, and only `ops/upgrades.rs`, which owns its table, writes a statement;
+//!
 //! - `gateway` names no database driver (`rusqlite`, `sqlx`): in its manifest, its sources,
 //!   its tests and its load generator, storage is the `store` crate's;
 //!
@@ -269,6 +272,39 @@ fn no_function_grows_past_seventy_lines() {
         shrunk.is_empty(),
         "these are shorter now (or gone): lower their lengths in LONG_FNS, or delete the line \
          of one that is short:\n{shrunk:#?}"
+    );
+}
+
+/// The one `ops/` file that holds SQL: it owns its table ([`OWNERS`]: `pending_upgrades`).
+const OPS_SQL_OWNERS: &[&str] = &["gateway/src/ops/upgrades.rs"];
+
+#[test]
+fn the_operations_hold_no_sql() {
+    let root = root();
+    let mut files = Vec::new();
+    rust_files(&root.join("gateway/src/ops"), &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        if OPS_SQL_OWNERS.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (n, line) in without_tests(&text).lines().enumerate() {
+            if ["\"SELECT ", "\"INSERT ", "\"UPDATE ", "\"DELETE ", "\"WITH "]
+                .iter()
+                .any(|k| line.contains(k))
+            {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 20, "read gateway/src/ops: {} files", files.len());
+    assert!(
+        found.is_empty(),
+        "SQL in ops/: an operation composes the owners' functions (domain, delivery, audit); \
+         move the statement to the module that owns its table:\n{}",
+        found.join("\n")
     );
 }
 

@@ -573,6 +573,60 @@ impl ChainMark {
     }
 }
 
+/// The first seq of the tenant's log appended at or after `t`, if any: found by bisecting the
+/// seqs (the log is appended in time order), so it reads a few rows however long the log.
+pub(crate) async fn first_seq_at(store: &Store, tenant: &TenantId, t: DateTime<Utc>) -> Result<Option<i64>> {
+    let bounds: Option<(Option<i64>, Option<i64>)> =
+        store.opt("SELECT MIN(seq), MAX(seq) FROM activity WHERE tenant_id = ?", &[tenant]).await?;
+    let Some((Some(mut lo), Some(hi))) = bounds else { return Ok(None) };
+    let (mut hi, mut found) = (hi + 1, None);
+    let probe = "SELECT seq, at FROM activity WHERE tenant_id = ? AND seq >= ? ORDER BY seq LIMIT 1";
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match store.opt::<(i64, DateTime<Utc>)>(probe, &[tenant, &mid]).await? {
+            Some((seq, at)) if at >= t => {
+                found = Some(seq);
+                hi = mid;
+            }
+            Some((seq, _)) => lo = seq + 1,
+            None => hi = mid,
+        }
+    }
+    Ok(found)
+}
+
+/// Which decided calls [`decided_calls`] reads: those whose recorded inputs match `like`
+/// (a `LIKE` pattern, escaped with a backslash), appended in `at`, by `profile` if given, strictly
+/// between the seqs `seqs`.
+pub(crate) struct DecidedRange<'a> {
+    pub like: &'a str,
+    pub at: (DateTime<Utc>, DateTime<Utc>),
+    pub profile: Option<&'a ProfileId>,
+    pub seqs: (i64, i64),
+}
+
+/// Up to `limit` entries of `range`, in seq order: seq, kind, verdict, detail and the
+/// recorded decision inputs.
+pub(crate) async fn decided_calls(
+    store: &Store,
+    tenant: &TenantId,
+    range: &DecidedRange<'_>,
+    limit: i64,
+) -> Result<Vec<(i64, String, Option<String>, String, String)>> {
+    let (from, to) = (stored::ts(range.at.0), stored::ts(range.at.1));
+    let (after, before) = range.seqs;
+    let mut sql = "SELECT seq, kind, verdict, detail, inputs FROM activity WHERE tenant_id = ? AND seq > ? \
+                   AND seq < ? AND inputs LIKE ? ESCAPE '\\' AND at >= ? AND at < ?"
+        .to_string();
+    let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant, &after, &before, &range.like, &from, &to];
+    if let Some(p) = &range.profile {
+        sql.push_str(" AND profile_id = ?");
+        args.push(p);
+    }
+    sql.push_str(&format!(" ORDER BY seq LIMIT {limit}"));
+    Ok(store.all(&sql, &args).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -1019,6 +1019,25 @@ pub(crate) async fn export_csv(store: &Store, tenant: &TenantId, q: &ApprovalQue
     Ok(out)
 }
 
+/// Of the approvals `ids`: each one's status, when it was decided and when it expires (replay
+/// reads what became of the calls it parked).
+pub(crate) async fn outcomes(
+    store: &Store,
+    ids: &[String],
+) -> Result<Vec<(String, String, Option<DateTime<Utc>>, DateTime<Utc>)>> {
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT id, status, decided_at, expires_at FROM approvals WHERE id IN ({marks})");
+    let args: Vec<&dyn crate::sql::ToValue> = ids.iter().map(|i| i as &dyn crate::sql::ToValue).collect();
+    Ok(store.all(&sql, &args).await?)
+}
+
+/// The trace context the call that parked approval `id` ran under, if it carried one.
+pub(crate) async fn traceparent(store: &Store, tenant: &TenantId, id: &str) -> Result<Option<String>> {
+    let sql = "SELECT traceparent FROM approvals WHERE tenant_id = ? AND id = ?";
+    let parked: Option<(Option<String>,)> = store.opt(sql, &[tenant, &id]).await?;
+    Ok(parked.and_then(|p| p.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

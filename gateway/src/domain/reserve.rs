@@ -999,6 +999,21 @@ pub(crate) fn stop_runtime(
     )?])
 }
 
+/// The calls counted so far in each of the rate windows `keys` that has any, outside a job
+/// (the ledger page's read of where an agent stands).
+pub(crate) async fn rate_counts(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    keys: &[&str],
+) -> Result<Vec<(String, i64)>> {
+    let mut counts = Vec::new();
+    for key in keys {
+        let sql = "SELECT window_key, calls FROM rate_counts WHERE tenant_id = ? AND window_key = ?";
+        counts.extend(store.opt::<(String, i64)>(sql, &[tenant, key]).await?);
+    }
+    Ok(counts)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

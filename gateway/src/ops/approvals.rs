@@ -79,9 +79,8 @@ impl Gateway {
     async fn decision_span(&self, tenant: &TenantId, id: &str, decision: &'static str) -> tracing::Span {
         let span = tracing::debug_span!("approval_decision", decision);
         if crate::audit::trace::of(&span).is_some() {
-            let sql = "SELECT traceparent FROM approvals WHERE tenant_id = ? AND id = ?";
-            let parked: Option<(Option<String>,)> = self.store.opt(sql, &[tenant, &id]).await.ok().flatten();
-            crate::audit::trace::link_to(&span, parked.and_then(|p| p.0).as_deref());
+            let parked = crate::domain::approvals::traceparent(&self.store, tenant, id).await.ok().flatten();
+            crate::audit::trace::link_to(&span, parked.as_deref());
         }
         span
     }

@@ -114,11 +114,8 @@ impl Gateway {
         let views = periods::period_views(&[kit], &clock.calendar, clock.calendar.day(at), &days);
         let Some(p) = profile else { return Ok((views, Vec::new())) };
         let mut windows = periods::rate_windows(p, kit, clock.rate, action, at);
-        let mut counts = Vec::new();
-        for w in &windows {
-            let sql = "SELECT window_key, calls FROM rate_counts WHERE tenant_id = ? AND window_key = ?";
-            counts.extend(self.store.opt::<(String, i64)>(sql, &[tenant, &w.key]).await?);
-        }
+        let keys: Vec<&str> = windows.iter().map(|w| w.key.as_str()).collect();
+        let counts = crate::domain::reserve::rate_counts(&self.store, tenant, &keys).await?;
         periods::fill_counts(&mut windows, &counts);
         Ok((views, windows.into_iter().map(|w| w.view).collect()))
     }

@@ -28,7 +28,6 @@ pub const DEFAULT_RANGE_DAYS: i64 = 7;
 /// The most changed calls one answer lists.
 pub const MAX_CHANGES: usize = 500;
 /// An approval's id, status, decision time and expiry.
-type FateRow = (String, String, Option<DateTime<Utc>>, DateTime<Utc>);
 
 /// Recorded calls read per statement.
 const CHUNK: i64 = 5_000;
@@ -356,23 +355,7 @@ impl Gateway {
 
     /// The first seq of the tenant's log appended at or after `t`, if any.
     async fn first_seq_at(&self, tenant: &TenantId, t: DateTime<Utc>) -> Result<Option<i64>> {
-        let bounds: Option<(Option<i64>, Option<i64>)> =
-            self.store.opt("SELECT MIN(seq), MAX(seq) FROM activity WHERE tenant_id = ?", &[tenant]).await?;
-        let Some((Some(mut lo), Some(hi))) = bounds else { return Ok(None) };
-        let (mut hi, mut found) = (hi + 1, None);
-        let probe = "SELECT seq, at FROM activity WHERE tenant_id = ? AND seq >= ? ORDER BY seq LIMIT 1";
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.store.opt::<(i64, DateTime<Utc>)>(probe, &[tenant, &mid]).await? {
-                Some((seq, at)) if at >= t => {
-                    found = Some(seq);
-                    hi = mid;
-                }
-                Some((seq, _)) => lo = seq + 1,
-                None => hi = mid,
-            }
-        }
-        Ok(found)
+        crate::audit::activity::first_seq_at(&self.store, tenant, t).await
     }
 
     /// Up to [`CHUNK`] recorded calls in `[from, to)` whose chain has kit `name`, between
@@ -385,18 +368,14 @@ impl Gateway {
         profile: Option<&ProfileId>,
         (after, before): (i64, i64),
     ) -> Result<Vec<Recorded>> {
-        let (like, from, to) = (kit_in_chain(name), stored::ts(from), stored::ts(to));
-        let mut sql =
-            "SELECT seq, kind, verdict, detail, inputs FROM activity WHERE tenant_id = ? AND seq > ? AND seq < ? \
-             AND inputs LIKE ? ESCAPE '\\' AND at >= ? AND at < ?"
-                .to_string();
-        let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant, &after, &before, &like, &from, &to];
-        if let Some(p) = &profile {
-            sql.push_str(" AND profile_id = ?");
-            args.push(p);
-        }
-        sql.push_str(&format!(" ORDER BY seq LIMIT {CHUNK}"));
-        let rows: Vec<(i64, String, Option<String>, String, String)> = self.store.all(&sql, &args).await?;
+        let like = kit_in_chain(name);
+        let range = crate::audit::activity::DecidedRange {
+            like: &like,
+            at: (from, to),
+            profile,
+            seqs: (after, before),
+        };
+        let rows = crate::audit::activity::decided_calls(&self.store, tenant, &range, CHUNK).await?;
         // A park's approval, read from its entry once.
         let mut approvals = Vec::with_capacity(rows.len());
         for (_, kind, _, detail, _) in &rows {
@@ -428,10 +407,7 @@ impl Gateway {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let marks = vec!["?"; ids.len()].join(", ");
-        let sql = format!("SELECT id, status, decided_at, expires_at FROM approvals WHERE id IN ({marks})");
-        let args: Vec<&dyn crate::sql::ToValue> = ids.iter().map(|i| i as &dyn crate::sql::ToValue).collect();
-        let rows: Vec<FateRow> = self.store.all(&sql, &args).await?;
+        let rows = crate::domain::approvals::outcomes(&self.store, ids).await?;
         Ok(rows
             .into_iter()
             .map(|(id, status, decided, expires)| {
