@@ -10,6 +10,7 @@ pub mod calls;
 pub mod chain;
 pub mod connector;
 pub mod credentials;
+pub mod decision;
 pub mod groups;
 pub mod handovers;
 pub mod idempotency;

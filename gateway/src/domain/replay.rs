@@ -40,6 +40,7 @@ use policy::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::domain::decision::{self, Rates};
 use crate::domain::periods::{self, Calendar};
 use crate::ids::ProfileId;
 
@@ -121,16 +122,18 @@ impl Inputs {
         }
     }
 
-    /// The decision input as recorded, under `kit`.
-    pub fn input<'a>(&'a self, kit: &'a Kit, rates: &'a [RateView]) -> DecisionInput<'a> {
-        DecisionInput {
-            subject: self.status,
-            kit,
-            action: self.request(),
+    /// The decision input as recorded, under `kit`, counting `rates`.
+    pub fn input<'a>(&'a self, kit: &'a Kit, rates: Rates<'a>) -> DecisionInput<'a> {
+        decision::input(kit, self.request(), self.standing(), rates)
+    }
+
+    /// The standing the call was decided on, as recorded.
+    pub fn standing(&self) -> decision::Standing<'_> {
+        decision::Standing {
+            status: self.status,
             budgets: &self.budgets,
-            company_credit: self.credit,
+            credit: self.credit,
             periods: &self.periods,
-            rates,
         }
     }
 }
@@ -377,15 +380,9 @@ impl<'a> Replayer<'a> {
         let budgets = self.budgets(i, kits);
         let (periods, draft_pots) = self.periods(i, kits);
         let (rates, draft_keys) = self.rates(i, &kits[0]);
-        let d = evaluate(&DecisionInput {
-            subject: i.status,
-            kit: &kits[0],
-            action: i.request(),
-            budgets: &budgets,
-            company_credit: shifted(i.credit, -self.delta_at(&Pot::Credit, i.at)),
-            periods: &periods,
-            rates: &rates,
-        });
+        let credit = shifted(i.credit, -self.delta_at(&Pot::Credit, i.at));
+        let standing = decision::Standing { budgets: &budgets, credit, periods: &periods, ..i.standing() };
+        let d = evaluate(&decision::input(&kits[0], i.request(), standing, Rates::Counted(&rates)));
         let now = Decided::from(&d);
         self.summary.calls += 1;
         let (was_fp, now_fp) = (self.record_footprint(call), self.draft_footprint(call, &d, &kits[0]));
@@ -406,7 +403,7 @@ impl<'a> Replayer<'a> {
     /// A call decided on the kit and standing alone: no budget moves.
     fn step_unbudgeted(&mut self, call: &Recorded, kit: &Kit) -> Option<Change> {
         let i = &call.inputs;
-        let d = evaluate(&i.input(kit, &[]));
+        let d = evaluate(&i.input(kit, Rates::NotDecidedThen));
         self.summary.calls += 1;
         let now = Decided::from(&d);
         (!same(&now, &i.decided)).then(|| self.changed(call, &now))

@@ -39,6 +39,7 @@ use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::domain::calls::{ActionResponse, Answer, Disposition, Executed, Settling, request};
 use crate::domain::chain::Link;
 use crate::domain::connector::{Call, Connector, ConnectorKind, Done, Failure, Full};
+use crate::domain::decision::{self, Rates};
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
 use crate::domain::periods::{self, DayTotals, TenantClock, Window};
@@ -100,38 +101,6 @@ pub(crate) struct Own {
     pub credit: Money,
     /// `None` for a hold from before periods, which counts toward no period.
     pub day: Option<NaiveDate>,
-}
-
-/// What a decision about a parked call decides on.
-pub(crate) struct Views {
-    pub budgets: Vec<policy::BudgetView>,
-    pub credit: Money,
-    /// The period limits in the periods of the hold's day.
-    pub periods: Vec<policy::PeriodView>,
-}
-
-/// The running totals of `links`' accounts, their period totals and the company's credit,
-/// read under the tenant's lock, with `own` (the hold this decision already holds) given
-/// back, so a decision about a parked call sees the balances as if its own hold were not
-/// there. A parked call's periods are those of the day it was reserved on.
-pub(crate) fn budget_views(c: &dyn Tx, tenant: &TenantId, links: &[Link], own: Option<Own>) -> Result<Views> {
-    activity::lock_tenant(c, tenant)?;
-    let day = own.as_ref().and_then(|o| o.day);
-    let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-    let reach = Reach { days_from: day.and_then(|d| periods::first_day_needed(&kits, d)), windows: &[] };
-    let Standing { mut totals, mut credit, mut days, clock, .. } =
-        current_standing(c, tenant, links, &reach)?;
-    if let Some(o) = &own {
-        for t in &mut totals {
-            t.pending = t.pending.saturating_sub(o.amount);
-        }
-        for d in days.iter_mut().filter(|d| Some(d.day) == o.day) {
-            d.pending = d.pending.saturating_sub(o.amount);
-        }
-        credit = credit.checked_add(o.credit).unwrap_or(Money::MAX);
-    }
-    let periods = day.map_or_else(Vec::new, |d| periods::period_views(&kits, &clock.calendar, d, &days));
-    Ok(Views { budgets: ledger::views(&totals, &kits), credit, periods })
 }
 
 /// What a reservation decides on, as the database has it now.
@@ -300,6 +269,39 @@ impl Facts {
         Ok(Facts { standing, day, periods, windows })
     }
 
+    /// The facts a parked call is decided on again when approved at `now`: the chain's
+    /// standing read now (under the tenant's lock, taken here) with `own`, the hold it already
+    /// holds, given back, so it sees the balances as if its hold were not there; the periods
+    /// of the day it was reserved on; no rate window ([`Rates::CountedWhenParked`]).
+    pub(crate) fn parked(
+        c: &dyn Tx,
+        tenant: &TenantId,
+        links: &[Link],
+        own: Option<Own>,
+        now: DateTime<Utc>,
+    ) -> Result<Facts> {
+        activity::lock_tenant(c, tenant)?;
+        let held_on = own.as_ref().and_then(|o| o.day);
+        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        let reach =
+            Reach { days_from: held_on.and_then(|d| periods::first_day_needed(&kits, d)), windows: &[] };
+        let mut standing = current_standing(c, tenant, links, &reach)?;
+        if let Some(o) = &own {
+            for t in &mut standing.totals {
+                t.pending = t.pending.saturating_sub(o.amount);
+            }
+            for d in standing.days.iter_mut().filter(|d| Some(d.day) == o.day) {
+                d.pending = d.pending.saturating_sub(o.amount);
+            }
+            standing.credit = standing.credit.checked_add(o.credit).unwrap_or(Money::MAX);
+        }
+        let day = held_on.unwrap_or_else(|| standing.clock.calendar.day(now));
+        let periods = held_on.map_or_else(Vec::new, |d| {
+            periods::period_views(&kits, &standing.clock.calendar, d, &standing.days)
+        });
+        Ok(Facts { standing, day, periods, windows: Vec::new() })
+    }
+
     pub(crate) fn budgets(&self, links: &[Link]) -> Vec<policy::BudgetView> {
         let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
         ledger::views(&self.standing.totals, &kits)
@@ -309,25 +311,26 @@ impl Facts {
         self.windows.iter().map(|w| w.view).collect()
     }
 
-    /// The engine's input for `action` under `kit` on these facts: the chain's status as read
-    /// in the job, `budgets` and `rates` made from them ([`Facts::budgets`], [`Facts::rates`]).
-    /// The one place a call's decision input is assembled; what a caller leaves out it passes
-    /// empty, and says why.
+    /// The engine's input for `action` under `kit` on these facts ([`decision::input`]): the
+    /// chain's status and the company's credit as read in the job, its periods, `budgets` made
+    /// from them ([`Facts::budgets`]) and `rates` ([`Facts::rates`], or why none count).
     pub(crate) fn input<'a>(
         &'a self,
         kit: &'a Kit,
         action: policy::ActionRequest<'a>,
         budgets: &'a [policy::BudgetView],
-        rates: &'a [policy::RateView],
+        rates: Rates<'a>,
     ) -> DecisionInput<'a> {
-        DecisionInput {
-            subject: self.standing.status,
-            kit,
-            action,
+        decision::input(kit, action, self.standing_views(budgets), rates)
+    }
+
+    /// The standing part of a decision's input, with `budgets` made from these facts.
+    pub(crate) fn standing_views<'a>(&'a self, budgets: &'a [policy::BudgetView]) -> decision::Standing<'a> {
+        decision::Standing {
+            status: self.standing.status,
             budgets,
-            company_credit: self.standing.credit,
+            credit: self.standing.credit,
             periods: &self.periods,
-            rates,
         }
     }
 
@@ -449,7 +452,12 @@ impl ReserveJob {
     fn decide(&self, c: &dyn Tx, facts: Facts) -> Result<Decided<'_>> {
         let budgets = facts.budgets(&self.links);
         let rates = facts.rates();
-        let input = facts.input(&self.links[0].kit, request(&self.tool, &self.checked), &budgets, &rates);
+        let input = facts.input(
+            &self.links[0].kit,
+            request(&self.tool, &self.checked),
+            &budgets,
+            Rates::Counted(&rates),
+        );
         let decision = evaluate(&input);
         for shadow in self.shadows.iter() {
             self.shadow_decides(c, (&facts, &input), &decision, shadow)?;
@@ -470,7 +478,9 @@ impl ReserveJob {
     ) -> Result<()> {
         let v = facts.under(shadow, &self.subject.profile, (self.tool.name.as_str(), self.now));
         let (budgets, periods, rates) = (&v.budgets, &v.periods, &v.rates);
-        let shadowed = evaluate(&DecisionInput { kit: &shadow.kits[0], budgets, periods, rates, ..*input });
+        let standing = decision::Standing { budgets, periods, ..facts.standing_views(budgets) };
+        let shadowed =
+            evaluate(&decision::input(&shadow.kits[0], input.action, standing, Rates::Counted(rates)));
         crate::domain::shadow::record(c, &self.subject, &self.tool.name, (decision, &shadowed), shadow)?;
         if !matches!(shadowed.refusal, Some(Refusal::RateLimited { .. })) {
             let own: Vec<Window> = v.windows.into_iter().filter(|w| w.view.limit.is_some()).collect();

@@ -368,7 +368,8 @@ impl Gateway {
             })
             .await?;
         let (budgets, rates) = (facts.budgets(&links), facts.rates());
-        Ok(policy::explain(&facts.input(&links[0].kit, request(&tool, &checked), &budgets, &rates)))
+        let rates = crate::domain::decision::Rates::Counted(&rates);
+        Ok(policy::explain(&facts.input(&links[0].kit, request(&tool, &checked), &budgets, rates)))
     }
 
     /// The catalog tools `subject` may see now, for a tool list: `None` when its profile (or

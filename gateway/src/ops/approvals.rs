@@ -490,18 +490,12 @@ fn approve_job(
         Some(h) => Some(held(c, h, a.amount)?),
         None => None,
     };
-    let views = crate::domain::reserve::budget_views(c, &a.tenant_id, &links, own)?;
+    let facts = crate::domain::reserve::Facts::parked(c, &a.tenant_id, &links, own, now)?;
     let kit = &links[0].kit;
     let request = crate::domain::calls::request(&tool, &checked);
-    let d = policy::evaluate(&policy::DecisionInput {
-        subject: crate::domain::chain::chain_status(&links),
-        kit,
-        action: request,
-        budgets: &views.budgets,
-        company_credit: views.credit,
-        periods: &views.periods,
-        rates: &[],
-    });
+    let budgets = facts.budgets(&links);
+    let rates = crate::domain::decision::Rates::CountedWhenParked;
+    let d = policy::evaluate(&facts.input(kit, request, &budgets, rates));
     if let (policy::EngineVerdict::Deny, Some(refusal)) = (d.verdict, d.refusal) {
         let env = policy::Envelope::deny(kit, &request, refusal, 1, Vec::new());
         refuse_approved(c, &a, by, &env, kit.version.0)?;
