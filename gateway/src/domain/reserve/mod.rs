@@ -26,6 +26,15 @@
 //! so they cannot creep back, and `make bench-gateway` prints the batched figure
 //! (docs/architecture.md, what a governed action costs).
 
+mod claims;
+mod repeats;
+mod windows;
+
+pub(crate) use claims::forget_claim;
+use claims::{First, finish_idempotency, store_idempotency};
+pub(crate) use repeats::count_repeat;
+pub(crate) use windows::{forget_ended_windows, rate_counts};
+
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -48,7 +57,7 @@ use crate::domain::replay::KitRef;
 use crate::domain::shadow::ShadowChain;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
-use crate::sql::{Tx, lock_key};
+use crate::sql::Tx;
 use crate::stored;
 
 pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
@@ -538,34 +547,10 @@ impl ReserveJob {
         self.subject.profile.as_str()
     }
 
-    /// The stored first answer to this Idempotency-Key, if there is one.
-    /// On PostgreSQL, calls with the same key take turns from here to commit, so the second
-    /// finds the first's row instead of both inserting one.
+    /// The stored first answer to this Idempotency-Key, if there is one ([`claims::answer`]).
     fn replay(&self, c: &dyn Tx) -> Result<Option<Reserved>> {
         let Some(key) = &self.idem else { return Ok(None) };
-        lock_key(c, &["action idempotency", self.subject.profile.as_str(), key])?;
-        let row = c.row(
-            "SELECT request_digest, status, response FROM idempotency WHERE profile_id = ? AND idempotency_key = ?",
-            &[&self.subject.profile.as_str(), key],
-        )?;
-        let Some(r) = row else { return Ok(None) };
-        let (digest, status, response): (String, i64, Option<String>) = (r.get(0)?, r.get(1)?, r.get(2)?);
-        if digest != self.request_digest {
-            return Err(Error::Conflict {
-                code: "idempotency_key_reused",
-                message: "this Idempotency-Key was used for a different call; use a new key for a new call"
-                    .into(),
-            });
-        }
-        let Some(d) = Disposition::from_i64(status) else {
-            return Err(Error::Conflict {
-                code: "idempotency_in_progress",
-                message: "the first call with this Idempotency-Key is still running; poll again shortly"
-                    .into(),
-            });
-        };
-        let body = Answer::read_back(d, response.as_deref().unwrap_or_default())?;
-        Ok(Some(Reserved::Final(ActionResponse { disposition: d, body, replayed: true })))
+        Ok(claims::answer(c, &self.subject.profile, key, &self.request_digest)?.map(Reserved::Final))
     }
 
     /// The reserved call as it leaves for its connector, under `hold`.
@@ -782,24 +767,7 @@ struct Counted<'a> {
 impl Counted<'_> {
     /// The upsert that counts the call in each of its windows, if it has any.
     fn statement(&self) -> Option<crate::sql::Statement> {
-        let keys = periods::distinct_keys(self.windows);
-        if keys.is_empty() {
-            return None;
-        }
-        let rows = vec!["(?, ?, 1, ?)"; keys.len()].join(", ");
-        let sql = format!(
-            "INSERT INTO rate_counts AS r (tenant_id, window_key, calls, ends_at) VALUES {rows} \
-             ON CONFLICT (tenant_id, window_key) DO UPDATE SET calls = r.calls + 1"
-        );
-        let mut args: Vec<Box<dyn crate::sql::ToValue>> = Vec::with_capacity(3 * keys.len());
-        for (key, ends_at) in keys {
-            args.extend([
-                Box::new(self.tenant.as_str().to_string()) as Box<dyn crate::sql::ToValue>,
-                Box::new(key.to_string()),
-                Box::new(ends_at),
-            ]);
-        }
-        Some(crate::sql::Statement::new(sql, args))
+        windows::count_statement(self.tenant, self.windows)
     }
 
     /// Counts the call in its windows now.
@@ -880,13 +848,6 @@ fn full_queue(env: &mut Envelope, name: &str, full: &Full) {
     }
 }
 
-/// Forgets the in-progress Idempotency-Key claim of a hold that ended without an answer, so a
-/// resend runs.
-pub(crate) fn forget_claim(c: &dyn Tx, hold: &str) -> Result<()> {
-    c.exec("DELETE FROM idempotency WHERE status = 0 AND hold_id = ?", &[&hold])?;
-    Ok(())
-}
-
 /// Records a carried-out call whose hold has posted, after the ledger's `writes` not yet run,
 /// and builds the agent's answer.
 fn executed(
@@ -934,62 +895,6 @@ fn executed(
     ))
 }
 
-/// Replaces the in-progress idempotency claim of `hold` with the call's answer.
-fn finish_idempotency(c: &dyn Tx, hold: &str, d: Disposition, body: &Answer) -> Result<()> {
-    c.exec(
-        "UPDATE idempotency SET status = ?, response = ?, hold_id = NULL WHERE status = 0 AND hold_id = ?",
-        &[&d.as_i64(), &body.to_string(), &hold],
-    )?;
-    Ok(())
-}
-
-/// What an Idempotency-Key's row first holds: the call's answer, or the hold of the call
-/// still in flight (status 0), replaced by its answer when it settles.
-enum First<'a> {
-    Answer(Disposition, &'a str),
-    InFlight(&'a str),
-}
-
-fn store_idempotency(
-    c: &dyn Tx,
-    profile: &ProfileId,
-    key: Option<&str>,
-    digest: &str,
-    first: First,
-) -> Result<()> {
-    let Some(key) = key else { return Ok(()) };
-    let (status, response, hold) = match first {
-        First::Answer(d, body) => (d.as_i64(), Some(body), None),
-        First::InFlight(hold) => (0, None, Some(hold)),
-    };
-    c.exec(
-        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, hold_id, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-        &[&profile.as_str(), &key, &digest, &status, &response, &hold, &stored::ts(Utc::now())],
-    )?;
-    Ok(())
-}
-
-/// Forgets the call counts of rate windows that ended more than a minute before `now`: no
-/// call counts toward them again (a window's key names its number).
-pub(crate) fn forget_ended_windows(c: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
-    c.exec("DELETE FROM rate_counts WHERE ends_at < ?", &[&(now.timestamp() - 60)])?;
-    Ok(())
-}
-
-/// Counts an identical refusal and returns how many there have been.
-pub(crate) fn count_repeat(c: &dyn Tx, profile: &ProfileId, action: &str, args_digest: &str) -> Result<u32> {
-    let n: i64 = c
-        .row(
-            "INSERT INTO refusal_repeats AS r (profile_id, action, args_digest, count, last_at) VALUES (?, ?, ?, 1, ?) \
-             ON CONFLICT (profile_id, action, args_digest) DO UPDATE SET count = r.count + 1, last_at = excluded.last_at RETURNING count",
-            &[&profile.as_str(), &action, &args_digest, &stored::ts(Utc::now())],
-        )?
-        .ok_or_else(|| Error::internal("write_failed", "the repeat count was not written; try again"))?
-        .get(0)?;
-    Ok(u32::try_from(n).unwrap_or(u32::MAX))
-}
-
 /// Stops a profile's hosted runtime, recording why. Idempotent.
 pub(crate) fn stop_runtime(
     c: &dyn Tx,
@@ -1007,21 +912,6 @@ pub(crate) fn stop_runtime(
             .verdict(Verdict::RuntimeStopped)
             .detail(json!({ "reason": reason })),
     )?])
-}
-
-/// The calls counted so far in each of the rate windows `keys` that has any, outside a job
-/// (the ledger page's read of where an agent stands).
-pub(crate) async fn rate_counts(
-    store: &crate::store::Store,
-    tenant: &TenantId,
-    keys: &[&str],
-) -> Result<Vec<(String, i64)>> {
-    let mut counts = Vec::new();
-    for key in keys {
-        let sql = "SELECT window_key, calls FROM rate_counts WHERE tenant_id = ? AND window_key = ?";
-        counts.extend(store.opt::<(String, i64)>(sql, &[tenant, key]).await?);
-    }
-    Ok(counts)
 }
 
 #[cfg(test)]
