@@ -14,6 +14,11 @@
 //! - `gateway/src/ops/` holds no SQL ([`the_operations_hold_no_sql`]): an operation composes
 //!   the owners' functions, and only `ops/upgrades.rs`, which owns its table, writes a statement;
 //!
+//! - an `ops/` family calls no other family's operations ([`no_operation_calls_another_family_sideways`]):
+//!   what every operation reads (the clock, the caches, the change signals, the secret opener,
+//!   the lookups by id) sits below them in `ops/base/`, which calls no family; the compositions
+//!   of today are listed in [`COMPOSITIONS`] and the list only shrinks;
+//!
 //! - `gateway` names no database driver (`rusqlite`, `sqlx`): in its manifest, its sources,
 //!   its tests and its load generator, storage is the `store` crate's;
 //!
@@ -306,6 +311,92 @@ fn the_operations_hold_no_sql() {
          move the statement to the module that owns its table:\n{}",
         found.join("\n")
     );
+}
+
+/// Operations that compose another family's operation today, as `caller -> callee: method`
+/// (files under `gateway/src/ops/`). The list only shrinks: a composition that is gone fails
+/// until its line is deleted, and a new one fails until it goes below the families
+/// (`ops/base/`) or into a domain job. `demo.rs` is above them all (it seeds a tenant through
+/// the operations a user would call) and is not listed.
+const COMPOSITIONS: &[&str] = &[
+    "actions.rs -> credentials.rs: authenticate",
+    "approvals.rs -> actions.rs: carry_out",
+    "approvals.rs -> brain.rs: canonize",
+    "approvals.rs -> idempotency.rs: forget_old_requests",
+    "approvals.rs -> resend.rs: recover_lost_calls",
+    "brain.rs -> actions.rs: governed_in_job",
+    "brain.rs -> proposals.rs: writeback",
+    "outbox.rs -> webhooks.rs: send_webhooks",
+    "outbox.rs -> webhooks.rs: webhook",
+    "replay.rs -> kits.rs: kit_saved",
+    "replay.rs -> kits.rs: kit_versions",
+    "runtime.rs -> vault.rs: put_secret",
+    "users.rs -> logins.rs: sign_in_failed",
+];
+
+/// Each `self.name(` call in `text` (whitespace between the parts allowed, as rustfmt splits
+/// chains), by name.
+fn self_calls(text: &str) -> Vec<String> {
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut out = Vec::new();
+    for (i, _) in squeezed.match_indices("self.") {
+        let rest = &squeezed[i + 5..];
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let after = &rest[name.len()..];
+        if !name.is_empty() && (after.starts_with('(') || after.starts_with("::<")) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_operation_calls_another_family_sideways() {
+    let root = root();
+    let ops = root.join("gateway/src/ops");
+    let mut files = Vec::new();
+    rust_files(&ops, &mut files);
+    let rel = |f: &Path| f.strip_prefix(&ops).unwrap().to_string_lossy().replace('\\', "/");
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| (rel(f), without_tests(&std::fs::read_to_string(f).unwrap()).to_string()))
+        .collect();
+    let mut defined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, text) in &texts {
+        for line in text.lines() {
+            if let Some(name) = fn_name(line.trim_start()) {
+                defined.entry(name).or_default().insert(file.clone());
+            }
+        }
+    }
+    let (mut found, mut upward) = (BTreeSet::new(), Vec::new());
+    for (file, text) in &texts {
+        for name in self_calls(text) {
+            let Some(owners) = defined.get(&name).filter(|o| o.len() == 1 && !o.contains(file)) else {
+                continue;
+            };
+            let owner = owners.iter().next().unwrap();
+            match (file.starts_with("base/"), owner.starts_with("base/")) {
+                (_, true) => {}
+                (true, false) => upward.push(format!("{file} -> {owner}: {name}")),
+                (false, false) if file == "demo.rs" => {}
+                (false, false) => {
+                    found.insert(format!("{file} -> {owner}: {name}"));
+                }
+            }
+        }
+    }
+    assert!(texts.len() > 30, "read gateway/src/ops: {} files", texts.len());
+    assert!(upward.is_empty(), "ops/base/ calls a family above it:\n{}", upward.join("\n"));
+    let listed: BTreeSet<String> = COMPOSITIONS.iter().map(|s| s.to_string()).collect();
+    let new: Vec<_> = found.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "an operation calls another family's: move what both read into ops/base/, or the rule \
+         into a domain job both call:\n{new:#?}"
+    );
+    assert!(gone.is_empty(), "these compositions are gone: delete their lines from COMPOSITIONS:\n{gone:#?}");
 }
 
 /// The layer of a top-level module or folder of `gateway/src`. The crate root's own items

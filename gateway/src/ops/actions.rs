@@ -20,7 +20,7 @@
 use std::sync::Arc;
 
 use chrono::Duration;
-use policy::{Envelope, Kit, SubjectStatus, ToolSpec};
+use policy::{Envelope, SubjectStatus, ToolSpec};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
@@ -29,11 +29,10 @@ use crate::delivery::connectors::{Call, Connector};
 use crate::domain::calls::{
     ActionCall, ActionResponse, Answer, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest, request,
 };
-use crate::domain::chain::{self, Link, chain_status};
+use crate::domain::chain::chain_status;
 use crate::domain::principal::Subject;
 use crate::domain::reserve::{self, Reserved};
 use crate::error::{Error, Result};
-use crate::ids::{ProfileId, TenantId};
 
 /// How many times a call is decided again after finding a kit it used stale.
 const STALE_RETRIES: usize = 3;
@@ -71,48 +70,6 @@ fn settle_in_job(
 }
 
 impl Gateway {
-    /// The profile and its ancestors with their effective kits, from the cache when possible.
-    pub(crate) async fn cached_links(
-        &self,
-        tenant: &TenantId,
-        profile: &ProfileId,
-    ) -> Result<Arc<Vec<Link>>> {
-        if let Some(l) = self.links_cache.get(profile)
-            && &l[0].tenant == tenant
-        {
-            return Ok(l);
-        }
-        let generation = self.links_cache.generation();
-        let links = Arc::new(self.links(tenant, profile).await?);
-        self.links_cache.insert(generation, profile.clone(), links.clone());
-        Ok(links)
-    }
-
-    /// The profile and its ancestors with their statuses and effective (narrowed) kits.
-    pub(crate) async fn links(&self, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<Link>> {
-        let rows = chain::rows(&self.store, tenant, profile).await?;
-        let mut kits = Vec::with_capacity(rows.len());
-        for (_, kit_name, _) in &rows {
-            kits.push(self.cached_kit(tenant, kit_name).await?);
-        }
-        chain::assemble(tenant, rows, kits)
-    }
-
-    /// Each profile in `chain`'s effective kit, nearest first.
-    pub async fn effective_kits(&self, tenant: &TenantId, chain: &[ProfileId]) -> Result<Vec<Kit>> {
-        let Some(first) = chain.first() else { return Ok(Vec::new()) };
-        Ok(self.links(tenant, first).await?.into_iter().map(|l| l.kit).collect())
-    }
-
-    pub(crate) fn tool(&self, action: &str) -> Result<ToolSpec> {
-        self.catalog.get(action).cloned().ok_or_else(|| {
-            Error::invalid(
-                "unknown_action",
-                format!("`{action}` is not a known action; actions look like `cards.charge` or `web.read`"),
-            )
-        })
-    }
-
     /// Runs one governed call through the whole pipeline.
     pub async fn perform(&self, call: ActionCall) -> Result<ActionResponse> {
         let subject = self.authenticate(&call.token).await?.ok_or_else(|| Error::Unauthenticated {

@@ -117,11 +117,6 @@ impl Gateway {
         self.credential_epoch.subscribe()
     }
 
-    /// Tells every stream holding a credential to check it again.
-    pub(crate) fn credentials_changed(&self) {
-        self.credential_epoch.send_modify(|n| *n += 1);
-    }
-
     /// Whether the credential row `id` in `table` is unrevoked and unexpired, read from the
     /// database.
     async fn live(&self, table: &'static str, id: String) -> Result<bool> {

@@ -11,11 +11,6 @@ use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
 impl Gateway {
-    /// The newest version of the kit `name`.
-    pub async fn current_kit(&self, tenant: &TenantId, name: &str) -> Result<KitRecord> {
-        kits::current(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "kit" })
-    }
-
     /// Every version of the kit `name`, newest first.
     pub async fn kit_versions(&self, tenant: &TenantId, name: &str) -> Result<Vec<KitRecord>> {
         kits::versions(&self.store, tenant, name).await
@@ -104,16 +99,4 @@ pub(crate) fn save_in(
     Ok(r)
 }
 
-impl Gateway {
-    /// The current version of a kit, from the cache when this process has seen it.
-    pub(crate) async fn cached_kit(&self, tenant: &TenantId, name: &str) -> Result<Kit> {
-        let key = (tenant.clone(), name.to_string());
-        if let Some(k) = self.kit_cache.get(&key) {
-            return Ok(k);
-        }
-        let generation = self.kit_cache.generation();
-        let kit = self.current_kit(tenant, name).await?.kit;
-        self.kit_cache.insert(generation, key, kit.clone());
-        Ok(kit)
-    }
-}
+impl Gateway {}

@@ -90,11 +90,6 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// Wakes this instance's delivery worker: something was queued.
-    pub fn wake_delivery(&self) {
-        self.outbox_wake.notify_one();
-    }
-
     /// Starts the delivery worker.
     pub fn start_delivery(&self) -> DeliveryHandle {
         let gw = self.clone();

@@ -6,23 +6,12 @@ use policy::SubjectStatus;
 
 use crate::Gateway;
 use crate::domain::profiles::{
-    self as profiles, MAX_NAME_LEN, OWNER_CHAIN, Profile, RuntimeState, TreeEntry, insert_profile,
-    refuse_owner, tree_order,
+    self as profiles, MAX_NAME_LEN, Profile, RuntimeState, TreeEntry, insert_profile, tree_order,
 };
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId, UserId};
 
 impl Gateway {
-    /// [`ensure_not_owner`](crate::domain::profiles::ensure_not_owner) outside a job, on committed rows: for pages that say who may decide.
-    pub(crate) async fn ensure_not_owner(
-        &self,
-        profile: &ProfileId,
-        by: &crate::domain::principal::Human,
-    ) -> Result<()> {
-        let owners: Vec<(Option<String>,)> = self.store.all(OWNER_CHAIN, &[&profile.as_str()]).await?;
-        refuse_owner(&owners.into_iter().map(|o| o.0).collect::<Vec<_>>(), by)
-    }
-
     pub async fn create_profile(
         &self,
         tenant: &TenantId,
@@ -55,10 +44,6 @@ impl Gateway {
         let p = profile.clone();
         self.write(move |c| insert_profile(c, &p)).await?;
         Ok(profile)
-    }
-
-    pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {
-        profiles::one(&self.store, tenant, id).await
     }
 
     pub async fn profiles(&self, tenant: &TenantId) -> Result<Vec<Profile>> {

@@ -3,11 +3,11 @@
 
 use crate::Gateway;
 use crate::domain::brain::{
-    self, Belief, BeliefQuery, MAX_BELIEF_SEARCH, PROPOSER, Proposal, ProposalQuery, Writeback,
+    self, Belief, BeliefQuery, MAX_BELIEF_SEARCH, Proposal, ProposalQuery, Writeback,
 };
 use crate::domain::principal::{Human, REVIEWERS};
 use crate::error::{Error, Result};
-use crate::ids::{ProfileId, TenantId};
+use crate::ids::TenantId;
 
 impl Gateway {
     /// Why `by` may not decide `proposal`, as deciding it would say: the roles their credential
@@ -20,12 +20,6 @@ impl Gateway {
         Ok(())
     }
 
-    /// The profile whose writeback carried `proposal`, on committed rows.
-    pub(crate) async fn proposer(&self, proposal: &str) -> Result<Option<ProfileId>> {
-        let row: Option<(String,)> = self.store.opt(PROPOSER, &[&proposal]).await?;
-        Ok(row.map(|r| ProfileId::from_db(r.0)))
-    }
-
     pub async fn proposals(&self, tenant: &TenantId, q: &ProposalQuery) -> Result<Vec<Proposal>> {
         brain::proposals(&self.store, tenant, q).await
     }
@@ -33,11 +27,6 @@ impl Gateway {
     /// How many proposals wait for a reviewer: (pending, parked on an agent's accept).
     pub async fn proposals_waiting(&self, tenant: &TenantId) -> Result<(u64, u64)> {
         crate::domain::brain::waiting(&self.store, tenant).await
-    }
-
-    /// One proposal with its decision trail.
-    pub async fn proposal(&self, tenant: &TenantId, id: &str) -> Result<Proposal> {
-        brain::proposal(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "proposal" })
     }
 
     pub async fn writebacks(&self, tenant: &TenantId, limit: Option<i64>) -> Result<Vec<Writeback>> {

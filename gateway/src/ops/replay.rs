@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::Gateway;
 use crate::domain::kits::KitRecord;
 use crate::domain::replay::{Change, Fate, Inputs, KitRef, Recorded, Replayer, Summary, kit_in_chain};
-use crate::domain::shadow::{self, Shadow, ShadowChain, ShadowTotals};
+use crate::domain::shadow::{self, Shadow, ShadowTotals};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::stored;
@@ -27,7 +27,6 @@ pub const MAX_RANGE_DAYS: i64 = 31;
 pub const DEFAULT_RANGE_DAYS: i64 = 7;
 /// The most changed calls one answer lists.
 pub const MAX_CHANGES: usize = 500;
-/// An approval's id, status, decision time and expiry.
 
 /// Recorded calls read per statement.
 const CHUNK: i64 = 5_000;
@@ -471,47 +470,6 @@ impl Gateway {
             .await?;
         self.kit_saved(tenant);
         Ok(record)
-    }
-
-    /// The shadows running on the kits of the chain `links`, each as the chain's effective
-    /// kits with the draft in its kit's place ([`ShadowChain`]): what the deciding job
-    /// evaluates beside the live kits. Nothing to build when none runs (a cached lookup per
-    /// kit of the chain).
-    pub(crate) async fn shadows_on(
-        &self,
-        tenant: &TenantId,
-        links: &[crate::domain::chain::Link],
-    ) -> Result<Arc<Vec<ShadowChain>>> {
-        let mut out = Vec::new();
-        for (level, l) in links.iter().enumerate() {
-            let name = &l.kit.name;
-            if links[..level].iter().any(|x| &x.kit.name == name) {
-                continue;
-            }
-            let Some(draft) = self.shadow_for(tenant, name).await? else { continue };
-            let mut own = Vec::with_capacity(links.len());
-            for x in links {
-                own.push(match &x.kit.name == name {
-                    true => (*draft).clone(),
-                    false => self.cached_kit(tenant, &x.kit.name).await?,
-                });
-            }
-            let kits = crate::domain::chain::narrowed(own);
-            out.push(ShadowChain { name: name.clone(), live_version: l.kit.version.0, kits });
-        }
-        Ok(Arc::new(out))
-    }
-
-    /// The shadow of the kit `name`, cached.
-    pub(crate) async fn shadow_for(&self, tenant: &TenantId, name: &str) -> Result<Option<Arc<Kit>>> {
-        let key = (tenant.clone(), name.to_string());
-        if let Some(s) = self.shadow_cache.get(&key) {
-            return Ok(s);
-        }
-        let generation = self.shadow_cache.generation();
-        let s = shadow::get(&self.store, tenant, name).await?.map(|s| Arc::new(s.kit));
-        self.shadow_cache.insert(generation, key, s.clone());
-        Ok(s)
     }
 }
 

@@ -3,10 +3,9 @@
 
 use crate::Gateway;
 use crate::audit::activity::Transport;
-use crate::delivery::runtime::client::{RuntimeClient, WireError};
+use crate::delivery::runtime::client::WireError;
 use crate::delivery::runtime::registry::{
-    RuntimeInfo, RuntimeRow, SECRET_NAME, check_secret, check_url, delete_in, note_contact_in, runtime_row,
-    save_in,
+    RuntimeInfo, SECRET_NAME, check_secret, check_url, delete_in, note_contact_in, save_in,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -80,18 +79,6 @@ impl Gateway {
             updated_by,
             updated_at,
         }))
-    }
-
-    async fn runtime_row(&self, tenant: &TenantId) -> Result<Option<RuntimeRow>> {
-        runtime_row(&self.store, tenant).await
-    }
-
-    /// A client for the tenant's runtime, its secret opened; `None` when none is registered.
-    pub(crate) async fn runtime_client(&self, tenant: &TenantId) -> Result<Option<RuntimeClient>> {
-        let Some((url, ..)) = self.runtime_row(tenant).await? else { return Ok(None) };
-        let url = check_url(&url)?;
-        let secret = self.open_secret(tenant, SECRET_NAME).await?;
-        Ok(Some(RuntimeClient::new(url, secret, self.egress.clone())))
     }
 
     /// Records the outcome of a contact with the tenant's runtime. A claim seen (or made)

@@ -6,9 +6,7 @@ use policy::{Kit, Money};
 
 use crate::Gateway;
 use crate::domain::keys::IssuedKey;
-use std::sync::Arc;
 
-use crate::domain::periods::TenantClock;
 use crate::domain::tenants::{
     self as tenants, CompanyKeyInfo, MAX_NAME_LEN, SettingsInput, Tenant, TenantSettings, insert_tenant,
     issue_company_key, revoke_company_key,
@@ -47,19 +45,6 @@ impl Gateway {
         Ok((tenant, IssuedKey { id: key_id, token: key.token }))
     }
 
-    pub async fn tenant(&self, id: &TenantId) -> Result<Tenant> {
-        tenants::one(&self.store, id).await
-    }
-
-    pub async fn tenants(&self) -> Result<Vec<Tenant>> {
-        tenants::all(&self.store).await
-    }
-
-    /// The moment budget periods and rate windows are decided at ([`crate::GatewayConfig::clock`]).
-    pub fn now(&self) -> chrono::DateTime<Utc> {
-        self.config.clock.now()
-    }
-
     /// The tenant's time zone (with a change not yet in effect) and its own rate limit.
     pub async fn tenant_settings(&self, tenant: &TenantId) -> Result<TenantSettings> {
         Ok(tenants::settings_of(&*self.tenant_clock(tenant).await?, self.now()))
@@ -79,22 +64,6 @@ impl Gateway {
             self.write_for(tenant, move |c| tenants::save_settings(c, &t, &input, now, &actor)).await?;
         self.clock_cache.invalidate_key(tenant);
         Ok(saved)
-    }
-
-    /// The tenant's calendar and rate limit, from the cache when possible.
-    pub(crate) async fn tenant_clock(&self, tenant: &TenantId) -> Result<Arc<TenantClock>> {
-        if let Some(c) = self.clock_cache.get(tenant) {
-            return Ok(c);
-        }
-        let generation = self.clock_cache.generation();
-        let clock = Arc::new(tenants::clock(&self.store, tenant).await?);
-        self.clock_cache.insert(generation, tenant.clone(), clock.clone());
-        Ok(clock)
-    }
-
-    /// Forgets the cached calendar of `tenant` (a job found it changed).
-    pub(crate) fn forget_tenant_clock(&self, tenant: &TenantId) {
-        self.clock_cache.remove(tenant);
     }
 }
 

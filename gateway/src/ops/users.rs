@@ -111,10 +111,6 @@ impl Gateway {
         users::list(&self.store, tenant).await
     }
 
-    pub async fn user(&self, tenant: &TenantId, id: &UserId) -> Result<ConsoleUser> {
-        users::by_id(&self.store, tenant, id).await?.ok_or(Error::NotFound { what: "console user" })
-    }
-
     /// The tenant's console user with this username.
     pub async fn user_named(&self, tenant: &TenantId, username: &str) -> Result<ConsoleUser> {
         let user = users::by_name(&self.store, tenant, username.trim()).await?;

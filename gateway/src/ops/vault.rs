@@ -1,15 +1,12 @@
 //! The vault as operations: storing, listing, opening and deleting a tenant's secrets, and
 //! rotating the master key.
 
-use chrono::{DateTime, Utc};
-
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::domain::vault::{
-    DataKey, MasterKey, SecretInfo, check_name, check_value, delete_in, info, infos, open, put_in, rotate_in,
-    sealed, secret_aad, touch_in, unwrap_data_key, wrapped_data_key,
+    MasterKey, SecretInfo, check_name, check_value, delete_in, infos, put_in, rotate_in,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::TenantId;
 
 impl Gateway {
@@ -33,11 +30,6 @@ impl Gateway {
         Ok((self.secret(tenant, name).await?, created))
     }
 
-    /// What may be known of the tenant's secret `name`.
-    pub async fn secret(&self, tenant: &TenantId, name: &str) -> Result<SecretInfo> {
-        info(&self.store, tenant, name).await?.ok_or(Error::NotFound { what: "secret" })
-    }
-
     /// The tenant's secrets by name, without their values.
     pub async fn secrets(&self, tenant: &TenantId) -> Result<Vec<SecretInfo>> {
         infos(&self.store, tenant).await
@@ -55,44 +47,6 @@ impl Gateway {
         self.write(move |c| delete_in(c, &t, &n, &a, via)).await?;
         self.connectors_changed(tenant);
         Ok(())
-    }
-
-    /// Opens the tenant's secret `name` for a connector about to use it, and notes the use.
-    pub(crate) async fn open_secret(&self, tenant: &TenantId, name: &str) -> Result<String> {
-        let master = self.vault.master()?;
-        let Some(sealed) = sealed(&self.store, tenant, name).await? else {
-            return Err(Error::invalid(
-                "unknown_secret",
-                format!("there is no secret named `{name}` in this tenant's vault; store it first"),
-            ));
-        };
-        let key = self.data_key(master, tenant).await?;
-        let plain = open(&key.cipher(), &sealed, &secret_aad(tenant, name))
-            .ok_or_else(|| Error::internal("vault_corrupt", format!("the secret `{name}` does not open")))?;
-        let now = Utc::now();
-        if self.vault.should_touch(tenant, name, now) {
-            self.touch_secret(tenant, name, now);
-        }
-        String::from_utf8(plain).map_err(|_| Error::internal("vault_corrupt", "a secret is not text"))
-    }
-
-    /// The tenant's data key, opened once per process.
-    async fn data_key(&self, master: &MasterKey, tenant: &TenantId) -> Result<DataKey> {
-        if let Some(k) = self.vault.cached(tenant) {
-            return Ok(k);
-        }
-        let wrapped = wrapped_data_key(&self.store, tenant).await?;
-        let key = unwrap_data_key(master, tenant, &wrapped)?;
-        self.vault.remember(tenant, &key);
-        Ok(key)
-    }
-
-    /// Records a secret's use; best effort and off the caller's path.
-    fn touch_secret(&self, tenant: &TenantId, name: &str, now: DateTime<Utc>) {
-        let (gw, t, n) = (self.clone(), tenant.clone(), name.to_string());
-        tokio::spawn(async move {
-            let _ = gw.write(move |c| touch_in(c, &t, &n, now)).await;
-        });
     }
 
     /// Re-wraps every tenant's data key under `new` in one transaction, after checking that
