@@ -18,3 +18,16 @@ pub mod startup;
 pub mod state;
 pub mod telemetry;
 pub mod v1;
+
+/// A client for the server's own outbound HTTP (the reference programs, the load generator,
+/// the tests): reqwest on rustls with the ring provider, which this installs first, as the
+/// build names no default one (`gateway::delivery::egress::install_tls_provider`).
+pub fn http_client() -> reqwest::Client {
+    http_client_builder().build().expect("an HTTP client")
+}
+
+/// [`http_client`]'s builder, for a client with its own settings.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    gateway::delivery::egress::install_tls_provider();
+    reqwest::Client::builder()
+}

@@ -14,6 +14,9 @@ use server::startup::Application;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Every HTTP client in the process (ours, the MCP SDK's, the OTLP exporter's) is reqwest on
+    // rustls, whose provider the build leaves to us.
+    gateway::delivery::egress::install_tls_provider();
     let cli = Cli::parse();
     let telemetry = server::telemetry::init(cli.config.log_format);
     let code = run(cli).await;

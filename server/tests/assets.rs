@@ -20,7 +20,7 @@ async fn assets_pages_and_streams_are_compressed_as_they_should_be() {
     let mut config = common::config(&url);
     config.site_root = dir.path().join("site").to_str().unwrap().into();
     let app = spawn_with(config).await;
-    let raw = reqwest::Client::new();
+    let raw = server::http_client();
 
     let get = async |path: &str, accept: Option<&str>| {
         let mut req = raw.get(format!("{}{path}", app.base));

@@ -309,7 +309,7 @@ async fn a_slow_upstream_holds_up_nobody_else() {
     let slow = {
         let (base, profile, key) = (app.base.clone(), profile.clone(), key.clone());
         tokio::spawn(async move {
-            reqwest::Client::new()
+            server::http_client()
                 .post(format!("{base}/v1/users/{profile}/cards/charge"))
                 .bearer_auth(key)
                 .json(&json!({ "amount": "5.00", "merchant": "test-slow-5000" }))
@@ -353,7 +353,7 @@ async fn a_slow_upstream_holds_up_nobody_else() {
 }
 
 async fn call_at(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
+    let mut req = server::http_client()
         .request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), format!("{base}{path}"))
         .bearer_auth(key);
     if let Some(b) = body {

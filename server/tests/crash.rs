@@ -38,7 +38,7 @@ struct Acknowledged {
 }
 
 async fn setup(base: &str) -> Vec<(String, String)> {
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let kit = json!({"name": "Crash", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100000"}, "approve": {"above": "50"}}});
     let (s, b) = send(&c, base, "PUT", "/v1/kits/Crash", COMPANY_KEY, kit).await;
     assert_eq!(s, 201, "{b}");
@@ -76,7 +76,7 @@ async fn load_until(
     seed: u64,
     until: Option<std::time::Instant>,
 ) -> Acknowledged {
-    let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let c = server::http_client_builder().timeout(Duration::from_secs(10)).build().unwrap();
     let ack = std::sync::Arc::new(tokio::sync::Mutex::new(Acknowledged::default()));
     let mut tasks = Vec::new();
     for (n, (profile, key)) in agents.into_iter().enumerate() {
@@ -167,7 +167,7 @@ async fn an_approved_call_killed_in_flight_ends_its_hold_after_restart() {
     wait_until_listening(&server.base).await;
     let agents = setup(&server.base).await;
     let token = approver_token(&server.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let (profile, key) = &agents[0];
     let (s, b) = send(
         &c,
@@ -184,7 +184,7 @@ async fn an_approved_call_killed_in_flight_ends_its_hold_after_restart() {
         let (base, id) = (server.base.clone(), id.clone());
         async move {
             send(
-                &reqwest::Client::new(),
+                &server::http_client(),
                 &base,
                 "POST",
                 &format!("/v1/approvals/{id}/approve"),
@@ -296,7 +296,7 @@ async fn the_survivor_recovers_an_instance_killed_mid_load() {
 
 /// Points the tenant's `cards` at the reference upstream, with its credential in the vault.
 async fn connect_cards(base: &str, upstream: &str) {
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let (s, b) =
         send(&c, base, "PUT", "/v1/vault/secrets/processor", COMPANY_KEY, json!({"value": UPSTREAM_SECRET}))
             .await;
@@ -320,7 +320,7 @@ async fn calls_in_flight_to_an_upstream_settle_on_its_answer_after_a_kill() {
     wait_until_listening(&server.base).await;
     let agents = setup(&server.base).await;
     connect_cards(&server.base, &upstream.base).await;
-    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let c = server::http_client_builder().timeout(Duration::from_secs(30)).build().unwrap();
     let mut calls = Vec::new();
     for i in 0..50 {
         let (profile, key) = agents[i % agents.len()].clone();

@@ -230,7 +230,7 @@ async fn ends_within(mut res: reqwest::Response, wait: Duration) -> bool {
 
 async fn open_stream(app: &TestApp, key: &str) -> reqwest::Response {
     let res =
-        reqwest::Client::new().get(format!("{}/v1/events", app.base)).bearer_auth(key).send().await.unwrap();
+        server::http_client().get(format!("{}/v1/events", app.base)).bearer_auth(key).send().await.unwrap();
     assert_eq!(res.status().as_u16(), 200);
     res
 }
@@ -441,7 +441,7 @@ async fn a_revoke_wins_over_a_key_lookup_in_flight() {
     let in_flight = tokio::spawn({
         let (app_base, key, p) = (app.base.clone(), key.clone(), p.clone());
         async move {
-            reqwest::Client::new()
+            server::http_client()
                 .post(format!("{app_base}/v1/users/{p}/web/read"))
                 .bearer_auth(key)
                 .json(&json!({"url": "https://x.test"}))
@@ -684,7 +684,7 @@ async fn resuming_from_the_first_event_does_not_load_the_whole_log() {
         .await
         .unwrap();
     let before = rss_bytes();
-    let mut res = reqwest::Client::new()
+    let mut res = server::http_client()
         .get(format!("{}/v1/events", app.base))
         .bearer_auth(COMPANY_KEY)
         .header("last-event-id", "0")

@@ -26,7 +26,7 @@ async fn a_key_revoked_on_one_instance_is_refused_by_the_other() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 0);
     wait_until_listening(&b.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
 
     let (s, profile) = post(
         &c,
@@ -116,7 +116,7 @@ async fn charging_agent(c: &reqwest::Client, base: &str) -> (String, String) {
 fn charge(base: &str, profile: &str, key: &str) -> tokio::task::JoinHandle<(u16, Value)> {
     let (url, key) = (format!("{base}/v1/users/{profile}/cards/charge"), key.to_string());
     tokio::spawn(async move {
-        let c = reqwest::Client::new();
+        let c = server::http_client();
         match c.post(url).bearer_auth(key).json(&json!({"amount": "12.00", "merchant": "acme"})).send().await
         {
             Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
@@ -157,7 +157,7 @@ async fn an_instance_starting_leaves_the_others_calls_in_flight_alone() {
     let latency = (LEASE_SECS + 3) * 1_000;
     let a = start(&db, latency);
     wait_until_listening(&a.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let (profile, key) = charging_agent(&c, &a.base).await;
     let in_flight = charge(&a.base, &profile, &key);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -183,7 +183,7 @@ async fn a_killed_instances_hold_is_ended_by_the_survivor() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 0);
     wait_until_listening(&b.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let (profile, key) = charging_agent(&c, &a.base).await;
     let in_flight = charge(&a.base, &profile, &key);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -209,7 +209,7 @@ async fn a_killed_instances_hold_is_ended_by_the_survivor() {
 
 /// Opens `/v1/events` on `base`, resuming after `last` when given.
 async fn open_events(base: &str, last: Option<i64>) -> reqwest::Response {
-    let mut req = reqwest::Client::new().get(format!("{base}/v1/events")).bearer_auth(COMPANY_KEY);
+    let mut req = server::http_client().get(format!("{base}/v1/events")).bearer_auth(COMPANY_KEY);
     if let Some(id) = last {
         req = req.header("Last-Event-ID", id.to_string());
     }
@@ -239,7 +239,7 @@ async fn event_ids(mut res: reqwest::Response, count: usize) -> Vec<i64> {
 
 /// The sequence numbers of `profile`'s log entries after `after`, oldest first.
 async fn logged_ids(base: &str, profile: &str, after: i64) -> Vec<i64> {
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let url = format!("{base}/v1/users/{profile}/logs?limit=500&after={after}");
     let page: Value = c.get(url).bearer_auth(COMPANY_KEY).send().await.unwrap().json().await.unwrap();
     page["items"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()).collect()
@@ -256,7 +256,7 @@ async fn an_event_stream_on_one_instance_carries_the_others_commits_in_order() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 0);
     wait_until_listening(&b.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let (profile, key) = charging_agent(&c, &a.base).await;
     let first = *logged_ids(&a.base, &profile, 0).await.last().unwrap();
     let live_on_b = tokio::spawn(event_ids(open_events(&b.base, Some(first)).await, 45));
@@ -300,7 +300,7 @@ async fn failed_sign_ins_on_one_instance_count_on_the_other() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 0);
     wait_until_listening(&b.base).await;
-    let c = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let c = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let sign_in = |base: &str, password: &str| {
         let req = c.post(format!("{base}/login")).form(&[("username", "approver"), ("password", password)]);
         async move { req.send().await.unwrap() }
@@ -328,7 +328,7 @@ async fn a_race_on_one_cap_over_two_instances_never_overspends() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 20);
     wait_until_listening(&b.base).await;
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let kit = json!({"name": "Race", "primitives": ["cards"], "limits": {"budget": {"hard_cap": "100"}}});
     let r =
         c.put(format!("{}/v1/kits/Race", a.base)).bearer_auth(COMPANY_KEY).json(&kit).send().await.unwrap();
@@ -398,7 +398,7 @@ async fn a_new_secret_is_shown_once_by_whichever_instance_serves_the_page() {
     wait_until_listening(&a.base).await;
     let b = start(&db, 0);
     wait_until_listening(&b.base).await;
-    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let res = raw
         .post(format!("{}/login", a.base))
         .form(&[("username", "approver"), ("password", common::ADMIN_PASSWORD), ("next", "/")])

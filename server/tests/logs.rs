@@ -13,7 +13,7 @@ use common::{ADMIN_PASSWORD, COMPANY_KEY, MASTER_KEY};
 use serde_json::{Value, json};
 
 async fn send(base: &str, method: &str, path: &str, key: &str, body: Value) -> Value {
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let r = c.request(method.parse().unwrap(), format!("{base}{path}")).bearer_auth(key).json(&body);
     r.send().await.unwrap().json().await.unwrap_or(Value::Null)
 }
@@ -49,7 +49,7 @@ async fn json_lines_at_every_level_carry_no_secret_and_no_argument_value() {
     ] {
         send(&base, "POST", &format!("/v1/users/{id}/{action}"), &secret, args).await;
     }
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let client = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let mut session = String::new();
     for password in [ADMIN_PASSWORD, wrong_password.as_str()] {
         let r = client

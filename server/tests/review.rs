@@ -206,7 +206,7 @@ fn initialize() -> Value {
 
 /// POSTs `body` to `/mcp` with `key`: the status, the session id it opened (if any), the body.
 async fn mcp_post(base: &str, key: &str, body: &Value) -> (u16, Option<String>, String) {
-    let res = reqwest::Client::new()
+    let res = server::http_client()
         .post(format!("{base}/mcp"))
         .bearer_auth(key)
         .header("accept", "application/json, text/event-stream")
@@ -267,7 +267,7 @@ async fn refused_mcp_sessions_open_nothing_and_block_no_one() {
         assert!(b.contains("too_many_sessions"), "initialize {i} past the limit: {b}");
         assert_eq!(session, None, "a refused initialize opened a session: {b}");
     }
-    let health = reqwest::Client::new()
+    let health = server::http_client()
         .get(format!("{base}/healthz"))
         .timeout(std::time::Duration::from_secs(10))
         .send()
@@ -286,7 +286,7 @@ async fn refused_mcp_sessions_open_nothing_and_block_no_one() {
     assert_eq!(s, 200, "another tenant's call answers after the flood: {b}");
 
     // A closed session gives its place back.
-    let closed = reqwest::Client::new()
+    let closed = server::http_client()
         .delete(format!("{base}/mcp"))
         .bearer_auth(&flooder)
         .header("mcp-session-id", &open[0])

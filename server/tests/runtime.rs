@@ -190,7 +190,7 @@ async fn a_kit_without_tasks_refuses_every_runtime_tool_and_status_degrades_when
 async fn the_runtime_refuses_unsigned_and_stale_requests() {
     use gateway::delivery::runtime::wire;
     let runtime = start_runtime(1, 0);
-    let c = reqwest::Client::new();
+    let c = server::http_client();
     let url = format!("{}/control/status", runtime.base);
     let res = c.get(&url).send().await.unwrap();
     assert_eq!(res.status(), 401);

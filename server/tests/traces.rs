@@ -69,7 +69,7 @@ async fn charge(
     amount: &str,
     traceparent: &str,
 ) -> (u16, serde_json::Value) {
-    let res = reqwest::Client::new()
+    let res = server::http_client()
         .post(format!("{base}/v1/users/{profile}/cards/charge"))
         .bearer_auth(key)
         .header("traceparent", traceparent)
@@ -236,7 +236,7 @@ async fn the_operators_sampler_decides_not_the_callers_flag() {
     for i in 0..80u32 {
         let trace = format!("{:032x}", 0x5eed_0000_0000u64 + u64::from(i));
         let flag = if i % 2 == 0 { "01" } else { "00" };
-        let res = reqwest::Client::new()
+        let res = server::http_client()
             .post(format!("{base}/v1/users/{profile}/web/read"))
             .bearer_auth(&key)
             .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-{flag}"))

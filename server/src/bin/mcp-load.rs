@@ -75,8 +75,11 @@ enum Caller {
 
 impl Caller {
     fn new(o: &Options) -> Caller {
-        let http =
-            reqwest::Client::builder().pool_max_idle_per_host(1).tcp_nodelay(true).build().expect("a client");
+        let http = server::http_client_builder()
+            .pool_max_idle_per_host(1)
+            .tcp_nodelay(true)
+            .build()
+            .expect("a client");
         let mode = if o.mode == "stateless" { Mode::Stateless } else { Mode::Session };
         match o.mode.as_str() {
             "v1" => Caller::V1(http),

@@ -140,12 +140,12 @@ mod tests {
     #[tokio::test]
     async fn a_request_in_flight_at_shutdown_is_answered_and_idle_connections_do_not_hold_it_up() {
         let s = start().await;
-        let client = reqwest::Client::new();
+        let client = crate::http_client();
         // A keep-alive connection left idle in the client's pool.
         assert_eq!(client.get(format!("{}/fast", s.base)).send().await.unwrap().text().await.unwrap(), "ok");
         let in_flight = tokio::spawn({
             let url = format!("{}/held", s.base);
-            async move { reqwest::get(url).await?.text().await }
+            async move { crate::http_client().get(url).send().await?.text().await }
         });
         s.held.notified().await;
         s.stop.send(()).unwrap();
@@ -157,14 +157,14 @@ mod tests {
             .await
             .expect("the idle connection is closed, so the server stops")
             .unwrap();
-        let refused = reqwest::Client::new().get(format!("{}/fast", s.base)).send().await;
+        let refused = crate::http_client().get(format!("{}/fast", s.base)).send().await;
         assert!(refused.is_err(), "nothing accepts after shutdown: {refused:?}");
     }
 
     #[tokio::test]
     async fn one_connection_carries_many_requests() {
         let s = start().await;
-        let client = reqwest::Client::builder().pool_max_idle_per_host(1).build().unwrap();
+        let client = crate::http_client_builder().pool_max_idle_per_host(1).build().unwrap();
         for _ in 0..20 {
             let res = client.get(format!("{}/fast", s.base)).send().await.unwrap();
             assert_eq!(res.version(), reqwest::Version::HTTP_11);

@@ -138,7 +138,7 @@ async fn send(
 /// Drives `agents` against the server at `base` at `per_minute` steps until `stop` turns
 /// true. Failures are logged and the script goes on: the server may be restarting.
 pub async fn drive(base: &str, agents: &[Agent], per_minute: u32, mut stop: watch::Receiver<bool>) {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("a client");
+    let client = crate::http_client_builder().timeout(Duration::from_secs(10)).build().expect("a client");
     let period = Duration::from_secs_f64(60.0 / f64::from(per_minute.max(1)));
     let mut tick = tokio::time::interval(period);
     let seed =
@@ -207,7 +207,7 @@ pub enum StandaloneError {
 
 /// Mints keys for the demo profiles over `/v1` with the company key (the standalone way).
 pub async fn keys_over_http(base: &str, company_key: &str) -> Result<Vec<(Agent, String)>, StandaloneError> {
-    let client = reqwest::Client::new();
+    let client = crate::http_client();
     let get = |path: String| client.get(format!("{base}{path}")).bearer_auth(company_key).send();
     let res =
         get("/v1/agent-profiles".into()).await.map_err(|e| StandaloneError::Unreachable(base.into(), e))?;
@@ -245,7 +245,7 @@ pub async fn keys_over_http(base: &str, company_key: &str) -> Result<Vec<(Agent,
 
 /// Revokes the keys [`keys_over_http`] minted.
 pub async fn revoke_over_http(base: &str, company_key: &str, minted: &[(Agent, String)]) {
-    let client = reqwest::Client::new();
+    let client = crate::http_client();
     for (agent, key_id) in minted {
         let url = format!("{base}/v1/agent-profiles/{}/keys/{key_id}", agent.profile);
         let _ = client.delete(url).bearer_auth(company_key).send().await;

@@ -92,7 +92,7 @@ async fn subscribe(gateway: &Gateway, tenant: &gateway::TenantId, base: &str) ->
         format: gateway::delivery::webhooks::Format::Standard,
     };
     let created = gateway.create_webhook(tenant, spec, ACTOR, Transport::Console).await?;
-    let res = reqwest::Client::new()
+    let res = crate::http_client()
         .post(format!("{base}/secret"))
         .json(&serde_json::json!({ "secret": created.secret }))
         .send()

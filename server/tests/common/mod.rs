@@ -93,7 +93,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
         base,
         db_url,
         gateway,
-        client: reqwest::Client::builder().timeout(std::time::Duration::from_secs(20)).build().unwrap(),
+        client: server::http_client_builder().timeout(std::time::Duration::from_secs(20)).build().unwrap(),
         stop: Some(tx),
         task: Some(task),
         _dir: None,
@@ -159,7 +159,7 @@ impl TestApp {
 
     /// A client that shows redirects instead of following them.
     pub fn raw_client(&self) -> reqwest::Client {
-        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+        server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
     }
 
     /// GET with a session cookie, not following redirects.

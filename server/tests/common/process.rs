@@ -78,7 +78,12 @@ impl Drop for Server {
 /// Waits until the server at `base` answers its health check.
 pub async fn wait_until_listening(base: &str) {
     for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+        if server::http_client()
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -127,7 +132,7 @@ fn first_url(child: &mut Child, what: &str) -> String {
 impl Upstream {
     /// What the upstream says it did, oldest first.
     pub async fn records(&self) -> Vec<serde_json::Value> {
-        let res = reqwest::Client::new()
+        let res = server::http_client()
             .get(format!("{}/records", self.base))
             .bearer_auth(UPSTREAM_SECRET)
             .send()
@@ -206,7 +211,7 @@ impl TeamRuntime {
     pub async fn get(&self, path: &str) -> (u16, serde_json::Value) {
         use gateway::delivery::runtime::wire;
         let t = chrono::Utc::now().timestamp();
-        let res = reqwest::Client::new()
+        let res = server::http_client()
             .get(format!("{}{path}", self.base))
             .header(wire::TIMESTAMP_HEADER, t.to_string())
             .header(wire::SIGNATURE_HEADER, wire::sign(RUNTIME_SECRET, "GET", path, t, b""))
@@ -232,7 +237,7 @@ impl Drop for TeamRuntime {
 
 /// An approver's personal token, made on the account page as the approver would.
 pub async fn approver_token(base: &str) -> String {
-    let raw = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let res = raw
         .post(format!("{base}/login"))
         .form(&[("username", "approver"), ("password", ADMIN_PASSWORD), ("next", "/")])
@@ -277,14 +282,20 @@ pub fn start_receiver(args: &[&str]) -> Receiver {
 impl Receiver {
     /// Every request it got, oldest first.
     pub async fn received(&self) -> Vec<serde_json::Value> {
-        let b: serde_json::Value =
-            reqwest::get(format!("{}/received", self.base)).await.unwrap().json().await.unwrap();
+        let b: serde_json::Value = server::http_client()
+            .get(format!("{}/received", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         b["items"].as_array().unwrap().clone()
     }
 
     /// Tells it the endpoint's signing secret, so it verifies what arrives.
     pub async fn set_secret(&self, secret: &str) {
-        let res = reqwest::Client::new()
+        let res = server::http_client()
             .post(format!("{}/secret", self.base))
             .json(&serde_json::json!({ "secret": secret }))
             .send()
@@ -340,7 +351,7 @@ pub async fn call(
     idem: Option<&str>,
 ) -> (u16, serde_json::Value) {
     let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut req = reqwest::Client::new().request(m, format!("{base}{path}")).bearer_auth(key);
+    let mut req = server::http_client().request(m, format!("{base}{path}")).bearer_auth(key);
     if let Some(b) = body {
         req = req.json(&b);
     }
