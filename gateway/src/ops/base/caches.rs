@@ -2,44 +2,25 @@
 //! kit, a tenant's connectors and connected apps, the shadows running on a kit, the
 //! tenant's runtime client and the catalog's tools. Each is rebuilt from its owner on a miss.
 
-use crate::Gateway;
-use crate::delivery::connectors::Broken;
-use crate::delivery::connectors::Connector;
-use crate::delivery::connectors::TenantConnectors;
-use crate::delivery::connectors::app_config::MAX_APP_TIMEOUT_MS;
-use crate::delivery::connectors::app_config::app_problem;
-use crate::delivery::connectors::app_config::check_app;
-use crate::delivery::connectors::apps::AppClient;
-use crate::delivery::connectors::apps::AppEntry;
-use crate::delivery::connectors::apps::AppRecord;
-use crate::delivery::connectors::apps::Apps;
-use crate::delivery::connectors::config::AuthSpec;
-use crate::delivery::connectors::config::ConnectorSpec;
-use crate::delivery::connectors::config::HttpSpec;
-use crate::delivery::connectors::config::check_header;
-use crate::delivery::connectors::http::Credential;
-use crate::delivery::connectors::http::Http;
-use crate::delivery::connectors::runtime::TeamRuntime;
-use crate::delivery::runtime::client::RuntimeClient;
-use crate::delivery::runtime::registry::RuntimeRow;
-use crate::delivery::runtime::registry::SECRET_NAME;
-use crate::delivery::runtime::registry::check_url;
-use crate::delivery::runtime::registry::runtime_row;
-use crate::domain::chain;
-use crate::domain::chain::Link;
-use crate::domain::shadow;
-use crate::domain::shadow::ShadowChain;
-use crate::error::Error;
-use crate::error::Result;
-use crate::ids::ProfileId;
-use crate::ids::TenantId;
-use base64::Engine as _;
-use policy::Kit;
-use policy::ToolSpec;
-use reqwest::header::AUTHORIZATION;
-use reqwest::header::HeaderName;
-use reqwest::header::HeaderValue;
 use std::sync::Arc;
+
+use base64::Engine as _;
+use policy::{Kit, ToolSpec};
+use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
+
+use crate::Gateway;
+use crate::delivery::connectors::app_config::{MAX_APP_TIMEOUT_MS, app_problem, check_app};
+use crate::delivery::connectors::apps::{AppClient, AppEntry, AppRecord, Apps};
+use crate::delivery::connectors::config::{AuthSpec, ConnectorSpec, HttpSpec, check_header};
+use crate::delivery::connectors::http::{Credential, Http};
+use crate::delivery::connectors::runtime::TeamRuntime;
+use crate::delivery::connectors::{Broken, Connector, TenantConnectors};
+use crate::delivery::runtime::client::RuntimeClient;
+use crate::delivery::runtime::registry::{RuntimeRow, SECRET_NAME, check_url, runtime_row};
+use crate::domain::chain::{self, Link};
+use crate::domain::shadow::{self, ShadowChain};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId};
 
 impl Gateway {
     /// The profile and its ancestors with their effective kits, from the cache when possible.

@@ -1,13 +1,15 @@
 //! The clock operations decide by (`now`, the test clock's when built with it) and each
 //! tenant's calendar and rate limit, cached until a settings change forgets it.
 
+use std::sync::Arc;
+
+use chrono::Utc;
+
 use crate::Gateway;
 use crate::domain::periods::TenantClock;
 use crate::domain::tenants;
 use crate::error::Result;
 use crate::ids::TenantId;
-use chrono::Utc;
-use std::sync::Arc;
 
 impl Gateway {
     /// The moment budget periods and rate windows are decided at ([`crate::GatewayConfig::clock`]).

@@ -5,26 +5,14 @@
 use crate::Gateway;
 use crate::delivery::connectors::apps::AppRecord;
 use crate::delivery::connectors::config::ConnectorRecord;
-use crate::domain::brain;
-use crate::domain::brain::PROPOSER;
-use crate::domain::brain::Proposal;
-use crate::domain::kits;
-use crate::domain::kits::KitRecord;
-use crate::domain::profiles;
-use crate::domain::profiles::OWNER_CHAIN;
-use crate::domain::profiles::Profile;
-use crate::domain::profiles::refuse_owner;
-use crate::domain::tenants;
-use crate::domain::tenants::Tenant;
-use crate::domain::users;
-use crate::domain::users::ConsoleUser;
-use crate::domain::vault::SecretInfo;
-use crate::domain::vault::info;
-use crate::error::Error;
-use crate::error::Result;
-use crate::ids::ProfileId;
-use crate::ids::TenantId;
-use crate::ids::UserId;
+use crate::domain::brain::{self, PROPOSER, Proposal};
+use crate::domain::kits::{self, KitRecord};
+use crate::domain::profiles::{self, OWNER_CHAIN, Profile, refuse_owner};
+use crate::domain::tenants::{self, Tenant};
+use crate::domain::users::{self, ConsoleUser};
+use crate::domain::vault::{SecretInfo, info};
+use crate::error::{Error, Result};
+use crate::ids::{ProfileId, TenantId, UserId};
 
 impl Gateway {
     pub async fn profile(&self, tenant: &TenantId, id: &ProfileId) -> Result<Profile> {

@@ -1,20 +1,14 @@
 //! The secret opener: a vault secret in the clear for the one call that needs it (a
 //! connector's header, an app's credential), never stored or logged.
 
+use chrono::{DateTime, Utc};
+
 use crate::Gateway;
-use crate::domain::vault::DataKey;
-use crate::domain::vault::MasterKey;
-use crate::domain::vault::open;
-use crate::domain::vault::sealed;
-use crate::domain::vault::secret_aad;
-use crate::domain::vault::touch_in;
-use crate::domain::vault::unwrap_data_key;
-use crate::domain::vault::wrapped_data_key;
-use crate::error::Error;
-use crate::error::Result;
+use crate::domain::vault::{
+    DataKey, MasterKey, open, sealed, secret_aad, touch_in, unwrap_data_key, wrapped_data_key,
+};
+use crate::error::{Error, Result};
 use crate::ids::TenantId;
-use chrono::DateTime;
-use chrono::Utc;
 
 impl Gateway {
     /// Opens the tenant's secret `name` for a connector about to use it, and notes the use.
