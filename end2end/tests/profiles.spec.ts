@@ -29,6 +29,7 @@ test.describe("profiles and keys", () => {
     await page.screenshot({ path: "end2end/test-results/screenshots/profile-new-key.png", fullPage: true });
     // The copy button is live once the island hydrates.
     await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    await expect(page.getByTestId("copy-secret")).toBeEnabled();
     await page.getByTestId("copy-secret").click();
     await expect(page.getByTestId("copy-secret")).toHaveText("Copied");
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(first);

@@ -139,6 +139,8 @@ pub struct Services {
     /// The one guarded client for every call to a place a tenant configured ([`egress`]).
     egress: egress::Egress,
     vault: vault::Vault,
+    /// The OpenID providers tenants sign in with: discovery and keys, cached ([`delivery::oidc`]).
+    oidc: delivery::oidc::Providers,
     config: GatewayConfig,
     /// The holds this instance carries out, and its leases on them.
     leases: Arc<ledger::leases::Leases>,
@@ -250,6 +252,7 @@ impl Gateway {
                 egress::Egress::new(config.egress_allow.clone())
             },
             vault: vault::Vault::new(config.master_key.clone()),
+            oidc: Default::default(),
             leases: Arc::new(ledger::leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),

@@ -16,6 +16,10 @@ pub fn SecretOnce(token: String) -> impl IntoView {
 #[island]
 fn CopySecret(children: Children) -> impl IntoView {
     let copied = RwSignal::new(false);
+    // Server-rendered disabled: a click before the island is live would copy nothing, and
+    // a disabled button says so. Effects run only once hydrated.
+    let live = RwSignal::new(false);
+    Effect::new(move |_| live.set(true));
     let root = NodeRef::<leptos::html::Div>::new();
     let copy = move |_| {
         #[cfg(feature = "hydrate")]
@@ -31,7 +35,8 @@ fn CopySecret(children: Children) -> impl IntoView {
         <div node_ref=root class="flex flex-wrap items-center gap-2">
             {children()}
             <button type="button" data-testid="copy-secret" on:click=copy
-                class="rounded border border-zinc-300 px-2 py-1 text-xs dark:border-zinc-700">
+                disabled=move || !live.get()
+                class="rounded border border-zinc-300 px-2 py-1 text-xs dark:border-zinc-700 disabled:opacity-50">
                 {move || if copied.get() { "Copied" } else { "Copy" }}
             </button>
         </div>

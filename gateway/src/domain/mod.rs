@@ -27,6 +27,7 @@ pub mod reserve;
 pub mod revoke;
 pub mod sessions;
 pub mod shadow;
+pub mod sso;
 pub(crate) mod sweep;
 pub mod tenants;
 pub mod tokens;

@@ -35,7 +35,13 @@ pub(crate) async fn user_of(
     Ok(row.map(|(user, tenant)| (TenantId::from_db(tenant), UserId::from_db(user))))
 }
 
-pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, name: &str) -> Result<Entry> {
+/// With `sso`, the issuer the user signed in through.
+pub(crate) fn start(
+    c: &dyn Tx,
+    hash: &str,
+    (user, tenant, name): (&UserId, &TenantId, &str),
+    sso: Option<&str>,
+) -> Result<Entry> {
     let now = Utc::now();
     c.exec(
         "INSERT INTO console_sessions (token_hash, user_id, tenant_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
@@ -46,7 +52,10 @@ pub(crate) fn start(c: &dyn Tx, hash: &str, user: &UserId, tenant: &TenantId, na
         NewEntry::new(tenant, name, Kind::Console)
             .via(crate::audit::activity::Transport::Console)
             .verdict(Verdict::SignedIn)
-            .detail(json!({ "user": name })),
+            .detail(match sso {
+                Some(issuer) => json!({ "user": name, "sso": issuer }),
+                None => json!({ "user": name }),
+            }),
     )
 }
 

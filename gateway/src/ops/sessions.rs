@@ -14,7 +14,7 @@ impl Gateway {
         let token = format!("ns_{}", secrets::random_password());
         let hash = secrets::hash_token(&token);
         let (u, t, name) = (user.id.clone(), user.tenant_id.clone(), user.username.clone());
-        self.write(move |c| start(c, &hash, &u, &t, &name)).await?;
+        self.write(move |c| start(c, &hash, (&u, &t, &name), None)).await?;
         Ok(token)
     }
 

@@ -7,6 +7,8 @@
 //!   before the password is checked; past the limit the answer is 429 with `Retry-After`,
 //!   right password or not. At most a few argon2 checks run at once (`gateway`). Without a
 //!   page to return to, the user lands on their roles' work (`app::api::session::landing`).
+//!   A tenant that requires single sign-on refuses the password of everyone but its
+//!   break-glass admin (`sso_required`); single sign-on itself is [`crate::http::sso`].
 //! - `POST /logout` ends the session and clears the cookie.
 //! - [`require_sign_in`]: a console page requested without a live session redirects to
 //!   `/login?next=…`. Which views a user's roles open is checked on the server by the server
@@ -39,7 +41,7 @@ pub struct LoginForm {
 /// Where to send the browser after sign-in: `next` resolved the way a browser resolves it
 /// (the URL standard strips tabs and newlines, reads `\` as `/`), kept only if it stays on
 /// this site, as its path, query and fragment; otherwise the inbox.
-fn safe_next(next: Option<&str>) -> String {
+pub(crate) fn safe_next(next: Option<&str>) -> String {
     let base = url::Url::parse("http://console.invalid/").expect("a valid base URL");
     match next.and_then(|n| base.join(n).ok()) {
         Some(u) if u.origin() == base.origin() => u[url::Position::BeforePath..].to_string(),
@@ -51,7 +53,8 @@ fn login_url(error: &str, next: &str) -> String {
     format!("/login?error={error}&next={}", encode_query_value(next))
 }
 
-fn cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
+/// The session cookie, as sign-in sets it and sign-out clears it.
+pub(crate) fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
     let secure = if state.cookies.secure { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}",
@@ -81,6 +84,9 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
         return Ok(res);
     }
     match state.gateway.verify_login(&username, &form.password).await? {
+        Some(user) if state.gateway.password_sign_in_refused(&user).await? => {
+            Ok(Redirect::to(&login_url("sso_required", &next)).into_response())
+        }
         Some(user) => {
             state.gateway.login_succeeded(&username).await?;
             let token = state.gateway.start_session(&user).await?;
@@ -89,7 +95,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
             let roles: Vec<&str> = user.roles.iter().map(|r| r.as_str()).collect();
             let next = if next == "/" { app::api::session::landing(&roles).to_string() } else { next };
             let mut res = Redirect::to(&next).into_response();
-            res.headers_mut().insert(header::SET_COOKIE, cookie(&state, &token, max_age));
+            res.headers_mut().insert(header::SET_COOKIE, session_cookie(&state, &token, max_age));
             Ok(res)
         }
         None => Ok(Redirect::to(&login_url("invalid", &next)).into_response()),
@@ -113,7 +119,7 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result
         state.gateway.end_session(token).await?;
     }
     let mut res = Redirect::to("/login?error=signed_out").into_response();
-    res.headers_mut().insert(header::SET_COOKIE, cookie(&state, "", 0));
+    res.headers_mut().insert(header::SET_COOKIE, session_cookie(&state, "", 0));
     Ok(res)
 }
 

@@ -2,7 +2,8 @@
 //! `Idempotency-Key` ([`idempotency`]), the problem body ([`problem`]), request limits
 //! ([`limits`]), the console's static assets and compression ([`assets`]) and the connection
 //! loop ([`serve`]); and the routes that are neither `/v1` nor a console page: the probes
-//! ([`health`]), the scrape ([`metrics`]) and the console's feeds and exports ([`console`]).
+//! ([`health`]), the scrape ([`metrics`]), the console's feeds and exports ([`console`]) and single
+//! sign-on ([`sso`]).
 
 pub mod assets;
 pub mod auth;
@@ -14,3 +15,4 @@ pub mod limits;
 pub mod metrics;
 pub mod problem;
 pub mod serve;
+pub mod sso;

@@ -117,7 +117,7 @@ pub fn start_upstream() -> Upstream {
 }
 
 /// The `http://…` address a child prints when it listens.
-fn first_url(child: &mut Child, what: &str) -> String {
+pub(crate) fn first_url(child: &mut Child, what: &str) -> String {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     loop {
@@ -361,5 +361,38 @@ pub async fn call(
     match req.timeout(Duration::from_secs(30)).send().await {
         Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(serde_json::Value::Null)),
         Err(_) => (0, serde_json::Value::Null),
+    }
+}
+
+/// The OpenID provider for single sign-on tests: `oidc-provider` from npm as its own process
+/// (scripts/oidc-provider.mjs), its client redirecting to `redirect`, the `groups` claim in
+/// the ID token or only from userinfo (`groups_in`).
+pub struct Idp {
+    pub child: Child,
+    pub issuer: String,
+}
+
+pub fn start_idp(redirect: &str, groups_in: &str) -> Idp {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/oidc-provider.mjs");
+    let mut child = Command::new("node")
+        .args([script, "--redirect", redirect, "--groups-in", groups_in])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node runs the OpenID provider (make test installs it)");
+    let issuer = first_url(&mut child, "the OpenID provider");
+    Idp { child, issuer }
+}
+
+impl Idp {
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
