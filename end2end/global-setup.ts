@@ -1,5 +1,6 @@
 // Starts the real server binary on port 0 with a fresh SQLite file, waits for the URL it
-// prints, and hands it to the tests through NAIVE_E2E_URL. The returned function stops it.
+// prints, and hands it to the tests through NAIVE_E2E_URL; then the OpenID provider, its URL
+// in NAIVE_E2E_IDP. The returned function stops both.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -50,6 +51,24 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     server.on("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${out}`)));
   });
   process.env.NAIVE_E2E_URL = url;
+  // The OpenID provider single sign-on signs in through (oidc-provider from npm), its own process.
+  const idp = spawn("node", [path.join(root, "scripts", "oidc-provider.mjs"), "--redirect", `${url}/login/sso/callback`], {
+    cwd: root,
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  process.env.NAIVE_E2E_IDP = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the OpenID provider did not start within 30 s")), 30_000);
+    let out = "";
+    idp.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    idp.on("exit", (code) => reject(new Error(`the OpenID provider exited with ${code}:\n${out}`)));
+  });
   process.env.NAIVE_E2E_CLOCK = path.join(dir, "clock");
   // Sign in once as the demo admin, through the real form endpoint, and keep the cookie.
   const res = await fetch(`${url}/login`, {
@@ -70,6 +89,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     }),
   );
   return async () => {
+    idp.kill("SIGTERM");
     server.kill("SIGTERM");
     await new Promise((r) => server.once("exit", r));
     rmSync(dir, { recursive: true, force: true });

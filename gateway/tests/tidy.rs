@@ -93,7 +93,6 @@ const LONG_FNS: &[(&str, usize)] = &[
     ("app/src/pages/profiles.rs:ProfileView", 103),
     ("app/src/pages/proposals.rs:ProposalsPage", 77),
     ("app/src/pages/spend.rs:Ledger", 71),
-    ("app/src/pages/users.rs:UsersPage", 73),
     ("gateway/src/ops/demo.rs:seed_demo_if_empty", 117),
     ("policy/src/engine.rs:run_checks", 128),
     ("server/src/http/idempotency.rs:layer", 83),

@@ -14,4 +14,5 @@ pub mod proposals;
 pub mod replay;
 pub mod runtime;
 pub mod spend;
+pub mod sso;
 pub mod users;

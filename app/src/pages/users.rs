@@ -1,7 +1,8 @@
 //! Console users (`/users`, admins only): who may sign in and with which roles, and the groups
 //! approval rules name ("one of the approvers from treasury"). Adding a user, changing roles
 //! and managing groups are plain form posts; a tenant always keeps at least one admin, and a
-//! group a kit names stays until the kit changes.
+//! group a kit names stays until the kit changes. Single sign-on has its own section
+//! ([`crate::pages::sso`]).
 
 use leptos::prelude::*;
 
@@ -62,33 +63,42 @@ pub fn UsersPage() -> impl IntoView {
                         </table>
                     </div>
                     <Groups />
+                    <crate::pages::sso::SingleSignOn />
                 })
             })}
         </Suspense>
-        <form method="post" action="/api/add_user" class="mt-6 max-w-xl space-y-3 rounded-lg border border-zinc-200 bg-white p-4 dark:border-zinc-800 dark:bg-zinc-900" data-testid="add-user">
-            <h2 class="text-sm font-semibold">"Add a console user"</h2>
-            <div class="flex flex-wrap gap-3">
-                <label class="flex flex-col text-sm">
-                    <span class="text-zinc-600 dark:text-zinc-300">"Username"</span>
-                    <input name="username" required pattern="[a-z0-9._@-]{1,64}" title="lowercase letters, digits or . _ - @" class=INPUT />
+        <AddUser />
+    }
+}
+
+/// The form that adds a console user with a password and roles.
+#[component]
+fn AddUser() -> impl IntoView {
+    view! {
+    <form method="post" action="/api/add_user" class="mt-6 max-w-xl space-y-3 rounded-lg border border-zinc-200 bg-white p-4 dark:border-zinc-800 dark:bg-zinc-900" data-testid="add-user">
+        <h2 class="text-sm font-semibold">"Add a console user"</h2>
+        <div class="flex flex-wrap gap-3">
+            <label class="flex flex-col text-sm">
+                <span class="text-zinc-600 dark:text-zinc-300">"Username"</span>
+                <input name="username" required pattern="[a-z0-9._@-]{1,64}" title="lowercase letters, digits or . _ - @" class=INPUT />
+            </label>
+            <label class="flex flex-col text-sm">
+                <span class="text-zinc-600 dark:text-zinc-300">"Password"</span>
+                <input name="password" type="password" required minlength="8" autocomplete="new-password" class=INPUT />
+            </label>
+        </div>
+        <fieldset class="space-y-1">
+            <legend class="text-sm text-zinc-600 dark:text-zinc-300">"Roles"</legend>
+            {ROLES.iter().map(|(role, what)| view! {
+                <label class="flex items-center gap-2 text-sm">
+                    <input type="checkbox" name=*role />
+                    <span class="font-medium">{*role}</span>
+                    <span class="text-zinc-500 dark:text-zinc-400">{*what}</span>
                 </label>
-                <label class="flex flex-col text-sm">
-                    <span class="text-zinc-600 dark:text-zinc-300">"Password"</span>
-                    <input name="password" type="password" required minlength="8" autocomplete="new-password" class=INPUT />
-                </label>
-            </div>
-            <fieldset class="space-y-1">
-                <legend class="text-sm text-zinc-600 dark:text-zinc-300">"Roles"</legend>
-                {ROLES.iter().map(|(role, what)| view! {
-                    <label class="flex items-center gap-2 text-sm">
-                        <input type="checkbox" name=*role />
-                        <span class="font-medium">{*role}</span>
-                        <span class="text-zinc-500 dark:text-zinc-400">{*what}</span>
-                    </label>
-                }).collect_view()}
-            </fieldset>
-            <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Add user"</button>
-        </form>
+            }).collect_view()}
+        </fieldset>
+        <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Add user"</button>
+    </form>
     }
 }
 

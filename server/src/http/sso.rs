@@ -1,8 +1,9 @@
 //! Single sign-on in the browser (docs/sso.md).
 //!
-//! - `GET /login/sso?email=…` sends the browser to the provider of the tenant whose sign-in
-//!   the email's domain leads to; `GET /login/sso/{tenant_id}` to that tenant's (the tenant's
-//!   login address). Each starts a sign-in ([`gateway::Gateway::begin_sso`]) and binds it to
+//! - `GET /login/sso?email=…` (the sign-in page's form) sends the browser to the provider of
+//!   the tenant whose sign-in the email's domain leads to, with a page that opens it (the
+//!   console's `form-action 'self'` refuses a form's redirect to another origin);
+//!   `GET /login/sso/{tenant_id}` (the tenant's login address) redirects to that tenant's. Each starts a sign-in ([`gateway::Gateway::begin_sso`]) and binds it to
 //!   this browser with a short-lived HttpOnly cookie, `SameSite=Lax` so the provider's
 //!   redirect back carries it.
 //! - `GET /login/sso/callback` finishes it: the state is taken once, the code exchanged, the
@@ -48,7 +49,7 @@ pub struct Callback {
 pub async fn by_email(State(state): State<AppState>, Query(q): Query<Start>) -> Response {
     let email = q.email.unwrap_or_default();
     match state.gateway.sso_tenant_for_email(&email).await {
-        Ok(Some(tenant)) => start(&state, &tenant, q.next.as_deref()).await,
+        Ok(Some(tenant)) => start(&state, &tenant, q.next.as_deref(), By::Page).await,
         Ok(None) => Redirect::to("/login?error=sso_unknown_domain").into_response(),
         Err(e) => page(StatusCode::SERVICE_UNAVAILABLE, "Sign-in is unavailable", &e.to_string()),
     }
@@ -61,7 +62,7 @@ pub async fn by_tenant(
     Query(q): Query<Start>,
 ) -> Response {
     match TenantId::parse(&tenant) {
-        Some(tenant) => start(&state, &tenant, q.next.as_deref()).await,
+        Some(tenant) => start(&state, &tenant, q.next.as_deref(), By::Redirect).await,
         None => no_connection(),
     }
 }
@@ -74,11 +75,23 @@ fn no_connection() -> Response {
     )
 }
 
-async fn start(state: &AppState, tenant: &TenantId, next: Option<&str>) -> Response {
+/// How the browser is sent on to the provider.
+enum By {
+    /// A redirect: for a link or a bookmark.
+    Redirect,
+    /// A page that opens it: for the sign-in page's form, whose `form-action 'self'` policy
+    /// refuses a redirect to another origin.
+    Page,
+}
+
+async fn start(state: &AppState, tenant: &TenantId, next: Option<&str>, by: By) -> Response {
     let next = safe_next(next);
     match state.gateway.begin_sso(tenant, &next).await {
         Ok(s) => {
-            let mut res = Redirect::to(&s.redirect).into_response();
+            let mut res = match by {
+                By::Redirect => Redirect::to(&s.redirect).into_response(),
+                By::Page => continue_page(&s.redirect, "Continuing to your identity provider"),
+            };
             let minutes = gateway::domain::sso::LOGIN_MINUTES * 60;
             res.headers_mut().insert(header::SET_COOKIE, flight_cookie(state, &s.browser_token, minutes));
             res
@@ -112,7 +125,7 @@ pub async fn callback(
             let next =
                 if done.next == "/" { app::api::session::landing(&roles).to_string() } else { done.next };
             let max_age = gateway::domain::sessions::SESSION_HOURS * 3600;
-            let mut res = continue_page(&next).into_response();
+            let mut res = continue_page(&next, "Signed in");
             let h = res.headers_mut();
             h.append(header::SET_COOKIE, session_cookie(&state, &done.session_token, max_age));
             h.append(header::SET_COOKIE, flight_cookie(&state, "", 0));
@@ -170,12 +183,13 @@ fn page(status: StatusCode, title: &str, message: &str) -> Response {
     res
 }
 
-/// The page that opens the console once the session cookie is set (see the module doc).
-fn continue_page(next: &str) -> Response {
-    let next = escape(next);
+/// A page that opens `to` at once: the console once the session cookie is set, or the
+/// provider from the sign-in form (see the module doc).
+fn continue_page(to: &str, title: &str) -> Response {
+    let to = escape(to);
     let body = format!(
-        "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={next}\">\
-         <title>Signed in</title><p>Signed in. <a href=\"{next}\">Open the console</a>.</p></html>"
+        "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={to}\">\
+         <title>{title}</title><p>{title}. <a href=\"{to}\">Continue</a>.</p></html>"
     );
     let mut res = (StatusCode::OK, Html(body)).into_response();
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
