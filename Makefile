@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -143,6 +143,10 @@ bench-bulk:
 bench-replay:
 	cargo build --release -p gateway --bin gateway-load
 	target/release/gateway-load replay --calls 1000000 --profiles 100,10000
+
+# Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached.
+bench-sso:
+	cargo bench -p server --bench sso
 
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:

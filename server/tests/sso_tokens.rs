@@ -8,93 +8,10 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use common::token_idp::{KEY, OTHER_KEY, ROTATED_KEY, Shared, claims, jwt, key, rs256, start_hostile};
 use common::{COMPANY_KEY, TestApp, spawn_app};
-use openidconnect::core::{CoreJwsSigningAlgorithm, CoreRsaPrivateSigningKey};
-use openidconnect::{JsonWebKeyId, PrivateSigningKey};
-use serde_json::{Value, json};
-
-const KEY: &str = include_str!("fixtures/idp-key.pem");
-const OTHER_KEY: &str = include_str!("fixtures/idp-other-key.pem");
-const ROTATED_KEY: &str = include_str!("fixtures/idp-rotated-key.pem");
-
-fn key(pem: &str, kid: &str) -> CoreRsaPrivateSigningKey {
-    CoreRsaPrivateSigningKey::from_pem(pem, Some(JsonWebKeyId::new(kid.into()))).unwrap()
-}
-
-/// What the hostile provider publishes and hands out next.
-#[derive(Default)]
-struct Hostile {
-    issuer: String,
-    jwks: Value,
-    next_token: Option<String>,
-    jwks_reads: usize,
-}
-
-type Shared = Arc<Mutex<Hostile>>;
-
-async fn discovery(State(h): State<Shared>) -> Json<Value> {
-    let iss = h.lock().unwrap().issuer.clone();
-    Json(json!({
-        "issuer": iss,
-        "authorization_endpoint": format!("{iss}/authorize"),
-        "token_endpoint": format!("{iss}/token"),
-        "jwks_uri": format!("{iss}/jwks"),
-        "response_types_supported": ["code"],
-        "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
-    }))
-}
-
-async fn jwks(State(h): State<Shared>) -> Json<Value> {
-    let mut h = h.lock().unwrap();
-    h.jwks_reads += 1;
-    Json(h.jwks.clone())
-}
-
-async fn token(State(h): State<Shared>) -> Json<Value> {
-    let t = h.lock().unwrap().next_token.take().unwrap_or_default();
-    Json(json!({ "access_token": "at", "token_type": "Bearer", "id_token": t }))
-}
-
-async fn start_hostile() -> Shared {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let issuer = format!("http://{}", listener.local_addr().unwrap());
-    let published = key(KEY, "k1").as_verification_key();
-    let state: Shared =
-        Arc::new(Mutex::new(Hostile { issuer, jwks: json!({ "keys": [published] }), ..Default::default() }));
-    let app = Router::new()
-        .route("/.well-known/openid-configuration", get(discovery))
-        .route("/jwks", get(jwks))
-        .route("/token", post(token))
-        .with_state(state.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    state
-}
-
-fn jwt(header: Value, claims: &Value, sign: impl Fn(&[u8]) -> Vec<u8>) -> String {
-    let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims.to_string()));
-    let sig = sign(input.as_bytes());
-    format!("{input}.{}", B64.encode(sig))
-}
-
-fn rs256(k: &CoreRsaPrivateSigningKey, kid: &str, claims: &Value) -> String {
-    jwt(json!({ "alg": "RS256", "typ": "JWT", "kid": kid }), claims, |m| {
-        k.sign(&CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256, m).unwrap()
-    })
-}
-
-fn claims(issuer: &str, nonce: &str, sub: &str) -> Value {
-    let now = chrono::Utc::now().timestamp();
-    json!({ "iss": issuer, "sub": sub, "aud": "naive", "iat": now, "exp": now + 300, "nonce": nonce,
-            "email": format!("{sub}@example.com"), "groups": ["reviewers"] })
-}
+use openidconnect::PrivateSigningKey;
+use serde_json::json;
 
 /// Starts a sign-in: its state, its nonce and the browser's flight cookie.
 async fn begin(app: &TestApp) -> (String, String, String) {
@@ -221,6 +138,19 @@ async fn forged_and_foreign_id_tokens_are_refused_and_create_nothing() {
         assert!(page.contains(says), "{what}: {page}");
         assert_eq!(app.gateway.users(&tenant).await.unwrap().len(), users, "{what}: nothing created");
     }
+    // A callback that names another issuer (RFC 9207 `iss`): refused before the code is sent.
+    let (state, nonce, cookie) = begin(&app).await;
+    h.lock().unwrap().next_token = Some(rs256(&k1, "k1", &claims(&issuer, &nonce, "eve")));
+    let res = app
+        .raw_client()
+        .get(format!("{}/login/sso/callback?code=c&state={state}&iss=https%3A%2F%2Fevil.example", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(res.text().await.unwrap().contains("another issuer"));
+    h.lock().unwrap().next_token = None;
     // The same harness with an honest token signs in: the refusals above were the tokens'.
     let (state, nonce, cookie) = begin(&app).await;
     let (status, page) =

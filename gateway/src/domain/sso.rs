@@ -469,6 +469,9 @@ pub(crate) fn sign_in_in(
         });
     }
     let actor = idp_actor(p.issuer);
+    // Two first sign-ins of one person take turns on PostgreSQL, so the second finds the
+    // user the first created instead of creating another.
+    crate::sql::lock_key(c, &["sso identity", tenant.as_str(), p.issuer, p.subject])?;
     let sql = "SELECT user_id FROM user_identities WHERE tenant_id = ? AND issuer = ? AND subject = ?";
     let found: Option<String> = match c.row(sql, &[&tenant.as_str(), &p.issuer, &p.subject])? {
         Some(r) => Some(r.get(0)?),

@@ -167,10 +167,22 @@ impl Gateway {
     }
 
     /// Finishes a sign-in from the provider's callback: takes its state (once, for this
-    /// browser only), exchanges the code, checks the ID token, then signs the person in.
-    pub async fn finish_sso(&self, state: &str, code: &str, browser_token: Option<&str>) -> Result<SsoDone> {
+    /// browser only), exchanges the code, checks the ID token, then signs the person in. `iss`
+    /// is the callback's issuer parameter (RFC 9207), when the provider sends one: it must be
+    /// the connection's, so a code another provider issued is never sent to this one.
+    pub async fn finish_sso(
+        &self,
+        (state, code, iss): (&str, &str, Option<&str>),
+        browser_token: Option<&str>,
+    ) -> Result<SsoDone> {
         let login = self.take_sso_login(state, browser_token).await?;
         let conn = self.sso_connection(&login.tenant).await?;
+        if iss.is_some_and(|iss| iss.trim_end_matches('/') != conn.issuer) {
+            return Err(Error::Forbidden {
+                code: "sso_refused",
+                message: "the provider's answer names another issuer than this tenant's; start again from the sign-in page".into(),
+            });
+        }
         let provider = self.oidc.get(&self.egress, &conn.issuer).await.map_err(provider_error)?;
         let secret = self.open_secret(&login.tenant, &conn.client_secret_name).await?;
         let tokens = oidc::exchange(

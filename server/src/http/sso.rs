@@ -39,6 +39,9 @@ pub struct Callback {
     code: Option<String>,
     #[serde(default)]
     state: Option<String>,
+    /// The issuer the answer comes from (RFC 9207), when the provider says.
+    #[serde(default)]
+    iss: Option<String>,
     #[serde(default)]
     error: Option<String>,
     #[serde(default)]
@@ -119,7 +122,7 @@ pub async fn callback(
         return page(StatusCode::BAD_REQUEST, "Sign-in failed", "The provider sent no code or state back.");
     };
     let flight = browser_token(&headers);
-    match state.gateway.finish_sso(&st, &code, flight.as_deref()).await {
+    match state.gateway.finish_sso((&st, &code, q.iss.as_deref()), flight.as_deref()).await {
         Ok(done) => {
             let roles: Vec<&str> = done.user.roles.iter().map(|r| r.as_str()).collect();
             let next =

@@ -2,6 +2,7 @@
 #![allow(dead_code, reason = "each test file uses a different part of this helper")]
 
 pub mod process;
+pub mod token_idp;
 
 use server::config::Config;
 use server::startup::Application;
