@@ -77,3 +77,8 @@ pub(crate) fn end(c: &dyn Tx, hash: &str) -> Result<Vec<Entry>> {
             .detail(json!({ "user": name })),
     )?])
 }
+
+/// Ends every session of `user` at once (their directory deactivated them).
+pub(crate) fn end_all_in(c: &dyn Tx, user: &UserId) -> Result<u64> {
+    Ok(c.exec("DELETE FROM console_sessions WHERE user_id = ?", &[&user.as_str()])?)
+}

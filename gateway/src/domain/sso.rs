@@ -255,6 +255,18 @@ pub(crate) async fn get(store: &Store, tenant: &TenantId) -> Result<Option<SsoCo
     Ok(Some(from_row(r, domains.into_iter().map(|d| d.0).collect())?))
 }
 
+/// The tenant's connection, read inside a transaction.
+pub(crate) fn get_in(c: &dyn Tx, tenant: &TenantId) -> Result<Option<SsoConnection>> {
+    let sql = format!("SELECT {COLUMNS} FROM sso_connections WHERE tenant_id = ?");
+    let Some(r) = c.row(&sql, &[&tenant.as_str()])? else { return Ok(None) };
+    let domains = c
+        .rows("SELECT domain FROM sso_domains WHERE tenant_id = ? ORDER BY domain", &[&tenant.as_str()])?
+        .iter()
+        .map(|d| d.get(0))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok(Some(from_row(&r, domains)?))
+}
+
 /// The tenant an email domain leads to.
 pub(crate) async fn tenant_for_domain(store: &Store, domain: &str) -> Result<Option<TenantId>> {
     let row: Option<(String,)> =
@@ -477,9 +489,23 @@ pub(crate) fn sign_in_in(
         Some(r) => Some(r.get(0)?),
         None => None,
     };
+    // A first sign-in binds to the user the directory provisioned with this subject as its
+    // externalId (SCIM), if any.
+    let found = match found {
+        Some(id) => Some(id),
+        None => crate::domain::scim::by_external_id_in(c, tenant, p.subject)?.map(|u| {
+            bind(c, tenant, p, &u).map(|_| u.as_str().to_string())
+        }).transpose()?,
+    };
     let user = match found {
         Some(id) => {
             let id = UserId::from_db(id);
+            if crate::domain::scim::deactivated_in(c, &id)? {
+                return Err(Error::Forbidden {
+                    code: "sso_deactivated",
+                    message: "your company's directory deactivated your account here; ask an admin".into(),
+                });
+            }
             keep_roles(c, tenant, &id, &roles, &actor)?;
             let now = stored::ts(Utc::now());
             c.exec(
@@ -508,6 +534,17 @@ pub(crate) fn sign_in_in(
         .ok_or(Error::NotFound { what: "console user" })?
         .get(0)?;
     Ok((user, name))
+}
+
+/// Binds `p` to a user the directory provisioned.
+fn bind(c: &dyn Tx, tenant: &TenantId, p: &Person<'_>, user: &UserId) -> Result<()> {
+    let now = stored::ts(Utc::now());
+    c.exec(
+        "INSERT INTO user_identities (tenant_id, issuer, subject, user_id, email, created_at, last_seen_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        &[&tenant.as_str(), &p.issuer, &p.subject, &user.as_str(), &p.email, &now, &now],
+    )?;
+    Ok(())
 }
 
 fn keep_roles(c: &dyn Tx, tenant: &TenantId, user: &UserId, roles: &[Role], actor: &str) -> Result<()> {

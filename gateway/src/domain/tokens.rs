@@ -125,3 +125,11 @@ pub(crate) fn revoke_token(c: &dyn Tx, u: &ConsoleUser, t: &TokenId) -> Result<E
             .detail(json!({ "token_id": t })),
     )
 }
+
+/// Revokes every live token of `user` (their directory deactivated them); how many.
+pub(crate) fn revoke_all_in(c: &dyn Tx, user: &crate::ids::UserId) -> Result<u64> {
+    Ok(c.exec(
+        "UPDATE user_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL",
+        &[&stored::ts(Utc::now()), &user.as_str()],
+    )?)
+}

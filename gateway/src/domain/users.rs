@@ -167,8 +167,10 @@ impl crate::sql::FromRow for ConsoleUser {
             id: r.get(0)?,
             tenant_id: r.get(1)?,
             username: r.get(2)?,
+            // A user the directory provisioned may have no role yet.
             roles: roles
                 .split(',')
+                .filter(|role| !role.is_empty())
                 .map(|role| stored::named("role", role, Role::parse))
                 .collect::<::store::Result<_>>()?,
             created_at: r.get(4)?,
@@ -200,4 +202,21 @@ pub(crate) async fn with_hash(store: &Store, username: &str) -> Result<Option<(C
     let rows = store.rows(&sql, &[&username]).await?;
     let Some(r) = rows.first() else { return Ok(None) };
     Ok(Some((crate::sql::FromRow::from_row(r)?, r.get(5)?)))
+}
+
+/// Sets a user's roles to what their directory groups give (none is allowed: a provisioned
+/// user may wait for a role), recording a change; the tenant keeps an admin.
+pub(crate) fn set_roles_in(c: &dyn Tx, t: &TenantId, u: &UserId, roles: &[Role], by: &str) -> Result<()> {
+    let sql = "SELECT roles FROM console_users WHERE id = ? AND tenant_id = ?";
+    let now: String = c.row(sql, &[&u.as_str(), &t.as_str()])?.ok_or(Error::NotFound { what: "console user" })?.get(0)?;
+    if now == roles_to_db(roles) {
+        return Ok(());
+    }
+    replace_roles(c, t, u, roles, by)?;
+    Ok(())
+}
+
+/// Takes every role of a deactivated user.
+pub(crate) fn clear_roles_in(c: &dyn Tx, t: &TenantId, u: &UserId, by: &str) -> Result<()> {
+    set_roles_in(c, t, u, &[], by)
 }
