@@ -6,14 +6,14 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
 	NAIVE_DEMO_AGENT=$${NAIVE_DEMO_AGENT:-1} NAIVE_DEMO_UPSTREAM=$${NAIVE_DEMO_UPSTREAM:-1} \
 	  NAIVE_EGRESS_ALLOW=$${NAIVE_EGRESS_ALLOW:-127.0.0.1/32} cargo leptos serve
 
-test: setup-test fmt lint doc unit wasm wasm-budget api mcp e2e
+test: setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e
 	@echo "make test: all checks passed"
 
 setup:
@@ -75,6 +75,12 @@ api:
 mcp:
 	cargo build -p server --bin server --features test-switches
 	.venv/bin/pytest server/tests/mcp -q -p anyio
+
+# /scim/v2 checked by scim2-tester (PyPI, an RFC 7643/7644 compliance checker), in .venv,
+# against the real server binary (the one `mcp` built) on a free port with a fresh database.
+scim:
+	cargo build -p server --bin server --features test-switches
+	.venv/bin/pytest server/tests/scim -q
 
 build-site:
 	cargo leptos build --bin-features test-switches

@@ -86,6 +86,17 @@ ensure_mcp_sdk() {
   fi
 }
 
+# scim2-tester (PyPI, an RFC 7643/7644 compliance checker) and its client's HTTP engine, for
+# the SCIM suite, in the same virtualenv.
+SCIM2_TESTER_VERSION=0.5.2
+SCIM2_CLIENT_VERSION=0.13.2
+ensure_scim2_tester() {
+  if ! .venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('scim2-tester') != '$SCIM2_TESTER_VERSION' or m.version('scim2-client') != '$SCIM2_CLIENT_VERSION')" 2>/dev/null; then
+    say "installing scim2-tester $SCIM2_TESTER_VERSION from PyPI into .venv"
+    .venv/bin/pip install --quiet --disable-pip-version-check "scim2-tester==$SCIM2_TESTER_VERSION" "scim2-client[httpx2]==$SCIM2_CLIENT_VERSION"
+  fi
+}
+
 # PostgreSQL from Debian, for the tests' throwaway clusters (scripts/pg.sh); none is started
 # here and none is assumed to be running.
 ensure_postgres() {

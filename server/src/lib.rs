@@ -13,6 +13,7 @@ pub mod error;
 pub mod http;
 pub mod master_key;
 pub mod mcp;
+pub mod scim;
 pub mod reference;
 pub mod startup;
 pub mod state;

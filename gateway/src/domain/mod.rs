@@ -26,6 +26,7 @@ pub mod replay;
 pub mod reserve;
 pub mod revoke;
 pub mod sessions;
+pub mod scim;
 pub mod shadow;
 pub mod sso;
 pub(crate) mod sweep;

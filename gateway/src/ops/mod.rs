@@ -30,6 +30,7 @@ mod resend;
 pub mod revoke;
 mod runtime;
 mod sessions;
+pub mod scim;
 pub mod sso;
 mod tenants;
 mod tokens;

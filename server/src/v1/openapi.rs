@@ -93,6 +93,7 @@ use crate::v1::dto::StreamEvent;
         v1::sso::put,
         v1::sso::delete,
         v1::sso::test,
+        v1::scim_token::create,
         v1::runtime::get,
         v1::runtime::put,
         v1::runtime::delete,
