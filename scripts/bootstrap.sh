@@ -121,6 +121,6 @@ ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk; ensure_promtool ;;
+  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk; ensure_scim2_tester; ensure_promtool ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac
