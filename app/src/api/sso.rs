@@ -39,6 +39,12 @@ pub struct SsoView {
     pub login_address: String,
     /// The users bound to the provider: (username, email, last sign-in).
     pub people: Vec<(String, String, String)>,
+    /// Where the directory sends SCIM requests.
+    pub scim_base: String,
+    /// The SCIM token's prefix and when it was issued, if there is one.
+    pub scim_token: Option<(String, String)>,
+    /// A SCIM token just issued, shown this once.
+    pub new_scim_token: Option<String>,
 }
 
 /// The mapping's lines, parsed; a line that does not read says which and why.
@@ -88,9 +94,18 @@ fn mapping_text(m: &[gateway::domain::sso::GroupMapping]) -> String {
 }
 
 #[server]
-pub async fn sso_settings() -> Result<SsoView, ServerFnError> {
+pub async fn sso_settings(issued: Option<String>) -> Result<SsoView, ServerFnError> {
     use crate::api::to_fn_error;
     let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "managing single sign-on").await?;
+    let new_scim_token = match (issued.as_deref(), crate::api::session::token().await?) {
+        (Some(SCIM_HANDOVER), Some(session)) => gw.take_secret(&session, SCIM_HANDOVER).await.map_err(to_fn_error)?,
+        _ => None,
+    };
+    let scim_token = gw
+        .scim_token_info(&tenant.id)
+        .await
+        .map_err(to_fn_error)?
+        .map(|(prefix, at)| (prefix, at.to_rfc3339()));
     let base = gw.config().public_url.trim_end_matches('/').to_string();
     let users = gw.users(&tenant.id).await.map_err(to_fn_error)?;
     let people = gw
@@ -107,6 +122,9 @@ pub async fn sso_settings() -> Result<SsoView, ServerFnError> {
         redirect_uri: format!("{base}{}", gateway::ops::sso::CALLBACK_PATH),
         login_address: format!("{base}/login/sso/{}", tenant.id),
         people,
+        scim_base: format!("{base}/scim/v2"),
+        scim_token,
+        new_scim_token,
         groups_claim: "groups".into(),
         scopes: "email profile".into(),
         ..Default::default()
@@ -190,6 +208,28 @@ pub async fn test_sso() -> Result<(), ServerFnError> {
             p.issuer, p.authorization_endpoint, p.keys
         ))
         .await;
+        Ok(())
+    })
+    .await
+}
+
+/// The handover name a new SCIM token waits under for the issuing session.
+pub const SCIM_HANDOVER: &str = "scim-token";
+
+/// Issues the tenant's SCIM token (admin only), replacing any other; the users page shows it
+/// once. A plain form post.
+#[server(prefix = "/api", endpoint = "create_scim_token")]
+pub async fn create_scim_token() -> Result<(), ServerFnError> {
+    use crate::api::to_fn_error;
+    use gateway::audit::activity::Transport;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing provisioning").await?;
+        let session = crate::api::session::token()
+            .await?
+            .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
+        let token = gw.create_scim_token(&tenant.id, &by.username, Transport::Console).await.map_err(to_fn_error)?;
+        gw.hand_over_secret(&session, SCIM_HANDOVER, &token).await.map_err(to_fn_error)?;
+        leptos_axum::redirect(&format!("/users?issued={SCIM_HANDOVER}&done=Issued+a+SCIM+token%3B+the+one+before+stopped+working+now.#scim"));
         Ok(())
     })
     .await

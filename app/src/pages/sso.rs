@@ -13,7 +13,8 @@ const ROLE_CHOICES: [&str; 5] = ["", "admin", "approver", "reviewer", "finance"]
 
 #[component]
 pub fn SingleSignOn() -> impl IntoView {
-    let data = Resource::new(|| (), |_| sso_settings());
+    let query = leptos_router::hooks::use_query_map();
+    let data = Resource::new(move || query.read().get("issued"), sso_settings);
     view! {
         <section class="mt-8" data-testid="sso">
             <h2 class="mb-1 text-base font-semibold">"Single sign-on"</h2>
@@ -88,6 +89,26 @@ fn SsoSettings(f: SsoView) -> impl IntoView {
             </form>
         })}
         <People people=f.people />
+        <Provisioning base=f.scim_base token=f.scim_token new_token=f.new_scim_token />
+    }
+}
+
+/// SCIM: where the directory sends requests, the token's prefix, and issuing one (shown once).
+#[component]
+fn Provisioning(base: String, token: Option<(String, String)>, new_token: Option<String>) -> impl IntoView {
+    view! {
+        <section id="scim" class="mt-6 space-y-2 text-sm" data-testid="scim">
+            <h3 class="font-semibold">"Provisioning (SCIM 2.0)"</h3>
+            <p>"The directory's base URL: "<code data-testid="scim-base" class="break-all">{base}</code></p>
+            {match token {
+                Some((prefix, at)) => view! { <p>"Token "<code>{format!("nvs_{prefix}_…")}</code>", issued "<Time rfc3339=at /></p> }.into_any(),
+                None => view! { <p>"No SCIM token yet."</p> }.into_any(),
+            }}
+            {new_token.map(|t| view! { <crate::components::secret::SecretOnce token=t /> })}
+            <form method="post" action="/api/create_scim_token">
+                <button type="submit" data-testid="create-scim-token" class="rounded border border-zinc-300 px-2 py-1 text-xs dark:border-zinc-700">"Issue a SCIM token (replaces the current one)"</button>
+            </form>
+        </section>
     }
 }
 

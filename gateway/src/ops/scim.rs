@@ -37,6 +37,11 @@ impl Gateway {
         Ok(token)
     }
 
+    /// The tenant's SCIM token: its prefix and when it was issued.
+    pub async fn scim_token_info(&self, tenant: &TenantId) -> Result<Option<(String, chrono::DateTime<chrono::Utc>)>> {
+        scim::token_info(&self.store, tenant).await
+    }
+
     /// The SCIM caller a bearer token is, or `None`.
     pub async fn scim_caller(&self, token: &str) -> Result<Option<ScimCaller>> {
         let found = scim::token_tenant(&self.store, &secrets::hash_token(token)).await?;
