@@ -49,10 +49,10 @@ impl Gateway {
     }
 
     /// A page of users or groups matching `filter`, `start` counted from 1 as SCIM does.
-    pub async fn scim_list(&self, who: &ScimCaller, table: Table, filter: Option<&str>, (start, count): (usize, usize)) -> Result<ScimPage> {
+    pub async fn scim_list(&self, who: &ScimCaller, table: Table, query: Option<&str>, (start, count): (usize, usize)) -> Result<ScimPage> {
         let count = count.min(scim::MAX_PAGE);
         let offset = start.max(1) - 1;
-        let parsed = filter.map(filter::parse).transpose().map_err(|e| scim::scim_err(400, Some("invalidFilter"), e))?;
+        let parsed = query.map(filter::parse).transpose().map_err(|e| scim::scim_err(400, Some("invalidFilter"), e))?;
         let key = match table {
             Table::Users => "userName",
             Table::Groups => "displayName",

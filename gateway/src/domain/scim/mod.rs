@@ -43,14 +43,7 @@ pub struct Stored {
     pub updated_at: DateTime<Utc>,
 }
 
-/// Why a SCIM request was refused: its HTTP status, the RFC's `scimType`, what to do.
-#[derive(Debug)]
-pub struct ScimError {
-    pub status: u16,
-    pub scim_type: Option<&'static str>,
-    pub detail: String,
-}
-
+/// A SCIM refusal as a gateway error: its status and `scimType` travel in the code.
 pub fn scim_err(status: u16, scim_type: Option<&'static str>, detail: impl Into<String>) -> Error {
     Error::Invalid { code: scim_code(status, scim_type), message: detail.into() }
 }
