@@ -51,18 +51,23 @@ pub struct GroupMapping {
 #[serde(deny_unknown_fields)]
 pub struct SsoSettings {
     /// The issuer; its discovery document is `<issuer>/.well-known/openid-configuration`.
+    #[cfg_attr(feature = "openapi", schema(min_length = 8, max_length = 2048))]
     pub issuer: String,
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     pub client_id: String,
     /// Needed the first time; left out, the stored one stays. Kept in the vault, never shown.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 4096))]
     pub client_secret: Option<String>,
     /// Asked for besides `openid` (default `email profile`).
     #[serde(default = "default_scopes")]
     pub scopes: Vec<String>,
     /// The claim that carries the person's groups, in the ID token or userinfo.
     #[serde(default = "default_groups_claim")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 64))]
     pub groups_claim: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 200))]
     pub mapping: Vec<GroupMapping>,
     /// The role everyone who signs in gets besides their groups' (none by default).
     #[serde(default)]
@@ -72,6 +77,7 @@ pub struct SsoSettings {
     pub create_users: bool,
     /// Email domains whose people are sent to this provider from the sign-in page.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 20))]
     pub domains: Vec<String>,
     /// Whether everyone but `break_glass` must sign in through the provider.
     #[serde(default)]
