@@ -150,9 +150,11 @@ bench-replay:
 	cargo build --release -p gateway --bin gateway-load
 	target/release/gateway-load replay --calls 1000000 --profiles 100,10000
 
-# Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached.
+# Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached;
+# SCIM pages of 100 among 10,000 users.
 bench-sso:
 	cargo bench -p server --bench sso
+	cargo bench -p server --bench scim
 
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:

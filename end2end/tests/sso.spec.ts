@@ -49,5 +49,17 @@ test.describe("single sign-on", () => {
     // The admin sees who is bound to the provider.
     await page.reload();
     await expect(page.getByTestId("sso-people").locator('[data-sso-user="alice@example.com"]')).toContainText("alice@example.com");
+
+    // A SCIM token for the directory: shown once, then only its prefix.
+    await page.getByTestId("create-scim-token").click();
+    const secret = page.getByTestId("scim").getByTestId("new-secret");
+    await expect(secret).toHaveText(/^nvs_[a-z0-9]+_/);
+    const token = (await secret.textContent())!.trim();
+    await expect(page.getByTestId("scim-base")).toHaveText(new URL("/scim/v2", page.url()).toString());
+    const users = await fetch(new URL("/scim/v2/Users", page.url()), { headers: { Authorization: `Bearer ${token}` } });
+    expect(users.status).toBe(200);
+    await page.reload();
+    await expect(page.getByTestId("scim").getByTestId("new-secret")).toHaveCount(0);
+    await expect(page.getByTestId("scim")).toContainText(`nvs_${token.split("_")[1]}_`);
   });
 });

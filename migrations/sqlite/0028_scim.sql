@@ -27,6 +27,7 @@ CREATE INDEX scim_users_external ON scim_users(tenant_id, external_id);
 CREATE TABLE scim_groups (
     id          TEXT PRIMARY KEY,
     tenant_id   TEXT NOT NULL REFERENCES tenants(id),
+    display_name TEXT NOT NULL,
     display_key TEXT NOT NULL,
     group_name  TEXT NOT NULL,
     doc         TEXT NOT NULL,

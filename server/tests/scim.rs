@@ -27,7 +27,8 @@ async fn scim(app: &TestApp, token: &str, method: &str, path: &str, body: Option
 }
 
 async fn token(app: &TestApp) -> String {
-    let res = app.client.post(format!("{}/v1/scim/token", app.base)).bearer_auth(COMPANY_KEY).send().await.unwrap();
+    let res =
+        app.client.post(format!("{}/v1/scim/token", app.base)).bearer_auth(COMPANY_KEY).send().await.unwrap();
     assert_eq!(res.status(), 201);
     res.json::<Value>().await.unwrap()["secret"].as_str().unwrap().to_string()
 }
@@ -58,7 +59,14 @@ async fn a_directory_provisions_users_and_groups() {
     assert_eq!(page["startIndex"], 2);
 
     // A group is an approval group; its members are the approval group's.
-    let (status, g) = scim(&app, &t, "POST", "/Groups", Some(json!({ "displayName": "Treasury Team", "members": [{ "value": id }] }))).await;
+    let (status, g) = scim(
+        &app,
+        &t,
+        "POST",
+        "/Groups",
+        Some(json!({ "displayName": "Treasury Team", "members": [{ "value": id }] })),
+    )
+    .await;
     assert_eq!(status, 201, "{g}");
     let tenant = app.gateway.tenants().await.unwrap()[0].id.clone();
     let approval = app.gateway.group(&tenant, "treasury-team").await.unwrap();
@@ -81,16 +89,78 @@ async fn deactivating_a_user_ends_their_sessions_and_tokens_at_once() {
     let id = created["id"].as_str().unwrap().to_string();
     let tenant = app.gateway.tenants().await.unwrap()[0].id.clone();
     let u = app.gateway.user_named(&tenant, "dana").await.unwrap();
-    app.gateway.set_user_roles(&tenant, &u.id, &[gateway::Role::Approver], "admin").await.unwrap();
+    let u = app.gateway.set_user_roles(&tenant, &u.id, &[gateway::Role::Approver], "admin").await.unwrap();
     let session = app.gateway.start_session(&u).await.unwrap();
     assert!(app.gateway.session_user(&session).await.unwrap().is_some());
+    let (_, personal) =
+        app.gateway.issue_user_token(&u, "laptop", (&[gateway::Role::Approver], false)).await.unwrap();
+    let decide = |t: String| {
+        let (client, base) = (app.client.clone(), app.base.clone());
+        async move {
+            client
+                .get(format!("{base}/v1/approvals/apr_none"))
+                .bearer_auth(t)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_ne!(decide(personal.clone()).await, 401, "the personal token works before");
     let off = json!({ "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
                       "Operations": [{ "op": "replace", "path": "active", "value": false }] });
     let (status, body) = scim(&app, &t, "PATCH", &format!("/Users/{id}"), Some(off)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["active"], false);
-    assert!(app.gateway.session_user(&session).await.unwrap().map_or(true, |u| u.roles.is_empty()));
+    assert!(app.gateway.session_user(&session).await.unwrap().is_none(), "the session ended at once");
+    assert_eq!(decide(personal).await, 401, "the personal token ended at once");
     assert!(app.gateway.user(&tenant, &u.id).await.unwrap().roles.is_empty(), "roles taken");
+    let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
+    assert!(
+        log.iter()
+            .any(|e| matches!(&e.actor, gateway::audit::activity::Actor::User(a) if a.starts_with("scim:"))
+                && e.detail["change"] == "deactivated")
+    );
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_the_sso_mapping_names_gives_its_members_roles_at_once() {
+    let app = spawn_app().await;
+    let t = token(&app).await;
+    let tenant = app.gateway.tenants().await.unwrap()[0].id.clone();
+    // The mapping names the directory's group `Finance Team`; no provider is reached here.
+    let settings = json!({ "issuer": "https://idp.example.com", "client_id": "naive", "client_secret": "s",
+                           "mapping": [{ "group": "Finance Team", "roles": ["finance", "approver"] }] });
+    let res = app
+        .client
+        .put(format!("{}/v1/sso/oidc", app.base))
+        .bearer_auth(COMPANY_KEY)
+        .json(&settings)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let (_, created) = scim(&app, &t, "POST", "/Users", Some(user("fay"))).await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let fay = || async { app.gateway.user_named(&tenant, "fay").await.unwrap().roles };
+    assert!(fay().await.is_empty(), "provisioned without a role");
+    let (status, g) = scim(
+        &app,
+        &t,
+        "POST",
+        "/Groups",
+        Some(json!({ "displayName": "Finance Team", "members": [{ "value": id }] })),
+    )
+    .await;
+    assert_eq!(status, 201, "{g}");
+    assert_eq!(fay().await, vec![gateway::Role::Approver, gateway::Role::Finance]);
+    let gid = g["id"].as_str().unwrap();
+    let out = json!({ "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                      "Operations": [{ "op": "remove", "path": "members", "value": [{ "value": id }] }] });
+    assert_eq!(scim(&app, &t, "PATCH", &format!("/Groups/{gid}"), Some(out)).await.0, 200);
+    assert!(fay().await.is_empty(), "out of the group, out of its roles");
     app.stop().await;
 }
 
@@ -111,8 +181,12 @@ async fn bad_requests_get_the_rfc_error_and_change_nothing() {
     let (_, now) = scim(&app, &t, "GET", &format!("/Users/{id}"), None).await;
     assert_eq!(now["displayName"], "erin", "the first operation was not kept");
     // Another tenant's token: its resources do not exist here.
-    let other = app.gateway.create_tenant("Other Co").await.unwrap();
-    let other_token = app.gateway.create_scim_token(&other.id, "test", gateway::audit::activity::Transport::Http).await.unwrap();
+    let (other, _) = app.gateway.create_tenant("Other Co", policy::Money::ZERO, None).await.unwrap();
+    let other_token = app
+        .gateway
+        .create_scim_token(&other.id, "test", gateway::audit::activity::Transport::Http)
+        .await
+        .unwrap();
     assert_eq!(scim(&app, &other_token, "GET", &format!("/Users/{id}"), None).await.0, 404);
     assert_eq!(scim(&app, "nvs_nope_nope", "GET", "/Users", None).await.0, 401);
     app.stop().await;

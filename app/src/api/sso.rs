@@ -98,7 +98,9 @@ pub async fn sso_settings(issued: Option<String>) -> Result<SsoView, ServerFnErr
     use crate::api::to_fn_error;
     let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "managing single sign-on").await?;
     let new_scim_token = match (issued.as_deref(), crate::api::session::token().await?) {
-        (Some(SCIM_HANDOVER), Some(session)) => gw.take_secret(&session, SCIM_HANDOVER).await.map_err(to_fn_error)?,
+        (Some(SCIM_HANDOVER), Some(session)) => {
+            gw.take_secret(&session, SCIM_HANDOVER).await.map_err(to_fn_error)?
+        }
         _ => None,
     };
     let scim_token = gw

@@ -272,8 +272,11 @@ pub(crate) fn check_rules(c: &dyn Tx, tenant: &TenantId, kit: &policy::Kit) -> R
 /// Takes `user` out of every group, recording each (their directory deactivated them).
 pub(crate) fn leave_all_in(c: &dyn Tx, tenant: &TenantId, user: &UserId, by: &str) -> Result<()> {
     let sql = "SELECT group_name FROM group_members WHERE tenant_id = ? AND user_id = ?";
-    let names: Vec<String> =
-        c.rows(sql, &[&tenant.as_str(), &user.as_str()])?.iter().map(|r| r.get(0)).collect::<std::result::Result<_, _>>()?;
+    let names: Vec<String> = c
+        .rows(sql, &[&tenant.as_str(), &user.as_str()])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect::<std::result::Result<_, _>>()?;
     for name in names {
         set_member(c, tenant, (&name, user), false, by)?;
     }

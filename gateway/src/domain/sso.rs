@@ -490,23 +490,11 @@ pub(crate) fn sign_in_in(
     // Two first sign-ins of one person take turns on PostgreSQL, so the second finds the
     // user the first created instead of creating another.
     crate::sql::lock_key(c, &["sso identity", tenant.as_str(), p.issuer, p.subject])?;
-    let sql = "SELECT user_id FROM user_identities WHERE tenant_id = ? AND issuer = ? AND subject = ?";
-    let found: Option<String> = match c.row(sql, &[&tenant.as_str(), &p.issuer, &p.subject])? {
-        Some(r) => Some(r.get(0)?),
-        None => None,
-    };
-    // A first sign-in binds to the user the directory provisioned with this subject as its
-    // externalId (SCIM), if any.
-    let found = match found {
-        Some(id) => Some(id),
-        None => crate::domain::scim::by_external_id_in(c, tenant, p.subject)?.map(|u| {
-            bind(c, tenant, p, &u).map(|_| u.as_str().to_string())
-        }).transpose()?,
-    };
+    let found = bound_user(c, tenant, p)?;
     let user = match found {
         Some(id) => {
             let id = UserId::from_db(id);
-            if crate::domain::scim::deactivated_in(c, &id)? {
+            if deactivated_in(c, &id)? {
                 return Err(Error::Forbidden {
                     code: "sso_deactivated",
                     message: "your company's directory deactivated your account here; ask an admin".into(),
@@ -540,6 +528,18 @@ pub(crate) fn sign_in_in(
         .ok_or(Error::NotFound { what: "console user" })?
         .get(0)?;
     Ok((user, name))
+}
+
+/// The user `p` is bound to: by (issuer, subject), or, at a first sign-in, the user a
+/// directory provisioned with this subject as its externalId (SCIM), bound now.
+fn bound_user(c: &dyn Tx, tenant: &TenantId, p: &Person<'_>) -> Result<Option<String>> {
+    let sql = "SELECT user_id FROM user_identities WHERE tenant_id = ? AND issuer = ? AND subject = ?";
+    if let Some(r) = c.row(sql, &[&tenant.as_str(), &p.issuer, &p.subject])? {
+        return Ok(Some(r.get(0)?));
+    }
+    let Some(u) = by_external_id_in(c, tenant, p.subject)? else { return Ok(None) };
+    bind(c, tenant, p, &u)?;
+    Ok(Some(u.as_str().to_string()))
 }
 
 /// Binds `p` to a user the directory provisioned.
@@ -631,4 +631,20 @@ pub(crate) async fn identities(store: &Store, tenant: &TenantId) -> Result<Vec<I
             last_seen_at,
         })
         .collect())
+}
+
+/// Whether the user is one a directory deactivated over SCIM (who may not sign in).
+pub(crate) fn deactivated_in(c: &dyn Tx, user: &UserId) -> Result<bool> {
+    let row = c.row("SELECT active FROM scim_users WHERE user_id = ?", &[&user.as_str()])?;
+    Ok(row.map(|r| r.get::<i64>(0)).transpose()? == Some(0))
+}
+
+/// The user a directory provisioned with this `externalId` (the provider's subject), for a
+/// first single sign-on to bind to.
+pub(crate) fn by_external_id_in(c: &dyn Tx, tenant: &TenantId, external: &str) -> Result<Option<UserId>> {
+    let sql = "SELECT user_id FROM scim_users WHERE tenant_id = ? AND external_id = ?";
+    Ok(c.row(sql, &[&tenant.as_str(), &external])?
+        .map(|r| r.get::<String>(0))
+        .transpose()?
+        .map(UserId::from_db))
 }

@@ -208,7 +208,8 @@ pub(crate) async fn with_hash(store: &Store, username: &str) -> Result<Option<(C
 /// user may wait for a role), recording a change; the tenant keeps an admin.
 pub(crate) fn set_roles_in(c: &dyn Tx, t: &TenantId, u: &UserId, roles: &[Role], by: &str) -> Result<()> {
     let sql = "SELECT roles FROM console_users WHERE id = ? AND tenant_id = ?";
-    let now: String = c.row(sql, &[&u.as_str(), &t.as_str()])?.ok_or(Error::NotFound { what: "console user" })?.get(0)?;
+    let now: String =
+        c.row(sql, &[&u.as_str(), &t.as_str()])?.ok_or(Error::NotFound { what: "console user" })?.get(0)?;
     if now == roles_to_db(roles) {
         return Ok(());
     }

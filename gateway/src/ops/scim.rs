@@ -29,7 +29,12 @@ pub struct ScimPage {
 impl Gateway {
     /// Issues the tenant's SCIM token (replacing one); the secret is returned once.
     pub async fn create_scim_token(&self, tenant: &TenantId, actor: &str, via: Transport) -> Result<String> {
-        let prefix = secrets::random_password().chars().filter(char::is_ascii_alphanumeric).take(8).collect::<String>().to_lowercase();
+        let prefix = secrets::random_password()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(8)
+            .collect::<String>()
+            .to_lowercase();
         let token = format!("nvs_{prefix}_{}", secrets::random_password());
         let hash = secrets::hash_token(&token);
         let (t, a) = (tenant.clone(), actor.to_string());
@@ -38,7 +43,10 @@ impl Gateway {
     }
 
     /// The tenant's SCIM token: its prefix and when it was issued.
-    pub async fn scim_token_info(&self, tenant: &TenantId) -> Result<Option<(String, chrono::DateTime<chrono::Utc>)>> {
+    pub async fn scim_token_info(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<(String, chrono::DateTime<chrono::Utc>)>> {
         scim::token_info(&self.store, tenant).await
     }
 
@@ -49,17 +57,28 @@ impl Gateway {
     }
 
     /// A page of users or groups matching `filter`, `start` counted from 1 as SCIM does.
-    pub async fn scim_list(&self, who: &ScimCaller, table: Table, query: Option<&str>, (start, count): (usize, usize)) -> Result<ScimPage> {
+    pub async fn scim_list(
+        &self,
+        who: &ScimCaller,
+        table: Table,
+        query: Option<&str>,
+        (start, count): (usize, usize),
+    ) -> Result<ScimPage> {
         let count = count.min(scim::MAX_PAGE);
         let offset = start.max(1) - 1;
-        let parsed = query.map(filter::parse).transpose().map_err(|e| scim::scim_err(400, Some("invalidFilter"), e))?;
+        let parsed = query
+            .map(filter::parse)
+            .transpose()
+            .map_err(|e| scim::scim_err(400, Some("invalidFilter"), e))?;
         let key = match table {
             Table::Users => "userName",
             Table::Groups => "displayName",
         };
         match &parsed {
             None => self.scim_page(who, table, None, (offset, count)).await,
-            Some(f) if f.exact(key).is_some() => self.scim_page(who, table, f.exact(key), (offset, count)).await,
+            Some(f) if f.exact(key).is_some() => {
+                self.scim_page(who, table, f.exact(key), (offset, count)).await
+            }
             Some(f) => {
                 let all = scim::all(&self.store, table, &who.tenant).await?;
                 let hits: Vec<Stored> = all.into_iter().filter(|s| f.matches(&with_id(s))).collect();
@@ -69,7 +88,13 @@ impl Gateway {
         }
     }
 
-    async fn scim_page(&self, who: &ScimCaller, table: Table, exact: Option<&str>, page: (usize, usize)) -> Result<ScimPage> {
+    async fn scim_page(
+        &self,
+        who: &ScimCaller,
+        table: Table,
+        exact: Option<&str>,
+        page: (usize, usize),
+    ) -> Result<ScimPage> {
         let (total, items) = scim::page(&self.store, (table, &who.tenant), exact, page).await?;
         Ok(ScimPage { total, items })
     }
@@ -105,7 +130,13 @@ impl Gateway {
     }
 
     /// Applies a PatchOp's operations to a user or group, all or none.
-    pub async fn scim_patch(&self, who: &ScimCaller, table: Table, id: &str, ops: Vec<patch::Operation>) -> Result<Stored> {
+    pub async fn scim_patch(
+        &self,
+        who: &ScimCaller,
+        table: Table,
+        id: &str,
+        ops: Vec<patch::Operation>,
+    ) -> Result<Stored> {
         let (t, a, id) = (who.tenant.clone(), who.actor.clone(), id.to_string());
         let what = not_found(table);
         let done = self
@@ -140,7 +171,13 @@ fn not_found(table: Table) -> &'static str {
     }
 }
 
-fn replace_in(c: &dyn crate::sql::Tx, table: Table, (t, id): (&TenantId, &str), doc: Value, actor: &str) -> Result<Stored> {
+fn replace_in(
+    c: &dyn crate::sql::Tx,
+    table: Table,
+    (t, id): (&TenantId, &str),
+    doc: Value,
+    actor: &str,
+) -> Result<Stored> {
     match table {
         Table::Users => scim::replace_user_in(c, t, id, doc, actor),
         Table::Groups => scim::replace_group_in(c, t, id, doc, actor),

@@ -152,7 +152,8 @@ pub async fn require_sign_in(State(state): State<AppState>, req: Request, next: 
 pub async fn same_origin_writes(req: Request, next: Next) -> Response {
     let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
     let path = req.uri().path();
-    let api = path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/") || path.starts_with("/scim/");
+    let api =
+        path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/") || path.starts_with("/scim/");
     // `/mcp` validates `Origin` itself, against its own allow list.
     let bearer = api && req.headers().contains_key(header::AUTHORIZATION);
     if !writes || bearer {

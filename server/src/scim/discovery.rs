@@ -80,7 +80,12 @@ fn attribute(name: &str, kind: &str, (required, uniqueness): (bool, &str), descr
 }
 
 fn user_schema() -> Value {
-    let mut emails = attribute("emails", "complex", (false, "none"), "Email addresses; the primary one is shown on the users page");
+    let mut emails = attribute(
+        "emails",
+        "complex",
+        (false, "none"),
+        "Email addresses; the primary one is shown on the users page",
+    );
     emails["multiValued"] = json!(true);
     emails["subAttributes"] = json!([
         attribute("value", "string", (false, "none"), "The address"),
@@ -108,7 +113,8 @@ fn group_schema() -> Value {
     let mut reference = attribute("$ref", "reference", (false, "none"), "The user's URI");
     reference["referenceTypes"] = json!(["User"]);
     reference["mutability"] = json!("immutable");
-    members["subAttributes"] = json!([value, reference, attribute("display", "string", (false, "none"), "The user's name")]);
+    members["subAttributes"] =
+        json!([value, reference, attribute("display", "string", (false, "none"), "The user's name")]);
     json!({
         "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"],
         "id": GROUP_SCHEMA, "name": "Group", "description": "An approval group; a group the single sign-on mapping names gives roles",

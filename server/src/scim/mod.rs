@@ -38,6 +38,71 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/scim/v2/Users/{id}", get(get_user).put(put_user).patch(patch_user).delete(delete_user))
         .route("/scim/v2/Groups", get(list_groups).post(create_groups))
         .route("/scim/v2/Groups/{id}", get(get_group).put(put_group).patch(patch_group).delete(delete_group))
+        .route("/scim/v2/Users/.search", axum::routing::post(search_users))
+        .route("/scim/v2/Groups/.search", axum::routing::post(search_groups))
+        .route("/scim/v2/.search", axum::routing::post(search_everything))
+        .route("/scim/v2/{*rest}", axum::routing::any(unknown))
+}
+
+/// `POST /.search` over every resource type at once, which this server does not do (RFC
+/// 7644 §3.12: 501); `/Users/.search` and `/Groups/.search` search one type.
+async fn search_everything() -> Response {
+    scim_error(
+        StatusCode::NOT_IMPLEMENTED,
+        None,
+        "search one resource type at a time: POST /Users/.search or /Groups/.search",
+    )
+}
+
+/// Anything else under `/scim/v2`: the RFC's 404.
+async fn unknown() -> Response {
+    scim_error(
+        StatusCode::NOT_FOUND,
+        None,
+        "no such SCIM endpoint: /Users, /Groups, /ServiceProviderConfig, /ResourceTypes, /Schemas",
+    )
+}
+
+/// Which attributes an answer carries (RFC 7644 §3.4.2.5): `attributes` keeps only those
+/// (with `id`, `schemas` and `meta`, which are always returned), `excludedAttributes` drops
+/// those. Names compare case-insensitively; `name.givenName` selects its top attribute.
+#[derive(Default)]
+struct Projection {
+    only: Vec<String>,
+    except: Vec<String>,
+}
+
+impl Projection {
+    fn from(attributes: Option<&str>, excluded: Option<&str>) -> Projection {
+        let names = |s: Option<&str>| -> Vec<String> {
+            s.unwrap_or_default()
+                .split(',')
+                .map(|a| a.trim())
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    let short = if a.to_ascii_lowercase().starts_with("urn:") {
+                        a.rsplit(':').next().unwrap_or(a)
+                    } else {
+                        a
+                    };
+                    short.split('.').next().unwrap_or(short).to_ascii_lowercase()
+                })
+                .collect()
+        };
+        Projection { only: names(attributes), except: names(excluded) }
+    }
+
+    fn apply(&self, mut doc: Value) -> Value {
+        const ALWAYS: [&str; 3] = ["id", "schemas", "meta"];
+        if let Some(o) = doc.as_object_mut() {
+            o.retain(|k, _| {
+                let k = k.to_ascii_lowercase();
+                ALWAYS.contains(&k.as_str())
+                    || ((self.only.is_empty() || self.only.contains(&k)) && !self.except.contains(&k))
+            });
+        }
+        doc
+    }
 }
 
 /// A SCIM answer: `status` and a JSON body as `application/scim+json`.
@@ -49,7 +114,8 @@ pub(crate) fn scim_json(status: StatusCode, body: Value) -> Response {
 
 /// The RFC's Error body.
 pub(crate) fn scim_error(status: StatusCode, scim_type: Option<&str>, detail: &str) -> Response {
-    let mut body = json!({ "schemas": [ERROR_SCHEMA], "status": status.as_u16().to_string(), "detail": detail });
+    let mut body =
+        json!({ "schemas": [ERROR_SCHEMA], "status": status.as_u16().to_string(), "detail": detail });
     if let Some(t) = scim_type {
         body["scimType"] = json!(t);
     }
@@ -61,9 +127,17 @@ fn from_gateway(e: gateway::Error) -> Response {
     let code = e.code();
     let message = e.to_string();
     match &e {
-        E::NotFound { .. } => scim_error(StatusCode::NOT_FOUND, None, &format!("{message}: no such resource for this token")),
-        E::Invalid { .. } if code == "scim_uniqueness" => scim_error(StatusCode::CONFLICT, Some("uniqueness"), &message),
-        E::Invalid { .. } => scim_error(StatusCode::BAD_REQUEST, Some(scim::scim_type_of(code).unwrap_or("invalidValue")), &message),
+        E::NotFound { .. } => {
+            scim_error(StatusCode::NOT_FOUND, None, &format!("{message}: no such resource for this token"))
+        }
+        E::Invalid { .. } if code == "scim_uniqueness" => {
+            scim_error(StatusCode::CONFLICT, Some("uniqueness"), &message)
+        }
+        E::Invalid { .. } => scim_error(
+            StatusCode::BAD_REQUEST,
+            Some(scim::scim_type_of(code).unwrap_or("invalidValue")),
+            &message,
+        ),
         E::Conflict { .. } => scim_error(StatusCode::CONFLICT, Some("uniqueness"), &message),
         E::Forbidden { .. } => scim_error(StatusCode::FORBIDDEN, None, &message),
         E::Unavailable { .. } | E::Store(_) => scim_error(StatusCode::SERVICE_UNAVAILABLE, None, &message),
@@ -82,7 +156,11 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<ScimCaller, Res
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
     let unauthorized = || {
-        let mut r = scim_error(StatusCode::UNAUTHORIZED, None, "send the tenant's SCIM token as `Authorization: Bearer nvs_…`; an admin issues it on the users page");
+        let mut r = scim_error(
+            StatusCode::UNAUTHORIZED,
+            None,
+            "send the tenant's SCIM token as `Authorization: Bearer nvs_…`; an admin issues it on the users page",
+        );
         r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"scim\""));
         r
     };
@@ -118,10 +196,14 @@ fn resource(state: &AppState, table: Table, s: &Stored) -> Value {
     doc
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct ListQuery {
     #[serde(default)]
     filter: Option<String>,
+    #[serde(default)]
+    attributes: Option<String>,
+    #[serde(default, rename = "excludedAttributes")]
+    excluded_attributes: Option<String>,
     #[serde(default, rename = "startIndex")]
     start_index: Option<i64>,
     #[serde(default)]
@@ -135,6 +217,7 @@ async fn list(state: AppState, headers: HeaderMap, q: ListQuery, table: Table) -
     };
     let start = q.start_index.unwrap_or(1).max(1) as usize;
     let count = q.count.unwrap_or(100).clamp(0, scim::MAX_PAGE as i64) as usize;
+    let shown = Projection::from(q.attributes.as_deref(), q.excluded_attributes.as_deref());
     match state.gateway.scim_list(&who, table, q.filter.as_deref(), (start, count)).await {
         Ok(page) => scim_json(
             StatusCode::OK,
@@ -143,17 +226,20 @@ async fn list(state: AppState, headers: HeaderMap, q: ListQuery, table: Table) -
                 "totalResults": page.total,
                 "startIndex": start,
                 "itemsPerPage": page.items.len(),
-                "Resources": page.items.iter().map(|s| resource(&state, table, s)).collect::<Vec<_>>(),
+                "Resources": page.items.iter().map(|s| shown.apply(resource(&state, table, s))).collect::<Vec<_>>(),
             }),
         ),
         Err(e) => from_gateway(e),
     }
 }
 
-fn body_json(body: &Bytes) -> Result<Value, Response> {
-    serde_json::from_slice(body).map_err(|e| {
-        scim_error(StatusCode::BAD_REQUEST, Some("invalidSyntax"), &format!("the body is not JSON: {e}"))
-    })
+/// The body as JSON, or what is wrong with it.
+fn body_json(body: &Bytes) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
+}
+
+fn syntax_error(detail: &str) -> Response {
+    scim_error(StatusCode::BAD_REQUEST, Some("invalidSyntax"), detail)
 }
 
 async fn create(state: AppState, headers: HeaderMap, body: Bytes, table: Table) -> Response {
@@ -163,7 +249,7 @@ async fn create(state: AppState, headers: HeaderMap, body: Bytes, table: Table) 
     };
     let doc = match body_json(&body) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(why) => return syntax_error(&why),
     };
     match state.gateway.scim_create(&who, table, doc).await {
         Ok(s) => {
@@ -178,13 +264,14 @@ async fn create(state: AppState, headers: HeaderMap, body: Bytes, table: Table) 
     }
 }
 
-async fn one(state: AppState, headers: HeaderMap, id: String, table: Table) -> Response {
+async fn one(state: AppState, headers: HeaderMap, (id, q): (String, ListQuery), table: Table) -> Response {
     let who = match caller(&state, &headers).await {
         Ok(c) => c,
         Err(r) => return r,
     };
+    let shown = Projection::from(q.attributes.as_deref(), q.excluded_attributes.as_deref());
     match state.gateway.scim_get(&who, table, &id).await {
-        Ok(s) => scim_json(StatusCode::OK, resource(&state, table, &s)),
+        Ok(s) => scim_json(StatusCode::OK, shown.apply(resource(&state, table, &s))),
         Err(e) => from_gateway(e),
     }
 }
@@ -196,7 +283,7 @@ async fn replace(state: AppState, headers: HeaderMap, id: String, body: Bytes, t
     };
     let doc = match body_json(&body) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(why) => return syntax_error(&why),
     };
     match state.gateway.scim_replace(&who, table, &id, doc).await {
         Ok(s) => scim_json(StatusCode::OK, resource(&state, table, &s)),
@@ -220,12 +307,17 @@ async fn patch(state: AppState, headers: HeaderMap, id: String, body: Bytes, tab
     let p: PatchBody = match serde_json::from_slice(&body) {
         Ok(p) => p,
         Err(e) => {
-            let detail = format!("a PatchOp is {{\"schemas\": [\"{PATCH_SCHEMA}\"], \"Operations\": [...]}}: {e}");
+            let detail =
+                format!("a PatchOp is {{\"schemas\": [\"{PATCH_SCHEMA}\"], \"Operations\": [...]}}: {e}");
             return scim_error(StatusCode::BAD_REQUEST, Some("invalidSyntax"), &detail);
         }
     };
     if !p.schemas.iter().any(|s| s == PATCH_SCHEMA) {
-        return scim_error(StatusCode::BAD_REQUEST, Some("invalidSyntax"), &format!("a PatchOp names the schema {PATCH_SCHEMA}"));
+        return scim_error(
+            StatusCode::BAD_REQUEST,
+            Some("invalidSyntax"),
+            &format!("a PatchOp names the schema {PATCH_SCHEMA}"),
+        );
     }
     match state.gateway.scim_patch(&who, table, &id, p.operations).await {
         Ok(s) => scim_json(StatusCode::OK, resource(&state, table, &s)),
@@ -244,6 +336,50 @@ async fn delete(state: AppState, headers: HeaderMap, id: String, table: Table) -
     }
 }
 
+/// `POST …/.search` (RFC 7644 §3.4.3): a list whose query travels in the body.
+#[derive(Deserialize)]
+struct SearchBody {
+    #[serde(default)]
+    filter: Option<String>,
+    #[serde(default)]
+    attributes: Option<Vec<String>>,
+    #[serde(default, rename = "excludedAttributes")]
+    excluded_attributes: Option<Vec<String>>,
+    #[serde(default, rename = "startIndex")]
+    start_index: Option<i64>,
+    #[serde(default)]
+    count: Option<i64>,
+}
+
+async fn search(state: AppState, headers: HeaderMap, body: Bytes, table: Table) -> Response {
+    let b: SearchBody = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return scim_error(
+                StatusCode::BAD_REQUEST,
+                Some("invalidSyntax"),
+                &format!("a SearchRequest: {e}"),
+            );
+        }
+    };
+    let q = ListQuery {
+        filter: b.filter,
+        attributes: b.attributes.map(|a| a.join(",")),
+        excluded_attributes: b.excluded_attributes.map(|a| a.join(",")),
+        start_index: b.start_index,
+        count: b.count,
+    };
+    list(state, headers, q, table).await
+}
+
+async fn search_users(State(s): State<AppState>, h: HeaderMap, b: Bytes) -> Response {
+    search(s, h, b, Table::Users).await
+}
+
+async fn search_groups(State(s): State<AppState>, h: HeaderMap, b: Bytes) -> Response {
+    search(s, h, b, Table::Groups).await
+}
+
 macro_rules! handlers {
     ($table:expr, $list:ident, $create:ident, $get:ident, $put:ident, $patch:ident, $delete:ident) => {
         async fn $list(State(s): State<AppState>, h: HeaderMap, Query(q): Query<ListQuery>) -> Response {
@@ -252,13 +388,23 @@ macro_rules! handlers {
         async fn $create(State(s): State<AppState>, h: HeaderMap, b: Bytes) -> Response {
             create(s, h, b, $table).await
         }
-        async fn $get(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {
-            one(s, h, id, $table).await
+        async fn $get(
+            State(s): State<AppState>,
+            h: HeaderMap,
+            Path(id): Path<String>,
+            Query(q): Query<ListQuery>,
+        ) -> Response {
+            one(s, h, (id, q), $table).await
         }
         async fn $put(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>, b: Bytes) -> Response {
             replace(s, h, id, b, $table).await
         }
-        async fn $patch(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>, b: Bytes) -> Response {
+        async fn $patch(
+            State(s): State<AppState>,
+            h: HeaderMap,
+            Path(id): Path<String>,
+            b: Bytes,
+        ) -> Response {
             patch(s, h, id, b, $table).await
         }
         async fn $delete(State(s): State<AppState>, h: HeaderMap, Path(id): Path<String>) -> Response {

@@ -24,14 +24,21 @@ pub enum Op {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Filter {
     /// `attr op value`.
-    Compare { path: Vec<String>, op: Op, value: Value },
+    Compare {
+        path: Vec<String>,
+        op: Op,
+        value: Value,
+    },
     /// `attr pr`.
     Present(Vec<String>),
     And(Box<Filter>, Box<Filter>),
     Or(Box<Filter>, Box<Filter>),
     Not(Box<Filter>),
     /// `emails[type eq "work" and value co "@example.com"]`.
-    Within { path: Vec<String>, inner: Box<Filter> },
+    Within {
+        path: Vec<String>,
+        inner: Box<Filter>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -208,7 +215,9 @@ impl Parser {
             "ge" => Op::Ge,
             "lt" => Op::Lt,
             "le" => Op::Le,
-            other => return Err(format!("`{other}` is not an operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)")),
+            other => {
+                return Err(format!("`{other}` is not an operator (eq, ne, co, sw, ew, gt, ge, lt, le, pr)"));
+            }
         };
         let value = match self.toks.get(self.at).cloned() {
             Some(Token::Str(s)) => Value::String(s),
@@ -216,7 +225,10 @@ impl Parser {
                 "true" => Value::Bool(true),
                 "false" => Value::Bool(false),
                 "null" => Value::Null,
-                n => n.parse::<serde_json::Number>().map(Value::Number).map_err(|_| format!("`{n}` is not a value"))?,
+                n => n
+                    .parse::<serde_json::Number>()
+                    .map(Value::Number)
+                    .map_err(|_| format!("`{n}` is not a value"))?,
             },
             _ => return Err("expected a value".into()),
         };
@@ -306,9 +318,9 @@ impl Filter {
                 }
                 found.iter().any(|v| compare(v, *op, value, case_exact(path)))
             }
-            Filter::Present(path) => {
-                values_at(doc, path).iter().any(|v| !v.is_null() && v.as_str() != Some("") && v.as_array().is_none_or(|a| !a.is_empty()))
-            }
+            Filter::Present(path) => values_at(doc, path).iter().any(|v| {
+                !v.is_null() && v.as_str() != Some("") && v.as_array().is_none_or(|a| !a.is_empty())
+            }),
             Filter::And(a, b) => a.matches(doc) && b.matches(doc),
             Filter::Or(a, b) => a.matches(doc) || b.matches(doc),
             Filter::Not(f) => !f.matches(doc),

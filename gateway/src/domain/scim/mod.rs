@@ -77,7 +77,9 @@ pub fn scim_type_of(code: &str) -> Option<&'static str> {
 
 /// A document without what the server owns, its attribute names as sent.
 pub fn clean(mut doc: Value) -> Result<Value> {
-    let obj = doc.as_object_mut().ok_or_else(|| scim_err(400, Some("invalidSyntax"), "the body is a JSON object"))?;
+    let obj = doc
+        .as_object_mut()
+        .ok_or_else(|| scim_err(400, Some("invalidSyntax"), "the body is a JSON object"))?;
     for owned in ["id", "meta", "schemas"] {
         if let Some(k) = obj.keys().find(|k| k.eq_ignore_ascii_case(owned)).cloned() {
             obj.remove(&k);
@@ -116,7 +118,9 @@ pub fn active(doc: &Value) -> bool {
 pub fn member_ids(doc: &Value) -> Vec<String> {
     attr(doc, "members")
         .and_then(Value::as_array)
-        .map(|ms| ms.iter().filter_map(|m| attr(m, "value").and_then(Value::as_str).map(str::to_string)).collect())
+        .map(|ms| {
+            ms.iter().filter_map(|m| attr(m, "value").and_then(Value::as_str).map(str::to_string)).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -124,7 +128,8 @@ fn stored_row(r: &crate::sql::Row) -> Result<Stored> {
     let doc: String = r.get(1)?;
     Ok(Stored {
         id: r.get(0)?,
-        doc: serde_json::from_str(&doc).map_err(|e| Error::internal("corrupt_row", format!("a SCIM document: {e}")))?,
+        doc: serde_json::from_str(&doc)
+            .map_err(|e| Error::internal("corrupt_row", format!("a SCIM document: {e}")))?,
         version: r.get(2)?,
         created_at: r.get(3)?,
         updated_at: r.get(4)?,
@@ -133,7 +138,12 @@ fn stored_row(r: &crate::sql::Row) -> Result<Stored> {
 
 /// One of the tenant's users or groups (`table` is `scim_users` or `scim_groups`).
 pub(crate) fn one_in(c: &dyn Tx, table: Table, tenant: &TenantId, id: &str) -> Result<Option<Stored>> {
-    let sql = format!("SELECT {}, doc, version, created_at, updated_at FROM {} WHERE tenant_id = ? AND {} = ?", table.id(), table.name(), table.id());
+    let sql = format!(
+        "SELECT {}, doc, version, created_at, updated_at FROM {} WHERE tenant_id = ? AND {} = ?",
+        table.id(),
+        table.name(),
+        table.id()
+    );
     c.row(&sql, &[&tenant.as_str(), &id])?.map(|r| stored_row(&r)).transpose()
 }
 
@@ -188,8 +198,14 @@ pub(crate) async fn page(
     );
     let (limit, offset) = (limit as i64, offset as i64);
     let (total, rows) = match &key {
-        Some(k) => (store.rows(&count_sql, &[tenant, k]).await?, store.rows(&page_sql, &[tenant, k, &limit, &offset]).await?),
-        None => (store.rows(&count_sql, &[tenant]).await?, store.rows(&page_sql, &[tenant, &limit, &offset]).await?),
+        Some(k) => (
+            store.rows(&count_sql, &[tenant, k]).await?,
+            store.rows(&page_sql, &[tenant, k, &limit, &offset]).await?,
+        ),
+        None => (
+            store.rows(&count_sql, &[tenant]).await?,
+            store.rows(&page_sql, &[tenant, &limit, &offset]).await?,
+        ),
     };
     let total: i64 = total.first().map_or(Ok(0), |r| r.get(0))?;
     Ok((total as usize, rows.iter().map(stored_row).collect::<Result<_>>()?))
@@ -239,7 +255,11 @@ fn unique_user_name(c: &dyn Tx, tenant: &TenantId, key: &str, except: Option<&st
     if let Some(r) = c.row(sql, &[&tenant.as_str(), &key])? {
         let id: String = r.get(0)?;
         if Some(id.as_str()) != except {
-            return Err(scim_err(409, Some("uniqueness"), format!("a user with the userName `{key}` exists already")));
+            return Err(scim_err(
+                409,
+                Some("uniqueness"),
+                format!("a user with the userName `{key}` exists already"),
+            ));
         }
     }
     Ok(())
@@ -281,7 +301,13 @@ pub(crate) fn create_user_in(c: &dyn Tx, tenant: &TenantId, doc: Value, actor: &
 
 /// Replaces a user's document (PUT, or the result of a PATCH). Deactivating ends their
 /// sessions and tokens; reactivating gives back what their groups give.
-pub(crate) fn replace_user_in(c: &dyn Tx, tenant: &TenantId, id: &str, doc: Value, actor: &str) -> Result<Stored> {
+pub(crate) fn replace_user_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    id: &str,
+    doc: Value,
+    actor: &str,
+) -> Result<Stored> {
     let before = one_in(c, Table::Users, tenant, id)?.ok_or(Error::NotFound { what: "SCIM user" })?;
     let name = user_name(&doc)?;
     unique_user_name(c, tenant, &name.to_lowercase(), Some(id))?;
@@ -337,7 +363,10 @@ fn deactivate(c: &dyn Tx, tenant: &TenantId, user: &UserId, actor: &str) -> Resu
 pub(crate) fn regrant(c: &dyn Tx, tenant: &TenantId, users: &[UserId], actor: &str) -> Result<()> {
     let conn = crate::domain::sso::get_in(c, tenant)?;
     for user in users {
-        let row = c.row("SELECT active FROM scim_users WHERE tenant_id = ? AND user_id = ?", &[&tenant.as_str(), &user.as_str()])?;
+        let row = c.row(
+            "SELECT active FROM scim_users WHERE tenant_id = ? AND user_id = ?",
+            &[&tenant.as_str(), &user.as_str()],
+        )?;
         if row.map(|r| r.get::<i64>(0)).transpose()? == Some(0) {
             continue;
         }
@@ -378,7 +407,9 @@ fn approval_name(c: &dyn Tx, tenant: &TenantId, display: &str) -> Result<String>
     if base.is_empty() {
         base = "group".into();
     }
-    let taken = |n: &str| c.row("SELECT 1 FROM user_groups WHERE tenant_id = ? AND name = ?", &[&tenant.as_str(), &n]);
+    let taken = |n: &str| {
+        c.row("SELECT 1 FROM user_groups WHERE tenant_id = ? AND name = ?", &[&tenant.as_str(), &n])
+    };
     if taken(&base)?.is_none() {
         return Ok(base);
     }
@@ -396,11 +427,18 @@ fn set_members(c: &dyn Tx, tenant: &TenantId, group_id: &str, doc: &Value, actor
     for m in &wanted {
         let sql = "SELECT 1 FROM scim_users WHERE tenant_id = ? AND user_id = ?";
         if c.row(sql, &[&tenant.as_str(), m])?.is_none() {
-            return Err(scim_err(400, Some("invalidValue"), format!("the member `{m}` is not a user of this tenant")));
+            return Err(scim_err(
+                400,
+                Some("invalidValue"),
+                format!("the member `{m}` is not a user of this tenant"),
+            ));
         }
     }
     let before: Vec<String> = c
-        .rows("SELECT user_id FROM scim_group_members WHERE tenant_id = ? AND group_id = ?", &[&tenant.as_str(), &group_id])?
+        .rows(
+            "SELECT user_id FROM scim_group_members WHERE tenant_id = ? AND group_id = ?",
+            &[&tenant.as_str(), &group_id],
+        )?
         .iter()
         .map(|r| r.get(0))
         .collect::<std::result::Result<_, _>>()?;
@@ -429,9 +467,12 @@ pub(crate) fn create_group_in(c: &dyn Tx, tenant: &TenantId, doc: Value, actor: 
     crate::domain::groups::create(c, tenant, &approval, actor)?;
     let id = uuid::Uuid::now_v7().simple().to_string();
     let now = stored::ts(Utc::now());
-    let sql = "INSERT INTO scim_groups (id, tenant_id, display_key, group_name, doc, version, created_at, updated_at) \
-               VALUES (?, ?, ?, ?, ?, 1, ?, ?)";
-    c.exec(sql, &[&id, &tenant.as_str(), &display.to_lowercase(), &approval, &doc.to_string(), &now, &now])?;
+    let sql = "INSERT INTO scim_groups (id, tenant_id, display_name, display_key, group_name, doc, version, created_at, updated_at) \
+               VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)";
+    c.exec(
+        sql,
+        &[&id, &tenant.as_str(), &display, &display.to_lowercase(), &approval, &doc.to_string(), &now, &now],
+    )?;
     set_members(c, tenant, &id, &doc, actor)?;
     one_in(c, Table::Groups, tenant, &id)?.ok_or(Error::NotFound { what: "SCIM group" })
 }
@@ -448,12 +489,29 @@ fn unique_display(c: &dyn Tx, tenant: &TenantId, display: &str, except: Option<&
 }
 
 /// Replaces a group's document (PUT, or a PATCH's result) and its members.
-pub(crate) fn replace_group_in(c: &dyn Tx, tenant: &TenantId, id: &str, doc: Value, actor: &str) -> Result<Stored> {
+pub(crate) fn replace_group_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    id: &str,
+    doc: Value,
+    actor: &str,
+) -> Result<Stored> {
     one_in(c, Table::Groups, tenant, id)?.ok_or(Error::NotFound { what: "SCIM group" })?;
     let display = display_name(&doc)?;
     unique_display(c, tenant, &display, Some(id))?;
-    let sql = "UPDATE scim_groups SET display_key = ?, doc = ?, version = version + 1, updated_at = ? WHERE tenant_id = ? AND id = ?";
-    c.exec(sql, &[&display.to_lowercase(), &doc.to_string(), &stored::ts(Utc::now()), &tenant.as_str(), &id])?;
+    let sql = "UPDATE scim_groups SET display_name = ?, display_key = ?, doc = ?, version = version + 1, updated_at = ? \
+               WHERE tenant_id = ? AND id = ?";
+    c.exec(
+        sql,
+        &[
+            &display,
+            &display.to_lowercase(),
+            &doc.to_string(),
+            &stored::ts(Utc::now()),
+            &tenant.as_str(),
+            &id,
+        ],
+    )?;
     set_members(c, tenant, id, &doc, actor)?;
     one_in(c, Table::Groups, tenant, id)?.ok_or(Error::NotFound { what: "SCIM group" })
 }
@@ -464,7 +522,8 @@ pub(crate) fn delete_group_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &s
     let g = one_in(c, Table::Groups, tenant, id)?.ok_or(Error::NotFound { what: "SCIM group" })?;
     let empty = json!({ "displayName": display_name(&g.doc)?, "members": [] });
     set_members(c, tenant, id, &empty, actor)?;
-    let approval: String = c.row("SELECT group_name FROM scim_groups WHERE id = ?", &[&id])?.expect("read above").get(0)?;
+    let approval: String =
+        c.row("SELECT group_name FROM scim_groups WHERE id = ?", &[&id])?.expect("read above").get(0)?;
     c.exec("DELETE FROM scim_groups WHERE tenant_id = ? AND id = ?", &[&tenant.as_str(), &id])?;
     match crate::domain::groups::delete(c, tenant, &approval, actor) {
         Err(Error::Conflict { code: "group_in_use", .. }) => Ok(()),
@@ -474,16 +533,27 @@ pub(crate) fn delete_group_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &s
 
 /// The tenant's SCIM token: its prefix and creation, if it has one.
 pub(crate) async fn token_info(store: &Store, tenant: &TenantId) -> Result<Option<(String, DateTime<Utc>)>> {
-    store.opt("SELECT prefix, created_at FROM scim_tokens WHERE tenant_id = ?", &[tenant]).await
+    store
+        .opt("SELECT prefix, created_at FROM scim_tokens WHERE tenant_id = ?", &[tenant])
+        .await
         .map_err(Into::into)
 }
 
 /// Stores a new token for the tenant (replacing one), by its hash.
-pub(crate) fn put_token_in(c: &dyn Tx, tenant: &TenantId, (prefix, hash): (&str, &str), actor: &str, via: Transport) -> Result<()> {
+pub(crate) fn put_token_in(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    (prefix, hash): (&str, &str),
+    actor: &str,
+    via: Transport,
+) -> Result<()> {
     c.exec("DELETE FROM scim_tokens WHERE tenant_id = ?", &[&tenant.as_str()])?;
     let sql = "INSERT INTO scim_tokens (tenant_id, prefix, token_hash, created_at) VALUES (?, ?, ?, ?)";
     c.exec(sql, &[&tenant.as_str(), &prefix, &hash, &stored::ts(Utc::now())])?;
-    let e = NewEntry::new(tenant, actor, Kind::Key).via(via).verdict(Verdict::Issued).detail(json!({ "scim_token": prefix }));
+    let e = NewEntry::new(tenant, actor, Kind::Key)
+        .via(via)
+        .verdict(Verdict::Issued)
+        .detail(json!({ "scim_token": prefix }));
     activity::append(c, e)?;
     Ok(())
 }
@@ -493,19 +563,6 @@ pub(crate) async fn token_tenant(store: &Store, hash: &str) -> Result<Option<(Te
     let row: Option<(String, String)> =
         store.opt("SELECT tenant_id, prefix FROM scim_tokens WHERE token_hash = ?", &[&hash]).await?;
     Ok(row.map(|(t, p)| (TenantId::from_db(t), p)))
-}
-
-/// Whether the user is a deactivated SCIM user (who may not sign in).
-pub(crate) fn deactivated_in(c: &dyn Tx, user: &UserId) -> Result<bool> {
-    let row = c.row("SELECT active FROM scim_users WHERE user_id = ?", &[&user.as_str()])?;
-    Ok(row.map(|r| r.get::<i64>(0)).transpose()? == Some(0))
-}
-
-/// The user a directory provisioned with this `externalId` (the provider's subject), for a
-/// first single sign-on to bind to.
-pub(crate) fn by_external_id_in(c: &dyn Tx, tenant: &TenantId, external: &str) -> Result<Option<UserId>> {
-    let sql = "SELECT user_id FROM scim_users WHERE tenant_id = ? AND external_id = ?";
-    Ok(c.row(sql, &[&tenant.as_str(), &external])?.map(|r| r.get::<String>(0)).transpose()?.map(UserId::from_db))
 }
 
 /// Keeps `Map` in use for the document helpers' callers.

@@ -42,7 +42,9 @@ fn target(path: &str) -> Result<Target, PatchError> {
     let path = path.trim();
     let (head, filter, tail) = match path.find('[') {
         Some(open) => {
-            let close = path.rfind(']').ok_or_else(|| err("invalidPath", format!("`{path}`: a `[` is not closed")))?;
+            let close = path
+                .rfind(']')
+                .ok_or_else(|| err("invalidPath", format!("`{path}`: a `[` is not closed")))?;
             let inner = filter::parse(&path[open + 1..close]).map_err(|e| err("invalidFilter", e))?;
             (&path[..open], Some(inner), path[close + 1..].strip_prefix('.'))
         }
@@ -86,12 +88,20 @@ pub fn apply(doc: &mut Value, ops: &[Operation]) -> Result<(), PatchError> {
                 }
             }
             ("add" | "replace", Some(p)) => {
-                let v = o.value.clone().ok_or_else(|| err("invalidValue", format!("`{}` needs a value", o.op)))?;
+                let v = o
+                    .value
+                    .clone()
+                    .ok_or_else(|| err("invalidValue", format!("`{}` needs a value", o.op)))?;
                 set(obj, &target(p)?, v, o.op.eq_ignore_ascii_case("replace"))?;
             }
             ("remove", Some(p)) => remove(obj, &target(p)?, o.value.as_ref())?,
             ("remove", None) => return Err(err("noTarget", "`remove` needs a path")),
-            (other, _) => return Err(err("invalidSyntax", format!("`{other}` is not an operation (add, remove, replace)"))),
+            (other, _) => {
+                return Err(err(
+                    "invalidSyntax",
+                    format!("`{other}` is not an operation (add, remove, replace)"),
+                ));
+            }
         }
     }
     Ok(())
@@ -106,11 +116,17 @@ fn set(obj: &mut Map<String, Value>, t: &Target, v: Value, replace: bool) -> Res
                 hit = true;
                 match (sub, item.as_object_mut(), &v) {
                     (Some(s), Some(o), _) => put(o, s, v.clone()),
-                    (None, Some(o), Value::Object(fields)) => fields.iter().for_each(|(k, x)| put(o, k, x.clone())),
+                    (None, Some(o), Value::Object(fields)) => {
+                        fields.iter().for_each(|(k, x)| put(o, k, x.clone()))
+                    }
                     _ => *item = v.clone(),
                 }
             }
-            if hit { Ok(()) } else { Err(err("noTarget", format!("no value of `{}` matches the filter", t.attr))) }
+            if hit {
+                Ok(())
+            } else {
+                Err(err("noTarget", format!("no value of `{}` matches the filter", t.attr)))
+            }
         }
         (_, Some(_), _) => Err(err("noTarget", format!("`{}` has no values to filter", t.attr))),
         (Some(Value::Object(o)), None, Some(s)) => {
@@ -217,23 +233,38 @@ mod tests {
     #[test]
     fn operations_apply_as_the_rfc_describes() {
         let mut doc = json!({ "userName": "a", "members": [{ "value": "u1" }, { "value": "u2" }] });
-        apply(&mut doc, &ops(json!([
-            { "op": "replace", "path": "USERNAME", "value": "b" },
-            { "op": "add", "path": "members", "value": [{ "value": "u3" }, { "value": "u1" }] },
-            { "op": "remove", "path": "members[value eq \"u2\"]" },
-            { "op": "add", "value": { "displayName": "B", "name.givenName": "Bee" } },
-            { "op": "replace", "path": "active", "value": false },
-        ]))).unwrap();
-        assert_eq!(doc, json!({ "userName": "b", "members": [{ "value": "u1" }, { "value": "u3" }],
-                                "displayName": "B", "name": { "givenName": "Bee" }, "active": false }));
-        apply(&mut doc, &ops(json!([{ "op": "remove", "path": "members", "value": [{ "value": "u1" }] }]))).unwrap();
+        apply(
+            &mut doc,
+            &ops(json!([
+                { "op": "replace", "path": "USERNAME", "value": "b" },
+                { "op": "add", "path": "members", "value": [{ "value": "u3" }, { "value": "u1" }] },
+                { "op": "remove", "path": "members[value eq \"u2\"]" },
+                { "op": "add", "value": { "displayName": "B", "name.givenName": "Bee" } },
+                { "op": "replace", "path": "active", "value": false },
+            ])),
+        )
+        .unwrap();
+        assert_eq!(
+            doc,
+            json!({ "userName": "b", "members": [{ "value": "u1" }, { "value": "u3" }],
+                                "displayName": "B", "name": { "givenName": "Bee" }, "active": false })
+        );
+        apply(&mut doc, &ops(json!([{ "op": "remove", "path": "members", "value": [{ "value": "u1" }] }])))
+            .unwrap();
         assert_eq!(doc["members"], json!([{ "value": "u3" }]));
         let before = doc.clone();
-        let e = apply(&mut doc, &ops(json!([{ "op": "remove", "path": "members[value eq \"zz\"]" }]))).unwrap_err();
+        let e = apply(&mut doc, &ops(json!([{ "op": "remove", "path": "members[value eq \"zz\"]" }])))
+            .unwrap_err();
         assert_eq!(e.scim_type, "noTarget");
-        assert_eq!(apply(&mut doc, &ops(json!([{ "op": "move", "path": "a" }]))).unwrap_err().scim_type, "invalidSyntax");
+        assert_eq!(
+            apply(&mut doc, &ops(json!([{ "op": "move", "path": "a" }]))).unwrap_err().scim_type,
+            "invalidSyntax"
+        );
         assert_eq!(apply(&mut doc, &ops(json!([{ "op": "remove" }]))).unwrap_err().scim_type, "noTarget");
-        assert_eq!(apply(&mut doc, &ops(json!([{ "op": "add", "path": "a[", "value": 1 }]))).unwrap_err().scim_type, "invalidPath");
+        assert_eq!(
+            apply(&mut doc, &ops(json!([{ "op": "add", "path": "a[", "value": 1 }]))).unwrap_err().scim_type,
+            "invalidPath"
+        );
         assert_eq!(doc, before, "a refused operation changes nothing it did not apply");
     }
 }
