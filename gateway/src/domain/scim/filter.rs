@@ -237,13 +237,14 @@ impl Parser {
     }
 }
 
-/// `name.givenName` or `urn:…:User:userName` as its parts, lowercased.
+/// `name.givenName` or `urn:…:User:userName` as its parts, spelled as given (they compare
+/// case-insensitively).
 pub fn attr_path(attr: &str) -> Result<Vec<String>, String> {
     let short = match attr.rfind(':') {
         Some(i) if attr.to_ascii_lowercase().starts_with("urn:") => &attr[i + 1..],
         _ => attr,
     };
-    let parts: Vec<String> = short.split('.').map(|p| p.to_ascii_lowercase()).collect();
+    let parts: Vec<String> = short.split('.').map(str::to_string).collect();
     let ok = |p: &String| {
         !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$')
     };
@@ -267,7 +268,7 @@ fn values_at<'a>(doc: &'a Value, path: &[String]) -> Vec<&'a Value> {
 }
 
 fn case_exact(path: &[String]) -> bool {
-    matches!(path.first().map(String::as_str), Some("id" | "externalid"))
+    path.first().is_some_and(|p| p.eq_ignore_ascii_case("id") || p.eq_ignore_ascii_case("externalId"))
 }
 
 fn compare(actual: &Value, op: Op, expected: &Value, exact: bool) -> bool {
