@@ -63,10 +63,12 @@ pub fn UsersPage() -> impl IntoView {
                         </table>
                     </div>
                     <Groups />
-                    <crate::pages::sso::SingleSignOn />
                 })
             })}
         </Suspense>
+        // Outside the list's Suspense: a resource made inside a Suspend is made again when the
+        // Suspend renders once more, and the second read of a secret shown once finds nothing.
+        <crate::pages::sso::SingleSignOn />
         <AddUser />
     }
 }
