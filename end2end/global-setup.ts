@@ -27,6 +27,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       NAIVE_DEMO_UPSTREAM: "1",
       // The reference programs listen on loopback, which egress refuses unless allowed.
       NAIVE_EGRESS_ALLOW: "127.0.0.1/32",
+      // MCP clients' metadata documents are served over https by the tests, with this CA.
+      NAIVE_EGRESS_CA: path.join(root, "server", "tests", "fixtures", "test-ca.pem"),
       // Dead letters within a test's time: two attempts, retried within half a second.
       NAIVE_OUTBOX_MAX_ATTEMPTS: "2",
       NAIVE_OUTBOX_BACKOFF_BASE_MS: "100",

@@ -103,6 +103,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runtime") view=RuntimePage ssr=SsrMode::Async />
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async />
+                    <Route path=path!("/connect") view=pages::connect::ConnectPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>
             </Layout>

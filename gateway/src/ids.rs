@@ -66,6 +66,7 @@ id_type!(UserId, "usr", "A console user (a human).");
 id_type!(ProfileId, "prf", "An agent profile.");
 id_type!(KeyId, "key", "A scoped or company key.");
 id_type!(TokenId, "tok", "A console user's personal API token.");
+id_type!(ConnectionId, "ocn", "An MCP client connected through OAuth.");
 
 /// A name people read (a tenant's, a profile's, a token's label): 1 to `max` characters on
 /// one line, without surrounding spaces, control characters or the invisible ones that

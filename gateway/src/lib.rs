@@ -76,6 +76,10 @@ pub struct GatewayConfig {
     pub public_url: String,
     /// The internal addresses outbound calls may reach anyway ([`egress`]); none by default.
     pub egress_allow: egress::Allowance,
+    /// Certificate authorities trusted for outbound https besides the system's (`--egress-ca`).
+    pub egress_roots: Vec<reqwest::Certificate>,
+    /// How long an OAuth access token works, at most an hour ([`domain::oauth::ACCESS_SECS`]).
+    pub oauth_access_secs: i64,
     /// Benchmarks only: outbound calls without the egress guard, to measure what it costs.
     #[doc(hidden)]
     pub egress_unguarded_for_benchmarks: bool,
@@ -98,6 +102,8 @@ impl Default for GatewayConfig {
             outbox: outbox::OutboxConfig::default(),
             public_url: "http://127.0.0.1:3000".into(),
             egress_allow: egress::Allowance::default(),
+            egress_roots: Vec::new(),
+            oauth_access_secs: domain::oauth::ACCESS_SECS,
             egress_unguarded_for_benchmarks: false,
             clock: periods::Clock::System,
             metrics: true,
@@ -141,6 +147,8 @@ pub struct Services {
     vault: vault::Vault,
     /// The OpenID providers tenants sign in with: discovery and keys, cached ([`delivery::oidc`]).
     oidc: delivery::oidc::Providers,
+    /// The OAuth clients' metadata documents, cached ([`delivery::client_metadata`]).
+    oauth_clients: delivery::client_metadata::ClientDocuments,
     config: GatewayConfig,
     /// The holds this instance carries out, and its leases on them.
     leases: Arc<ledger::leases::Leases>,
@@ -249,10 +257,11 @@ impl Gateway {
             egress: if config.egress_unguarded_for_benchmarks {
                 egress::Egress::unguarded_for_benchmarks()
             } else {
-                egress::Egress::new(config.egress_allow.clone())
+                egress::Egress::trusting(config.egress_allow.clone(), config.egress_roots.clone())
             },
             vault: vault::Vault::new(config.master_key.clone()),
             oidc: Default::default(),
+            oauth_clients: Default::default(),
             leases: Arc::new(ledger::leases::Leases::new(config.hold_lease_secs)),
             config,
             kit_cache: Arc::default(),

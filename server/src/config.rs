@@ -308,6 +308,16 @@ pub struct Config {
     #[arg(long, env = "NAIVE_EGRESS_ALLOW", value_delimiter = ',', global = true)]
     pub egress_allow: Vec<String>,
 
+    /// How many seconds an OAuth access token for `/mcp` works (1 to 3600); clients refresh it.
+    #[arg(long, env = "NAIVE_OAUTH_ACCESS_TOKEN_SECS", default_value_t = 3600, global = true)]
+    pub oauth_access_token_secs: u32,
+
+    /// A PEM file of certificate authorities that outbound https calls trust besides the
+    /// system's: the operator's own CA, for services inside its network it allowed with
+    /// `--egress-allow` (an OpenID provider, an MCP client's metadata document).
+    #[arg(long, env = "NAIVE_EGRESS_CA", global = true)]
+    pub egress_ca: Option<std::path::PathBuf>,
+
     /// Settings for tests and benchmarks, in a build with the `test-switches` feature only.
     #[cfg(feature = "test-switches")]
     #[command(flatten)]

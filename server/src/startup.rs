@@ -229,6 +229,8 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
         },
         egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
             .map_err(StartError::Config)?,
+        oauth_access_secs: i64::from(config.oauth_access_token_secs.clamp(1, 3600)),
+        egress_roots: egress_roots(config.egress_ca.as_deref()).map_err(StartError::Config)?,
         metrics: config.metrics == crate::config::Switch::On,
         ..Default::default()
     };
@@ -236,6 +238,14 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
     #[cfg(feature = "test-switches")]
     let gateway_config = switched(gateway_config, &config.switches);
     Ok(gateway_config)
+}
+
+/// The certificate authorities in `--egress-ca`, if given.
+fn egress_roots(path: Option<&std::path::Path>) -> Result<Vec<reqwest::Certificate>, String> {
+    let Some(path) = path else { return Ok(Vec::new()) };
+    let pem = std::fs::read(path).map_err(|e| format!("--egress-ca {}: {e}", path.display()))?;
+    reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|e| format!("--egress-ca {}: not a PEM bundle of certificates ({e})", path.display()))
 }
 
 /// The gateway's settings with the test switches set (a build with `test-switches`).
@@ -307,6 +317,11 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
         .route("/login/sso/callback", get(crate::http::sso::callback))
         .route("/login/sso/{tenant_id}", get(crate::http::sso::by_tenant))
         .merge(crate::scim::routes(&state))
+        .route(crate::http::oauth::RESOURCE_METADATA_PATH, get(crate::http::oauth::resource_metadata))
+        .route("/.well-known/oauth-protected-resource", get(crate::http::oauth::resource_metadata))
+        .route("/.well-known/oauth-authorization-server", get(crate::http::oauth::server_metadata))
+        .route("/oauth/authorize", get(crate::http::oauth::authorize).post(crate::http::oauth::consent))
+        .route("/oauth/token", axum::routing::post(crate::http::oauth::token))
         .route("/spend/export.csv", get(crate::http::console::export_ledger_csv))
         .route("/approvals/export.csv", get(crate::http::console::export_approvals_csv))
         .route("/console/events", get(crate::http::console::events))

@@ -8,6 +8,7 @@ pub mod connectors;
 pub mod forms;
 pub mod inbox;
 pub mod kits;
+pub mod oauth;
 pub mod overview;
 pub mod profiles;
 pub mod proposals;

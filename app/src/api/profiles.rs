@@ -114,6 +114,8 @@ pub struct ProfileFull {
     pub can_manage: bool,
     /// Where agents reach the gateway over MCP, as this page was reached.
     pub mcp_url: String,
+    /// MCP clients connected through OAuth to act as this profile.
+    pub connections: Vec<crate::api::oauth::ConnectionRow>,
 }
 
 #[cfg(feature = "ssr")]
@@ -207,7 +209,9 @@ pub async fn profile_detail(id: String, issued: Option<String>) -> Result<Profil
         _ => None,
     };
     let can_manage = user.has(gateway::Role::Admin);
-    Ok(ProfileFull { profile, parent, keys, cascade, new_secret, can_manage, mcp_url: mcp_url().await })
+    let connections = crate::api::oauth::connection_rows(&gw, &tenant.id, &pid).await?;
+    let mcp_url = mcp_url().await;
+    Ok(ProfileFull { profile, parent, keys, cascade, new_secret, can_manage, mcp_url, connections })
 }
 
 /// The `/mcp` endpoint at the host and scheme this request came by (a proxy's, if it says).

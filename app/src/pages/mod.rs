@@ -3,6 +3,7 @@
 pub mod account;
 pub mod activity;
 pub mod beliefs;
+pub mod connect;
 pub mod connectors;
 pub mod inbox;
 pub mod kits;

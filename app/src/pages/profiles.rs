@@ -131,10 +131,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
                 </section>
             }
         })}
-        <p class="mb-4 text-sm text-zinc-600 dark:text-zinc-400">
-            "MCP endpoint: " <code data-testid="mcp-endpoint" class="font-mono">{d.mcp_url.clone()}</code>
-            " — send the agent's key as " <code class="font-mono">"Authorization: Bearer …"</code> " on every request."
-        </p>
+        <McpEndpoint url=d.mcp_url.clone() />
         <section class="mb-6">
             <div class="mb-2 flex items-baseline justify-between">
                 <h2 class="text-sm font-semibold">"Keys"</h2>
@@ -170,6 +167,7 @@ fn ProfileView(d: ProfileFull) -> impl IntoView {
                 }.into_any()
             }}
         </section>
+        <Connections rows=d.connections can_manage=d.can_manage />
         <section class="max-w-2xl rounded-lg border border-red-200 p-4 dark:border-red-900" data-testid="revoke-profile">
             <h2 class="text-sm font-semibold">"Revoke this profile"</h2>
             {if revoked {
@@ -241,5 +239,48 @@ fn KeyLine(k: KeyRow, profile_id: String, can_manage: bool) -> impl IntoView {
                 })}
             </td>
         </tr>
+    }
+}
+
+/// The MCP clients connected through OAuth to act as this profile, each revocable here.
+#[component]
+fn Connections(rows: Vec<crate::api::oauth::ConnectionRow>, can_manage: bool) -> impl IntoView {
+    (!rows.is_empty()).then(|| view! {
+        <section class="mb-6" data-testid="connections">
+            <h2 class="mb-2 text-sm font-semibold">"Connected clients (OAuth)"</h2>
+            <ul class="space-y-2 text-sm">
+                {rows.into_iter().map(|c| {
+                    let live = c.revoked_at.is_none();
+                    view! {
+                        <li class="flex flex-wrap items-center gap-2" data-connection=c.client_name.clone()>
+                            <span class="font-medium">{c.client_name.clone()}</span>
+                            <span class="text-zinc-500 dark:text-zinc-400">{format!("({}), connected by {} ", c.client_host, c.connected_by)}<Time rfc3339=c.created_at /></span>
+                            <span class="text-zinc-500 dark:text-zinc-400">" · last used "{match c.last_used_at {
+                                Some(t) => view! { <Time rfc3339=t /> }.into_any(),
+                                None => view! { <span>"never"</span> }.into_any(),
+                            }}</span>
+                            {c.revoked_at.map(|t| view! { <span>" · revoked "<Time rfc3339=t /></span> })}
+                            {(can_manage && live).then(|| view! {
+                                <form method="post" action="/api/revoke_connection">
+                                    <input type="hidden" name="connection_id" value=c.id.clone() />
+                                    <button type="submit" data-testid="revoke-connection" class="rounded border border-red-300 px-2 py-0.5 text-xs text-red-700 dark:border-red-800 dark:text-red-400">"Revoke"</button>
+                                </form>
+                            })}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </section>
+    })
+}
+
+/// Where the agent connects: with its key in a header, or through OAuth from a hosted client.
+#[component]
+fn McpEndpoint(url: String) -> impl IntoView {
+    view! {
+        <p class="mb-4 text-sm text-zinc-600 dark:text-zinc-400">
+            "MCP endpoint: " <code data-testid="mcp-endpoint" class="font-mono">{url}</code>
+            " — send the agent's key as " <code class="font-mono">"Authorization: Bearer …"</code> " on every request, or connect a hosted client (a chat product's connector) to the same address: it signs in through OAuth, and an admin picks this profile on the consent page."
+        </p>
     }
 }

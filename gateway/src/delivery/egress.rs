@@ -198,8 +198,15 @@ impl Egress {
     /// The client, guarded by `allow`: pooled connections, no Nagle delay, no redirects (a
     /// redirect could carry a credential header elsewhere), no proxy.
     pub fn new(allow: Allowance) -> Egress {
+        Egress::trusting(allow, Vec::new())
+    }
+
+    /// [`Egress::new`], trusting `roots` for https besides the system's: the operator's own
+    /// certificate authorities (`--egress-ca`), for targets inside its network it allowed.
+    pub fn trusting(allow: Allowance, roots: Vec<reqwest::Certificate>) -> Egress {
         let allow = Arc::new(allow);
         let client = base_builder()
+            .tls_certs_merge(roots)
             .dns_resolver(Arc::new(Resolver { allow: allow.clone() }))
             .connector_layer(GuardLayer { allow: allow.clone() })
             .build()

@@ -6,6 +6,7 @@
 //! Rule: delivery may read and write the domain's tables through their owners; nothing below
 //! it calls out of the process.
 
+pub mod client_metadata;
 pub mod connectors;
 pub mod egress;
 pub mod oidc;

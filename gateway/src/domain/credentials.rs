@@ -89,14 +89,16 @@ pub(crate) struct CachedKey {
 /// A personal token's row: id, tenant, user, hash, roles, groups, last used.
 pub(crate) type TokenRow = (String, String, String, String, String, i64, Option<DateTime<Utc>>);
 /// A key's row: id, tenant, profile (none for a company key), hash, last used, expiry.
+/// With an OAuth access token, its connection.
 pub(crate) type KeyRow =
-    (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<String>);
 
 /// The unrevoked key in `table` with `prefix`, if there is one.
 pub(crate) async fn key_row(store: &Store, table: KeyTable, prefix: &str) -> Result<Option<KeyRow>> {
-    let owner = if table == KeyTable::Agent { "profile_id" } else { "NULL" };
+    let (owner, connection) =
+        if table == KeyTable::Agent { ("profile_id", "connection_id") } else { ("NULL", "NULL") };
     let sql = format!(
-        "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at FROM {} \
+        "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at, {connection} FROM {} \
          WHERE prefix = ? AND revoked_at IS NULL",
         table.name()
     );

@@ -187,6 +187,7 @@ fn carry_of(catalog: &policy::Catalog, r: InFlightRow) -> Option<ReservedCall> {
             profile: r.profile,
             key: r.key,
             via: crate::audit::activity::Transport::parse(&r.via)?,
+            connection: None,
         },
         tool: catalog.get(&r.action)?.clone(),
         args: serde_json::from_str::<Value>(&r.args).ok()?,

@@ -74,7 +74,7 @@ impl crate::sql::FromRow for KeyInfo {
 /// A profile's keys, newest first.
 pub(crate) async fn list(store: &Store, tenant: &TenantId, profile: &ProfileId) -> Result<Vec<KeyInfo>> {
     let sql = format!(
-        "SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? ORDER BY created_at DESC, id"
+        "SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? AND connection_id IS NULL ORDER BY created_at DESC, id"
     );
     Ok(store.all(&sql, &[tenant, profile]).await?)
 }
@@ -86,8 +86,9 @@ pub(crate) async fn get(
     profile: &ProfileId,
     key: &KeyId,
 ) -> Result<Option<KeyInfo>> {
-    let sql =
-        format!("SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? AND id = ?");
+    let sql = format!(
+        "SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = ? AND profile_id = ? AND id = ? AND connection_id IS NULL"
+    );
     Ok(store.opt(&sql, &[tenant, profile, key]).await?)
 }
 
@@ -169,4 +170,35 @@ pub(crate) fn insert_key(
         }
     };
     activity::append(c, entry)
+}
+
+/// Stores an OAuth access token as a key of the connection's profile, working until
+/// `expires_at` ([`crate::domain::oauth`]). It is not listed among the profile's keys: its
+/// connection is.
+pub(crate) fn insert_access_key(
+    c: &dyn Tx,
+    t: &TenantId,
+    i: &KeyInfo,
+    hash: &str,
+    connection: &crate::ids::ConnectionId,
+) -> Result<()> {
+    c.exec(
+        "INSERT INTO agent_keys (id, tenant_id, profile_id, prefix, secret_hash, created_at, expires_at, connection_id) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        &[&i.id, t, &i.profile_id, &i.prefix, &hash, &i.created_at, &i.expires_at, connection],
+    )?;
+    Ok(())
+}
+
+/// Revokes every access token of an OAuth connection at once.
+pub(crate) fn revoke_connection_keys(
+    c: &dyn Tx,
+    t: &TenantId,
+    connection: &crate::ids::ConnectionId,
+) -> Result<()> {
+    c.exec(
+        "UPDATE agent_keys SET revoked_at = ? WHERE tenant_id = ? AND connection_id = ? AND revoked_at IS NULL",
+        &[&Utc::now(), t, connection],
+    )?;
+    Ok(())
 }

@@ -19,6 +19,7 @@ pub mod keys;
 pub mod kits;
 pub mod ledger;
 pub mod logins;
+pub mod oauth;
 pub mod periods;
 pub mod principal;
 pub mod profiles;

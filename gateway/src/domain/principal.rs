@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::audit::activity::Transport;
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::{Error, Result};
-use crate::ids::{KeyId, ProfileId, TenantId, UserId};
+use crate::ids::{ConnectionId, KeyId, ProfileId, TenantId, UserId};
 
 /// Who is calling: resolved from a scoped key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -19,6 +19,23 @@ pub struct Subject {
     /// The transport this request came by, which the entries it causes record.
     #[serde(default)]
     pub via: Transport,
+    /// The OAuth connection whose access token this is ([`crate::domain::oauth`]): such a
+    /// token is good at `/mcp` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<ConnectionId>,
+}
+
+impl Subject {
+    /// An agent calling with `key` over HTTP, not through an OAuth connection.
+    pub fn of(tenant: &TenantId, profile: &ProfileId, key: KeyId) -> Subject {
+        Subject {
+            tenant: tenant.clone(),
+            profile: profile.clone(),
+            key,
+            via: Transport::Http,
+            connection: None,
+        }
+    }
 }
 
 /// A human deciding: a console user, and the credential they decided with (the console

@@ -58,6 +58,30 @@ pub struct TreeEntry {
     pub profile: Profile,
 }
 
+impl Profile {
+    /// A new active profile, not yet stored ([`insert_profile`]).
+    pub fn fresh(
+        tenant: &TenantId,
+        name: &str,
+        owner: Option<&UserId>,
+        parent: Option<&ProfileId>,
+        kit_name: &str,
+    ) -> Profile {
+        Profile {
+            id: ProfileId::generate(),
+            tenant_id: tenant.clone(),
+            name: name.to_string(),
+            owner: owner.cloned(),
+            parent: parent.cloned(),
+            kit_name: kit_name.to_string(),
+            status: SubjectStatus::Active,
+            runtime: RuntimeState::Running,
+            runtime_reason: None,
+            created_at: Utc::now(),
+        }
+    }
+}
+
 pub const MAX_NAME_LEN: usize = 80;
 
 pub(crate) const COLUMNS: &str = "id, tenant_id, name, owner_user_id, parent_id, kit_name, status, runtime_state, runtime_reason, created_at";

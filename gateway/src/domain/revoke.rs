@@ -83,6 +83,7 @@ pub(crate) fn revoke(
     ledger::lock_accounts(c, &deepest_first)?;
     for id in &profiles {
         crate::domain::profiles::mark_revoked(c, id)?;
+        crate::domain::oauth::revoke_profile_connections(c, tenant, id, actor)?;
     }
     let approvals = approvals::pending_for(c, &profiles)?;
     for a in &approvals {

@@ -178,6 +178,7 @@ impl Gateway {
             profile: a.profile_id.clone(),
             key: crate::ids::KeyId::from_db("approval".into()),
             via: by.via,
+            connection: None,
         };
         let tool = self.tool(&a.action)?;
         let hold = a

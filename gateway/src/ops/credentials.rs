@@ -63,7 +63,9 @@ impl Gateway {
     async fn read_key(&self, prefix: &str, hash: &str) -> Result<Option<CachedKey>> {
         for table in [KeyTable::Agent, KeyTable::Company] {
             let row = credentials::key_row(&self.store, table, prefix).await?;
-            let Some((id, tenant, profile, stored, last_used_at, expires_at)) = row else { continue };
+            let Some((id, tenant, profile, stored, last_used_at, expires_at, connection)) = row else {
+                continue;
+            };
             if !secrets::digest_eq(hash, &stored) {
                 return Ok(None);
             }
@@ -74,6 +76,7 @@ impl Gateway {
                     profile: crate::ProfileId::from_db(p),
                     key,
                     via: crate::audit::activity::Transport::Http,
+                    connection: connection.map(crate::ids::ConnectionId::from_db),
                 }),
                 None => Credential::Company { tenant, key },
             };

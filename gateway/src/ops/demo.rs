@@ -113,19 +113,13 @@ impl Gateway {
             (&buyer.id, "cards.charge", json!({"amount": "5.00", "merchant": "unknown-shop"})),
         ] {
             let (key, _) = self.issue_key(t, profile, DEMO_ADMIN).await?;
-            let subject =
-                Subject { tenant: t.clone(), profile: profile.clone(), key: key.id, via: Default::default() };
+            let subject = Subject::of(t, profile, key.id);
             self.perform_as(&subject, action.to_string(), args, None).await?;
         }
 
         // A research run's findings, waiting in the proposal queue.
         let (research_key, _) = self.issue_key(t, &crawler.id, DEMO_ADMIN).await?;
-        let researcher = Subject {
-            tenant: t.clone(),
-            profile: crawler.id.clone(),
-            key: research_key.id,
-            via: Default::default(),
-        };
+        let researcher = Subject::of(t, &crawler.id, research_key.id);
         let claim = |object_type: &str, text: &str| crate::domain::brain::ClaimInput {
             object_type: object_type.into(),
             content: json!({ "claim": text }),

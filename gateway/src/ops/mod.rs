@@ -22,6 +22,7 @@ mod keys;
 mod kits;
 mod ledger;
 mod logins;
+pub mod oauth;
 mod outbox;
 mod profiles;
 mod proposals;

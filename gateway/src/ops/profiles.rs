@@ -1,12 +1,9 @@
 //! Agent profiles as operations: creating one, reading one, a tenant's list and tree, and the
 //! owner check every human decision makes.
 
-use chrono::Utc;
-use policy::SubjectStatus;
-
 use crate::Gateway;
 use crate::domain::profiles::{
-    self as profiles, MAX_NAME_LEN, Profile, RuntimeState, TreeEntry, insert_profile, tree_order,
+    self as profiles, MAX_NAME_LEN, Profile, TreeEntry, insert_profile, tree_order,
 };
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId, UserId};
@@ -29,18 +26,7 @@ impl Gateway {
             self.user(tenant, u).await?;
         }
         self.current_kit(tenant, kit_name).await?;
-        let profile = Profile {
-            id: ProfileId::generate(),
-            tenant_id: tenant.clone(),
-            name: name.to_string(),
-            owner: owner.cloned(),
-            parent: parent.cloned(),
-            kit_name: kit_name.to_string(),
-            status: SubjectStatus::Active,
-            runtime: RuntimeState::Running,
-            runtime_reason: None,
-            created_at: Utc::now(),
-        };
+        let profile = Profile::fresh(tenant, name, owner, parent, kit_name);
         let p = profile.clone();
         self.write(move |c| insert_profile(c, &p)).await?;
         Ok(profile)

@@ -34,6 +34,8 @@ impl Gateway {
         let (t, p, actor) = (tenant.clone(), profile.clone(), actor.to_string());
         let report = self.write(move |c| revoke(c, &t, &p, &actor, confirmed_profiles)).await?;
         self.agents_changed(Some(tenant));
+        // Its OAuth connections were revoked with it: their tokens leave the key cache.
+        self.invalidate_keys();
         self.invalidate_links();
         self.credentials_changed();
         Ok(report)

@@ -79,6 +79,14 @@ fn missing_key() -> Problem {
     )
 }
 
+fn mcp_only() -> Problem {
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "token_for_mcp_only",
+        "this OAuth access token was issued for /mcp only; use the agent's scoped key at /v1",
+    )
+}
+
 fn invalid_key() -> Problem {
     Problem::new(
         StatusCode::UNAUTHORIZED,
@@ -138,6 +146,8 @@ async fn resolve(state: &AppState, headers: &axum::http::HeaderMap) -> Result<Re
         };
     };
     Ok(match state.gateway.credential(token).await?.ok_or_else(invalid_key)? {
+        // An OAuth access token is good at `/mcp` only (RFC 8707: its resource).
+        Credential::Agent(s) if s.connection.is_some() => return Err(mcp_only()),
         Credential::Agent(s) => Resolved::Agent(s),
         Credential::Company { tenant, key } => Resolved::Company { tenant, key },
         Credential::Person(p) => Resolved::Person(p),

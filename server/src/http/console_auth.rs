@@ -131,6 +131,7 @@ const DETAIL_PAGES: [&str; 3] = ["/proposals/", "/profiles/", "/kits/"];
 /// exports such as `/spend/export.csv`, files) passes.
 fn is_console_page(path: &str) -> bool {
     path == "/account"
+        || path == "/connect"
         || app::api::session::VIEWS.iter().any(|v| v.href == path)
         || DETAIL_PAGES.iter().any(|p| path.starts_with(p))
 }
@@ -154,6 +155,10 @@ pub async fn same_origin_writes(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let api =
         path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/") || path.starts_with("/scim/");
+    // The token endpoint takes no cookie: a client's code or refresh token is its credential.
+    if path == "/oauth/token" {
+        return next.run(req).await;
+    }
     // `/mcp` validates `Origin` itself, against its own allow list.
     let bearer = api && req.headers().contains_key(header::AUTHORIZATION);
     if !writes || bearer {

@@ -3,7 +3,7 @@
 //! ([`limits`]), the console's static assets and compression ([`assets`]) and the connection
 //! loop ([`serve`]); and the routes that are neither `/v1` nor a console page: the probes
 //! ([`health`]), the scrape ([`metrics`]), the console's feeds and exports ([`console`]) and single
-//! sign-on ([`sso`]).
+//! sign-on ([`sso`]), and OAuth for MCP clients ([`oauth`]).
 
 pub mod assets;
 pub mod auth;
@@ -13,6 +13,7 @@ pub mod health;
 pub mod idempotency;
 pub mod limits;
 pub mod metrics;
+pub mod oauth;
 pub mod problem;
 pub mod serve;
 pub mod sso;

@@ -172,7 +172,7 @@ fn escape(s: &str) -> String {
 }
 
 /// A refusal as a page: what happened, and the way back.
-fn page(status: StatusCode, title: &str, message: &str) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, message: &str) -> Response {
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
          <title>{t}</title><main style=\"font-family:system-ui;max-width:32rem;margin:3rem auto\">\
@@ -188,7 +188,7 @@ fn page(status: StatusCode, title: &str, message: &str) -> Response {
 
 /// A page that opens `to` at once: the console once the session cookie is set, or the
 /// provider from the sign-in form (see the module doc).
-fn continue_page(to: &str, title: &str) -> Response {
+pub(crate) fn continue_page(to: &str, title: &str) -> Response {
     let to = escape(to);
     let body = format!(
         "<!DOCTYPE html><html lang=\"en\"><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={to}\">\

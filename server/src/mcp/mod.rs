@@ -147,9 +147,11 @@ fn config(settings: &McpSettings, cancel: tokio_util::sync::CancellationToken) -
         .with_cancellation_token(cancel)
 }
 
-fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> Response {
+/// A 401 whose challenge points at `/mcp`'s protected resource metadata, so an OAuth client
+/// finds where to get a token ([`crate::http::oauth::challenge`]).
+fn unauthorized(shared: &Shared, code: &'static str, message: &str, error: Option<&str>) -> Response {
     let mut res = Problem::new(StatusCode::UNAUTHORIZED, code, message).into_response();
-    res.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    res.headers_mut().insert(header::WWW_AUTHENTICATE, crate::http::oauth::challenge(&shared.gateway, error));
     res
 }
 
@@ -157,9 +159,10 @@ fn unauthorized(code: &'static str, message: &str, challenge: &'static str) -> R
 async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let Some(token) = crate::http::auth::bearer(req.headers()) else {
         return unauthorized(
+            &shared,
             "missing_key",
-            "send the agent's scoped key as `Authorization: Bearer nv_<prefix>_<secret>` on every request",
-            r#"Bearer realm="naive-mcp""#,
+            "send the agent's scoped key as `Authorization: Bearer nv_<prefix>_<secret>` on every request, or connect with OAuth",
+            None,
         );
     };
     match shared.gateway.credential(token).await {
@@ -180,9 +183,10 @@ async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         )
         .into_response(),
         Ok(None) => unauthorized(
+            &shared,
             "invalid_key",
-            "the key is malformed, unknown, revoked or expired; ask for a new key",
-            r#"Bearer realm="naive-mcp", error="invalid_token""#,
+            "the key or access token is malformed, unknown, revoked or expired; ask for a new key, or refresh the token",
+            Some("invalid_token"),
         ),
         Err(e) => Problem::from(e).into_response(),
     }

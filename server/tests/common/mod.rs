@@ -62,6 +62,8 @@ pub fn config(db_url: &str) -> Config {
         mcp_allowed_origins: Vec::new(),
         // The reference programs tests start listen on loopback; the egress tests take this away.
         egress_allow: vec![TEST_EGRESS_ALLOW.into()],
+        egress_ca: None,
+        oauth_access_token_secs: 3600,
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),

@@ -273,7 +273,14 @@ def test_malformed_oversize_unauthenticated_and_cross_origin_messages(server):
     assert status == 413, text
     status, headers, text = raw(server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert (status, json.loads(text)["code"]) == (401, "missing_key")
-    assert headers["WWW-Authenticate"] == 'Bearer realm="naive-mcp"'
+    # The challenge points an OAuth client at /mcp's metadata, at the configured public URL.
+    metadata = f'{server.base}/.well-known/oauth-protected-resource/mcp'
+    assert headers["WWW-Authenticate"] == f'Bearer resource_metadata="{metadata}", scope="mcp"'
+    # ...never at the request's Host (behind a proxy that would name the wrong scheme or host).
+    status, headers, _ = raw(server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                             headers={"Host": "evil.example", "X-Forwarded-Proto": "http"})
+    assert status == 401 and "evil.example" not in headers["WWW-Authenticate"]
+    assert metadata in headers["WWW-Authenticate"]
     status, _, text = raw(server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, key=COMPANY)
     assert (status, json.loads(text)["code"]) == (403, "agent_key_required")
     status, _, _ = raw(server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, key=key,

@@ -975,6 +975,7 @@ mod tests {
                 profile: link.profile.clone(),
                 key: KeyId::generate(),
                 via: Default::default(),
+                connection: None,
             },
             tool: Catalog::builtin().get("cards.charge").cloned().unwrap(),
             args_digest: digest(&args),
