@@ -83,6 +83,18 @@ pub async fn spawn_app() -> TestApp {
     app
 }
 
+/// The application on a fresh database, with the tests' settings as `change` leaves them.
+pub async fn spawn_configured(change: impl FnOnce(&mut Config)) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, cluster) = gateway::testing::fresh_url(dir.path()).await;
+    let mut c = config(&url);
+    change(&mut c);
+    let mut app = spawn_with(c).await;
+    app._dir = Some(dir);
+    app._cluster = cluster;
+    app
+}
+
 pub async fn spawn_with(config: Config) -> TestApp {
     let app = Application::build(&config).await.expect("application starts");
     let base = format!("http://{}", app.local_addr());
