@@ -2,7 +2,8 @@
 # Governed tool calls over /mcp against the same action over /v1, and against a peer: an
 # ungoverned MCP server built with the official Python SDK (bench/mcp_peer.py). One client for
 # all (`mcp-load`, 64 connections on loopback, each with its own MCP session), one run, this
-# machine. Also tools/list latency for a kit with every primitive. Prints each figure and the
+# machine. A row with an OAuth access token for the same profile sits between two static-key
+# rows (the OAuth issue's target: within 3 %). Also tools/list latency for a kit with every primitive. Prints each figure and the
 # ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer). Saturation
 # first (each client calls as soon as its answer arrives), then a fixed rate (RATE, 2,000/s by
 # default) for latency under load rather than at the knee. Between them, the SDK's own floor
@@ -18,8 +19,13 @@ dir="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 port=$(free_port); peer_port=$(free_port)
 export DATABASE_URL="sqlite://$dir/bench.db" NAIVE_NO_DEMO=true RUST_LOG=warn
-company=$(target/release/server tenant create --name "MCP bench" --credit 1000000 | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
-target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
+created=$(target/release/server tenant create --name "MCP bench" --credit 1000000 --admin bench-admin)
+company=$(echo "$created" | sed -n 's/.*company key: \(nv_[A-Za-z0-9_]*\).*/\1/p')
+admin_password=$(echo "$created" | sed -n 's/.*password: \([A-Za-z0-9]*\).*/\1/p')
+# The client ID metadata document the OAuth row's client serves is on loopback, over https
+# from the test CA (bench/oauth_token.py).
+NAIVE_EGRESS_ALLOW=127.0.0.1/32 NAIVE_EGRESS_CA=server/tests/fixtures/test-ca.pem \
+  target/release/server --bind "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
 server=$!
 .venv/bin/python bench/mcp_peer.py "$peer_port" >"$dir/peer.log" 2>&1 &
 peer=$!
@@ -54,6 +60,11 @@ echo "warming up"
 "$load" --seconds 2 --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
 echo "== naive_web_read over /mcp (sessions, 2025-11-25)"
 mcp=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "$mcp"
+echo "== naive_web_read over /mcp (sessions) with an OAuth access token for the same profile"
+oauth_token=$(.venv/bin/python bench/oauth_token.py "$base" bench-admin "$admin_password" "$profile")
+oauth=$(run --url "$base/mcp" --key "$oauth_token" --tool naive_web_read --mode session); echo "$oauth"
+echo "== naive_web_read over /mcp (sessions) with the static key again"
+mcp_again=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "$mcp_again"
 echo "== naive_web_read over /mcp (stateless, 2026-07-28)"
 stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless); echo "$stateless"
 echo "== web.read over /v1"
@@ -84,10 +95,11 @@ echo "== tools/list, every primitive enabled (sessions): saturation, then one cl
 "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
 "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list --clients 1
 rate() { echo "$1" | awk '{print $1}'; }
-python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" <<'PY'
+python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" "$(rate "$oauth")" "$(rate "$mcp_again")" <<'PY'
 import sys
-mcp, stateless, v1, peer = map(float, sys.argv[1:])
+mcp, stateless, v1, peer, oauth, mcp_again = map(float, sys.argv[1:])
 print(f"== ratios: sessions/v1 {mcp / v1:.0%}, stateless/v1 {stateless / v1:.0%}, "
-      f"sessions/peer {mcp / peer:.1f}x, stateless/peer {stateless / peer:.1f}x")
+      f"sessions/peer {mcp / peer:.1f}x, stateless/peer {stateless / peer:.1f}x, "
+      f"OAuth token/static key {oauth / ((mcp + mcp_again) / 2):.3f} (static key before and after)")
 PY
 echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"
