@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Governed tool calls over /mcp against the same action over /v1, and against a peer: an
 # ungoverned MCP server built with the official Python SDK (bench/mcp_peer.py). One client for
-# all (`mcp-load`, 64 connections on loopback, each with its own MCP session), one run, this
+# all (`mcp-load`, 32 connections on loopback, each with its own MCP session), one run, this
 # machine. A row with an OAuth access token for the same profile sits between two static-key
 # rows (the OAuth issue's target: within 3 %). Also tools/list latency for a kit with every primitive. Prints each figure and the
 # ratios the MCP issue targets (MCP ≥ 70 % of /v1, p99 ≤ 15 ms, ≥ 3× the peer). Saturation
@@ -45,26 +45,30 @@ api PUT /v1/kits/Everything "{\"name\":\"Everything\",\"primitives\":$every}" >/
 profile=$(api POST /v1/agent-profiles '{"name":"bench-agent","kit":"Everything"}' | field '["id"]')
 key=$(api POST "/v1/agent-profiles/$profile/keys" | field '["secret"]')
 load=target/release/mcp-load
+# 32 clients, each with its own session: one key holds at most 32 open MCP sessions
+# (MAX_SESSIONS_PER_KEY), so 64 sessions on the one key are refused past the 32nd.
+clients="${CLIENTS:-32}"
 args='{"url":"https://bench.example.test/page"}'
 # The server's CPU time per call beside each figure: client and server share this machine's
 # cores, so calls/s moves with whatever else runs; CPU per call does not.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 run() {
   local before out after calls
-  before=$(ticks "$server_pid"); out=$("$load" --seconds "$secs" --args "$args" "$@"); after=$(ticks "$server_pid")
+  before=$(ticks "$server_pid"); out=$("$load" --seconds "$secs" --clients "$clients" --args "$args" "$@"); after=$(ticks "$server_pid")
   calls=$(echo "$out" | sed -n 's/.*(\([0-9]*\) calls.*/\1/p')
   echo "$out  server CPU $(( (after - before) * 1000000 / $(getconf CLK_TCK) / calls )) µs/call"
 }
 server_pid=$server
 echo "warming up"
-"$load" --seconds 2 --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
+"$load" --seconds 5 --clients "$clients" --url "$base/mcp" --key "$key" --tool naive_web_read --args "$args" --mode session >/dev/null
 echo "== naive_web_read over /mcp (sessions, 2025-11-25)"
 mcp=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "$mcp"
-echo "== naive_web_read over /mcp (sessions) with an OAuth access token for the same profile"
+echo "== naive_web_read over /mcp (sessions) with an OAuth access token for the same profile, then"
+echo "   the static key and the token again, alternating"
 oauth_token=$(.venv/bin/python bench/oauth_token.py "$base" bench-admin "$admin_password" "$profile")
-oauth=$(run --url "$base/mcp" --key "$oauth_token" --tool naive_web_read --mode session); echo "$oauth"
-echo "== naive_web_read over /mcp (sessions) with the static key again"
-mcp_again=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "$mcp_again"
+oauth=$(run --url "$base/mcp" --key "$oauth_token" --tool naive_web_read --mode session); echo "token  $oauth"
+mcp_again=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session); echo "key    $mcp_again"
+oauth_again=$(run --url "$base/mcp" --key "$oauth_token" --tool naive_web_read --mode session); echo "token  $oauth_again"
 echo "== naive_web_read over /mcp (stateless, 2026-07-28)"
 stateless=$(run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless); echo "$stateless"
 echo "== web.read over /v1"
@@ -85,21 +89,24 @@ echo "   CPU per call the SDK adds over a plain route: sessions $(( $(cpu "$floo
   "$(( $(cpu "$mcp") - $(cpu "$v1") )) µs (sessions) and $(( $(cpu "$stateless") - $(cpu "$v1") )) µs (stateless) over /v1"
 server_pid=$server
 rate="${RATE:-2000}"
-echo "== a fixed $rate calls/s over 64 clients for ${FIXED_SECS:-15} s: latency from when each call was due"
+echo "== a fixed $rate calls/s over $clients clients for ${FIXED_SECS:-15} s: latency from when each call was due"
 secs="${FIXED_SECS:-15}"
 run --url "$base/mcp" --key "$key" --tool naive_web_read --mode session --rate "$rate"
 run --url "$base/mcp" --key "$key" --tool naive_web_read --mode stateless --rate "$rate"
 run --url "$base/v1/users/$profile/web/read" --key "$key" --mode v1 --rate "$rate"
 secs="${1:-10}"
 echo "== tools/list, every primitive enabled (sessions): saturation, then one client"
-"$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list
+"$load" --seconds "$secs" --clients "$clients" --url "$base/mcp" --key "$key" --mode list
 "$load" --seconds "$secs" --url "$base/mcp" --key "$key" --mode list --clients 1
 rate() { echo "$1" | awk '{print $1}'; }
-python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" "$(rate "$oauth")" "$(rate "$mcp_again")" <<'PY'
+python3 - "$(rate "$mcp")" "$(rate "$stateless")" "$(rate "$v1")" "$(rate "$peer_fig")" \
+  "$(rate "$oauth")" "$(rate "$mcp_again")" "$(rate "$oauth_again")" "$(cpu "$oauth")" "$(cpu "$mcp_again")" "$(cpu "$oauth_again")" <<'PY'
 import sys
-mcp, stateless, v1, peer, oauth, mcp_again = map(float, sys.argv[1:])
+mcp, stateless, v1, peer, oauth, mcp_again, oauth_again, c_oauth, c_key, c_oauth2 = map(float, sys.argv[1:])
 print(f"== ratios: sessions/v1 {mcp / v1:.0%}, stateless/v1 {stateless / v1:.0%}, "
-      f"sessions/peer {mcp / peer:.1f}x, stateless/peer {stateless / peer:.1f}x, "
-      f"OAuth token/static key {oauth / ((mcp + mcp_again) / 2):.3f} (static key before and after)")
+      f"sessions/peer {mcp / peer:.1f}x, stateless/peer {stateless / peer:.1f}x")
+print(f"== OAuth access token / static key, sessions: {(mcp + mcp_again) / 2 and (oauth + oauth_again) / (mcp + mcp_again):.3f} "
+      f"in calls/s (key rows {mcp:.0f}, {mcp_again:.0f}; token rows {oauth:.0f}, {oauth_again:.0f}); "
+      f"server CPU per call {(c_oauth + c_oauth2) / 2 / c_key:.3f}x the key's (target: within 3 %)")
 PY
 echo "server RSS: $(awk '/VmRSS/ {print $2/1024 " MB"}' /proc/$server/status)"

@@ -35,3 +35,26 @@ CREATE INDEX oauth_refresh_connection ON oauth_refresh_tokens(connection_id);
 
 ALTER TABLE agent_keys ADD COLUMN connection_id TEXT REFERENCES oauth_connections(id);
 CREATE INDEX agent_keys_connection ON agent_keys(connection_id) WHERE connection_id IS NOT NULL;
+
+-- Clients that registered themselves (RFC 7591), accepted only by tenants that turned it on
+-- (`oauth_settings.dynamic_clients`, off by default).
+CREATE TABLE oauth_clients (
+    client_id     TEXT PRIMARY KEY,
+    client_name   TEXT NOT NULL,
+    redirect_uris TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+);
+
+CREATE TABLE oauth_settings (
+    tenant_id       TEXT PRIMARY KEY REFERENCES tenants(id),
+    dynamic_clients INTEGER NOT NULL DEFAULT 0
+);
+
+-- People an admin allowed to connect MCP clients besides the admins.
+CREATE TABLE oauth_connectors (
+    tenant_id  TEXT NOT NULL REFERENCES tenants(id),
+    user_id    TEXT NOT NULL REFERENCES console_users(id),
+    allowed_by TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, user_id)
+);

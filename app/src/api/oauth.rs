@@ -75,6 +75,7 @@ pub async fn consent_request(params: AuthorizeParams) -> Result<ConsentView, Ser
             ));
         }
     };
+    gw.check_client_accepted(&tenant.id, &doc).await.map_err(to_fn_error)?;
     let profiles = gw
         .profile_tree(&tenant.id)
         .await
@@ -89,7 +90,7 @@ pub async fn consent_request(params: AuthorizeParams) -> Result<ConsentView, Ser
         redirect_host: host_of(&params.redirect_uri),
         resource: gw.mcp_resource(),
         profiles,
-        may_connect: user.has(gateway::Role::Admin),
+        may_connect: gw.may_connect_clients(&user).await.map_err(to_fn_error)?,
     })
 }
 
@@ -126,6 +127,75 @@ pub async fn revoke_connection(connection_id: String) -> Result<(), ServerFnErro
             .ok_or_else(|| ServerFnError::new("not_found: no such connection"))?;
         let c = gw.revoke_oauth_connection(&tenant.id, &id, &by.username).await.map_err(to_fn_error)?;
         back_with_notice(&format!("Revoked {}: its next request is refused.", c.client_name)).await;
+        Ok(())
+    })
+    .await
+}
+
+/// The users page's MCP clients section: whether clients that register themselves are
+/// accepted, who besides the admins may connect clients, and whom an admin could allow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSettings {
+    pub dynamic_clients: bool,
+    /// (user id, username) of the people allowed.
+    pub connectors: Vec<(String, String)>,
+    /// (user id, username) of the people not yet allowed who are not admins.
+    pub others: Vec<(String, String)>,
+}
+
+#[server]
+pub async fn client_settings_view() -> Result<ClientSettings, ServerFnError> {
+    use crate::api::session::require_roles;
+    use crate::api::to_fn_error;
+    let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "managing MCP clients").await?;
+    let (dynamic_clients, allowed) = gw.oauth_settings(&tenant.id).await.map_err(to_fn_error)?;
+    let users = gw.users(&tenant.id).await.map_err(to_fn_error)?;
+    let others = users
+        .into_iter()
+        .filter(|u| !u.has(gateway::Role::Admin) && !allowed.iter().any(|(id, _)| *id == u.id))
+        .map(|u| (u.id.to_string(), u.username))
+        .collect();
+    let connectors = allowed.into_iter().map(|(id, name)| (id.to_string(), name)).collect();
+    Ok(ClientSettings { dynamic_clients, connectors, others })
+}
+
+#[server(prefix = "/api", endpoint = "set_dynamic_clients")]
+pub async fn set_dynamic_clients(accept: Option<String>) -> Result<(), ServerFnError> {
+    use crate::api::forms::{back_with_notice, form};
+    use crate::api::session::require_roles;
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing MCP clients").await?;
+        let on = accept.is_some();
+        gw.set_oauth_dynamic_clients(&tenant.id, on, &by.username).await.map_err(to_fn_error)?;
+        let said = if on {
+            "Clients that register themselves are accepted now."
+        } else {
+            "Only clients with a metadata document are accepted now."
+        };
+        back_with_notice(said).await;
+        Ok(())
+    })
+    .await
+}
+
+#[server(prefix = "/api", endpoint = "set_client_connector")]
+pub async fn set_client_connector(user_id: String, allow: String) -> Result<(), ServerFnError> {
+    use crate::api::forms::{back_with_notice, form};
+    use crate::api::session::require_roles;
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing MCP clients").await?;
+        let id =
+            gateway::UserId::parse(&user_id).ok_or_else(|| ServerFnError::new("not_found: no such user"))?;
+        let allow = allow == "yes";
+        gw.set_client_connector(&tenant.id, &id, allow, &by.username).await.map_err(to_fn_error)?;
+        back_with_notice(if allow {
+            "Allowed to connect MCP clients."
+        } else {
+            "No longer allowed to connect MCP clients."
+        })
+        .await;
         Ok(())
     })
     .await

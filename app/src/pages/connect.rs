@@ -44,7 +44,7 @@ pub fn ConnectPage() -> impl IntoView {
 fn Consent(v: ConsentView, p: AuthorizeParams) -> impl IntoView {
     if !v.may_connect {
         return view! {
-            <p role="alert" class="text-sm" data-testid="connect-forbidden">"Connecting a client needs the admin role. Ask an admin to connect it."</p>
+            <p role="alert" class="text-sm" data-testid="connect-forbidden">"Connecting a client needs the admin role, or an admin's leave. Ask an admin to connect it, or to allow you on the users page."</p>
         }
         .into_any();
     }
@@ -106,4 +106,55 @@ fn Hidden(p: AuthorizeParams) -> impl IntoView {
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| view! { <input type="hidden" name=name value=v /> }))
         .collect_view()
+}
+
+/// The users page's MCP clients section (admins): who besides the admins may connect clients
+/// through OAuth, and whether clients that register themselves are accepted.
+#[component]
+pub fn ClientSettingsSection() -> impl IntoView {
+    let data = Resource::new(|| (), |_| crate::api::oauth::client_settings_view());
+    view! {
+        <section class="mt-8" data-testid="mcp-clients">
+            <h2 class="mb-1 text-base font-semibold">"MCP clients (OAuth)"</h2>
+            <p class="mb-3 text-sm text-zinc-500 dark:text-zinc-400">"Hosted MCP clients connect through OAuth: a person signs in here and picks the agent profile the client acts as. Admins may always; allow others below."</p>
+            <Suspense fallback=Loading>
+                {move || Suspend::new(async move { show(data.await, |s| view! { <Settings s /> }) })}
+            </Suspense>
+        </section>
+    }
+}
+
+#[component]
+fn Settings(s: crate::api::oauth::ClientSettings) -> impl IntoView {
+    view! {
+        <ul class="mb-2 space-y-1 text-sm" data-testid="connectors">
+            {s.connectors.into_iter().map(|(id, name)| { let key = name.clone(); view! {
+                <li class="flex items-center gap-2" data-connector=key>{name}
+                    <form method="post" action="/api/set_client_connector">
+                        <input type="hidden" name="user_id" value=id />
+                        <input type="hidden" name="allow" value="no" />
+                        <button type="submit" class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">"Remove"</button>
+                    </form>
+                </li>
+            }}).collect_view()}
+        </ul>
+        {(!s.others.is_empty()).then(|| view! {
+            <form method="post" action="/api/set_client_connector" class="mb-3 flex items-center gap-2 text-sm">
+                <input type="hidden" name="allow" value="yes" />
+                <label class="flex items-center gap-2">"Allow "
+                    <select name="user_id" class=INPUT data-testid="connector-choice">
+                        {s.others.into_iter().map(|(id, name)| view! { <option value=id>{name}</option> }).collect_view()}
+                    </select>
+                </label>
+                <button type="submit" data-testid="allow-connector" class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">"Allow to connect clients"</button>
+            </form>
+        })}
+        <form method="post" action="/api/set_dynamic_clients" class="flex items-center gap-2 text-sm">
+            <label class="flex items-center gap-2">
+                <input type="checkbox" name="accept" checked=s.dynamic_clients data-testid="dynamic-clients" />
+                "Accept clients that register themselves (dynamic client registration, RFC 7591). Off: only clients identified by a metadata document at an https address."
+            </label>
+            <button type="submit" data-testid="save-dynamic-clients" class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">"Save"</button>
+        </form>
+    }
 }

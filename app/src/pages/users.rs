@@ -69,6 +69,7 @@ pub fn UsersPage() -> impl IntoView {
         // Outside the list's Suspense: a resource made inside a Suspend is made again when the
         // Suspend renders once more, and the second read of a secret shown once finds nothing.
         <crate::pages::sso::SingleSignOn />
+        <crate::pages::connect::ClientSettingsSection />
         <AddUser />
     }
 }

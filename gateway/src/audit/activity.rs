@@ -48,6 +48,9 @@ pub struct NewEntry {
     pub transport: Option<Transport>,
     /// For a governed call: what the engine read to decide it ([`crate::domain::replay::Inputs`], JSON).
     pub inputs: Option<String>,
+    /// The OAuth connection an agent's call came through, (id, client name), named in the
+    /// entry's detail.
+    pub connected: Option<(String, String)>,
 }
 
 impl NewEntry {
@@ -64,7 +67,15 @@ impl NewEntry {
             detail: serde_json::Value::Null,
             transport: None,
             inputs: None,
+            connected: None,
         }
+    }
+
+    /// A call through an OAuth connection, (id, client name): named in the detail, as
+    /// `connection_id` and `client`.
+    pub fn connected(mut self, connection: Option<(String, String)>) -> Self {
+        self.connected = connection;
+        self
     }
     pub fn via(mut self, t: Transport) -> Self {
         self.transport = Some(t);
@@ -252,6 +263,19 @@ pub(crate) mod appended {
 }
 
 /// Appends one entry inside the caller's transaction and returns it.
+/// `detail` naming the OAuth connection a call came through, if it did.
+fn with_connection(detail: serde_json::Value, connected: Option<(String, String)>) -> serde_json::Value {
+    let Some((id, client)) = connected else { return detail };
+    let mut detail = match detail {
+        serde_json::Value::Object(m) => m,
+        serde_json::Value::Null => serde_json::Map::new(),
+        other => return other,
+    };
+    detail.insert("connection_id".into(), id.into());
+    detail.insert("client".into(), client.into());
+    serde_json::Value::Object(detail)
+}
+
 pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
     append_after(tx, &[], new)
 }
@@ -273,7 +297,7 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
         verdict: new.verdict,
         amount: new.amount,
         kit_version: new.kit_version,
-        detail: new.detail,
+        detail: with_connection(new.detail, new.connected),
         transport: new.transport,
         prev_hash: prev.clone(),
         hash: String::new(),

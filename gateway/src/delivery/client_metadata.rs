@@ -34,6 +34,8 @@ pub struct ClientDocument {
     pub client_id: String,
     pub client_name: String,
     pub redirect_uris: Vec<String>,
+    /// A client that registered itself here (RFC 7591), not one identified by a document.
+    pub registered: bool,
 }
 
 #[derive(Deserialize)]
@@ -147,7 +149,12 @@ pub fn parse(client_id: &str, body: &[u8]) -> Result<ClientDocument, ClientError
         url::Url::parse(client_id).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_default();
     let name: String =
         raw.client_name.unwrap_or(host).chars().filter(|c| !c.is_control()).take(100).collect();
-    Ok(ClientDocument { client_id: raw.client_id, client_name: name, redirect_uris: raw.redirect_uris })
+    Ok(ClientDocument {
+        client_id: raw.client_id,
+        client_name: name,
+        redirect_uris: raw.redirect_uris,
+        registered: false,
+    })
 }
 
 #[cfg(test)]

@@ -89,16 +89,28 @@ pub(crate) struct CachedKey {
 /// A personal token's row: id, tenant, user, hash, roles, groups, last used.
 pub(crate) type TokenRow = (String, String, String, String, String, i64, Option<DateTime<Utc>>);
 /// A key's row: id, tenant, profile (none for a company key), hash, last used, expiry.
-/// With an OAuth access token, its connection.
-pub(crate) type KeyRow =
-    (String, String, Option<String>, String, Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<String>);
+/// With an OAuth access token, its connection and the connection's client name.
+pub(crate) type KeyRow = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
+    Option<String>,
+    Option<String>,
+);
 
 /// The unrevoked key in `table` with `prefix`, if there is one.
 pub(crate) async fn key_row(store: &Store, table: KeyTable, prefix: &str) -> Result<Option<KeyRow>> {
-    let (owner, connection) =
-        if table == KeyTable::Agent { ("profile_id", "connection_id") } else { ("NULL", "NULL") };
+    let (owner, connection, client) = if table == KeyTable::Agent {
+        let client = "(SELECT o.client_name FROM oauth_connections o WHERE o.id = connection_id)";
+        ("profile_id", "connection_id", client)
+    } else {
+        ("NULL", "NULL", "NULL")
+    };
     let sql = format!(
-        "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at, {connection} FROM {} \
+        "SELECT id, tenant_id, {owner}, secret_hash, last_used_at, expires_at, {connection}, {client} FROM {} \
          WHERE prefix = ? AND revoked_at IS NULL",
         table.name()
     );

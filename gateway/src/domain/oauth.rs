@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::audit::activity::{self, Kind, NewEntry, Verdict};
 use crate::error::Result;
-use crate::ids::{ConnectionId, ProfileId, TenantId};
+use crate::ids::{ConnectionId, ProfileId, TenantId, UserId};
 use crate::sql::Tx;
 use crate::store::Store;
 use crate::stored;
@@ -326,6 +326,96 @@ pub(crate) async fn get(store: &Store, tenant: &TenantId, id: &ConnectionId) -> 
     let sql =
         format!("SELECT {CONNECTION_COLUMNS} FROM oauth_connections c WHERE c.tenant_id = ? AND c.id = ?");
     Ok(store.opt(&sql, &[tenant, id]).await?)
+}
+
+/// Stores a client that registered itself (RFC 7591).
+pub(crate) fn insert_client(
+    c: &dyn Tx,
+    client_id: &str,
+    name: &str,
+    redirect_uris: &[String],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let uris = serde_json::to_string(redirect_uris).expect("strings serialize");
+    c.exec(
+        "INSERT INTO oauth_clients (client_id, client_name, redirect_uris, created_at) VALUES (?, ?, ?, ?)",
+        &[&client_id, &name, &uris, &now],
+    )?;
+    Ok(())
+}
+
+/// A registered client's name and redirect URIs.
+pub(crate) async fn registered_client(
+    store: &Store,
+    client_id: &str,
+) -> Result<Option<(String, Vec<String>)>> {
+    let row: Option<(String, String)> = store
+        .opt("SELECT client_name, redirect_uris FROM oauth_clients WHERE client_id = ?", &[&client_id])
+        .await?;
+    Ok(row.map(|(name, uris)| (name, serde_json::from_str(&uris).unwrap_or_default())))
+}
+
+/// Whether the tenant accepts clients that registered themselves (off unless an admin said so).
+pub(crate) async fn dynamic_clients_on(store: &Store, tenant: &TenantId) -> Result<bool> {
+    let on: Option<(i64,)> =
+        store.opt("SELECT dynamic_clients FROM oauth_settings WHERE tenant_id = ?", &[tenant]).await?;
+    Ok(on.is_some_and(|(on,)| on != 0))
+}
+
+/// Turns accepting registered clients on or off, recording who did.
+pub(crate) fn set_dynamic_clients(c: &dyn Tx, tenant: &TenantId, on: bool, actor: &str) -> Result<()> {
+    c.exec(
+        "INSERT INTO oauth_settings (tenant_id, dynamic_clients) VALUES (?, ?) \
+         ON CONFLICT (tenant_id) DO UPDATE SET dynamic_clients = excluded.dynamic_clients",
+        &[tenant, &i64::from(on)],
+    )?;
+    let detail = serde_json::json!({ "oauth_dynamic_clients": on });
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Settings).via_actor().verdict(Verdict::Changed).detail(detail),
+    )?;
+    Ok(())
+}
+
+/// Whether an admin allowed this person to connect MCP clients.
+pub(crate) async fn allowed_to_connect(store: &Store, tenant: &TenantId, user: &UserId) -> Result<bool> {
+    let row: Option<(String,)> = store
+        .opt("SELECT user_id FROM oauth_connectors WHERE tenant_id = ? AND user_id = ?", &[tenant, user])
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Allows (or, with `allow` false, stops allowing) a person to connect MCP clients.
+pub(crate) fn set_connector(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    user: &UserId,
+    allow: bool,
+    actor: &str,
+) -> Result<()> {
+    let changed = if allow {
+        c.exec(
+            "INSERT INTO oauth_connectors (tenant_id, user_id, allowed_by, created_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (tenant_id, user_id) DO NOTHING",
+            &[tenant, user, &actor, &Utc::now()],
+        )?
+    } else {
+        c.exec("DELETE FROM oauth_connectors WHERE tenant_id = ? AND user_id = ?", &[tenant, user])?
+    };
+    if changed > 0 {
+        let detail = serde_json::json!({ "oauth_connector": user, "allowed": allow });
+        let entry =
+            NewEntry::new(tenant, actor, Kind::Settings).via_actor().verdict(Verdict::Changed).detail(detail);
+        activity::append(c, entry)?;
+    }
+    Ok(())
+}
+
+/// The people allowed to connect MCP clients besides the admins: (id, username), by name.
+pub(crate) async fn connectors(store: &Store, tenant: &TenantId) -> Result<Vec<(UserId, String)>> {
+    let sql = "SELECT u.id, u.username FROM oauth_connectors o JOIN console_users u ON u.id = o.user_id \
+               WHERE o.tenant_id = ? ORDER BY u.username";
+    Ok(store.all(sql, &[tenant]).await?)
 }
 
 #[cfg(test)]

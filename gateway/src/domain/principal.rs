@@ -20,9 +20,29 @@ pub struct Subject {
     #[serde(default)]
     pub via: Transport,
     /// The OAuth connection whose access token this is ([`crate::domain::oauth`]): such a
-    /// token is good at `/mcp` only.
+    /// token is good at `/mcp` only, and the entries its calls leave name the client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connection: Option<ConnectionId>,
+    pub connection: Option<Connected>,
+}
+
+/// An entry an agent's call leaves: its transport and, through an OAuth connection, the
+/// connection and its client (`NewEntry::connected`).
+pub(crate) trait ByAgent {
+    fn by(self, s: &Subject) -> Self;
+}
+
+impl ByAgent for crate::audit::activity::NewEntry {
+    fn by(self, s: &Subject) -> Self {
+        let connected = s.connection.as_ref().map(|c| (c.id.to_string(), c.client.clone()));
+        self.via(s.via).connected(connected)
+    }
+}
+
+/// The OAuth connection a call came through: its id and its client's name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connected {
+    pub id: ConnectionId,
+    pub client: String,
 }
 
 impl Subject {

@@ -16,7 +16,7 @@ use crate::domain::brain::{
     WritebackInput, because, proposer,
 };
 use crate::domain::calls::{ActionResponse, Answer, Disposition};
-use crate::domain::principal::{REVIEWERS, Subject};
+use crate::domain::principal::{ByAgent, REVIEWERS, Subject};
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 
@@ -35,7 +35,7 @@ impl Gateway {
                 activity::append(
                     c,
                     NewEntry::new(&s.tenant, s.profile.as_str(), Kind::Writeback)
-                        .via(s.via)
+                        .by(&s)
                         .profile(&s.profile)
                         .action("brain.writeback")
                         .verdict(Verdict::Allow)
@@ -210,7 +210,7 @@ impl Gateway {
                     let e = activity::append(
                         c,
                         NewEntry::new(&s2.tenant, s2.profile.as_str(), Kind::Park)
-                            .via(s2.via)
+                            .by(&s2)
                             .profile(&s2.profile)
                             .action(DECIDE_TOOL)
                             .verdict(Verdict::Park)

@@ -63,7 +63,8 @@ impl Gateway {
     async fn read_key(&self, prefix: &str, hash: &str) -> Result<Option<CachedKey>> {
         for table in [KeyTable::Agent, KeyTable::Company] {
             let row = credentials::key_row(&self.store, table, prefix).await?;
-            let Some((id, tenant, profile, stored, last_used_at, expires_at, connection)) = row else {
+            let Some((id, tenant, profile, stored, last_used_at, expires_at, connection, client)) = row
+            else {
                 continue;
             };
             if !secrets::digest_eq(hash, &stored) {
@@ -76,7 +77,10 @@ impl Gateway {
                     profile: crate::ProfileId::from_db(p),
                     key,
                     via: crate::audit::activity::Transport::Http,
-                    connection: connection.map(crate::ids::ConnectionId::from_db),
+                    connection: connection.map(|c| crate::domain::principal::Connected {
+                        id: crate::ids::ConnectionId::from_db(c),
+                        client: client.unwrap_or_default(),
+                    }),
                 }),
                 None => Credential::Company { tenant, key },
             };

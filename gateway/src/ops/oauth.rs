@@ -20,7 +20,7 @@ use crate::domain::oauth::{
 use crate::domain::profiles::{MAX_NAME_LEN, Profile, insert_profile};
 use crate::domain::users::{ConsoleUser, Role};
 use crate::error::{Error, Result};
-use crate::ids::{ConnectionId, KeyId, ProfileId, TenantId, display_name};
+use crate::ids::{ConnectionId, KeyId, ProfileId, TenantId, UserId, display_name};
 use crate::secrets;
 
 /// An authorization request's parameters (RFC 6749 §4.1.1, RFC 7636, RFC 8707).
@@ -87,7 +87,40 @@ pub struct Tokens {
     pub scope: &'static str,
 }
 
-type Granted = std::result::Result<(Tokens, Grant), OAuthError>;
+/// A grant's outcome, and the tenant whose connection it revoked (a code or refresh token
+/// presented again), whose caches must forget its tokens.
+type Granted = (std::result::Result<(Tokens, Grant), OAuthError>, Option<TenantId>);
+
+/// The id prefix of a client that registered itself.
+pub const REGISTERED_PREFIX: &str = "nvcl_";
+/// The most redirect URIs a registered client may list, and the longest one.
+const MAX_REDIRECTS: usize = 10;
+const MAX_URI_LEN: usize = 2048;
+/// The most registrations this process accepts a minute: registering needs no credential.
+const REGISTRATIONS_PER_MINUTE: u32 = 60;
+
+/// A client registration request (RFC 7591 §2), the fields this server reads.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct Registration {
+    #[serde(default)]
+    pub redirect_uris: Vec<String>,
+    pub client_name: Option<String>,
+    pub token_endpoint_auth_method: Option<String>,
+    pub grant_types: Option<Vec<String>>,
+    pub response_types: Option<Vec<String>>,
+}
+
+/// A registered client (RFC 7591 §3.2.1).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Registered {
+    pub client_id: String,
+    pub client_id_issued_at: i64,
+    pub client_name: String,
+    pub redirect_uris: Vec<String>,
+    pub token_endpoint_auth_method: &'static str,
+    pub grant_types: Vec<&'static str>,
+    pub response_types: Vec<&'static str>,
+}
 
 impl Gateway {
     /// The one resource this server's tokens are good for: its public `/mcp`.
@@ -108,9 +141,7 @@ impl Gateway {
     /// Checks an authorization request: its client's metadata document, the redirect URI
     /// against it, then PKCE, the response type, the scope and the resource.
     pub async fn oauth_check(&self, req: &AuthorizeRequest) -> std::result::Result<ClientDocument, Refusal> {
-        let show = |m: String| Refusal::Show(Error::invalid("invalid_client", m));
-        check_client_id(&req.client_id).map_err(|e| show(e.0))?;
-        let doc = self.oauth_clients.get(&self.egress, &req.client_id).await.map_err(|e| show(e.0))?;
+        let doc = self.client_document(&req.client_id).await.map_err(Refusal::Show)?;
         if !doc.redirect_uris.iter().any(|r| redirect_matches(r, &req.redirect_uri)) {
             let m = "redirect_uri is not one the client's metadata document lists; the client must send one of them exactly";
             return Err(Refusal::Show(Error::invalid("invalid_redirect_uri", m)));
@@ -120,6 +151,94 @@ impl Gateway {
         };
         check_params(req, &self.mcp_resource()).map_err(back)?;
         Ok(doc)
+    }
+
+    /// Who a client id names: a client that registered here, or the metadata document at
+    /// that URL.
+    async fn client_document(&self, client_id: &str) -> Result<ClientDocument> {
+        let invalid = |m: String| Error::invalid("invalid_client", m);
+        if client_id.starts_with(REGISTERED_PREFIX) {
+            let (client_name, redirect_uris) =
+                oauth::registered_client(&self.store, client_id).await?.ok_or_else(|| {
+                    invalid("no client registered here has this client_id; register again".into())
+                })?;
+            return Ok(ClientDocument {
+                client_id: client_id.into(),
+                client_name,
+                redirect_uris,
+                registered: true,
+            });
+        }
+        check_client_id(client_id).map_err(|e| invalid(e.0))?;
+        self.oauth_clients.get(&self.egress, client_id).await.map_err(|e| invalid(e.0))
+    }
+
+    /// Refuses a client that registered itself where the person's tenant does not accept
+    /// such clients.
+    pub async fn check_client_accepted(&self, tenant: &TenantId, doc: &ClientDocument) -> Result<()> {
+        if doc.registered && !oauth::dynamic_clients_on(&self.store, tenant).await? {
+            let m = "this company accepts only clients identified by a metadata document; an admin can also accept clients that register themselves (users page, MCP clients)";
+            return Err(Error::Forbidden { code: "dynamic_clients_off", message: m.into() });
+        }
+        Ok(())
+    }
+
+    /// Whether this person may connect MCP clients: an admin, or someone an admin allowed.
+    pub async fn may_connect_clients(&self, user: &ConsoleUser) -> Result<bool> {
+        Ok(user.has(Role::Admin) || oauth::allowed_to_connect(&self.store, &user.tenant_id, &user.id).await?)
+    }
+
+    /// The tenant's settings for connecting clients: whether registered clients are accepted,
+    /// and who besides the admins may connect them.
+    pub async fn oauth_settings(&self, tenant: &TenantId) -> Result<(bool, Vec<(UserId, String)>)> {
+        Ok((
+            oauth::dynamic_clients_on(&self.store, tenant).await?,
+            oauth::connectors(&self.store, tenant).await?,
+        ))
+    }
+
+    /// Turns accepting clients that register themselves on or off for the tenant.
+    pub async fn set_oauth_dynamic_clients(&self, tenant: &TenantId, on: bool, actor: &str) -> Result<()> {
+        let (t, a) = (tenant.clone(), actor.to_string());
+        self.write(move |c| oauth::set_dynamic_clients(c, &t, on, &a)).await
+    }
+
+    /// Allows a person of the tenant to connect MCP clients, or stops allowing them.
+    pub async fn set_client_connector(
+        &self,
+        tenant: &TenantId,
+        user: &UserId,
+        allow: bool,
+        actor: &str,
+    ) -> Result<()> {
+        self.user(tenant, user).await?;
+        let (t, u, a) = (tenant.clone(), user.clone(), actor.to_string());
+        self.write(move |c| oauth::set_connector(c, &t, &u, allow, &a)).await
+    }
+
+    /// Registers a client (RFC 7591): a public client with its redirect URIs, whose id only
+    /// tenants that accept such clients will connect.
+    pub async fn register_oauth_client(
+        &self,
+        req: Registration,
+    ) -> Result<std::result::Result<Registered, OAuthError>> {
+        let checked = match check_registration(req) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        if !registration_allowed() {
+            return Err(Error::Throttled {
+                code: "registration_rate_limited",
+                message: "too many clients registered in the last minute; try again shortly".into(),
+                retry_after_secs: 60,
+            });
+        }
+        let client_id = format!("{REGISTERED_PREFIX}{}", uuid::Uuid::now_v7().simple());
+        let now = Utc::now();
+        let (id, name, uris) =
+            (client_id.clone(), checked.client_name.clone(), checked.redirect_uris.clone());
+        self.write(move |c| oauth::insert_client(c, &id, &name, &uris, now)).await?;
+        Ok(Ok(Registered { client_id, client_id_issued_at: now.timestamp(), ..checked }))
     }
 
     /// The client's redirect URI with a code or an error, `state` and this issuer (RFC 9207).
@@ -155,8 +274,8 @@ impl Gateway {
         req: &AuthorizeRequest,
         choice: ProfileChoice,
     ) -> Result<String> {
-        if !user.roles.contains(&Role::Admin) {
-            let m = "connecting an MCP client needs the admin role; ask an admin to connect it";
+        if !self.may_connect_clients(user).await? {
+            let m = "connecting an MCP client needs the admin role, or an admin's leave (users page, MCP clients)";
             return Err(Error::Forbidden { code: "role_required", message: m.into() });
         }
         let doc = match self.oauth_check(req).await {
@@ -164,6 +283,7 @@ impl Gateway {
             Err(Refusal::Show(e)) => return Err(e),
             Err(Refusal::Redirect(url)) => return Ok(url),
         };
+        self.check_client_accepted(&user.tenant_id, &doc).await?;
         let (profile, new) = self.connected_profile(user, choice).await?;
         let (code, code_hash) = mint_secret("nvc_");
         let (id, t, by) = (ConnectionId::generate(), user.tenant_id.clone(), user.username.clone());
@@ -226,19 +346,17 @@ impl Gateway {
             let m = format!("tokens of this server are for {resource} only");
             return Ok(Err(OAuthError::new("invalid_target", m)));
         }
-        let outcome = match form.grant_type.as_str() {
+        let (outcome, revoked) = match form.grant_type.as_str() {
             "authorization_code" => self.exchange_code(form).await?,
             "refresh_token" => self.refresh(form).await?,
-            "" => Err(OAuthError::new("invalid_request", "grant_type is required")),
-            _ => Err(OAuthError::new(
-                "unsupported_grant_type",
-                "grant_type is authorization_code or refresh_token",
-            )),
+            "" => (Err(OAuthError::new("invalid_request", "grant_type is required")), None),
+            _ => {
+                let m = "grant_type is authorization_code or refresh_token";
+                (Err(OAuthError::new("unsupported_grant_type", m)), None)
+            }
         };
-        if let Err(e) = &outcome
-            && e.error_description.contains("revoked")
-        {
-            self.agents_changed(None);
+        if let Some(tenant) = revoked {
+            self.agents_changed(Some(&tenant));
             self.invalidate_keys();
         }
         Ok(outcome.map(|(tokens, _)| tokens))
@@ -246,19 +364,20 @@ impl Gateway {
 
     async fn exchange_code(&self, form: TokenRequest) -> Result<Granted> {
         let (Some(code), Some(verifier)) = (form.code.clone(), form.code_verifier.clone()) else {
-            return Ok(Err(OAuthError::new("invalid_request", "code and code_verifier are required")));
+            return Ok((
+                Err(OAuthError::new("invalid_request", "code and code_verifier are required")),
+                None,
+            ));
         };
         let (hash, ttl) = (secrets::hash_token(&code), self.access_secs());
         self.write(move |c| {
             let now = Utc::now();
-            let Some(g) = oauth::take_code(c, &hash, now)? else { return Ok(Err(unknown("code"))) };
+            let Some(g) = oauth::take_code(c, &hash, now)? else { return Ok((Err(unknown("code")), None)) };
             if g.reused {
                 let why = "authorization code used twice";
                 oauth::revoke_connection(c, &g.tenant, &g.connection, "oauth", why)?;
-                return Ok(Err(OAuthError::new(
-                    "invalid_grant",
-                    "the code was already used; the connection it made is revoked",
-                )));
+                let m = "the code was already used; the connection it made is revoked";
+                return Ok((Err(grant_error(m)), Some(g.tenant)));
             }
             let presented = form.redirect_uri.as_deref().unwrap_or_default();
             let refused = check_grant(&g, form.client_id.as_deref(), now)
@@ -271,34 +390,33 @@ impl Gateway {
                         .then(|| grant_error("code_verifier does not match the code_challenge"))
                 });
             if let Some(e) = refused {
-                return Ok(Err(e));
+                return Ok((Err(e), None));
             }
-            issue(c, &g, now, ttl, true).map(|t| Ok((t, g)))
+            issue(c, &g, now, ttl, true).map(|t| (Ok((t, g)), None))
         })
         .await
     }
 
     async fn refresh(&self, form: TokenRequest) -> Result<Granted> {
         let Some(token) = form.refresh_token.clone() else {
-            return Ok(Err(OAuthError::new("invalid_request", "refresh_token is required")));
+            return Ok((Err(OAuthError::new("invalid_request", "refresh_token is required")), None));
         };
         let (hash, ttl) = (secrets::hash_token(&token), self.access_secs());
         self.write(move |c| {
             let now = Utc::now();
             let Some(g) = oauth::take_refresh(c, &hash, now)? else {
-                return Ok(Err(unknown("refresh token")));
+                return Ok((Err(unknown("refresh token")), None));
             };
             if g.reused && !g.revoked {
                 oauth::revoke_connection(c, &g.tenant, &g.connection, "oauth", "refresh token used twice")?;
-                return Ok(Err(OAuthError::new(
-                    "invalid_grant",
-                    "the refresh token was already used; its connection is revoked, connect the client again",
-                )));
+                let m =
+                    "the refresh token was already used; its connection is revoked, connect the client again";
+                return Ok((Err(grant_error(m)), Some(g.tenant)));
             }
             if let Some(e) = check_grant(&g, form.client_id.as_deref(), now) {
-                return Ok(Err(e));
+                return Ok((Err(e), None));
             }
-            issue(c, &g, now, ttl, false).map(|t| Ok((t, g)))
+            issue(c, &g, now, ttl, false).map(|t| (Ok((t, g)), None))
         })
         .await
     }
@@ -348,6 +466,64 @@ fn check_params(req: &AuthorizeRequest, resource: &str) -> std::result::Result<(
         ));
     }
     Ok(())
+}
+
+/// A registration's metadata, checked: public clients with redirect URIs that are https, or
+/// loopback http (native clients).
+fn check_registration(r: Registration) -> std::result::Result<Registered, OAuthError> {
+    let bad_uri = |u: &String| {
+        u.len() > MAX_URI_LEN
+            || url::Url::parse(u).map_or(true, |p| {
+                let loopback = matches!(p.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"));
+                p.fragment().is_some() || !(p.scheme() == "https" || p.scheme() == "http" && loopback)
+            })
+    };
+    if r.redirect_uris.is_empty()
+        || r.redirect_uris.len() > MAX_REDIRECTS
+        || r.redirect_uris.iter().any(bad_uri)
+    {
+        let m = format!(
+            "redirect_uris: 1 to {MAX_REDIRECTS} absolute URLs without a fragment, https or loopback http"
+        );
+        return Err(OAuthError::new("invalid_redirect_uri", m));
+    }
+    if r.token_endpoint_auth_method.as_deref().is_some_and(|m| m != "none") {
+        let m = "this server registers public clients only: token_endpoint_auth_method must be none (PKCE protects the code)";
+        return Err(OAuthError::new("invalid_client_metadata", m));
+    }
+    let grants_ok = r.grant_types.iter().flatten().all(|g| g == "authorization_code" || g == "refresh_token");
+    let responses_ok = r.response_types.iter().flatten().all(|t| t == "code");
+    if !grants_ok || !responses_ok {
+        let m = "grant_types may be authorization_code and refresh_token, response_types only code";
+        return Err(OAuthError::new("invalid_client_metadata", m));
+    }
+    let name: String =
+        r.client_name.unwrap_or_default().chars().filter(|c| !c.is_control()).take(100).collect();
+    let name = if name.trim().is_empty() { "Unnamed client".to_string() } else { name };
+    Ok(Registered {
+        client_id: String::new(),
+        client_id_issued_at: 0,
+        client_name: name,
+        redirect_uris: r.redirect_uris,
+        token_endpoint_auth_method: "none",
+        grant_types: vec!["authorization_code", "refresh_token"],
+        response_types: vec!["code"],
+    })
+}
+
+/// Whether another registration fits in this minute's allowance (process-wide).
+fn registration_allowed() -> bool {
+    use std::sync::Mutex;
+    use std::time::{Duration as StdDuration, Instant};
+    static WINDOW: Mutex<Option<(Instant, u32)>> = Mutex::new(None);
+    let mut w = WINDOW.lock().expect("registration window");
+    let now = Instant::now();
+    let (start, count) = w.get_or_insert((now, 0));
+    if now.duration_since(*start) >= StdDuration::from_secs(60) {
+        (*start, *count) = (now, 0);
+    }
+    *count += 1;
+    *count <= REGISTRATIONS_PER_MINUTE
 }
 
 fn grant_error(m: &str) -> OAuthError {

@@ -144,6 +144,10 @@ async fn client(
             due += every;
         }
     }
+    // A key holds a bounded number of sessions: the next run's clients need these places.
+    if let Caller::Mcp(m, _) = &mut c {
+        m.close().await;
+    }
     Ok(lat)
 }
 

@@ -155,8 +155,9 @@ pub async fn same_origin_writes(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let api =
         path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/") || path.starts_with("/scim/");
-    // The token endpoint takes no cookie: a client's code or refresh token is its credential.
-    if path == "/oauth/token" {
+    // The token and registration endpoints take no cookie: a client's code or refresh token
+    // is its credential, and registering grants nothing by itself.
+    if path == "/oauth/token" || path == "/oauth/register" {
         return next.run(req).await;
     }
     // `/mcp` validates `Origin` itself, against its own allow list.

@@ -14,13 +14,16 @@
 //!   with the code (a page again: the console's `form-action 'self'`).
 //! - `POST /oauth/token` exchanges a code or a refresh token; errors are RFC 6749 §5.2's,
 //!   answers are never cached.
+//! - `POST /oauth/register` registers a public client (RFC 7591), bounded per minute; a tenant
+//!   lets its people connect such a client only once an admin turned that on.
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
+use gateway::domain::oauth::OAuthError;
 use gateway::ids::ProfileId;
-use gateway::ops::oauth::{AuthorizeRequest, ProfileChoice, Refusal, TokenRequest};
+use gateway::ops::oauth::{AuthorizeRequest, ProfileChoice, Refusal, Registration, TokenRequest};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,6 +33,18 @@ use crate::state::AppState;
 /// Where `/mcp`'s protected resource metadata is (RFC 9728 §3.1: the resource's path after
 /// the well-known name).
 pub const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
+/// The metadata documents and the authorization server's endpoints.
+pub fn routes() -> axum::Router<AppState> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
+        .route("/.well-known/oauth-authorization-server", get(server_metadata))
+        .route("/oauth/authorize", get(authorize).post(consent))
+        .route("/oauth/token", post(token))
+        .route("/oauth/register", post(register))
+}
 
 /// The `WWW-Authenticate` challenge of a `/mcp` 401: where its metadata is, and the scope.
 pub fn challenge(gateway: &gateway::Gateway, error: Option<&str>) -> HeaderValue {
@@ -65,6 +80,7 @@ pub async fn server_metadata(State(state): State<AppState>) -> Response {
         "token_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": [gateway::domain::oauth::SCOPE],
         "client_id_metadata_document_supported": true,
+        "registration_endpoint": format!("{issuer}/oauth/register"),
         "authorization_response_iss_parameter_supported": true,
     });
     public_json(doc)
@@ -129,8 +145,7 @@ pub async fn consent(
         if let Err(refusal) = gw.oauth_check(&form.request).await {
             return refused(refusal);
         }
-        let denied =
-            gateway::domain::oauth::OAuthError::new("access_denied", "the person declined to connect");
+        let denied = OAuthError::new("access_denied", "the person declined to connect");
         let url = gw.back_to_client(&form.request.redirect_uri, form.request.state.as_deref(), Err(denied));
         return continue_page(&url, "Returning to the client");
     }
@@ -142,7 +157,7 @@ pub async fn consent(
     };
     match gw.oauth_consent(&user, &form.request, choice).await {
         Ok(url) => continue_page(&url, "Returning to the client"),
-        Err(e) => back_to_consent(&form.request, &e.to_string()),
+        Err(e) => back_to_consent(&form.request, &format!("{}: {e}", e.code())),
     }
 }
 
@@ -161,6 +176,23 @@ fn back_to_consent(req: &AuthorizeRequest, error: &str) -> Response {
     let query = serde_urlencoded::to_string(req).unwrap_or_default();
     let error = app::api::session::encode_query_value(error);
     Redirect::to(&format!("/connect?{query}&error={error}")).into_response()
+}
+
+/// `POST /oauth/register` (RFC 7591): a public client registers itself; only tenants that
+/// accept such clients will let a person connect it.
+pub async fn register(State(state): State<AppState>, body: axum::body::Bytes) -> Response {
+    let Ok(req) = serde_json::from_slice::<Registration>(&body) else {
+        let e =
+            OAuthError::new("invalid_client_metadata", "the body must be a JSON object of client metadata");
+        return (StatusCode::BAD_REQUEST, Json(e)).into_response();
+    };
+    let mut res = match state.gateway.register_oauth_client(req).await {
+        Ok(Ok(client)) => (StatusCode::CREATED, Json(client)).into_response(),
+        Ok(Err(e)) => (StatusCode::BAD_REQUEST, Json(e)).into_response(),
+        Err(e) => crate::http::problem::Problem::from(e).into_response(),
+    };
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
 }
 
 /// `POST /oauth/token`.

@@ -115,6 +115,16 @@ impl McpClient {
         Ok(())
     }
 
+    /// Ends the session, if there is one (`DELETE` with its id), so its place is free at once.
+    pub async fn close(&mut self) {
+        let Some(session) = self.session.take() else { return };
+        let mut req = self.http.delete(&self.url).header("Mcp-Session-Id", session);
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k);
+        }
+        let _ = req.send().await;
+    }
+
     /// Calls `tool` with `args`: the tool's result (`isError` says whether it refused).
     pub async fn call_tool(&mut self, tool: &str, args: &Value) -> Result<Value, String> {
         self.request("tools/call", json!({ "name": tool, "arguments": args })).await

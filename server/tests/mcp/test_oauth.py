@@ -159,6 +159,9 @@ async def test_the_sdk_connects_with_oauth_and_acts_as_the_chosen_profile(gw, do
     assert storage.tokens.expires_in <= 3600 and storage.tokens.refresh_token
     status, log = gw.api("GET", f"/v1/users/{profile}/logs")
     assert status == 200 and "web.read" in json.dumps(log), log
+    # The call's entry names the connected client and its connection.
+    call = next(e for e in log["items"] if e.get("action") == "web.read")
+    assert call["detail"]["client"] == "Test connector" and call["detail"]["connection_id"].startswith("ocn_")
     # ...good at /mcp only: /v1 refuses it.
     status, body = gw.api("GET", f"/v1/users/{profile}/budget", key=storage.tokens.access_token)
     assert (status, body["code"]) == (401, "token_for_mcp_only")
@@ -329,3 +332,79 @@ def test_an_expired_access_token_is_refused_and_a_refresh_gives_a_working_one(do
                       client_id=documents + "/client.json")
         assert fresh.status_code == 200, fresh.text
         assert mcp_status(short, fresh.json()["access_token"]) != 401
+
+
+def form_post(http, path, fields):
+    """A console form post as the browser sends it: answered with a redirect back."""
+    r = http.post(path, data=fields, headers={"Accept": "text/html", "Referer": http.base_url.join("/users").__str__()})
+    assert r.status_code in (302, 303), r.text
+    return r
+
+
+@pytest.mark.anyio
+async def test_a_client_that_registers_itself_connects_only_where_the_tenant_accepts_such_clients(gw):
+    # Registration checks the metadata as RFC 7591 says.
+    bad = httpx2.post(gw.base + "/oauth/register", json={"redirect_uris": ["ftp://x.example/cb"]})
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_redirect_uri")
+    secret = httpx2.post(gw.base + "/oauth/register", json={"redirect_uris": [REDIRECT],
+                                                            "token_endpoint_auth_method": "client_secret_basic"})
+    assert (secret.status_code, secret.json()["error"]) == (400, "invalid_client_metadata")
+
+    # The SDK without a metadata document registers itself; the tenant refuses it at first.
+    profile, _, _ = gw.agent(gw.kit(["web"]))
+    admin = admin_browser(gw.base)
+    seen = {}
+
+    async def redirect_handler(url):
+        seen["authorize"] = url
+
+    async def callback_handler():
+        q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(seen["back"]).query))
+        return AuthorizationCodeResult(code=q["code"], state=q.get("state"), iss=q.get("iss"))
+
+    async def redirect_and_consent(url):
+        await redirect_handler(url)
+        page = continued(admin.get(url).text)
+        shown = admin.get(page).text
+        if "dynamic_clients_off" in shown:
+            seen["refused"] = True
+            # An admin accepts such clients on the users page, and the person consents.
+            form_post(admin, "/api/set_dynamic_clients", {"accept": "on"})
+        seen["back"] = consent(admin, url, profile)
+
+    metadata = OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="Test connector",
+                                   grant_types=["authorization_code", "refresh_token"],
+                                   response_types=["code"], token_endpoint_auth_method="none")
+    auth = OAuthClientProvider(server_url=gw.base + "/mcp", client_metadata=metadata, storage=Memory(),
+                               redirect_handler=redirect_and_consent, callback_handler=callback_handler)
+    async with httpx2.AsyncClient(auth=auth, timeout=30) as http:
+        async with Client(streamable_http_client(gw.url, http_client=http), mode="legacy") as c:
+            assert "naive_web_read" in {t.name for t in (await c.list_tools()).tools}
+    assert seen["refused"] is True
+    assert "client_id=nvcl_" in seen["authorize"]
+    form_post(admin, "/api/set_dynamic_clients", {})
+
+
+def test_only_admins_and_the_people_they_allow_may_connect_clients(gw, documents):
+    profile, _, _ = gw.agent(gw.kit(["web"]))
+    admin = admin_browser(gw.base)
+    name = unique("approver")
+    form_post(admin, "/api/add_user", {"username": name, "password": "approver-password-1", "approver": "on"})
+    person = httpx2.Client(base_url=gw.base, timeout=30, follow_redirects=False,
+                           headers={"Sec-Fetch-Site": "same-origin"})
+    assert person.post("/login", data={"username": name, "password": "approver-password-1"}).status_code == 303
+    _, challenge = pkce()
+    url = authorize_url(gw, documents + "/client.json", challenge)
+    page = continued(person.get(url).text)
+    assert 'data-testid="connect-forbidden"' in person.get(page).text
+    fields = dict(urllib.parse.parse_qsl(page.split("?", 1)[1]))
+    refused = person.post("/oauth/authorize", data={**fields, "decision": "allow", "act_as": "profile",
+                                                    "profile_id": profile})
+    assert refused.status_code == 303 and "role_required" in urllib.parse.unquote(refused.headers["Location"])
+    # The admin allows them on the users page: now they connect.
+    users = admin.get("/users").text
+    user_id = re.search(r'<option value="(usr_[a-z0-9]+)">' + re.escape(name) + "<", users).group(1)
+    form_post(admin, "/api/set_client_connector", {"user_id": user_id, "allow": "yes"})
+    assert f'data-connector="{name}"' in admin.get("/users").text
+    back = consent(person, url, profile)
+    assert "code=" in back

@@ -52,7 +52,7 @@ use crate::domain::decision::{self, Rates};
 use crate::domain::ledger::leases::{self, Lease};
 use crate::domain::ledger::{self, HoldEnd, NewHold};
 use crate::domain::periods::{self, DayTotals, TenantClock, Window};
-use crate::domain::principal::Subject;
+use crate::domain::principal::{ByAgent, Subject};
 use crate::domain::replay::KitRef;
 use crate::domain::shadow::ShadowChain;
 use crate::error::{Error, Result};
@@ -623,7 +623,7 @@ impl ReserveJob {
         activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Refusal)
-                .via(s.via)
+                .by(s)
                 .profile(&s.profile)
                 .action(&self.tool.name)
                 .verdict(Verdict::Deny)
@@ -685,7 +685,7 @@ impl ReserveJob {
         activity::append(
             c,
             NewEntry::new(&s.tenant, self.actor(), Kind::Park)
-                .via(s.via)
+                .by(s)
                 .profile(&s.profile)
                 .action(&self.tool.name)
                 .verdict(Verdict::Park)
@@ -812,7 +812,7 @@ pub(crate) fn settle(
             let e = activity::append(
                 c,
                 NewEntry::new(&s.tenant, actor, Kind::Refusal)
-                    .via(s.via)
+                    .by(s)
                     .profile(&s.profile)
                     .action(name)
                     .verdict(Verdict::Unavailable)
@@ -876,7 +876,7 @@ fn executed(
         c,
         writes,
         NewEntry::new(&s.tenant, actor, Kind::Action)
-            .via(s.via)
+            .by(s)
             .profile(&s.profile)
             .action(name)
             .verdict(Verdict::Allow)
