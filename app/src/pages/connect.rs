@@ -110,9 +110,15 @@ fn Hidden(p: AuthorizeParams) -> impl IntoView {
 
 /// The users page's MCP clients section (admins): who besides the admins may connect clients
 /// through OAuth, and whether clients that register themselves are accepted.
+/// The section's data.
+pub fn client_settings_data() -> Resource<Result<crate::api::oauth::ClientSettings, ServerFnError>> {
+    Resource::new(|| (), |_| crate::api::oauth::client_settings_view())
+}
+
 #[component]
-pub fn ClientSettingsSection() -> impl IntoView {
-    let data = Resource::new(|| (), |_| crate::api::oauth::client_settings_view());
+pub fn ClientSettingsSection(
+    data: Resource<Result<crate::api::oauth::ClientSettings, ServerFnError>>,
+) -> impl IntoView {
     view! {
         <section class="mt-8" data-testid="mcp-clients">
             <h2 class="mb-1 text-base font-semibold">"MCP clients (OAuth)"</h2>

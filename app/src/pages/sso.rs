@@ -11,10 +11,14 @@ const LABEL: &str = "flex flex-col text-sm";
 const HINT: &str = "text-xs text-zinc-500 dark:text-zinc-400";
 const ROLE_CHOICES: [&str; 5] = ["", "admin", "approver", "reviewer", "finance"];
 
-#[component]
-pub fn SingleSignOn() -> impl IntoView {
+/// The section's data: the tenant's connection, and a SCIM token just issued to this session.
+pub fn sso_data() -> Resource<Result<SsoView, ServerFnError>> {
     let query = leptos_router::hooks::use_query_map();
-    let data = Resource::new(move || query.read().get("issued"), sso_settings);
+    Resource::new(move || query.read().get("issued"), sso_settings)
+}
+
+#[component]
+pub fn SingleSignOn(data: Resource<Result<SsoView, ServerFnError>>) -> impl IntoView {
     view! {
         <section class="mt-8" data-testid="sso">
             <h2 class="mb-1 text-base font-semibold">"Single sign-on"</h2>
@@ -120,7 +124,7 @@ fn People(people: Vec<(String, String, String)>) -> impl IntoView {
             <ul class="mt-1 space-y-1 text-sm" data-testid="sso-people">
                 {people.into_iter().map(|(name, email, seen)| { let key = name.clone(); view! {
                     <li data-sso-user=key><span class="font-medium">{name}</span>" "
-                        <span class="text-zinc-500">{email}</span>" · last sign-in "<Time rfc3339=seen /></li>
+                        <span class="text-zinc-500 dark:text-zinc-400">{email}</span>" · last sign-in "<Time rfc3339=seen /></li>
                 }}).collect_view()}
             </ul>
         }

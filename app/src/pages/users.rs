@@ -21,6 +21,11 @@ const ROLES: [(&str, &str); 4] = [
 #[component]
 pub fn UsersPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| list_users());
+    // Made here, once, and shown inside the list's Suspense (only when the list loads, so a
+    // user the page refuses sees one refusal): a resource made inside a Suspend is made again
+    // when the Suspend renders once more, and a second read of a secret shown once finds nothing.
+    let sso = crate::pages::sso::sso_data();
+    let clients = crate::pages::connect::client_settings_data();
     view! {
         <PageHeader title="Console users" subtitle="Who may sign in to the console, and what each may do. Every decision is recorded with the deciding user." />
         <FormOutcome />
@@ -63,13 +68,11 @@ pub fn UsersPage() -> impl IntoView {
                         </table>
                     </div>
                     <Groups />
+                    <crate::pages::sso::SingleSignOn data=sso />
+                    <crate::pages::connect::ClientSettingsSection data=clients />
                 })
             })}
         </Suspense>
-        // Outside the list's Suspense: a resource made inside a Suspend is made again when the
-        // Suspend renders once more, and the second read of a secret shown once finds nothing.
-        <crate::pages::sso::SingleSignOn />
-        <crate::pages::connect::ClientSettingsSection />
         <AddUser />
     }
 }
