@@ -78,6 +78,8 @@ pub struct GatewayConfig {
     pub egress_allow: egress::Allowance,
     /// Certificate authorities trusted for outbound https besides the system's (`--egress-ca`).
     pub egress_roots: Vec<reqwest::Certificate>,
+    /// Slack's Web API ([`delivery::slack`]); the reference program's in tests.
+    pub slack_api_url: String,
     /// How long an OAuth access token works, at most an hour ([`domain::oauth::ACCESS_SECS`]).
     pub oauth_access_secs: i64,
     /// Benchmarks only: outbound calls without the egress guard, to measure what it costs.
@@ -104,6 +106,7 @@ impl Default for GatewayConfig {
             egress_allow: egress::Allowance::default(),
             egress_roots: Vec::new(),
             oauth_access_secs: domain::oauth::ACCESS_SECS,
+            slack_api_url: delivery::slack::DEFAULT_API_URL.into(),
             egress_unguarded_for_benchmarks: false,
             clock: periods::Clock::System,
             metrics: true,
@@ -472,6 +475,7 @@ fn with_webhooks<T>(c: &dyn sql::Tx, f: &dyn Fn(&dyn sql::Tx) -> Result<T>) -> R
         next += entries.len();
         for e in &entries {
             webhooks::on_entry(c, e)?;
+            delivery::slack::on_entry(c, e)?;
         }
     }
 }

@@ -80,6 +80,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("scim_tokens", "domain/scim/"),
     ("scim_users", "domain/scim/"),
     ("secret_handovers", "domain/handovers.rs"),
+    ("slack_apps", "delivery/slack/"),
+    ("slack_messages", "delivery/slack/"),
     ("sso_connections", "domain/sso.rs"),
     ("sso_domains", "domain/sso.rs"),
     ("sso_logins", "domain/sso.rs"),

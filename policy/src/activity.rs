@@ -141,6 +141,10 @@ closed! {
         WebhookRegistered = "webhook_registered",
         /// A webhook endpoint was removed.
         WebhookRemoved = "webhook_removed",
+        /// A tenant's Slack app was set.
+        SlackConnected = "slack_connected",
+        /// A tenant's Slack app was removed.
+        SlackRemoved = "slack_removed",
         /// A connector target now uses the sandbox.
         Sandbox = "sandbox",
         /// A connector target now calls an HTTP service.

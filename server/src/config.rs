@@ -89,6 +89,20 @@ pub enum Command {
         #[arg(long)]
         exit_with_stdin: bool,
     },
+    /// Run a reference for the Slack Web API methods the gateway calls (`auth.test`,
+    /// `chat.postMessage`, `chat.update`, `views.open`), keeping what it got for `GET /calls`
+    /// and `GET /messages`.
+    Slack {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Answer the first N `chat.postMessage` calls 429 with `Retry-After: 1`.
+        #[arg(long, default_value_t = 0)]
+        rate_limit_first: u32,
+        /// Exit when standard input closes (see `upstream`).
+        #[arg(long)]
+        exit_with_stdin: bool,
+    },
     /// Run the reference webhook receiver: it verifies Standard Webhooks signatures (with
     /// the secret, once known) and lists what it received at `GET /received`.
     WebhookReceiver {
@@ -317,6 +331,11 @@ pub struct Config {
     /// `--egress-allow` (an OpenID provider, an MCP client's metadata document).
     #[arg(long, env = "NAIVE_EGRESS_CA", global = true)]
     pub egress_ca: Option<std::path::PathBuf>,
+
+    /// Slack's Web API, where tenants' Slack apps post approvals (docs/slack.md); the
+    /// reference program's address in tests and `make run`.
+    #[arg(long, env = "NAIVE_SLACK_API_URL", default_value = gateway::delivery::slack::DEFAULT_API_URL, global = true)]
+    pub slack_api_url: String,
 
     /// Settings for tests and benchmarks, in a build with the `test-switches` feature only.
     #[cfg(feature = "test-switches")]

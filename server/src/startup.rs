@@ -230,6 +230,7 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
         egress_allow: gateway::delivery::egress::Allowance::parse(&config.egress_allow)
             .map_err(StartError::Config)?,
         oauth_access_secs: i64::from(config.oauth_access_token_secs.clamp(1, 3600)),
+        slack_api_url: config.slack_api_url.clone(),
         egress_roots: egress_roots(config.egress_ca.as_deref()).map_err(StartError::Config)?,
         metrics: config.metrics == crate::config::Switch::On,
         ..Default::default()

@@ -12,4 +12,5 @@ pub mod egress;
 pub mod oidc;
 pub mod outbox;
 pub mod runtime;
+pub mod slack;
 pub mod webhooks;

@@ -9,7 +9,7 @@ use crate::Gateway;
 use crate::audit::gauges;
 pub use crate::audit::gauges::{AGE_BUCKETS, OutboxFigure};
 use crate::audit::metrics::{Age, Channel, PoolState};
-use crate::delivery::outbox::{RUNTIME, WEBHOOK};
+use crate::delivery::outbox::{CHANNELS, label};
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 
@@ -39,8 +39,8 @@ impl Gateway {
         let now = Utc::now();
         let (holds_pending, holds_pending_units) = gauges::holds_pending(&self.store, tenant).await?;
         let (approvals_by_age, oldest) = gauges::approvals_by_age(&self.store, tenant, now).await?;
-        let mut outbox = Vec::with_capacity(2);
-        for channel in [RUNTIME, WEBHOOK] {
+        let mut outbox = Vec::with_capacity(CHANNELS.len());
+        for channel in CHANNELS {
             outbox.push(gauges::outbox_figure(&self.store, tenant, channel, now).await?);
         }
         let since = now - Duration::hours(1);
@@ -84,7 +84,7 @@ impl Gateway {
         }
         f.approval_oldest_seconds.set(h.oldest_approval_secs.unwrap_or(0));
         for o in &h.outbox {
-            let channel = if o.channel == RUNTIME { RUNTIME } else { WEBHOOK };
+            let channel = label(&o.channel);
             f.outbox_depth.get_or_create(&Channel { channel }).set(o.depth);
             f.outbox_oldest_seconds.get_or_create(&Channel { channel }).set(o.oldest_secs.unwrap_or(0));
         }

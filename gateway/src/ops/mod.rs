@@ -32,6 +32,7 @@ pub mod revoke;
 mod runtime;
 pub mod scim;
 mod sessions;
+mod slack;
 pub mod sso;
 mod tenants;
 mod tokens;

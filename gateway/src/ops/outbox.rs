@@ -1,16 +1,19 @@
 //! The outbox as operations: a tenant's runtime commands, retrying a dead delivery, purging a
 //! backlog, the backlogs for the console; and the delivery worker that claims due queues,
-//! sends them and sweeps finished rows.
+//! sends them (a runtime's batch and a Slack channel's messages here, webhooks in
+//! `ops/webhooks.rs`) and sweeps finished rows.
 
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 use tokio::task::JoinSet;
 
+use serde_json::json;
 use tracing::Instrument;
 
 use crate::Gateway;
 use crate::audit::activity::Transport;
+use crate::delivery::outbox::Claimed;
 use crate::delivery::outbox::delivery::{
     DeliveryHandle, MAX_IN_FLIGHT, POLL_MS, RENEW_EVERY, SWEEP_EVERY, SWEEP_SPANS, claimed_send,
     runtime_outcome,
@@ -22,6 +25,8 @@ use crate::delivery::outbox::{
 };
 use crate::delivery::runtime::client::WireError;
 use crate::delivery::runtime::wire::Batch;
+use crate::delivery::slack::api::{self, ApiError};
+use crate::delivery::slack::{self, BOT_TOKEN, Job, message};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
@@ -159,18 +164,12 @@ impl Gateway {
         let owner = owner.to_string();
         self.write(move |c| {
             let now = Utc::now();
-            let mut claimed =
-                queue::claim(c, crate::delivery::outbox::RUNTIME, now, now + lease, &owner, room)?;
-            let left = room - claimed.len();
-            if left > 0 {
-                claimed.extend(queue::claim(
-                    c,
-                    crate::delivery::outbox::WEBHOOK,
-                    now,
-                    now + lease,
-                    &owner,
-                    left,
-                )?);
+            let mut claimed = Vec::new();
+            for channel in crate::delivery::outbox::CHANNELS {
+                let left = room - claimed.len();
+                if left > 0 {
+                    claimed.extend(queue::claim(c, channel, now, now + lease, &owner, left)?);
+                }
             }
             Ok(claimed)
         })
@@ -185,11 +184,7 @@ impl Gateway {
     async fn deliver_queue(&self, q: ClaimedQueue) {
         let renewing = self.renew_while(&q);
         // The channel as a closed label, for the span and the counters.
-        let channel = if q.channel == crate::delivery::outbox::RUNTIME {
-            crate::delivery::outbox::RUNTIME
-        } else {
-            crate::delivery::outbox::WEBHOOK
-        };
+        let channel = crate::delivery::outbox::label(q.channel);
         let sending = self.send_queue(&q).instrument(tracing::debug_span!("outbox_delivery", channel));
         let outcome = tokio::select! {
             outcome = sending => outcome,
@@ -228,10 +223,10 @@ impl Gateway {
     }
 
     async fn send_queue(&self, q: &ClaimedQueue) -> Outcome {
-        if q.channel == crate::delivery::outbox::RUNTIME {
-            self.send_to_runtime(q).await
-        } else {
-            self.send_webhooks(q).await
+        match q.channel {
+            crate::delivery::outbox::RUNTIME => self.send_to_runtime(q).await,
+            crate::delivery::outbox::SLACK => self.send_slack(q).await,
+            _ => self.send_webhooks(q).await,
         }
     }
 
@@ -318,4 +313,88 @@ impl Gateway {
         }
         Ok(())
     }
+}
+
+impl Gateway {
+    /// Sends a channel's claimed rows in order, stopping at the first that fails: each post
+    /// records its message, each update rewrites every message posted for its approval in
+    /// this channel, both rendered from the approval as it stands now.
+    pub(crate) async fn send_slack(&self, q: &ClaimedQueue) -> Outcome {
+        let token = match self.open_secret(&q.tenant, BOT_TOKEN).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(tenant = %q.tenant, error = %e, "the Slack bot token does not open");
+                return failed_at(
+                    q,
+                    0,
+                    ApiError::Failed("slack_token_unavailable".into()),
+                    Outcome::default(),
+                );
+            }
+        };
+        let mut outcome = Outcome::default();
+        for (i, row) in q.rows.iter().enumerate() {
+            match self.send_slack_row(q, row, &token).await {
+                Ok(()) => outcome.delivered.push(row.seq),
+                Err(ApiError::Refused(code)) => {
+                    outcome.rejected.push((row.clone(), format!("slack_{code}"), None));
+                }
+                Err(e) => return failed_at(q, i, e, outcome),
+            }
+        }
+        outcome
+    }
+
+    async fn send_slack_row(
+        &self,
+        q: &ClaimedQueue,
+        row: &Claimed,
+        token: &str,
+    ) -> std::result::Result<(), ApiError> {
+        let corrupt = || ApiError::Refused("corrupt_row".into());
+        let (job, id) = slack::job_in(&row.payload).map_err(|_| corrupt())?;
+        let a = match crate::domain::approvals::read(&self.store, &q.tenant, &id).await {
+            Ok(a) => a,
+            Err(Error::NotFound { .. }) => return Err(ApiError::Refused("approval_gone".into())),
+            Err(e) => return Err(ApiError::Failed(format!("slack_unreadable: {}", e.code()))),
+        };
+        let agent = self
+            .profile(&q.tenant, &a.profile_id)
+            .await
+            .map_or_else(|_| a.profile_id.as_str().to_string(), |p| p.name);
+        let mut body = message::render(&a, &agent, &self.config.public_url);
+        body["channel"] = json!(q.destination);
+        let base = &self.config.slack_api_url;
+        match job {
+            Job::Post => {
+                let v = api::call(&self.egress, base, token, "chat.postMessage", &body).await?;
+                let ts = v["ts"].as_str().unwrap_or_default().to_string();
+                let (t, ch) = (q.tenant.clone(), q.destination.clone());
+                self.write(move |c| slack::posted_in(c, &t, &id, &ch, &ts))
+                    .await
+                    .map_err(|e| ApiError::Failed(format!("slack_unrecorded: {}", e.code())))
+            }
+            Job::Update => {
+                let posted = slack::posted(&self.store, &q.tenant, &id, &q.destination)
+                    .await
+                    .map_err(|e| ApiError::Failed(format!("slack_unreadable: {}", e.code())))?;
+                for ts in posted {
+                    body["ts"] = json!(ts);
+                    api::call(&self.egress, base, token, "chat.update", &body).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The outcome of a queue whose row `i` failed: the ones before it as they went, it a failed
+/// attempt (not before Slack's `Retry-After`), the rest left queued untried.
+fn failed_at(q: &ClaimedQueue, i: usize, e: ApiError, mut outcome: Outcome) -> Outcome {
+    if let ApiError::Wait(secs) = e {
+        outcome.not_before = Some(chrono::Utc::now() + chrono::Duration::seconds(secs as i64));
+    }
+    outcome.failed = q.rows[i..=i].to_vec();
+    outcome.failure = Some(e.code());
+    outcome
 }

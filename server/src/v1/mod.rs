@@ -19,6 +19,7 @@ pub mod replay;
 pub mod reply;
 pub mod runtime;
 pub mod scim_token;
+pub mod slack;
 pub mod sso;
 pub mod tenant;
 pub mod vault;
@@ -79,6 +80,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/connected-apps/{toolkit}/test", idem(state, post(connected_apps::test)))
         .route("/v1/sso/oidc", idem(state, get(sso::get).put(sso::put).delete(sso::delete)))
         .route("/v1/sso/oidc/test", idem(state, post(sso::test)))
+        .route("/v1/slack", idem(state, get(slack::get).put(slack::put).delete(slack::delete)))
         .route("/v1/scim/token", idem(state, post(scim_token::create)))
         .route("/v1/runtime", idem(state, get(runtime::get).put(runtime::put).delete(runtime::delete)))
         .route("/v1/runtime/commands", idem(state, get(runtime::commands)))

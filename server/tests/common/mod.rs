@@ -64,6 +64,7 @@ pub fn config(db_url: &str) -> Config {
         egress_allow: vec![TEST_EGRESS_ALLOW.into()],
         egress_ca: None,
         oauth_access_token_secs: 3600,
+        slack_api_url: gateway::delivery::slack::DEFAULT_API_URL.into(),
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),

@@ -312,6 +312,60 @@ impl Drop for Receiver {
     }
 }
 
+/// The reference Slack Web API (`server slack`) as its own process.
+pub struct Slack {
+    pub child: Child,
+    pub base: String,
+}
+
+pub fn start_slack(args: &[&str]) -> Slack {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["slack", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let base = first_url(&mut child, "the reference Slack");
+    Slack { child, base }
+}
+
+impl Slack {
+    /// Where the gateway calls it (`--slack-api-url`).
+    pub fn api_url(&self) -> String {
+        format!("{}/api", self.base)
+    }
+
+    async fn items(&self, what: &str) -> Vec<serde_json::Value> {
+        let b: serde_json::Value = server::http_client()
+            .get(format!("{}/{what}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        b["items"].as_array().unwrap().clone()
+    }
+
+    /// Every Web API call it got, oldest first.
+    pub async fn calls(&self) -> Vec<serde_json::Value> {
+        self.items("calls").await
+    }
+
+    /// Every message posted, as it stands now, oldest first.
+    pub async fn messages(&self) -> Vec<serde_json::Value> {
+        self.items("messages").await
+    }
+}
+
+impl Drop for Slack {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A server process on a fresh database of the engine under test (a SQLite file, or a new
 /// PostgreSQL database with `NAIVE_TEST_ENGINE=postgres`), with the tests' master key.
 pub struct Fresh {

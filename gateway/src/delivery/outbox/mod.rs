@@ -48,6 +48,8 @@ pub use queue::{ClaimedQueue, Queue};
 pub const RUNTIME: &str = "runtime";
 /// The channel of webhook messages (the webhooks module writes its rows).
 pub const WEBHOOK: &str = "webhook";
+/// The channel of Slack messages (the Slack module writes its rows).
+pub const SLACK: &str = "slack";
 /// The most queued rows one queue holds: each webhook endpoint's, and by default a tenant's
 /// runtime's ([`OutboxConfig::max_queued`]).
 pub const MAX_QUEUED: i64 = 10_000;
@@ -55,8 +57,14 @@ pub const MAX_QUEUED: i64 = 10_000;
 pub const LIST_LIMIT: usize = 200;
 /// Every channel, for a lookup by id alone: rows are indexed by (tenant, channel, id), so
 /// [`ANY_CHANNEL`] names each, bound from [`CHANNELS`] after the tenant.
-const ANY_CHANNEL: &str = "channel IN (?, ?)";
-const CHANNELS: [&str; 2] = [RUNTIME, WEBHOOK];
+const ANY_CHANNEL: &str = "channel IN (?, ?, ?)";
+pub(crate) const CHANNELS: [&str; 3] = [RUNTIME, WEBHOOK, SLACK];
+
+/// A stored channel's name as the closed label it is (for spans and metrics); an unknown one
+/// reads as the webhook channel.
+pub(crate) fn label(channel: &str) -> &'static str {
+    CHANNELS.into_iter().find(|c| *c == channel).unwrap_or(WEBHOOK)
+}
 
 /// How deliveries are retried, and how long finished rows are kept.
 #[derive(Clone, Copy, Debug)]
@@ -310,7 +318,7 @@ pub(crate) async fn read_row(
             let sql = format!(
                 "SELECT {STATE_COLUMNS} FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"
             );
-            store.opt(&sql, &[tenant, &CHANNELS[0], &CHANNELS[1], &id]).await?
+            store.opt(&sql, &[tenant, &CHANNELS[0], &CHANNELS[1], &CHANNELS[2], &id]).await?
         }
     };
     Ok(row)
@@ -355,7 +363,7 @@ pub(crate) fn retry_in(
     let row: Option<(String, String, String)> = c
         .row(
             &format!("SELECT status, channel, destination FROM outbox WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ?"),
-            &[tenant, &CHANNELS[0], &CHANNELS[1], &id],
+            &[tenant, &CHANNELS[0], &CHANNELS[1], &CHANNELS[2], &id],
         )?
         .map(|r| FromRow::from_row(&r))
         .transpose()?;
@@ -376,10 +384,16 @@ pub(crate) fn retry_in(
             message: "its webhook endpoint was removed; register the endpoint again for new events".into(),
         });
     }
+    if channel == SLACK && c.row("SELECT 1 FROM slack_apps WHERE tenant_id = ?", &[tenant])?.is_none() {
+        return Err(Error::Conflict {
+            code: "slack_app_removed",
+            message: "the tenant's Slack app was removed; set it again for new messages".into(),
+        });
+    }
     // Only one retry of a dead letter takes it back into its queue.
     let taken = c.exec(
         &format!("UPDATE outbox SET status = 'queued', attempts = 0, next_attempt_at = ?, lease_until = NULL WHERE tenant_id = ? AND {ANY_CHANNEL} AND id = ? AND status = 'dead'"),
-        &[&Utc::now(), tenant, &CHANNELS[0], &CHANNELS[1], &id],
+        &[&Utc::now(), tenant, &CHANNELS[0], &CHANNELS[1], &CHANNELS[2], &id],
     )?;
     if taken == 0 {
         return Err(not_dead());

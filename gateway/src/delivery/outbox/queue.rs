@@ -31,7 +31,7 @@ pub const BATCH: usize = crate::delivery::runtime::wire::MAX_BATCH;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Queue {
-    /// `runtime` or `webhook`.
+    /// `runtime`, `webhook` or `slack`.
     pub channel: String,
     /// `""` for the runtime, the endpoint's id for a webhook.
     pub destination: String,
@@ -66,6 +66,8 @@ pub(crate) struct Outcome {
     /// Rows that got no answer, with why: each counts an attempt.
     pub failed: Vec<Claimed>,
     pub failure: Option<String>,
+    /// Not before this is a failed row tried again (the receiver said when: `Retry-After`).
+    pub not_before: Option<DateTime<Utc>>,
 }
 
 const KEY: &str = "tenant_id = ? AND channel = ? AND destination = ?";
@@ -285,7 +287,7 @@ pub(crate) fn settle(
         ended += rejected(c, row, code, message.as_deref())?;
     }
     let code = outcome.failure.as_deref().unwrap_or("delivery_failed");
-    let (dead, retry_at) = failed(c, &outcome.failed, code, now, config)?;
+    let (dead, retry_at) = failed(c, &outcome.failed, code, now, outcome.not_before, config)?;
     ended += dead;
     c.exec(
         &format!(
@@ -338,6 +340,7 @@ fn failed(
     rows: &[Claimed],
     code: &str,
     now: DateTime<Utc>,
+    not_before: Option<DateTime<Utc>>,
     config: &OutboxConfig,
 ) -> Result<(u64, Option<DateTime<Utc>>)> {
     let (mut dead, mut retry_at) = (0, None::<DateTime<Utc>>);
@@ -360,7 +363,7 @@ fn failed(
             )?;
             dead += 1;
         } else {
-            let next = now + config.backoff(attempts as u32);
+            let next = not_before.map_or(now, |n| n.max(now)).max(now + config.backoff(attempts as u32));
             c.exec(
                 "UPDATE outbox SET attempts = ?, next_attempt_at = ?, lease_until = NULL, last_error = ? WHERE seq = ?",
                 &[&attempts, &next, &code, &row.seq],

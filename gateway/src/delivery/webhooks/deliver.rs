@@ -63,7 +63,7 @@ fn slack(event: &str, d: &Value, url: &str) -> Value {
 
 /// What we put in a mrkdwn line: `&`, `<` and `>` escaped as Slack's format asks, so nothing
 /// becomes a link or a mention.
-fn slack_escaped(text: &str) -> String {
+pub(crate) fn slack_escaped(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 

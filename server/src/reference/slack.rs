@@ -1,0 +1,128 @@
+//! `server slack`: a reference for the few Slack Web API methods the gateway uses, so tests
+//! and `make run` see what a workspace would show. It answers `auth.test`,
+//! `chat.postMessage`, `chat.update` and `views.open` under `/api/` the way Slack documents
+//! them (`{"ok": true, …}`, or `{"ok": false, "error": …}` with HTTP 200), keeps every call it
+//! got (`GET /calls`) and every message as it stands now (`GET /messages`), and
+//! `--rate-limit-first N` answers the first N `chat.postMessage` calls `429` with
+//! `Retry-After: 1`, as Slack does when a method's rate is exceeded.
+//!
+//! A bot token is any `xoxb-…` token (one containing `revoked` is answered `token_revoked`,
+//! as a token uninstalled from its workspace is); the workspace is `T0REFERENCE` ("Reference
+//! workspace") and the bot `U0NAIVEBOT`. A channel is any id that starts with `C` or `G`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+pub const TEAM_ID: &str = "T0REFERENCE";
+pub const TEAM_NAME: &str = "Reference workspace";
+pub const BOT_USER: &str = "U0NAIVEBOT";
+
+#[derive(Default)]
+struct Workspace {
+    calls: Vec<Value>,
+    /// Each message as it stands: `{channel, ts, text, blocks, updates}`.
+    messages: Vec<Value>,
+    next_ts: u64,
+    limited_left: u32,
+}
+
+type Shared = Arc<Mutex<Workspace>>;
+
+/// Serves on `listen` until the process ends.
+pub async fn serve(listen: SocketAddr, rate_limit_first: u32) -> Result<(), String> {
+    let state: Shared =
+        Arc::new(Mutex::new(Workspace { limited_left: rate_limit_first, ..Default::default() }));
+    let app = axum::Router::new()
+        .route("/api/{method}", post(method))
+        .route("/calls", get(calls))
+        .route("/messages", get(messages))
+        .with_state(state);
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("Reference Slack API listening on http://{addr}");
+    axum::serve(listener, app).await.map_err(|e| e.to_string())
+}
+
+async fn method(
+    State(s): State<Shared>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .to_string();
+    let args: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut w = s.lock().expect("the workspace lock");
+    let limited = name == "chat.postMessage" && w.limited_left > 0;
+    if limited {
+        w.limited_left -= 1;
+    }
+    w.calls.push(json!({ "method": name, "args": args, "limited": limited,
+        "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true) }));
+    if limited {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({ "ok": false, "error": "ratelimited" })),
+        )
+            .into_response();
+    }
+    if !token.starts_with("xoxb-") {
+        return Json(json!({ "ok": false, "error": "invalid_auth" })).into_response();
+    }
+    Json(answer(&mut w, &token, &name, &args)).into_response()
+}
+
+/// What Slack answers `name` with `args`.
+fn answer(w: &mut Workspace, token: &str, name: &str, args: &Value) -> Value {
+    if token.contains("revoked") {
+        return json!({ "ok": false, "error": "token_revoked" });
+    }
+    let channel = args["channel"].as_str().unwrap_or_default().to_string();
+    let known_channel = channel.starts_with('C') || channel.starts_with('G');
+    match name {
+        "auth.test" => json!({ "ok": true, "team_id": TEAM_ID, "team": TEAM_NAME, "user_id": BOT_USER,
+            "url": "https://reference.slack.invalid/" }),
+        "chat.postMessage" if !known_channel => json!({ "ok": false, "error": "channel_not_found" }),
+        "chat.postMessage" => {
+            w.next_ts += 1;
+            let ts = format!("1700000000.{:06}", w.next_ts);
+            w.messages.push(json!({ "channel": channel, "ts": ts, "text": args["text"],
+                "blocks": args["blocks"], "updates": 0 }));
+            json!({ "ok": true, "channel": channel, "ts": ts })
+        }
+        "chat.update" => {
+            let ts = args["ts"].as_str().unwrap_or_default();
+            let Some(m) = w.messages.iter_mut().find(|m| m["channel"] == channel.as_str() && m["ts"] == ts)
+            else {
+                return json!({ "ok": false, "error": "message_not_found" });
+            };
+            let updates = m["updates"].as_i64().unwrap_or(0) + 1;
+            *m = json!({ "channel": channel, "ts": ts, "text": args["text"], "blocks": args["blocks"], "updates": updates });
+            json!({ "ok": true, "channel": channel, "ts": ts })
+        }
+        "views.open" if args["trigger_id"].is_string() => json!({ "ok": true, "view": args["view"] }),
+        "views.open" => json!({ "ok": false, "error": "invalid_trigger_id" }),
+        _ => json!({ "ok": false, "error": "unknown_method" }),
+    }
+}
+
+async fn calls(State(s): State<Shared>) -> Response {
+    Json(json!({ "items": s.lock().expect("the workspace lock").calls })).into_response()
+}
+
+async fn messages(State(s): State<Shared>) -> Response {
+    Json(json!({ "items": s.lock().expect("the workspace lock").messages })).into_response()
+}
