@@ -1,7 +1,8 @@
-// Starts the real server binary on port 0 with a fresh SQLite file, waits for the URL it
-// prints, and hands it to the tests through NAIVE_E2E_URL; then the OpenID provider, its URL
-// in NAIVE_E2E_IDP. The returned function stops both.
-import { spawn } from "node:child_process";
+// Starts the reference Slack Web API (its URL in NAIVE_E2E_SLACK), then the real server binary
+// on port 0 with a fresh SQLite file, waits for the URL it prints, and hands it to the tests
+// through NAIVE_E2E_URL; then the OpenID provider, its URL in NAIVE_E2E_IDP. The returned
+// function stops all three.
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -12,10 +13,31 @@ export const COMPANY_KEY = "nv_e2ecomp1_abcdefghijklmnopqrstuv";
 /// The signed-in admin's browser state, which every test starts from (see playwright.config.ts).
 export const STORAGE_STATE = path.resolve(__dirname, "test-results", "admin-state.json");
 
+/// The URL a child prints in its "listening on http://…" line, within `secs`.
+function listening(child: ChildProcess, what: string, secs: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not print its URL within ${secs} s`)), secs * 1000);
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${what} exited with ${code} before listening:\n${out}`)));
+  });
+}
+
 export default async function globalSetup(): Promise<() => Promise<void>> {
   const root = path.resolve(__dirname, "..");
   const dir = mkdtempSync(path.join(tmpdir(), "naive-e2e-"));
   const bin = process.env.NAIVE_SERVER_BIN ?? path.join(root, "target", "debug", "server");
+  // The reference Slack Web API the Slack app posts to, as its own process.
+  const slack = spawn(bin, ["slack", "--listen", "127.0.0.1:0"], { cwd: root, stdio: ["ignore", "pipe", "inherit"] });
+  const slackUrl = await listening(slack, "the reference Slack", 30);
+  process.env.NAIVE_E2E_SLACK = slackUrl;
   const server = spawn(bin, ["--bind", "127.0.0.1:0", "--database-url", `sqlite://${dir}/e2e.db`], {
     cwd: root,
     env: {
@@ -29,6 +51,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
       NAIVE_EGRESS_ALLOW: "127.0.0.1/32",
       // MCP clients' metadata documents are served over https by the tests, with this CA.
       NAIVE_EGRESS_CA: path.join(root, "server", "tests", "fixtures", "test-ca.pem"),
+      NAIVE_SLACK_API_URL: `${slackUrl}/api`,
       // Dead letters within a test's time: two attempts, retried within half a second.
       NAIVE_OUTBOX_MAX_ATTEMPTS: "2",
       NAIVE_OUTBOX_BACKOFF_BASE_MS: "100",
@@ -39,38 +62,14 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("server did not print its URL within 60 s")), 60_000);
-    let out = "";
-    server.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${out}`)));
-  });
+  const url = await listening(server, "the server", 60);
   process.env.NAIVE_E2E_URL = url;
   // The OpenID provider single sign-on signs in through (oidc-provider from npm), its own process.
   const idp = spawn("node", [path.join(root, "scripts", "oidc-provider.mjs"), "--redirect", `${url}/login/sso/callback`], {
     cwd: root,
     stdio: ["ignore", "pipe", "ignore"],
   });
-  process.env.NAIVE_E2E_IDP = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the OpenID provider did not start within 30 s")), 30_000);
-    let out = "";
-    idp.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    idp.on("exit", (code) => reject(new Error(`the OpenID provider exited with ${code}:\n${out}`)));
-  });
+  process.env.NAIVE_E2E_IDP = await listening(idp, "the OpenID provider", 30);
   process.env.NAIVE_E2E_CLOCK = path.join(dir, "clock");
   // Sign in once as the demo admin, through the real form endpoint, and keep the cookie.
   const res = await fetch(`${url}/login`, {
@@ -92,6 +91,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   );
   return async () => {
     idp.kill("SIGTERM");
+    slack.kill("SIGTERM");
     server.kill("SIGTERM");
     await new Promise((r) => server.once("exit", r));
     rmSync(dir, { recursive: true, force: true });

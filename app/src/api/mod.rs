@@ -15,6 +15,7 @@ pub mod proposals;
 pub mod replay;
 pub mod runtime;
 pub mod session;
+pub mod slack;
 pub mod spend;
 pub mod sso;
 pub mod users;

@@ -62,7 +62,7 @@ pub struct EndpointRow {
 /// One outbox queue with rows waiting: the runtime's, or one endpoint's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BacklogRow {
-    /// `runtime` or `webhook`.
+    /// `runtime`, `webhook` or `slack`.
     pub channel: String,
     /// The endpoint's id, or empty for the runtime.
     pub destination: String,
@@ -84,6 +84,8 @@ pub struct RuntimeData {
     pub events: Vec<String>,
     /// A new endpoint's signing secret, on the one page load that shows it: (id, secret).
     pub new_secret: Option<(String, String)>,
+    /// The tenant's Slack app, if it has one.
+    pub slack: Option<crate::api::slack::SlackView>,
 }
 
 #[cfg(feature = "ssr")]
@@ -173,7 +175,12 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
             due_at: q.due_at.to_rfc3339(),
         })
         .collect();
-    Ok(RuntimeData { runtime, backlogs, commands, webhooks, deliveries, events, new_secret })
+    let slack = match gw.slack_app(t).await {
+        Ok(a) => Some(crate::api::slack::slack_view(a)),
+        Err(gateway::Error::NotFound { .. }) => None,
+        Err(e) => return Err(to_fn_error(e)),
+    };
+    Ok(RuntimeData { runtime, backlogs, commands, webhooks, deliveries, events, new_secret, slack })
 }
 
 /// Gives up on one queue's backlog (the runtime's, or an endpoint's): its queued rows and its

@@ -1,12 +1,14 @@
 //! Runtime (`/runtime`, admins only): the team runtime (which one, whether it is claimed,
 //! reachable now or when last seen) and its registration; the outbox of runtime commands
 //! (queued, delivered, rejected, dead letters with a Retry button); the webhook endpoints
-//! that tell approvers and operators what happened, with a "Send test event" button; and
-//! their deliveries. Every form is a plain post, so the page works without JavaScript.
+//! that tell approvers and operators what happened, with a "Send test event" button, and
+//! their deliveries; and the Slack app that posts parked calls to the tenant's channels
+//! (docs/slack.md). Every form is a plain post, so the page works without JavaScript.
 
 use leptos::prelude::*;
 
 use crate::api::runtime::{BacklogRow, DeliveryRow, EndpointRow, RuntimeData, RuntimeView, runtime_page};
+use crate::api::slack::SlackView;
 use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
@@ -64,6 +66,46 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
         <WebhookForm events=d.events />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhook deliveries"</h2>
         <DeliveryTable rows=d.deliveries testid="deliveries-table" what="message" key_label="Endpoint" />
+        <SlackSection app=d.slack />
+    }
+}
+
+/// The tenant's Slack app: which workspace and channels, and the form that sets it.
+#[component]
+fn SlackSection(app: Option<SlackView>) -> impl IntoView {
+    let kept = app.is_some();
+    let channels = app.as_ref().map(|a| a.channels.join(", ")).unwrap_or_default();
+    let secret_hint = if kept { "stored; leave empty to keep it" } else { "" };
+    view! {
+        <h2 class="mt-8 mb-2 text-base font-semibold" id="slack">"Slack"</h2>
+        <p class=NOTE>"Each call that waits for approval is posted to these channels, and every message is rewritten when the approval ends: how, and who decided. See docs/slack.md for the app manifest."</p>
+        {match app {
+            Some(a) => view! {
+                <div class=format!("{CARD} p-4 text-sm space-y-1") data-testid="slack-app">
+                    <p>"Workspace "<strong>{a.team_name}</strong>" ("<code>{a.team_id}</code>")"</p>
+                    <p>"Posts to "<code>{a.channels.join(", ")}</code></p>
+                    <p class=LABEL>"Set by "{a.updated_by}" "<Time rfc3339=a.updated_at /></p>
+                    <form method="post" action="/api/remove_slack">
+                        <button type="submit" class=BUTTON data-testid="remove-slack">"Remove the Slack app"</button>
+                    </form>
+                </div>
+            }.into_any(),
+            None => view! { <EmptyState title="No Slack app" detail="Set the app's bot token, signing secret and channels below; the gateway checks the token with Slack before it keeps anything." /> }.into_any(),
+        }}
+        <form method="post" action="/api/put_slack" class=PANEL data-testid="slack-form">
+            <h2 class="text-sm font-semibold">{if kept { "Change the Slack app" } else { "Set the Slack app" }}</h2>
+            <label class=FIELD><span class=LABEL>"Bot User OAuth Token (xoxb-…)"</span>
+                <input name="bot_token" type="password" autocomplete="off" required=!kept placeholder=secret_hint class=control() />
+            </label>
+            <label class=FIELD><span class=LABEL>"Signing secret"</span>
+                <input name="signing_secret" type="password" autocomplete="off" required=!kept placeholder=secret_hint class=control() />
+            </label>
+            <label class=FIELD><span class=LABEL>"Channel ids, separated by commas"</span>
+                <input name="channels" required value=channels placeholder="C0123456789" class=control() />
+            </label>
+            <p class="text-xs text-zinc-600 dark:text-zinc-300">"The token and the secret go into the vault and are not shown again."</p>
+            <button type="submit" class=PRIMARY data-testid="save-slack">"Save"</button>
+        </form>
     }
 }
 
