@@ -183,3 +183,43 @@ async fn an_app_slack_refuses_or_that_is_incomplete_is_not_kept() {
     let (st, _) = send(base, "DELETE", "/v1/slack", COMPANY_KEY, None).await;
     assert_eq!(st, 404);
 }
+
+/// Waits until the gateway lists `n` Slack deliveries none of which is still queued; them.
+async fn until_settled(base: &str, n: usize) -> Vec<Value> {
+    for _ in 0..300 {
+        let (_, list) = send(base, "GET", "/v1/slack/deliveries", COMPANY_KEY, None).await;
+        let items = list["items"].as_array().unwrap().clone();
+        if items.len() >= n && items.iter().all(|d| d["status"] != "queued") {
+            return items;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the gateway never settled {n} Slack deliveries");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_slack_does_not_know_rejects_its_message_and_holds_up_no_other() {
+    let slack = start_slack(&[]);
+    let s = start_fresh(&[("NAIVE_SLACK_API_URL", &slack.api_url())]).await;
+    let base = &s.server.base;
+    let app = json!({"bot_token": "xoxb-1-reference", "signing_secret": "0123456789abcdef0123", "channels": ["X0GONE", "C0APPROVE"]});
+    let (st, b) = send(base, "PUT", "/v1/slack", COMPANY_KEY, Some(app)).await;
+    assert_eq!(st, 200, "{b}");
+    let agent = parking_agent(base).await;
+    park(base, &agent, "restocking").await;
+    let posted = until(&slack, "the known channel gets the post", |m| m.len() == 1).await;
+    assert_eq!(posted[0]["channel"], "C0APPROVE");
+    let mut items = until_settled(base, 2).await;
+    items.sort_by_key(|d| d["channel"].as_str().unwrap().to_string());
+    let seen: Vec<(Value, Value, Value)> =
+        items.iter().map(|d| (d["channel"].clone(), d["status"].clone(), d["last_error"].clone())).collect();
+    assert_eq!(
+        seen,
+        [
+            (json!("C0APPROVE"), json!("delivered"), Value::Null),
+            (json!("X0GONE"), json!("rejected"), json!("slack_channel_not_found")),
+        ],
+        "{items:#?}"
+    );
+    assert!(items.iter().all(|d| d["job"] == "slack.post"), "{items:#?}");
+}

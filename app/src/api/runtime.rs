@@ -86,6 +86,8 @@ pub struct RuntimeData {
     pub new_secret: Option<(String, String)>,
     /// The tenant's Slack app, if it has one.
     pub slack: Option<crate::api::slack::SlackView>,
+    /// Its posts and updates, newest first.
+    pub slack_deliveries: Vec<DeliveryRow>,
 }
 
 #[cfg(feature = "ssr")]
@@ -125,6 +127,48 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
     let t = &tenant.id;
     let runtime = gw.runtime(t).await.map_err(to_fn_error)?.map(runtime_view);
     let commands = gw.commands(t, None).await.map_err(to_fn_error)?.into_iter().map(delivery_row).collect();
+    let (webhooks, deliveries) = webhook_part(&gw, t).await?;
+    let new_secret = match (issued, crate::api::session::token().await?) {
+        (Some(id), Some(session)) => {
+            gw.take_secret(&session, &id).await.map_err(to_fn_error)?.map(|secret| (id, secret))
+        }
+        _ => None,
+    };
+    let events = gateway::delivery::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
+    let backlogs = gw
+        .backlogs(t)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .map(|q| BacklogRow {
+            channel: q.channel,
+            destination: q.destination,
+            queued: q.queued,
+            max: q.limit,
+            in_flight: q.in_flight,
+            due_at: q.due_at.to_rfc3339(),
+        })
+        .collect();
+    let (slack, slack_deliveries) = slack_part(&gw, t).await?;
+    Ok(RuntimeData {
+        runtime,
+        backlogs,
+        commands,
+        webhooks,
+        deliveries,
+        events,
+        new_secret,
+        slack,
+        slack_deliveries,
+    })
+}
+
+/// The tenant's webhook endpoints and their messages.
+#[cfg(feature = "ssr")]
+async fn webhook_part(
+    gw: &gateway::Gateway,
+    t: &gateway::TenantId,
+) -> Result<(Vec<EndpointRow>, Vec<DeliveryRow>), ServerFnError> {
     let deliveries = gw
         .webhook_deliveries(t, None)
         .await
@@ -154,33 +198,34 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
             created_at: e.created_at.to_rfc3339(),
         })
         .collect();
-    let new_secret = match (issued, crate::api::session::token().await?) {
-        (Some(id), Some(session)) => {
-            gw.take_secret(&session, &id).await.map_err(to_fn_error)?.map(|secret| (id, secret))
-        }
-        _ => None,
-    };
-    let events = gateway::delivery::webhooks::EVENTS.iter().map(|e| e.to_string()).collect();
-    let backlogs = gw
-        .backlogs(t)
-        .await
-        .map_err(to_fn_error)?
-        .into_iter()
-        .map(|q| BacklogRow {
-            channel: q.channel,
-            destination: q.destination,
-            queued: q.queued,
-            max: q.limit,
-            in_flight: q.in_flight,
-            due_at: q.due_at.to_rfc3339(),
-        })
-        .collect();
-    let slack = match gw.slack_app(t).await {
+    Ok((webhooks, deliveries))
+}
+
+/// The tenant's Slack app, if it has one, and its posts and updates.
+#[cfg(feature = "ssr")]
+async fn slack_part(
+    gw: &gateway::Gateway,
+    t: &gateway::TenantId,
+) -> Result<(Option<crate::api::slack::SlackView>, Vec<DeliveryRow>), ServerFnError> {
+    let app = match gw.slack_app(t).await {
         Ok(a) => Some(crate::api::slack::slack_view(a)),
         Err(gateway::Error::NotFound { .. }) => None,
         Err(e) => return Err(to_fn_error(e)),
     };
-    Ok(RuntimeData { runtime, backlogs, commands, webhooks, deliveries, events, new_secret, slack })
+    let rows = gw.slack_deliveries(t, None).await.map_err(to_fn_error)?;
+    let rows = rows
+        .into_iter()
+        .map(|d| DeliveryRow {
+            id: d.message_id,
+            key: d.channel,
+            kind: d.job,
+            status: d.status.as_str().to_string(),
+            attempts: d.attempts,
+            last_error: d.last_error,
+            created_at: d.created_at.to_rfc3339(),
+        })
+        .collect();
+    Ok((app, rows))
 }
 
 /// Gives up on one queue's backlog (the runtime's, or an endpoint's): its queued rows and its

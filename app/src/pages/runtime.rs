@@ -67,6 +67,8 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhook deliveries"</h2>
         <DeliveryTable rows=d.deliveries testid="deliveries-table" what="message" key_label="Endpoint" />
         <SlackSection app=d.slack />
+        <h2 class="mt-8 mb-2 text-base font-semibold">"Slack deliveries"</h2>
+        <DeliveryTable rows=d.slack_deliveries testid="slack-deliveries-table" what="message" key_label="Channel" />
     }
 }
 

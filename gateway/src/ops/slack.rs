@@ -8,7 +8,9 @@ use serde_json::json;
 use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::slack::api::{self, ApiError};
-use crate::delivery::slack::{self, BOT_TOKEN, SIGNING_SECRET, SlackApp, SlackSettings, Workspace};
+use crate::delivery::slack::{
+    self, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackApp, SlackDelivery, SlackSettings, Workspace,
+};
 use crate::domain::vault;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -61,6 +63,29 @@ impl Gateway {
     pub async fn delete_slack_app(&self, tenant: &TenantId, actor: &str, via: Transport) -> Result<()> {
         let (t, a) = (tenant.clone(), actor.to_string());
         self.write_for(tenant, move |c| slack::delete_in(c, &t, &a, via)).await
+    }
+
+    /// The tenant's Slack messages, newest first, optionally of one status: a dead letter can
+    /// be queued again with [`Gateway::retry_delivery`].
+    pub async fn slack_deliveries(
+        &self,
+        tenant: &TenantId,
+        status: Option<crate::delivery::outbox::DeliveryStatus>,
+    ) -> Result<Vec<SlackDelivery>> {
+        let rows = crate::delivery::outbox::rows(&self.store, tenant, CHANNEL, status).await?;
+        Ok(rows
+            .into_iter()
+            .map(|s| SlackDelivery {
+                message_id: s.command_id,
+                channel: s.task_id,
+                job: s.kind,
+                status: s.status,
+                attempts: s.attempts,
+                last_error: s.last_error,
+                created_at: s.created_at,
+                delivered_at: s.delivered_at,
+            })
+            .collect())
     }
 
     /// Whose workspace and bot a token is; a token Slack refuses is the admin's to fix.

@@ -81,6 +81,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/sso/oidc", idem(state, get(sso::get).put(sso::put).delete(sso::delete)))
         .route("/v1/sso/oidc/test", idem(state, post(sso::test)))
         .route("/v1/slack", idem(state, get(slack::get).put(slack::put).delete(slack::delete)))
+        .route("/v1/slack/deliveries", idem(state, get(slack::deliveries)))
+        .route("/v1/slack/deliveries/{message_id}/retry", idem(state, post(slack::retry)))
         .route("/v1/scim/token", idem(state, post(scim_token::create)))
         .route("/v1/runtime", idem(state, get(runtime::get).put(runtime::put).delete(runtime::delete)))
         .route("/v1/runtime/commands", idem(state, get(runtime::commands)))

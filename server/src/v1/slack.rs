@@ -7,14 +7,20 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::audit::activity::Transport;
-use gateway::delivery::slack::{SlackApp, SlackSettings};
+use gateway::delivery::slack::{SlackApp, SlackDelivery, SlackSettings};
 
 use crate::http::auth::Caller;
-use crate::http::problem::Problem;
+use crate::http::problem::{Path, Problem, Query};
 use crate::state::AppState;
 use crate::v1::reply::{ACTOR, json_body};
+use crate::v1::runtime::CommandFilter;
 
 const WHAT: &str = "managing the Slack app";
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct SlackDeliveryList {
+    pub items: Vec<SlackDelivery>,
+}
 const EXAMPLE: &str = r#"{"bot_token": "xoxb-…", "signing_secret": "…", "channels": ["C0123456789"]}"#;
 
 #[utoipa::path(get, path = "/v1/slack", tag = "slack", operation_id = "get_slack",
@@ -43,4 +49,29 @@ pub async fn delete(State(state): State<AppState>, caller: Caller) -> Result<Res
     let tenant = caller.company(WHAT)?;
     state.gateway.delete_slack_app(&tenant, ACTOR, Transport::Http).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[utoipa::path(get, path = "/v1/slack/deliveries", tag = "slack", operation_id = "list_slack_deliveries",
+    params(CommandFilter),
+    responses((status = 200, description = "Slack posts and updates, newest first: queued, delivered, rejected by Slack and dead letters.", body = SlackDeliveryList)))]
+pub async fn deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(f): Query<CommandFilter>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    Ok(Json(SlackDeliveryList { items: state.gateway.slack_deliveries(&tenant, f.status).await? })
+        .into_response())
+}
+
+#[utoipa::path(post, path = "/v1/slack/deliveries/{message_id}/retry", tag = "slack", operation_id = "retry_slack_delivery",
+    params(("message_id" = String, Path, description = "A dead letter's message id.")),
+    responses((status = 200, description = "Queued again with its attempts reset.", body = gateway::delivery::outbox::CommandState)))]
+pub async fn retry(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
 }

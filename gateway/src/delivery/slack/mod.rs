@@ -74,6 +74,23 @@ pub struct SlackApp {
     pub updated_at: DateTime<Utc>,
 }
 
+/// One queued Slack message's delivery state.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SlackDelivery {
+    pub message_id: String,
+    /// The Slack channel it goes to.
+    pub channel: String,
+    /// `slack.post` (a new message) or `slack.update` (rewriting the ones posted).
+    pub job: String,
+    pub status: crate::delivery::outbox::DeliveryStatus,
+    pub attempts: i64,
+    /// The last failure's code: a transport failure, or Slack's own (`slack_channel_not_found`).
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
 /// Who the bot token says it is (`auth.test`).
 #[derive(Clone, Debug)]
 pub(crate) struct Workspace {
