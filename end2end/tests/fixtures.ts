@@ -40,9 +40,10 @@ export const test = base.extend<{ problems: string[] }>({
         if (jsOff && r.resourceType() === "script") return;
         // Navigating away cancels reads still in flight (the health check, an inbox refresh,
         // the favicon) and closes the live event stream; that is the browser tidying up, not a
-        // failed request. A cancelled write would still count (the inbox refresh is a read
-        // server function, which posts).
-        const read = r.method() === "GET" || new URL(r.url()).pathname.startsWith("/api/inbox");
+        // failed request. A cancelled write would still count (the inbox refresh and the kit
+        // editor's preview are read server functions, which post).
+        const path = new URL(r.url()).pathname;
+        const read = r.method() === "GET" || path.startsWith("/api/inbox") || path === "/api/kit_preview";
         if (r.failure()?.errorText === "net::ERR_ABORTED" && read) return;
         problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
       });
