@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso bench-slack build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -155,6 +155,11 @@ bench-replay:
 bench-sso:
 	cargo bench -p server --bench sso
 	cargo bench -p server --bench scim
+
+# Slack approvals (#51): from a park to Slack's chat.postMessage, and from a decision to the
+# chat.update that says so, against the reference Slack Web API.
+bench-slack:
+	cargo bench -p server --bench slack
 
 # The release wasm that hydrates every island, with `policy` inside it: bytes raw and gzipped.
 bench-wasm:
