@@ -354,9 +354,19 @@ impl Gateway {
         T: Send + 'static,
         F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
     {
-        match &self.writes {
+        let (v, queued) = match &self.writes {
             Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
             Writes::Postgres { pg } => pg.run(move |tx| with_webhooks(tx, &f)).await,
+        }?;
+        self.wake_if(queued);
+        Ok(v)
+    }
+
+    /// Wakes the delivery worker when a job's entries queued notifications, once they are
+    /// committed, so they leave now rather than at the worker's next poll.
+    fn wake_if(&self, queued: bool) {
+        if queued {
+            self.wake_delivery();
         }
     }
 
@@ -369,12 +379,14 @@ impl Gateway {
         T: Send + 'static,
         F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
     {
-        match &self.writes {
+        let (v, queued) = match &self.writes {
             Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
             Writes::Postgres { pg } => {
                 pg.run_keyed(activity::tenant_key(tenant), move |tx| with_webhooks(tx, &f)).await
             }
-        }
+        }?;
+        self.wake_if(queued);
+        Ok(v)
     }
 
     pub fn config(&self) -> &GatewayConfig {
@@ -463,19 +475,21 @@ impl Gateway {
 
 /// Runs the job `f`, then queues in the same transaction the webhook events of every log
 /// entry it appended (and of any entry that queuing appends in turn): no entry is committed
-/// without its notifications, and appending an entry does nothing but append it.
-fn with_webhooks<T>(c: &dyn sql::Tx, f: &dyn Fn(&dyn sql::Tx) -> Result<T>) -> Result<T> {
+/// without its notifications, and appending an entry does nothing but append it. Says whether
+/// it queued any (webhook or Slack messages).
+fn with_webhooks<T>(c: &dyn sql::Tx, f: &dyn Fn(&dyn sql::Tx) -> Result<T>) -> Result<(T, bool)> {
     let mut next = activity::appended::len();
     let v = f(c)?;
+    let mut queued = false;
     loop {
         let entries = activity::appended::since(next);
         if entries.is_empty() {
-            return Ok(v);
+            return Ok((v, queued));
         }
         next += entries.len();
         for e in &entries {
-            webhooks::on_entry(c, e)?;
-            delivery::slack::on_entry(c, e)?;
+            queued |= webhooks::on_entry(c, e)?;
+            queued |= delivery::slack::on_entry(c, e)?;
         }
     }
 }

@@ -248,12 +248,13 @@ fn job_of(e: &Entry) -> Option<(Job, &str)> {
 }
 
 /// Queues what `e` asks of the tenant's Slack messages, one row per channel, in the
-/// transaction that appends `e`.
-pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
-    let Some((job, approval)) = job_of(e) else { return Ok(()) };
+/// transaction that appends `e`; whether it queued any.
+pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<bool> {
+    let Some((job, approval)) = job_of(e) else { return Ok(false) };
     let Some(row) = c.row("SELECT channels FROM slack_apps WHERE tenant_id = ?", &[&e.tenant_id])? else {
-        return Ok(());
+        return Ok(false);
     };
+    let mut queued = false;
     let channels: Vec<String> = stored::decode("Slack channels", &row.get::<String>(0)?)?;
     let payload = json!({ "approval_id": approval, "job": job.as_str() }).to_string();
     for channel in &channels {
@@ -270,9 +271,11 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
         // A full channel never fails the approval: the message is kept as a dead letter.
         if outbox::insert(c, &e.tenant_id, &row, outbox::MAX_QUEUED)?.is_err() {
             outbox::insert_dead(c, &e.tenant_id, &row)?;
+        } else {
+            queued = true;
         }
     }
-    Ok(())
+    Ok(queued)
 }
 
 /// What a queued row asks, and of which approval.

@@ -114,12 +114,13 @@ fn approval_event(v: Verdict, d: &Value) -> Option<(&'static str, Value)> {
 }
 
 /// Queues the events `e` reports for every endpoint of its tenant that subscribes to them, in
-/// the transaction that appends `e`.
-pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
+/// the transaction that appends `e`; whether it queued any.
+pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<bool> {
     let events = events_of(e);
     if events.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
+    let mut queued = false;
     let endpoints: Vec<(String, String)> = c
         .rows("SELECT id, events FROM webhook_endpoints WHERE tenant_id = ? ORDER BY id", &[&e.tenant_id])?
         .iter()
@@ -143,8 +144,10 @@ pub(crate) fn on_entry(c: &dyn Tx, e: &Entry) -> Result<()> {
             // dead letter an admin can queue again.
             if outbox::insert(c, &e.tenant_id, &row, outbox::MAX_QUEUED)?.is_err() {
                 outbox::insert_dead(c, &e.tenant_id, &row)?;
+            } else {
+                queued = true;
             }
         }
     }
-    Ok(())
+    Ok(queued)
 }
