@@ -104,6 +104,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/users") view=UsersPage ssr=SsrMode::Async />
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async />
                     <Route path=path!("/connect") view=pages::connect::ConnectPage ssr=SsrMode::Async />
+                    <Route path=path!("/slack/link") view=pages::slack_link::SlackLinkPage ssr=SsrMode::Async />
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                 </Routes>
             </Layout>

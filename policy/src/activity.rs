@@ -145,6 +145,10 @@ closed! {
         SlackConnected = "slack_connected",
         /// A tenant's Slack app was removed.
         SlackRemoved = "slack_removed",
+        /// A person linked their Slack user to their console user.
+        SlackLinked = "slack_linked",
+        /// A Slack user's link to a console user was removed.
+        SlackUnlinked = "slack_unlinked",
         /// A connector target now uses the sandbox.
         Sandbox = "sandbox",
         /// A connector target now calls an HTTP service.
@@ -181,6 +185,8 @@ closed! {
         Mcp = "mcp",
         /// The console's pages and forms.
         Console = "console",
+        /// A button or form in a Slack message (the interactivity endpoint).
+        Slack = "slack",
     }
 }
 

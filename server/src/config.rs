@@ -99,6 +99,10 @@ pub enum Command {
         /// Answer the first N `chat.postMessage` calls 429 with `Retry-After: 1`.
         #[arg(long, default_value_t = 0)]
         rate_limit_first: u32,
+        /// The signing secret its driver (`POST /interact`) signs interaction requests with,
+        /// as Slack signs them with the app's.
+        #[arg(long, default_value = crate::reference::slack::SIGNING_SECRET)]
+        signing_secret: String,
         /// Exit when standard input closes (see `upstream`).
         #[arg(long)]
         exit_with_stdin: bool,

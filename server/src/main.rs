@@ -44,8 +44,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::OtlpReceiver { listen, exit_with_stdin } => {
             reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen)).await
         }
-        Command::Slack { listen, rate_limit_first, exit_with_stdin } => {
-            reference(exit_with_stdin, server::reference::slack::serve(listen, rate_limit_first)).await
+        Command::Slack { listen, rate_limit_first, signing_secret, exit_with_stdin } => {
+            let serving = server::reference::slack::serve(listen, rate_limit_first, signing_secret);
+            reference(exit_with_stdin, serving).await
         }
         Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {
             let how = server::reference::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };

@@ -319,6 +319,7 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
         .route("/login/sso/{tenant_id}", get(crate::http::sso::by_tenant))
         .merge(crate::scim::routes(&state))
         .merge(crate::http::oauth::routes())
+        .merge(crate::http::slack::routes())
         .route("/spend/export.csv", get(crate::http::console::export_ledger_csv))
         .route("/approvals/export.csv", get(crate::http::console::export_approvals_csv))
         .route("/console/events", get(crate::http::console::events))

@@ -208,7 +208,7 @@ async fn slack_part(
     t: &gateway::TenantId,
 ) -> Result<(Option<crate::api::slack::SlackView>, Vec<DeliveryRow>), ServerFnError> {
     let app = match gw.slack_app(t).await {
-        Ok(a) => Some(crate::api::slack::slack_view(a)),
+        Ok(a) => Some(crate::api::slack::slack_view(a, gw.slack_links(t).await.map_err(to_fn_error)?)),
         Err(gateway::Error::NotFound { .. }) => None,
         Err(e) => return Err(to_fn_error(e)),
     };

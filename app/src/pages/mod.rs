@@ -14,6 +14,7 @@ pub mod profiles;
 pub mod proposals;
 pub mod replay;
 pub mod runtime;
+pub mod slack_link;
 pub mod spend;
 pub mod sso;
 pub mod users;

@@ -78,6 +78,7 @@ fn SlackSection(app: Option<SlackView>) -> impl IntoView {
     let kept = app.is_some();
     let channels = app.as_ref().map(|a| a.channels.join(", ")).unwrap_or_default();
     let secret_hint = if kept { "stored; leave empty to keep it" } else { "" };
+    let links = app.as_ref().map(|a| a.links.clone());
     view! {
         <h2 class="mt-8 mb-2 text-base font-semibold" id="slack">"Slack"</h2>
         <p class=NOTE>"Each call that waits for approval is posted to these channels, and every message is rewritten when the approval ends: how, and who decided. See docs/slack.md for the app manifest."</p>
@@ -86,6 +87,7 @@ fn SlackSection(app: Option<SlackView>) -> impl IntoView {
                 <div class=format!("{CARD} p-4 text-sm space-y-1") data-testid="slack-app">
                     <p>"Workspace "<strong>{a.team_name}</strong>" ("<code>{a.team_id}</code>")"</p>
                     <p>"Posts to "<code>{a.channels.join(", ")}</code></p>
+                    <p>"Request URL (Interactivity & Shortcuts): "<code class="break-all" data-testid="slack-request-url">{a.interactions_url}</code></p>
                     <p class=LABEL>"Set by "{a.updated_by}" "<Time rfc3339=a.updated_at /></p>
                     <form method="post" action="/api/remove_slack">
                         <button type="submit" class=BUTTON data-testid="remove-slack">"Remove the Slack app"</button>
@@ -94,6 +96,7 @@ fn SlackSection(app: Option<SlackView>) -> impl IntoView {
             }.into_any(),
             None => view! { <EmptyState title="No Slack app" detail="Set the app's bot token, signing secret and channels below; the gateway checks the token with Slack before it keeps anything." /> }.into_any(),
         }}
+        {links.map(|l| view! { <SlackLinks links=l /> })}
         <form method="post" action="/api/put_slack" class=PANEL data-testid="slack-form">
             <h2 class="text-sm font-semibold">{if kept { "Change the Slack app" } else { "Set the Slack app" }}</h2>
             <label class=FIELD><span class=LABEL>"Bot User OAuth Token (xoxb-…)"</span>
@@ -108,6 +111,37 @@ fn SlackSection(app: Option<SlackView>) -> impl IntoView {
             <p class="text-xs text-zinc-600 dark:text-zinc-300">"The token and the secret go into the vault and are not shown again."</p>
             <button type="submit" class=PRIMARY data-testid="save-slack">"Save"</button>
         </form>
+    }
+}
+
+/// Who linked which Slack user: their clicks are their votes. An admin removes a link here.
+#[component]
+fn SlackLinks(links: Vec<(String, String, String, String)>) -> impl IntoView {
+    view! {
+        <h3 class="mt-4 mb-1 text-sm font-semibold">"Linked Slack users"</h3>
+        <p class=NOTE>"A person links their Slack user themselves, the first time they click Approve or Deny: Slack shows only them a single-use link to this console. A click is then their vote, with their roles and groups."</p>
+        {if links.is_empty() {
+            view! { <p class="text-sm" data-testid="slack-links-empty">"Nobody has linked a Slack user yet."</p> }.into_any()
+        } else {
+            view! {
+                <table class="text-sm" data-testid="slack-links">
+                    <thead><tr><th class="pr-4 text-left">"Slack user"</th><th class="pr-4 text-left">"Console user"</th><th class="pr-4 text-left">"Linked"</th><th></th></tr></thead>
+                    <tbody>
+                        {links.into_iter().map(|(id, name, username, at)| { let (row, shown) = (id.clone(), id.clone()); view! {
+                            <tr data-slack-user=row>
+                                <td class="pr-4">"@"{name}" "<code>{shown}</code></td>
+                                <td class="pr-4">{username}</td>
+                                <td class="pr-4"><Time rfc3339=at /></td>
+                                <td><form method="post" action="/api/unlink_slack">
+                                    <input type="hidden" name="slack_user_id" value=id />
+                                    <button type="submit" class=BUTTON>"Remove link"</button>
+                                </form></td>
+                            </tr>
+                        }}).collect_view()}
+                    </tbody>
+                </table>
+            }.into_any()
+        }}
     }
 }
 

@@ -94,6 +94,19 @@ impl Human {
         }
     }
 
+    /// A console user deciding by a button in Slack, as the Slack user linked to them
+    /// (`@alice (U0ALICE)`) in `channel`: their roles and groups, as in the console.
+    pub fn in_slack(user: &ConsoleUser, slack_user: &str, channel: &str) -> Human {
+        Human {
+            user_id: user.id.clone(),
+            username: user.username.clone(),
+            credential: format!("Slack {slack_user} in {channel}"),
+            via: Transport::Slack,
+            roles: user.roles.clone(),
+            groups: true,
+        }
+    }
+
     /// Refuses with `role_required` unless the credential carries one of `roles`.
     pub fn require(&self, roles: &[Role]) -> Result<()> {
         if self.roles.iter().any(|r| roles.contains(r)) {

@@ -132,6 +132,7 @@ const DETAIL_PAGES: [&str; 3] = ["/proposals/", "/profiles/", "/kits/"];
 fn is_console_page(path: &str) -> bool {
     path == "/account"
         || path == "/connect"
+        || path == "/slack/link"
         || app::api::session::VIEWS.iter().any(|v| v.href == path)
         || DETAIL_PAGES.iter().any(|p| path.starts_with(p))
 }
@@ -157,7 +158,8 @@ pub async fn same_origin_writes(req: Request, next: Next) -> Response {
         path.starts_with("/v1/") || path == "/mcp" || path.starts_with("/mcp/") || path.starts_with("/scim/");
     // The token and registration endpoints take no cookie: a client's code or refresh token
     // is its credential, and registering grants nothing by itself.
-    if path == "/oauth/token" || path == "/oauth/register" {
+    // Slack's interaction requests carry no cookie either: Slack's signature is their credential.
+    if path == "/oauth/token" || path == "/oauth/register" || path.starts_with("/slack/interactions/") {
         return next.run(req).await;
     }
     // `/mcp` validates `Origin` itself, against its own allow list.

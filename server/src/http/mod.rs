@@ -16,4 +16,5 @@ pub mod metrics;
 pub mod oauth;
 pub mod problem;
 pub mod serve;
+pub mod slack;
 pub mod sso;

@@ -6,6 +6,14 @@
 //! `--rate-limit-first N` answers the first N `chat.postMessage` calls `429` with
 //! `Retry-After: 1`, as Slack does when a method's rate is exceeded.
 //!
+//! It also plays Slack's side of interactivity: its driver, `POST /interact` with
+//! `{"url", "payload"}`, sends the payload to the gateway's Request URL the way Slack does
+//! (form-encoded `payload=<json>`, signed `v0` with `--signing-secret` and the current
+//! timestamp, unless the body names its own `timestamp` or `signature`), first giving a click
+//! a `response_url` here and a `trigger_id`; it answers with the gateway's status and body and
+//! what it sent. Replies to a `response_url` are kept (`GET /responses`), as are the forms
+//! `views.open` opened (`GET /views`).
+//!
 //! A bot token is any `xoxb-…` token (one containing `revoked` is answered `token_revoked`,
 //! as a token uninstalled from its workspace is); the workspace is `T0REFERENCE` ("Reference
 //! workspace") and the bot `U0NAIVEBOT`. A channel is any id that starts with `C` or `G`.
@@ -23,6 +31,8 @@ use serde_json::{Value, json};
 pub const TEAM_ID: &str = "T0REFERENCE";
 pub const TEAM_NAME: &str = "Reference workspace";
 pub const BOT_USER: &str = "U0NAIVEBOT";
+/// The signing secret its driver signs with unless told another.
+pub const SIGNING_SECRET: &str = "reference-signing-secret-0123456789";
 
 #[derive(Default)]
 struct Workspace {
@@ -31,22 +41,37 @@ struct Workspace {
     messages: Vec<Value>,
     next_ts: u64,
     limited_left: u32,
+    /// Replies to a `response_url`: `{n, body}`.
+    responses: Vec<Value>,
+    /// Forms opened with `views.open`: `{trigger_id, view}`.
+    views: Vec<Value>,
+    sent: u64,
+    signing_secret: String,
+    base: String,
 }
 
 type Shared = Arc<Mutex<Workspace>>;
 
 /// Serves on `listen` until the process ends.
-pub async fn serve(listen: SocketAddr, rate_limit_first: u32) -> Result<(), String> {
-    let state: Shared =
-        Arc::new(Mutex::new(Workspace { limited_left: rate_limit_first, ..Default::default() }));
+pub async fn serve(listen: SocketAddr, rate_limit_first: u32, signing_secret: String) -> Result<(), String> {
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let state: Shared = Arc::new(Mutex::new(Workspace {
+        limited_left: rate_limit_first,
+        signing_secret,
+        base: format!("http://{addr}"),
+        ..Default::default()
+    }));
     let app = axum::Router::new()
         .route("/api/{method}", post(method))
         .route("/calls", get(calls))
         .route("/messages", get(messages))
+        .route("/interact", post(interact))
+        .route("/respond/{n}", post(respond))
+        .route("/responses", get(|s: State<Shared>| listed(s, |w| &w.responses)))
+        .route("/views", get(|s: State<Shared>| listed(s, |w| &w.views)))
         .with_state(state);
-    let listener =
-        tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("Reference Slack API listening on http://{addr}");
     axum::serve(listener, app).await.map_err(|e| e.to_string())
 }
@@ -113,7 +138,10 @@ fn answer(w: &mut Workspace, token: &str, name: &str, args: &Value) -> Value {
             *m = json!({ "channel": channel, "ts": ts, "text": args["text"], "blocks": args["blocks"], "updates": updates });
             json!({ "ok": true, "channel": channel, "ts": ts })
         }
-        "views.open" if args["trigger_id"].is_string() => json!({ "ok": true, "view": args["view"] }),
+        "views.open" if args["trigger_id"].is_string() => {
+            w.views.push(json!({ "trigger_id": args["trigger_id"], "view": args["view"] }));
+            json!({ "ok": true, "view": args["view"] })
+        }
         "views.open" => json!({ "ok": false, "error": "invalid_trigger_id" }),
         _ => json!({ "ok": false, "error": "unknown_method" }),
     }
@@ -125,4 +153,62 @@ async fn calls(State(s): State<Shared>) -> Response {
 
 async fn messages(State(s): State<Shared>) -> Response {
     Json(json!({ "items": s.lock().expect("the workspace lock").messages })).into_response()
+}
+
+async fn listed(State(s): State<Shared>, what: fn(&Workspace) -> &Vec<Value>) -> Response {
+    Json(json!({ "items": what(&s.lock().expect("the workspace lock")) })).into_response()
+}
+
+async fn respond(State(s): State<Shared>, Path(n): Path<u64>, Json(body): Json<Value>) -> Response {
+    s.lock().expect("the workspace lock").responses.push(json!({ "n": n, "body": body }));
+    Json(json!({ "ok": true })).into_response()
+}
+
+/// Slack's `v0` signature of `body` at `timestamp`: HMAC-SHA256 over `v0:{timestamp}:{body}`.
+pub fn sign(secret: &str, timestamp: &str, body: &str) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
+    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
+    format!("v0={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The driver: sends `payload` to `url` as Slack would; the gateway's answer and what was sent.
+async fn interact(State(s): State<Shared>, Json(req): Json<Value>) -> Response {
+    let mut payload = req["payload"].clone();
+    let (secret, body) = {
+        let mut w = s.lock().expect("the workspace lock");
+        w.sent += 1;
+        if payload["type"] == "block_actions" {
+            let n = w.sent;
+            if payload["response_url"].is_null() {
+                payload["response_url"] = json!(format!("{}/respond/{n}", w.base));
+            }
+            if payload["trigger_id"].is_null() {
+                payload["trigger_id"] = json!(format!("{n}.reference.trigger"));
+            }
+        }
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &payload.to_string())
+            .finish();
+        (w.signing_secret.clone(), body)
+    };
+    let timestamp =
+        req["timestamp"].as_str().map_or_else(|| chrono::Utc::now().timestamp().to_string(), str::to_string);
+    let signature =
+        req["signature"].as_str().map_or_else(|| sign(&secret, &timestamp, &body), str::to_string);
+    let sent = crate::http_client()
+        .post(req["url"].as_str().unwrap_or_default())
+        .header("x-slack-request-timestamp", &timestamp)
+        .header("x-slack-signature", &signature)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(body.clone())
+        .send()
+        .await;
+    let (status, answer) = match sent {
+        Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+        Err(e) => (0, e.to_string()),
+    };
+    Json(json!({ "status": status, "body": answer, "payload": payload,
+        "sent": { "timestamp": timestamp, "signature": signature, "body": body } }))
+    .into_response()
 }

@@ -83,6 +83,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/slack", idem(state, get(slack::get).put(slack::put).delete(slack::delete)))
         .route("/v1/slack/deliveries", idem(state, get(slack::deliveries)))
         .route("/v1/slack/deliveries/{message_id}/retry", idem(state, post(slack::retry)))
+        .route("/v1/slack/links", idem(state, get(slack::links)))
+        .route("/v1/slack/links/{slack_user_id}", idem(state, axum::routing::delete(slack::unlink)))
         .route("/v1/scim/token", idem(state, post(scim_token::create)))
         .route("/v1/runtime", idem(state, get(runtime::get).put(runtime::put).delete(runtime::delete)))
         .route("/v1/runtime/commands", idem(state, get(runtime::commands)))

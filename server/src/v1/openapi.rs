@@ -98,6 +98,8 @@ use crate::v1::dto::StreamEvent;
         v1::slack::delete,
         v1::slack::deliveries,
         v1::slack::retry,
+        v1::slack::links,
+        v1::slack::unlink,
         v1::scim_token::create,
         v1::runtime::get,
         v1::runtime::put,

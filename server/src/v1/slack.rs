@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::audit::activity::Transport;
+use gateway::delivery::slack::links::SlackLink;
 use gateway::delivery::slack::{SlackApp, SlackDelivery, SlackSettings};
 
 use crate::http::auth::Caller;
@@ -21,6 +22,11 @@ const WHAT: &str = "managing the Slack app";
 pub struct SlackDeliveryList {
     pub items: Vec<SlackDelivery>,
 }
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct SlackLinkList {
+    pub items: Vec<SlackLink>,
+}
+
 const EXAMPLE: &str = r#"{"bot_token": "xoxb-…", "signing_secret": "…", "channels": ["C0123456789"]}"#;
 
 #[utoipa::path(get, path = "/v1/slack", tag = "slack", operation_id = "get_slack",
@@ -74,4 +80,24 @@ pub async fn retry(
 ) -> Result<Response, Problem> {
     let tenant = caller.company(WHAT)?;
     Ok(Json(state.gateway.retry_delivery(&tenant, &id, ACTOR, Transport::Http).await?).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/slack/links", tag = "slack", operation_id = "list_slack_links",
+    responses((status = 200, description = "The Slack users linked to console users, by username: a click by one of them is that person's vote.", body = SlackLinkList)))]
+pub async fn links(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    Ok(Json(SlackLinkList { items: state.gateway.slack_links(&tenant).await? }).into_response())
+}
+
+#[utoipa::path(delete, path = "/v1/slack/links/{slack_user_id}", tag = "slack", operation_id = "delete_slack_link",
+    params(("slack_user_id" = String, Path, description = "The linked Slack user (`U…`).")),
+    responses((status = 204, description = "Removed: the person's next click asks them to link again.")))]
+pub async fn unlink(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slack_user): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    state.gateway.unlink_slack(&tenant, &slack_user, ACTOR, Transport::Http).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

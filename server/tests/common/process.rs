@@ -357,6 +357,16 @@ impl Slack {
     pub async fn messages(&self) -> Vec<serde_json::Value> {
         self.items("messages").await
     }
+
+    /// Every reply to a click's `response_url` (`{n, body}`), oldest first.
+    pub async fn responses(&self) -> Vec<serde_json::Value> {
+        self.items("responses").await
+    }
+
+    /// Every form `views.open` opened (`{trigger_id, view}`), oldest first.
+    pub async fn views(&self) -> Vec<serde_json::Value> {
+        self.items("views").await
+    }
 }
 
 impl Drop for Slack {

@@ -1,5 +1,6 @@
 //! Slack's Web API, the few methods used: `auth.test` (whose workspace a bot token is),
-//! `chat.postMessage` and `chat.update`. Every call goes through the gateway's one egress
+//! `chat.postMessage`, `chat.update` and `views.open`, and the `response_url` an interaction
+//! carries ([`tell`]). Every call goes through the gateway's one egress
 //! client and its guard.
 //!
 //! An answer is read the way Slack documents it: `429` with `Retry-After` is a wait, a 5xx or
@@ -79,6 +80,26 @@ pub(crate) async fn call(
     }
     let v: Value = res.json().await.map_err(|_| ApiError::Failed("slack_bad_answer".into()))?;
     answered(v)
+}
+
+/// Answers an interaction through its `response_url` (Slack's, from a signed payload): an
+/// ephemeral message only the person who acted sees.
+pub(crate) async fn tell(egress: &Egress, response_url: &str, text: &str) -> Result<(), ApiError> {
+    let url = url::Url::parse(response_url).map_err(|_| ApiError::Failed("slack_bad_response_url".into()))?;
+    egress.check_url(&url).map_err(|_| ApiError::Failed(EGRESS_REFUSED.into()))?;
+    let body = serde_json::json!({ "response_type": "ephemeral", "replace_original": false, "text": text });
+    let res = egress
+        .client()
+        .post(url)
+        .timeout(TIMEOUT)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|_| ApiError::Failed("slack_unreachable".into()))?;
+    match res.status().is_success() {
+        true => Ok(()),
+        false => Err(ApiError::Failed(format!("slack_http_{}", res.status().as_u16()))),
+    }
 }
 
 /// An answer's meaning: its JSON when `ok`, or Slack's error code.

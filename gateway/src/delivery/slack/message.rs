@@ -1,6 +1,7 @@
 //! The Slack message of an approval, rendered from the approval as it stands: what the agent
 //! asks, its reason, what releasing it takes and who approved so far, when it expires, and
-//! either a button to decide in the console (while it waits) or how it ended and who decided.
+//! either its Approve and Deny buttons (while it waits) or how it ended and who decided; and
+//! the form a Deny click opens, asking the reason.
 //!
 //! Our own words are `mrkdwn` with `&`, `<` and `>` escaped, so no name becomes a mention or a
 //! link; the agent's words are `plain_text` only ([`slack_plain`]).
@@ -8,6 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use crate::delivery::slack::interact::{APPROVE, DENY, REASON};
 use crate::delivery::webhooks::deliver::{slack_escaped, slack_plain};
 use crate::domain::approvals::{Approval, ApprovalStatus};
 
@@ -26,7 +28,7 @@ pub(crate) fn render(a: &Approval, agent: &str, public_url: &str) -> Value {
         { "type": "mrkdwn", "text": format!("*Expires*\n{}", when(a.expires_at)) },
     ] }));
     blocks.push(match a.status {
-        ApprovalStatus::Pending => buttons(&link),
+        ApprovalStatus::Pending => buttons(&a.id, &link),
         _ => json!({ "type": "section", "text": { "type": "mrkdwn",
             "text": format!("{} <{link}|Open in the console>", slack_escaped(&ended(a))) } }),
     });
@@ -84,9 +86,32 @@ fn when(t: DateTime<Utc>) -> String {
     format!("<!date^{}^{{date_short_pretty}} {{time}}|{} UTC>", t.timestamp(), t.format("%Y-%m-%d %H:%M"))
 }
 
-fn buttons(link: &str) -> Value {
+fn buttons(id: &str, link: &str) -> Value {
     json!({ "type": "actions", "block_id": "naive_decide", "elements": [
-        { "type": "button", "action_id": "naive_open", "url": link, "style": "primary",
-          "text": { "type": "plain_text", "text": "Decide in the console" } },
+        { "type": "button", "action_id": APPROVE, "value": id, "style": "primary",
+          "text": { "type": "plain_text", "text": "Approve" } },
+        { "type": "button", "action_id": DENY, "value": id, "style": "danger",
+          "text": { "type": "plain_text", "text": "Deny" } },
+        { "type": "button", "action_id": "naive_open", "url": link,
+          "text": { "type": "plain_text", "text": "Open in the console" } },
     ] })
+}
+
+/// The form a Deny click opens (`views.open`): the reason, required; the approval and the
+/// channel ride along in `private_metadata`, which only this app reads back.
+pub(crate) fn deny_form(a: &Approval, channel: &str) -> Value {
+    let what = format!("Deny {}{}", a.action, amount(a));
+    json!({
+        "type": "modal",
+        "callback_id": DENY,
+        "private_metadata": json!({ "approval_id": a.id, "channel": channel }).to_string(),
+        "title": { "type": "plain_text", "text": "Deny" },
+        "submit": { "type": "plain_text", "text": "Deny" },
+        "close": { "type": "plain_text", "text": "Cancel" },
+        "blocks": [
+            { "type": "section", "text": { "type": "plain_text", "text": what, "emoji": false } },
+            { "type": "input", "block_id": REASON, "label": { "type": "plain_text", "text": "Why? The agent and the trail see it." },
+              "element": { "type": "plain_text_input", "action_id": REASON, "multiline": true, "max_length": 500 } },
+        ],
+    })
 }

@@ -17,6 +17,8 @@
 //!   [`SIGNING_SECRET`]); no answer shows them.
 
 pub(crate) mod api;
+pub mod interact;
+pub mod links;
 pub(crate) mod message;
 
 use chrono::{DateTime, Utc};
@@ -67,6 +69,8 @@ pub struct SlackApp {
     /// The app's bot user.
     pub bot_user_id: String,
     pub channels: Vec<String>,
+    /// The Request URL to set under the app's Interactivity & Shortcuts.
+    pub interactions_url: String,
     /// The vault secrets holding its bot token and signing secret.
     pub bot_token_secret: String,
     pub signing_secret_name: String,
@@ -144,6 +148,7 @@ impl crate::sql::FromRow for SlackApp {
             team_name: r.get(1)?,
             bot_user_id: r.get(2)?,
             channels: stored::decode("Slack channels", &r.get::<String>(3)?)?,
+            interactions_url: String::new(),
             bot_token_secret: BOT_TOKEN.into(),
             signing_secret_name: SIGNING_SECRET.into(),
             updated_by: r.get(4)?,
@@ -152,10 +157,20 @@ impl crate::sql::FromRow for SlackApp {
     }
 }
 
-/// The tenant's Slack app, if it has one.
-pub(crate) async fn get(store: &crate::store::Store, tenant: &TenantId) -> Result<Option<SlackApp>> {
+/// The tenant's Slack app, if it has one; its Request URL under `public_url`.
+pub(crate) async fn get(
+    store: &crate::store::Store,
+    tenant: &TenantId,
+    public_url: &str,
+) -> Result<Option<SlackApp>> {
     let sql = format!("SELECT {COLUMNS} FROM slack_apps WHERE tenant_id = ?");
-    Ok(store.opt(&sql, &[tenant]).await?)
+    let app: Option<SlackApp> = store.opt(&sql, &[tenant]).await?;
+    Ok(app.map(|a| SlackApp { interactions_url: interactions_url(public_url, tenant), ..a }))
+}
+
+/// Where the tenant's Slack app sends clicks and forms.
+pub fn interactions_url(public_url: &str, tenant: &TenantId) -> String {
+    format!("{}/slack/interactions/{tenant}", public_url.trim_end_matches('/'))
 }
 
 /// Sets the tenant's app (its secrets are put in the vault by the caller, in this
