@@ -71,7 +71,8 @@ api:
 	scripts/schemathesis.sh
 
 # /mcp through the official Python SDK (PyPI `mcp`), in both protocol modes, against the real
-# server binary on a free port with a fresh database.
+# server binary on a free port with a fresh database; and Slack's request signing checked
+# against Slack's Python SDK (PyPI `slack_sdk`) in the same suite.
 mcp:
 	cargo build -p server --bin server --features test-switches
 	.venv/bin/pytest server/tests/mcp -q -p anyio
