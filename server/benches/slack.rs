@@ -97,7 +97,8 @@ async fn link(app: &TestApp, slack: &Slack, url: &str, approval: &str) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let code: String = text.split("code=").nth(1).unwrap().chars().take_while(char::is_ascii_alphanumeric).collect();
+    let code: String =
+        text.split("code=").nth(1).unwrap().chars().take_while(char::is_ascii_alphanumeric).collect();
     let cookie = app.sign_in("approver", ADMIN_PASSWORD).await;
     let res = app.post_form(&cookie, "link_slack", "/slack/link", &[("code", &code)]).await;
     assert!(res.headers()["location"].to_str().unwrap().starts_with("/account?done="), "{res:?}");

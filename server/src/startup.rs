@@ -65,7 +65,12 @@ impl Application {
             .await
             .map_err(|source| StartError::Bind { addr: config.bind, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
-        let gateway_config = gateway_config(config, addr)?;
+        let mut gateway_config = gateway_config(config, addr)?;
+        // The demo's Slack workspace starts before the gateway, whose Slack it is.
+        let demo_slack = crate::reference::demo_upstream::start_slack(config).await?;
+        if let Some(s) = &demo_slack {
+            gateway_config.slack_api_url = format!("{}/api", s.base);
+        }
         let metrics_listener = match config.metrics_addr {
             Some(at) => {
                 Some(TcpListener::bind(at).await.map_err(|source| StartError::Bind { addr: at, source })?)
@@ -86,7 +91,7 @@ impl Application {
         gateway.sandbox().set_latency_ms(config.sandbox_latency_ms);
         let demo_upstream = if config.demo_upstream {
             let records = crate::reference::demo_upstream::records_path(&config.database_url);
-            crate::reference::demo_upstream::start(&gateway, records).await?
+            crate::reference::demo_upstream::start(&gateway, records, demo_slack).await?
         } else {
             None
         };

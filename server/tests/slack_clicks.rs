@@ -377,3 +377,22 @@ async fn deny_asks_the_reason_in_a_form_and_a_link_expires_unused() {
     let (_, links) = send(base, "GET", "/v1/slack/links", COMPANY_KEY, None).await;
     assert_eq!(links["items"].as_array().unwrap().len(), 1, "{links}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_posts_its_parked_calls_to_the_reference_slack_it_starts() {
+    // As `make run` starts it: the demo tenant's Slack app is the reference Slack.
+    let s = start_fresh(&[("NAIVE_DEMO_UPSTREAM", "1")]).await;
+    let base = &s.server.base;
+    let (st, app) = send(base, "GET", "/v1/slack", COMPANY_KEY, None).await;
+    assert_eq!((st, app["team_id"].as_str()), (200, Some(server::reference::slack::TEAM_ID)), "{app}");
+    let buyer = agent(base, COMPANY_KEY, json!({"approve": {"above": "50"}}), None).await;
+    parked(base, &buyer).await;
+    for _ in 0..300 {
+        let (_, list) = send(base, "GET", "/v1/slack/deliveries", COMPANY_KEY, None).await;
+        if list["items"].as_array().unwrap().iter().any(|d| d["status"] == "delivered") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the parked call never reached the demo's Slack");
+}

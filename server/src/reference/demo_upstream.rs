@@ -3,7 +3,9 @@
 //! `cards` and `email` at it, and connects its MCP tracker as the `tracker` toolkit. It also
 //! starts the reference team runtime (`server team-runtime`) and registers it as the demo
 //! tenant's runtime, and the reference webhook receiver (`server webhook-receiver`), which
-//! every demo notification reaches. The credential is made for this run and kept in the tenant's
+//! every demo notification reaches, and the reference Slack (`server slack`), set as the demo
+//! tenant's Slack app so its page (printed on start) shows each parked call with working
+//! Approve and Deny buttons. The credential is made for this run and kept in the tenant's
 //! vault, so the demo's charges and mail cross real HTTP, the upstream checks the credential,
 //! and the agents' keys never reach it. The child stops with the server.
 
@@ -34,7 +36,46 @@ pub struct DemoUpstream {
     _child: tokio::process::Child,
     _runtime: tokio::process::Child,
     _receiver: tokio::process::Child,
+    _slack: Option<DemoSlack>,
     pub base: String,
+}
+
+/// The demo's reference Slack, started before the gateway (it is the gateway's Slack Web API).
+pub struct DemoSlack {
+    _child: tokio::process::Child,
+    pub base: String,
+}
+
+/// Starts the reference Slack when the demo's upstream is on and no real Slack is named.
+pub async fn start_slack(config: &crate::config::Config) -> Result<Option<DemoSlack>, StartError> {
+    if !config.demo_upstream || config.slack_api_url != gateway::delivery::slack::DEFAULT_API_URL {
+        return Ok(None);
+    }
+    let (child, base) = spawn("slack", &[], ("NAIVE_DEMO", "1")).await?;
+    Ok(Some(DemoSlack { _child: child, base }))
+}
+
+/// Sets the reference Slack as the tenant's Slack app, and tells it the app's Request URL.
+async fn wire_slack(
+    gateway: &Gateway,
+    tenant: &gateway::TenantId,
+    slack: &DemoSlack,
+) -> Result<(), StartError> {
+    let settings = gateway::delivery::slack::SlackSettings {
+        bot_token: Some("xoxb-demo-reference-workspace".into()),
+        signing_secret: Some(super::slack::SIGNING_SECRET.into()),
+        channels: vec!["C0DEMOAPPROVALS".into()],
+    };
+    let app = gateway.put_slack_app(tenant, settings, ACTOR, Transport::Console).await?;
+    let res = crate::http_client()
+        .post(format!("{}/request-url", slack.base))
+        .json(&serde_json::json!({ "url": app.interactions_url }))
+        .send()
+        .await;
+    match res {
+        Ok(r) if r.status().is_success() => Ok(()),
+        other => Err(StartError::Config(format!("the demo Slack: the Request URL was not taken: {other:?}"))),
+    }
 }
 
 /// Where the upstream records what it did: beside a SQLite database, else in the temp dir.
@@ -50,7 +91,11 @@ pub fn records_path(database_url: &str) -> PathBuf {
 
 /// Starts the upstream and the team runtime and wires the demo tenant to them; `None` when
 /// there is no demo tenant.
-pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUpstream>, StartError> {
+pub async fn start(
+    gateway: &Gateway,
+    records: PathBuf,
+    slack: Option<DemoSlack>,
+) -> Result<Option<DemoUpstream>, StartError> {
     let tenants = gateway.tenants().await?;
     let Some(tenant) = tenants.into_iter().find(|t| t.name == gateway::ops::demo::DEMO_TENANT) else {
         tracing::warn!(
@@ -75,7 +120,11 @@ pub async fn start(gateway: &Gateway, records: PathBuf) -> Result<Option<DemoUps
     let (receiver, receiver_base) = spawn("webhook-receiver", &[], ("NAIVE_DEMO", "1")).await?;
     subscribe(gateway, &tenant.id, &receiver_base).await?;
     tracing::info!(%base, %runtime_base, %receiver_base, "the demo tenant's cards, email and tracker app run on the reference upstream, its tasks on the reference team runtime, and its notifications go to the reference webhook receiver");
-    Ok(Some(DemoUpstream { _child: child, _runtime: runtime, _receiver: receiver, base }))
+    if let Some(s) = &slack {
+        wire_slack(gateway, &tenant.id, s).await?;
+        tracing::info!(slack = %s.base, "the demo tenant's approvals are posted to the reference Slack: open it to approve or deny there");
+    }
+    Ok(Some(DemoUpstream { _child: child, _runtime: runtime, _receiver: receiver, _slack: slack, base }))
 }
 
 /// Registers the receiver for every event (replacing an earlier run's endpoint, whose

@@ -7,6 +7,7 @@ pub mod demo_agent;
 pub mod demo_upstream;
 pub mod otlp_receiver;
 pub mod slack;
+pub mod slack_page;
 pub mod team_runtime;
 pub mod upstream;
 pub mod upstream_tracker;

@@ -14,6 +14,10 @@
 //! what it sent. Replies to a `response_url` are kept (`GET /responses`), as are the forms
 //! `views.open` opened (`GET /views`).
 //!
+//! For a person (`make run`), `GET /` shows the workspace as a page ([`super::slack_page`]):
+//! each message with working Approve and Deny buttons, sent to the Request URL set with
+//! `POST /request-url`, the replies only the clicker sees, and the Deny form.
+//!
 //! A bot token is any `xoxb-…` token (one containing `revoked` is answered `token_revoked`,
 //! as a token uninstalled from its workspace is); the workspace is `T0REFERENCE` ("Reference
 //! workspace") and the bot `U0NAIVEBOT`. A channel is any id that starts with `C` or `G`.
@@ -35,22 +39,24 @@ pub const BOT_USER: &str = "U0NAIVEBOT";
 pub const SIGNING_SECRET: &str = "reference-signing-secret-0123456789";
 
 #[derive(Default)]
-struct Workspace {
+pub(crate) struct Workspace {
     calls: Vec<Value>,
     /// Each message as it stands: `{channel, ts, text, blocks, updates}`.
-    messages: Vec<Value>,
+    pub(crate) messages: Vec<Value>,
     next_ts: u64,
     limited_left: u32,
     /// Replies to a `response_url`: `{n, body}`.
-    responses: Vec<Value>,
+    pub(crate) responses: Vec<Value>,
     /// Forms opened with `views.open`: `{trigger_id, view}`.
-    views: Vec<Value>,
+    pub(crate) views: Vec<Value>,
     sent: u64,
     signing_secret: String,
     base: String,
+    /// Where its page's buttons send clicks: the app's Request URL (`POST /request-url`).
+    pub(crate) request_url: Option<String>,
 }
 
-type Shared = Arc<Mutex<Workspace>>;
+pub(crate) type Shared = Arc<Mutex<Workspace>>;
 
 /// Serves on `listen` until the process ends.
 pub async fn serve(listen: SocketAddr, rate_limit_first: u32, signing_secret: String) -> Result<(), String> {
@@ -71,6 +77,7 @@ pub async fn serve(listen: SocketAddr, rate_limit_first: u32, signing_secret: St
         .route("/respond/{n}", post(respond))
         .route("/responses", get(|s: State<Shared>| listed(s, |w| &w.responses)))
         .route("/views", get(|s: State<Shared>| listed(s, |w| &w.views)))
+        .merge(super::slack_page::routes())
         .with_state(state);
     println!("Reference Slack API listening on http://{addr}");
     axum::serve(listener, app).await.map_err(|e| e.to_string())
@@ -174,6 +181,11 @@ pub fn sign(secret: &str, timestamp: &str, body: &str) -> String {
 
 /// The driver: sends `payload` to `url` as Slack would; the gateway's answer and what was sent.
 async fn interact(State(s): State<Shared>, Json(req): Json<Value>) -> Response {
+    Json(drive(&s, &req).await).into_response()
+}
+
+/// Sends `req`'s `payload` to its `url` as Slack would (see the module doc).
+pub(crate) async fn drive(s: &Shared, req: &Value) -> Value {
     let mut payload = req["payload"].clone();
     let (secret, body) = {
         let mut w = s.lock().expect("the workspace lock");
@@ -208,7 +220,6 @@ async fn interact(State(s): State<Shared>, Json(req): Json<Value>) -> Response {
         Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
         Err(e) => (0, e.to_string()),
     };
-    Json(json!({ "status": status, "body": answer, "payload": payload,
-        "sent": { "timestamp": timestamp, "signature": signature, "body": body } }))
-    .into_response()
+    json!({ "status": status, "body": answer, "payload": payload,
+        "sent": { "timestamp": timestamp, "signature": signature, "body": body } })
 }
