@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::COMPANY_KEY;
-use common::process::{Slack, approver_token, call, start_fresh, start_slack};
+use common::process::{Slack, approver_token, call, park, start_fresh, start_slack};
 use serde_json::{Value, json};
 
 async fn send(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
@@ -26,21 +26,6 @@ async fn parking_agent(base: &str) -> (String, String) {
     let id = p["id"].as_str().unwrap().to_string();
     let (_, k) = send(base, "POST", &format!("/v1/agent-profiles/{id}/keys"), COMPANY_KEY, None).await;
     (id, k["secret"].as_str().unwrap().to_string())
-}
-
-/// Parks a $60 charge with `why` as its justification; the approval's id.
-async fn park(base: &str, (profile, key): &(String, String), why: &str) -> String {
-    let res = server::http_client()
-        .post(format!("{base}/v1/users/{profile}/cards/charge"))
-        .bearer_auth(key)
-        .header("naive-justification", why)
-        .json(&json!({"amount": "60.00", "merchant": "acme"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 202);
-    let b: Value = res.json().await.unwrap();
-    b["recovery"][0]["approval_id"].as_str().unwrap().to_string()
 }
 
 /// Waits until `ok` holds of the reference workspace's messages; them.

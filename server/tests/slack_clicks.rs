@@ -9,8 +9,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::process::{Slack, call, start_fresh, start_slack};
-use common::{ADMIN_PASSWORD, COMPANY_KEY};
+use common::COMPANY_KEY;
+use common::process::{Slack, call, charge, park, session_cookie, start_fresh, start_slack};
 use serde_json::{Value, json};
 
 async fn send(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
@@ -49,23 +49,8 @@ async fn agent(base: &str, key: &str, limits: Value, owner: Option<&str>) -> (St
     (id, k["secret"].as_str().unwrap().to_string())
 }
 
-/// Parks a $60 charge with `why` (percent-encoded) as its justification: status and body.
-async fn park(base: &str, (profile, key): &(String, String), why: &str) -> (u16, Value) {
-    let res = server::http_client()
-        .post(format!("{base}/v1/users/{profile}/cards/charge"))
-        .bearer_auth(key)
-        .header("naive-justification", why)
-        .json(&json!({"amount": "60.00", "merchant": "acme"}))
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.json().await.unwrap())
-}
-
 async fn parked(base: &str, agent: &(String, String)) -> String {
-    let (st, b) = park(base, agent, "restocking").await;
-    assert_eq!(st, 202, "{b}");
-    b["recovery"][0]["approval_id"].as_str().unwrap().to_string()
+    park(base, agent, "restocking").await
 }
 
 /// A click on `button` (`naive_approve`, `naive_deny`) of `approval`'s message by Slack user
@@ -107,18 +92,6 @@ async fn status_of(base: &str, approval: &str) -> Value {
     a
 }
 
-/// A console session cookie of `user`.
-async fn sign_in(base: &str, user: &str) -> String {
-    let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let res = raw
-        .post(format!("{base}/login"))
-        .form(&[("username", user), ("password", ADMIN_PASSWORD), ("next", "/")])
-        .send()
-        .await
-        .unwrap();
-    res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string()
-}
-
 /// Confirms the link page of `code` as `cookie`'s person: where the browser is sent.
 async fn confirm(base: &str, cookie: &str, code: &str) -> String {
     let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
@@ -145,7 +118,7 @@ fn code_in(text: &str) -> String {
 async fn link(slack: &Slack, base: &str, url: &str, who: &str, user: &str, approval: &str) {
     let c = click(slack, url, who, "naive_approve", approval).await;
     let code = code_in(&told(slack, &c).await);
-    let to = confirm(base, &sign_in(base, user).await, &code).await;
+    let to = confirm(base, &session_cookie(base, user).await, &code).await;
     assert!(to.starts_with("/account?done=Linked"), "{to}");
 }
 
@@ -165,7 +138,7 @@ async fn an_unlinked_click_decides_nothing_until_the_person_links_once_then_it_i
 
     // The link page shows whose Slack user it links; only its form post links it.
     let code = code_in(&said);
-    let cookie = sign_in(base, "approver").await;
+    let cookie = session_cookie(base, "approver").await;
     let page = server::http_client()
         .get(format!("{base}/slack/link?code={code}"))
         .header("cookie", &cookie)
@@ -179,7 +152,7 @@ async fn an_unlinked_click_decides_nothing_until_the_person_links_once_then_it_i
     let to = confirm(base, &cookie, &code).await;
     assert!(to.starts_with("/account?done=Linked"), "{to}");
     // A link works once, for anyone.
-    let again = confirm(base, &sign_in(base, "finance").await, &code).await;
+    let again = confirm(base, &session_cookie(base, "finance").await, &code).await;
     assert!(again.contains("error=") && again.contains("slack_link_used"), "{again}");
     let (_, links) = send(base, "GET", "/v1/slack/links", COMPANY_KEY, None).await;
     let linked: Vec<(&str, &str)> = links["items"]
@@ -241,7 +214,11 @@ async fn clicks_that_may_not_decide_change_nothing_and_tell_only_the_clicker_why
     let c = click(&slack, &url, "U0APPROVER", "naive_approve", &approval).await;
     assert!(told(&slack, &c).await.starts_with("Your approval is counted, as approver."));
     let c = click(&slack, &url, "U0APPROVER", "naive_approve", &approval).await;
-    refused(&told(&slack, &c).await, "you have approved this");
+    assert_eq!(
+        told(&slack, &c).await,
+        "Nothing was decided: approver has approved this already; it still needs 1 more approver, \
+         one of them with role finance, from someone else"
+    );
     let a = status_of(base, &approval).await;
     assert_eq!(
         (a["status"].as_str(), a["quorum"]["votes"].as_array().unwrap().len()),
@@ -258,7 +235,7 @@ async fn clicks_that_may_not_decide_change_nothing_and_tell_only_the_clicker_why
     let c = click(&slack, &url, "U0APPROVER", "naive_approve", &other).await;
     refused(&told(&slack, &c).await, "not found");
     // Words that would reorder what an approver reads never reach Slack.
-    let (st, b) = park(base, &buyer, "pay%E2%80%AEnow").await;
+    let (st, b) = charge(base, &buyer, "pay%E2%80%AEnow").await;
     assert_eq!((st, b["code"].as_str()), (400, Some("invalid_justification")), "{b}");
 }
 
@@ -372,7 +349,7 @@ async fn deny_asks_the_reason_in_a_form_and_a_link_expires_unused() {
     let c = click(&slack, &url, "U0FINANCE", "naive_approve", &next).await;
     let code = code_in(&told(&slack, &c).await);
     std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::minutes(11)).to_rfc3339()).unwrap();
-    let to = confirm(base, &sign_in(base, "finance").await, &code).await;
+    let to = confirm(base, &session_cookie(base, "finance").await, &code).await;
     assert!(to.contains("error=") && to.contains("slack_link_expired"), "{to}");
     let (_, links) = send(base, "GET", "/v1/slack/links", COMPANY_KEY, None).await;
     assert_eq!(links["items"].as_array().unwrap().len(), 1, "{links}");

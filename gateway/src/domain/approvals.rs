@@ -190,9 +190,15 @@ impl Quorum {
 
     /// Who may still decide, in words: "1 more, from role finance (or group treasury)".
     pub fn still_needed(&self) -> String {
-        let left = usize::from(self.required).saturating_sub(self.votes.len());
+        self.needed_after(self.votes.len(), self.votes.iter().any(|v| v.named))
+    }
+
+    /// [`Quorum::still_needed`] once `counted` approvals are in, `named` whether one of them
+    /// is from the named role or group.
+    fn needed_after(&self, counted: usize, named: bool) -> String {
+        let left = usize::from(self.required).saturating_sub(counted);
         let mut s = format!("{left} more approver{}", if left == 1 { "" } else { "s" });
-        if self.names_someone() && !self.votes.iter().any(|v| v.named) {
+        if self.names_someone() && !named {
             s.push_str(&format!(", one of them {}", self.named_words()));
         }
         s
@@ -670,17 +676,18 @@ pub(crate) enum Counted {
 /// anyone from the named role or group.
 pub(crate) fn vote(c: &dyn Tx, a: &Approval, by: &Human, note: Option<&str>, named: bool) -> Result<Counted> {
     let votes = standing_votes(c, a)?;
+    let counted: Vec<&Standing> = votes.iter().filter(|v| v.eligible).collect();
     if votes.iter().any(|v| v.user == by.user_id.as_str()) {
+        // `a` is the row alone: what it still needs is counted from the standing votes.
+        let needs = a.quorum.needed_after(counted.len(), counted.iter().any(|v| v.named));
         return Err(Error::Conflict {
             code: "already_approved",
             message: format!(
-                "{} has approved this already; it needs {} from someone else",
-                by.username,
-                a.quorum.still_needed()
+                "{} has approved this already; it still needs {needs}, from someone else",
+                by.username
             ),
         });
     }
-    let counted: Vec<&Standing> = votes.iter().filter(|v| v.eligible).collect();
     let any_named = named || counted.iter().any(|v| v.named);
     let count = counted.len() + 1;
     let required = usize::from(a.quorum.required);

@@ -235,17 +235,43 @@ impl Drop for TeamRuntime {
     }
 }
 
-/// An approver's personal token, made on the account page as the approver would.
-pub async fn approver_token(base: &str) -> String {
+/// A console session cookie of the demo's `user`, signed in through the form.
+pub async fn session_cookie(base: &str, user: &str) -> String {
     let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let res = raw
         .post(format!("{base}/login"))
-        .form(&[("username", "approver"), ("password", ADMIN_PASSWORD), ("next", "/")])
+        .form(&[("username", user), ("password", ADMIN_PASSWORD), ("next", "/")])
         .send()
         .await
         .unwrap();
-    let cookie =
-        res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
+    res.headers().get("set-cookie").unwrap().to_str().unwrap().split(';').next().unwrap().to_string()
+}
+
+/// A $60 charge by `profile` with its `key` and `why` as its justification (percent-encoded
+/// where it is not ASCII): the status and body.
+pub async fn charge(base: &str, (profile, key): &(String, String), why: &str) -> (u16, serde_json::Value) {
+    let res = server::http_client()
+        .post(format!("{base}/v1/users/{profile}/cards/charge"))
+        .bearer_auth(key)
+        .header("naive-justification", why)
+        .json(&serde_json::json!({"amount": "60.00", "merchant": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
+/// Parks a $60 charge with `why` as its justification; the approval's id.
+pub async fn park(base: &str, agent: &(String, String), why: &str) -> String {
+    let (status, b) = charge(base, agent, why).await;
+    assert_eq!(status, 202, "{b}");
+    b["recovery"][0]["approval_id"].as_str().unwrap().to_string()
+}
+
+/// An approver's personal token, made on the account page as the approver would.
+pub async fn approver_token(base: &str) -> String {
+    let raw = server::http_client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let cookie = session_cookie(base, "approver").await;
     let res = raw
         .post(format!("{base}/api/create_token"))
         .header("cookie", &cookie)
