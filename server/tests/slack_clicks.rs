@@ -300,6 +300,12 @@ async fn forged_stale_replayed_and_foreign_requests_are_refused_and_decide_nothi
     assert_eq!(again.status(), 403);
     assert_eq!(again.json::<Value>().await.unwrap()["code"], "slack_request_replayed");
     assert_eq!(status_of(base, &approval).await["status"], "pending");
+    // Removing the app forgets who linked: a later app may be another workspace's.
+    let (_, links) = send(base, "GET", "/v1/slack/links", COMPANY_KEY, None).await;
+    assert_eq!(links["items"].as_array().unwrap().len(), 1, "{links}");
+    assert_eq!(send(base, "DELETE", "/v1/slack", COMPANY_KEY, None).await.0, 204);
+    let (_, links) = send(base, "GET", "/v1/slack/links", COMPANY_KEY, None).await;
+    assert_eq!(links["items"], json!([]), "{links}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

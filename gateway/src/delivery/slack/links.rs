@@ -201,22 +201,30 @@ pub(crate) fn unlink_in(c: &dyn Tx, t: &TenantId, slack_user: &str, by: &str, vi
     Ok(())
 }
 
-/// Remembers an accepted request's signature; `slack_request_replayed` when it was seen.
+/// Remembers an accepted request's signature; `slack_request_replayed` when it was seen (two
+/// instances taking the same request at once: one of the inserts finds the other's row).
 pub(crate) fn seen_in(c: &dyn Tx, t: &TenantId, signature: &str) -> Result<()> {
-    let known =
-        c.row("SELECT 1 FROM slack_requests WHERE tenant_id = ? AND signature = ?", &[t, &signature])?;
-    if known.is_some() {
+    // What is older than any timestamp still accepted is forgotten here, as new ones come.
+    let old = stored::ts(Utc::now() - Duration::minutes(SEEN_FOR_MINUTES));
+    c.exec("DELETE FROM slack_requests WHERE tenant_id = ? AND seen_at < ?", &[t, &old])?;
+    let kept = c.exec(
+        "INSERT INTO slack_requests (tenant_id, signature, seen_at) VALUES (?, ?, ?) \
+         ON CONFLICT (tenant_id, signature) DO NOTHING",
+        &[t, &signature, &stored::ts(Utc::now())],
+    )?;
+    if kept == 0 {
         return Err(Error::Forbidden {
             code: "slack_request_replayed",
             message: "this request was received already: a replay is refused".into(),
         });
     }
-    // What is older than any timestamp still accepted is forgotten here, as new ones come.
-    let old = stored::ts(Utc::now() - Duration::minutes(SEEN_FOR_MINUTES));
-    c.exec("DELETE FROM slack_requests WHERE tenant_id = ? AND seen_at < ?", &[t, &old])?;
-    c.exec(
-        "INSERT INTO slack_requests (tenant_id, signature, seen_at) VALUES (?, ?, ?)",
-        &[t, &signature, &stored::ts(Utc::now())],
-    )?;
+    Ok(())
+}
+
+/// Forgets every link and link code of the tenant: its Slack app was removed, or now belongs
+/// to another workspace, whose users are other people.
+pub(crate) fn forget_all_in(c: &dyn Tx, t: &TenantId) -> Result<()> {
+    c.exec("DELETE FROM slack_links WHERE tenant_id = ?", &[t])?;
+    c.exec("DELETE FROM slack_link_codes WHERE tenant_id = ?", &[t])?;
     Ok(())
 }

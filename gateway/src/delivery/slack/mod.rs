@@ -174,7 +174,8 @@ pub fn interactions_url(public_url: &str, tenant: &TenantId) -> String {
 }
 
 /// Sets the tenant's app (its secrets are put in the vault by the caller, in this
-/// transaction); the first time, both secrets must be given.
+/// transaction); the first time, both secrets must be given. An app of another workspace than
+/// before forgets every Slack link: its users are other people.
 pub(crate) fn put_in(
     c: &dyn Tx,
     t: &TenantId,
@@ -184,8 +185,14 @@ pub(crate) fn put_in(
     via: Transport,
 ) -> Result<()> {
     activity::lock_tenant(c, t)?;
-    let had = c.row("SELECT 1 FROM slack_apps WHERE tenant_id = ?", &[t])?.is_some();
-    if !had && (s.bot_token.is_none() || s.signing_secret.is_none()) {
+    let had: Option<String> = match c.row("SELECT team_id FROM slack_apps WHERE tenant_id = ?", &[t])? {
+        Some(r) => Some(r.get(0)?),
+        None => None,
+    };
+    if had.as_deref().is_some_and(|team| team != w.team_id) {
+        links::forget_all_in(c, t)?;
+    }
+    if had.is_none() && (s.bot_token.is_none() || s.signing_secret.is_none()) {
         return Err(Error::invalid(
             "slack_secrets_needed",
             "give the app's bot token (`bot_token`) and signing secret (`signing_secret`)",
@@ -207,7 +214,8 @@ pub(crate) fn put_in(
     Ok(())
 }
 
-/// Removes the tenant's app and its secrets; its queued messages end as dead letters.
+/// Removes the tenant's app and its secrets, and every Slack link; its queued messages end as
+/// dead letters.
 pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, by: &str, via: Transport) -> Result<()> {
     activity::lock_tenant(c, t)?;
     let Some(app) = c.row(&format!("SELECT {COLUMNS} FROM slack_apps WHERE tenant_id = ?"), &[t])? else {
@@ -215,6 +223,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, by: &str, via: Transport) -> R
     };
     let app: SlackApp = crate::sql::FromRow::from_row(&app)?;
     c.exec("DELETE FROM slack_apps WHERE tenant_id = ?", &[t])?;
+    links::forget_all_in(c, t)?;
     for name in [BOT_TOKEN, SIGNING_SECRET] {
         crate::domain::vault::delete_in(c, t, name, by, via)?;
     }
