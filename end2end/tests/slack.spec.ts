@@ -79,6 +79,7 @@ test("an admin connects Slack, an approver links their Slack user once and then 
   await theirs.getByTestId("link-slack").click();
   await expect(theirs).toHaveURL(/\/account/);
   await expect(theirs.getByTestId("form-done")).toContainText("Linked Slack user @e2e-approver to approver");
+  await expect(theirs.getByTestId("my-slack")).toContainText("@e2e-approver");
   // The link is used up.
   await theirs.goto(link);
   await expect(theirs.getByText(/used already/)).toBeVisible();

@@ -28,13 +28,22 @@ pub struct AccountData {
     pub tokens: Vec<TokenRow>,
     /// The token just created by this session, if the URL names it: shown once.
     pub new_secret: Option<NewSecret>,
+    /// The Slack user this person linked (its id and name), whose clicks are their votes.
+    pub slack: Option<(String, String)>,
 }
 
 #[server]
 pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerFnError> {
     use crate::api::session::{self, require_session};
     use crate::api::to_fn_error;
-    let (gw, _, user) = require_session().await?;
+    let (gw, tenant, user) = require_session().await?;
+    let slack = gw
+        .slack_links(&tenant.id)
+        .await
+        .map_err(to_fn_error)?
+        .into_iter()
+        .find(|l| l.user_id == user.id.as_str())
+        .map(|l| (l.slack_user_id, l.slack_name));
     let tokens = gw
         .user_tokens(&user)
         .await
@@ -64,7 +73,30 @@ pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerF
         roles: user.roles.iter().map(|r| r.as_str().to_string()).collect(),
         tokens,
         new_secret,
+        slack,
     })
+}
+
+/// Removes the signed-in person's own Slack link: their clicks in Slack decide nothing until
+/// they link again. A plain form post.
+#[server(prefix = "/api", endpoint = "unlink_my_slack")]
+pub async fn unlink_my_slack() -> Result<(), ServerFnError> {
+    use crate::api::forms::{back_with_notice, form};
+    use crate::api::session::require_session;
+    use crate::api::to_fn_error;
+    form(async {
+        let (gw, tenant, user) = require_session().await?;
+        let links = gw.slack_links(&tenant.id).await.map_err(to_fn_error)?;
+        let Some(mine) = links.into_iter().find(|l| l.user_id == user.id.as_str()) else {
+            return Err(ServerFnError::new("not_found: your console user has no Slack user linked"));
+        };
+        let via = gateway::audit::activity::Transport::Console;
+        gw.unlink_slack(&tenant.id, &mine.slack_user_id, &user.username, via).await.map_err(to_fn_error)?;
+        back_with_notice("Unlinked your Slack user: a click in Slack decides nothing until you link again.")
+            .await;
+        Ok(())
+    })
+    .await
 }
 
 /// Creates a personal API token with the ticked roles (and, ticked, the user's approval

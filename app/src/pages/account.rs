@@ -43,6 +43,7 @@ fn Account(d: AccountData) -> impl IntoView {
         } else {
             view! { <TokenTable tokens=d.tokens /> }.into_any()
         }}
+        <SlackLink slack=d.slack />
         <form method="post" action="/api/create_token" class="mt-6 max-w-xl space-y-3 rounded-lg border border-zinc-200 bg-white p-4 dark:border-zinc-800 dark:bg-zinc-900" data-testid="create-token">
             <h2 class="text-sm font-semibold">"Create a token"</h2>
             <label class="flex flex-col text-sm">
@@ -64,6 +65,23 @@ fn Account(d: AccountData) -> impl IntoView {
             </fieldset>
             <button type="submit" class="rounded bg-zinc-900 px-3 py-1.5 text-sm font-medium text-white dark:bg-zinc-100 dark:text-zinc-900">"Create token"</button>
         </form>
+    }
+}
+
+/// The Slack user this person linked, and the button that unlinks it.
+#[component]
+fn SlackLink(slack: Option<(String, String)>) -> impl IntoView {
+    view! {
+        <h2 class="mt-6 mb-2 text-sm font-semibold">"Slack"</h2>
+        {match slack {
+            Some((id, name)) => view! {
+                <form method="post" action="/api/unlink_my_slack" class="flex items-center gap-3 text-sm" data-testid="my-slack">
+                    <span>"Your Slack user "<strong>"@"{name}</strong>" ("<code>{id}</code>"): a click on Approve or Deny in Slack is your vote."</span>
+                    <button type="submit" class="rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700">"Unlink"</button>
+                </form>
+            }.into_any(),
+            None => view! { <p class="text-sm" data-testid="my-slack-none">"No Slack user linked. Click Approve or Deny on an approval in Slack: Slack shows you a link to link it."</p> }.into_any(),
+        }}
     }
 }
 
