@@ -82,7 +82,7 @@ async fn a_directory_provisions_users_and_groups() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deactivating_a_user_ends_their_sessions_and_tokens_at_once() {
+async fn deactivating_a_user_ends_their_sessions_tokens_and_slack_link_at_once() {
     let app = spawn_app().await;
     let t = token(&app).await;
     let (_, created) = scim(&app, &t, "POST", "/Users", Some(user("dana"))).await;
@@ -108,6 +108,12 @@ async fn deactivating_a_user_ends_their_sessions_and_tokens_at_once() {
         }
     };
     assert_ne!(decide(personal.clone()).await, 401, "the personal token works before");
+    // Their Slack user, linked through the single-use link a click sends.
+    let slack = gateway::delivery::slack::interact::SlackUser { id: "U0DANA".into(), name: "dana".into() };
+    let url = app.gateway.slack_link_url(&tenant, &slack).await.unwrap();
+    let code = url.split("code=").nth(1).unwrap();
+    app.gateway.link_slack(code, &u).await.unwrap();
+    assert_eq!(app.gateway.slack_links(&tenant).await.unwrap().len(), 1);
     let off = json!({ "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
                       "Operations": [{ "op": "replace", "path": "active", "value": false }] });
     let (status, body) = scim(&app, &t, "PATCH", &format!("/Users/{id}"), Some(off)).await;
@@ -116,6 +122,7 @@ async fn deactivating_a_user_ends_their_sessions_and_tokens_at_once() {
     assert!(app.gateway.session_user(&session).await.unwrap().is_none(), "the session ended at once");
     assert_eq!(decide(personal).await, 401, "the personal token ended at once");
     assert!(app.gateway.user(&tenant, &u.id).await.unwrap().roles.is_empty(), "roles taken");
+    assert!(app.gateway.slack_links(&tenant).await.unwrap().is_empty(), "the Slack link removed");
     let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
     assert!(
         log.iter()

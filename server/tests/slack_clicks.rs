@@ -175,14 +175,17 @@ async fn an_unlinked_click_decides_nothing_until_the_person_links_once_then_it_i
         entries.iter().find(|e| e["verdict"] == "approved").unwrap_or_else(|| panic!("{logs}")).clone();
     assert_eq!(entry["transport"], "slack", "{entry}");
     // The message now says who approved it, and its buttons are gone.
+    let mut rewritten = false;
     for _ in 0..300 {
         let m = slack.messages().await;
         if m.len() == 1 && m[0]["blocks"].to_string().contains("Approved by approver") {
             assert!(!m[0]["blocks"].to_string().contains("naive_approve"), "{m:?}");
+            rewritten = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert!(rewritten, "the message never said who approved: {:?}", slack.messages().await);
     // An admin removes the link: the next click asks to link again.
     let (st, _) = send(base, "DELETE", "/v1/slack/links/U0APPROVER", COMPANY_KEY, None).await;
     assert_eq!(st, 204);

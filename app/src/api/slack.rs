@@ -45,7 +45,7 @@ pub struct LinkView {
 #[cfg(feature = "ssr")]
 pub(crate) fn slack_view(
     a: gateway::delivery::slack::SlackApp,
-    links: Vec<gateway::delivery::slack::links::SlackLink>,
+    links: Vec<gateway::domain::slack_links::SlackLink>,
 ) -> SlackView {
     SlackView {
         team_name: a.team_name,

@@ -29,6 +29,7 @@ pub mod revoke;
 pub mod scim;
 pub mod sessions;
 pub mod shadow;
+pub mod slack_links;
 pub mod sso;
 pub(crate) mod sweep;
 pub mod tenants;

@@ -16,7 +16,7 @@ use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::slack::api::{self, ApiError};
 use crate::delivery::slack::interact::{self, Interaction, SlackUser};
-use crate::delivery::slack::links::{self, LinkOffer, SlackLink};
+use crate::domain::slack_links::{self as links, LinkOffer, SlackLink};
 use crate::delivery::slack::{
     self, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackApp, SlackDelivery, SlackSettings, Workspace,
 };

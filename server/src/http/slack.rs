@@ -11,6 +11,8 @@
 //!   the Slack user linked ([`gateway::Gateway::slack_decider`]). A click by someone not linked,
 //!   or who may not decide the item, changes nothing and is answered only to them (an
 //!   ephemeral reply): why, and for the unlinked a single-use link to link themselves.
+//! - What the clicker is told is `mrkdwn` with every word not ours escaped ([`nothing`],
+//!   [`escaped`]): a refusal's text never becomes a link or a mention.
 //! - Slack is answered within its three seconds: an approval (which may run the call) is
 //!   decided after the answer, and its outcome told to the clicker when it is known.
 
@@ -19,6 +21,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use gateway::delivery::slack::escaped;
 use gateway::delivery::slack::interact::{Button, Interaction, SlackUser};
 use gateway::domain::principal::Human;
 use gateway::ids::TenantId;
@@ -93,11 +96,11 @@ async fn decider(gw: &Gateway, tenant: &TenantId, user: &SlackUser, channel: &st
             Ok(url) => Err(format!(
                 "Nothing was decided: your Slack user is not linked to a console user yet. <{url}|Link your account> \
                  (this link is yours alone, works once, for {} minutes), then click again.",
-                gateway::delivery::slack::links::CODE_TTL_MINUTES
+                gateway::domain::slack_links::CODE_TTL_MINUTES
             )),
-            Err(e) => Err(format!("Nothing was decided: {e}")),
+            Err(e) => Err(nothing(e)),
         },
-        Err(e) => Err(format!("Nothing was decided: {e}")),
+        Err(e) => Err(nothing(e)),
     }
 }
 
@@ -110,17 +113,18 @@ async fn approve(gw: &Gateway, tenant: &TenantId, id: &str, user: &SlackUser, ch
     match gw.approve(tenant, id, &human, None).await {
         Ok(Decided::Waiting(a)) => format!(
             "Your approval is counted, as {}. It still needs {}.",
-            human.username,
-            a.quorum.still_needed()
+            escaped(&human.username),
+            escaped(&a.quorum.still_needed())
         ),
         Ok(Decided::Ran(resp)) => match resp.envelope() {
             Some(env) => format!(
                 "Approved as {}, but the call was refused when it ran again: {}",
-                human.username, env.message
+                escaped(&human.username),
+                escaped(&env.message)
             ),
-            None => format!("Approved as {}: the call ran.", human.username),
+            None => format!("Approved as {}: the call ran.", escaped(&human.username)),
         },
-        Err(e) => format!("Nothing was decided: {e}"),
+        Err(e) => nothing(e),
     }
 }
 
@@ -134,7 +138,6 @@ async fn ask_reason(
     trigger_id: &str,
 ) -> Result<(), String> {
     let human = decider(gw, tenant, user, channel).await?;
-    let nothing = |e: Error| format!("Nothing was decided: {e}");
     let a = gw.approval(tenant, id).await.map_err(nothing)?;
     if a.status != gateway::domain::approvals::ApprovalStatus::Pending {
         return Err("Nothing was decided: this approval was already decided or expired.".into());
@@ -153,7 +156,13 @@ async fn deny(
     reason: &str,
 ) -> Result<(), String> {
     let human = decider(gw, tenant, user, channel).await?;
-    gw.deny(tenant, id, &human, reason).await.map(|_| ()).map_err(|e| format!("Nothing was decided: {e}"))
+    gw.deny(tenant, id, &human, reason).await.map(|_| ()).map_err(nothing)
+}
+
+/// Why nothing was decided, in Slack's `mrkdwn` with the error's words escaped: a refusal's
+/// text (an upstream's, a name) never becomes a link or a mention.
+fn nothing(e: Error) -> String {
+    format!("Nothing was decided: {}", escaped(&e.to_string()))
 }
 
 /// Tells the clicker, only them; a reply Slack does not take is logged, as nothing else can
@@ -161,5 +170,19 @@ async fn deny(
 async fn tell(gw: &Gateway, response_url: &str, text: &str) {
     if let Err(e) = gw.slack_tell(response_url, text).await {
         tracing::warn!(error = %e, "a reply to a Slack click was not delivered");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusals_words_reach_the_clicker_as_text_not_links() {
+        let said = nothing(Error::invalid("upstream_refused", "<https://evil.example|Confirm here> <!channel>"));
+        assert_eq!(
+            said,
+            "Nothing was decided: &lt;https://evil.example|Confirm here&gt; &lt;!channel&gt;"
+        );
     }
 }

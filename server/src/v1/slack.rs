@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::audit::activity::Transport;
-use gateway::delivery::slack::links::SlackLink;
+use gateway::domain::slack_links::SlackLink;
 use gateway::delivery::slack::{SlackApp, SlackDelivery, SlackSettings};
 
 use crate::http::auth::Caller;

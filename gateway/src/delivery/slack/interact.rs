@@ -82,7 +82,8 @@ pub(crate) fn verify(
     let at: i64 = timestamp.trim().parse().map_err(|_| {
         refused("slack_signature_missing", "X-Slack-Request-Timestamp is not a number of seconds")
     })?;
-    if (now.timestamp() - at).abs() > MAX_SKEW_SECS {
+    // `abs_diff`: a timestamp at the edge of `i64` is stale, not an overflow.
+    if now.timestamp().abs_diff(at) > MAX_SKEW_SECS.unsigned_abs() {
         return Err(refused(
             "slack_request_stale",
             "the request's timestamp is more than five minutes from now: a stale or replayed request",

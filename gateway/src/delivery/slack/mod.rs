@@ -18,7 +18,6 @@
 
 pub(crate) mod api;
 pub mod interact;
-pub mod links;
 pub(crate) mod message;
 
 use chrono::{DateTime, Utc};
@@ -93,6 +92,12 @@ pub struct SlackDelivery {
     pub last_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// `text` as Slack's `mrkdwn` shows it literally: `&`, `<` and `>` escaped, so nothing in it
+/// becomes a mention, a link or a channel.
+pub fn escaped(text: &str) -> String {
+    crate::delivery::webhooks::deliver::slack_escaped(text)
 }
 
 /// Who the bot token says it is (`auth.test`).
@@ -190,7 +195,7 @@ pub(crate) fn put_in(
         None => None,
     };
     if had.as_deref().is_some_and(|team| team != w.team_id) {
-        links::forget_all_in(c, t)?;
+        crate::domain::slack_links::forget_all_in(c, t)?;
     }
     if had.is_none() && (s.bot_token.is_none() || s.signing_secret.is_none()) {
         return Err(Error::invalid(
@@ -223,7 +228,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, by: &str, via: Transport) -> R
     };
     let app: SlackApp = crate::sql::FromRow::from_row(&app)?;
     c.exec("DELETE FROM slack_apps WHERE tenant_id = ?", &[t])?;
-    links::forget_all_in(c, t)?;
+    crate::domain::slack_links::forget_all_in(c, t)?;
     for name in [BOT_TOKEN, SIGNING_SECRET] {
         crate::domain::vault::delete_in(c, t, name, by, via)?;
     }

@@ -348,10 +348,12 @@ pub(crate) fn delete_user_in(c: &dyn Tx, tenant: &TenantId, id: &str, actor: &st
     deactivate(c, tenant, &UserId::from_db(id.to_string()), actor)
 }
 
-/// Ends a user's sessions and personal tokens and takes their roles and approval groups.
+/// Ends a user's sessions, personal tokens and Slack link and takes their roles and approval
+/// groups.
 fn deactivate(c: &dyn Tx, tenant: &TenantId, user: &UserId, actor: &str) -> Result<()> {
     crate::domain::sessions::end_all_in(c, user)?;
     crate::domain::tokens::revoke_all_in(c, user)?;
+    crate::domain::slack_links::forget_user_in(c, tenant, user)?;
     crate::domain::users::clear_roles_in(c, tenant, user, actor)?;
     crate::domain::groups::leave_all_in(c, tenant, user, actor)?;
     logged(c, tenant, actor, Verdict::Revoked, json!({ "user": user.as_str(), "change": "deactivated" }))

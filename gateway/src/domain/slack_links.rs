@@ -1,5 +1,7 @@
 //! Who a Slack user is in the console: a link a person makes once, themselves, through a
-//! single-use link the gateway sends only them, and that an admin can see and remove.
+//! single-use link the gateway sends only them, and that an admin can see and remove. A link
+//! is a credential of the person, as a session or a personal token is: deactivating them
+//! removes it ([`forget_user_in`]).
 //!
 //! Guarantees:
 //! - A Slack user is linked to at most one console user of the tenant, and a console user to
@@ -132,7 +134,7 @@ pub(crate) fn redeem_in(c: &dyn Tx, code: &str, user: &ConsoleUser, now: DateTim
     )?;
     c.exec(
         "INSERT INTO slack_links (tenant_id, slack_user_id, slack_name, user_id, linked_at) VALUES (?, ?, ?, ?, ?)",
-        &[t, &offer.slack_user_id, &offer.slack_name, &user.id, &Utc::now()],
+        &[t, &offer.slack_user_id, &offer.slack_name, &user.id, &now],
     )?;
     activity::append(
         c,
@@ -146,7 +148,7 @@ pub(crate) fn redeem_in(c: &dyn Tx, code: &str, user: &ConsoleUser, now: DateTim
         slack_name: offer.slack_name,
         user_id: user.id.to_string(),
         username: user.username.clone(),
-        linked_at: Utc::now(),
+        linked_at: now,
     })
 }
 
@@ -226,5 +228,12 @@ pub(crate) fn seen_in(c: &dyn Tx, t: &TenantId, signature: &str) -> Result<()> {
 pub(crate) fn forget_all_in(c: &dyn Tx, t: &TenantId) -> Result<()> {
     c.exec("DELETE FROM slack_links WHERE tenant_id = ?", &[t])?;
     c.exec("DELETE FROM slack_link_codes WHERE tenant_id = ?", &[t])?;
+    Ok(())
+}
+
+/// Removes the Slack link of a console user being deactivated: their clicks decide nothing,
+/// now or after they are reactivated, until they link again.
+pub(crate) fn forget_user_in(c: &dyn Tx, t: &TenantId, user: &UserId) -> Result<()> {
+    c.exec("DELETE FROM slack_links WHERE tenant_id = ? AND user_id = ?", &[t, user])?;
     Ok(())
 }
