@@ -45,7 +45,8 @@ async fn run(cli: Cli) -> ExitCode {
             reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen)).await
         }
         Command::Slack { listen, rate_limit_first, signing_secret, exit_with_stdin } => {
-            let serving = server::reference::slack::serve(listen, rate_limit_first, signing_secret);
+            let page = server::reference::slack_page::routes();
+            let serving = server::reference::slack::serve(listen, rate_limit_first, signing_secret, page);
             reference(exit_with_stdin, serving).await
         }
         Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {

@@ -65,12 +65,7 @@ impl Application {
             .await
             .map_err(|source| StartError::Bind { addr: config.bind, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.bind, source })?;
-        let mut gateway_config = gateway_config(config, addr)?;
-        // The demo's Slack workspace starts before the gateway, whose Slack it is.
-        let demo_slack = crate::reference::demo_upstream::start_slack(config).await?;
-        if let Some(s) = &demo_slack {
-            gateway_config.slack_api_url = format!("{}/api", s.base);
-        }
+        let (gateway_config, demo_slack) = with_demo_slack(config, gateway_config(config, addr)?).await?;
         let metrics_listener = match config.metrics_addr {
             Some(at) => {
                 Some(TcpListener::bind(at).await.map_err(|source| StartError::Bind { addr: at, source })?)
@@ -305,6 +300,19 @@ async fn favicon() -> axum::response::Response {
 }
 
 /// The main listener's router; `/metrics` is on it unless it has its own listener.
+/// The demo's Slack workspace (`--demo-upstream` without a real Slack named) starts before the
+/// gateway, whose Slack Web API it is.
+async fn with_demo_slack(
+    config: &Config,
+    mut gateway_config: gateway::GatewayConfig,
+) -> Result<(gateway::GatewayConfig, Option<crate::reference::demo_upstream::DemoSlack>), StartError> {
+    let demo_slack = crate::reference::demo_upstream::start_slack(config).await?;
+    if let Some(s) = &demo_slack {
+        gateway_config.slack_api_url = format!("{}/api", s.base);
+    }
+    Ok((gateway_config, demo_slack))
+}
+
 fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) -> Router {
     let routes = generate_route_list(app::App);
     let gw = state.gateway.clone();

@@ -16,12 +16,12 @@ use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::slack::api::{self, ApiError};
 use crate::delivery::slack::interact::{self, Interaction, SlackUser};
-use crate::domain::slack_links::{self as links, LinkOffer, SlackLink};
 use crate::delivery::slack::{
     self, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackApp, SlackDelivery, SlackSettings, Workspace,
 };
 use crate::domain::approvals::Approval;
 use crate::domain::principal::Human;
+use crate::domain::slack_links::{self as links, LinkOffer, SlackLink};
 use crate::domain::users::ConsoleUser;
 use crate::domain::vault;
 use crate::error::{Error, Result};

@@ -179,10 +179,8 @@ mod tests {
 
     #[test]
     fn a_refusals_words_reach_the_clicker_as_text_not_links() {
-        let said = nothing(Error::invalid("upstream_refused", "<https://evil.example|Confirm here> <!channel>"));
-        assert_eq!(
-            said,
-            "Nothing was decided: &lt;https://evil.example|Confirm here&gt; &lt;!channel&gt;"
-        );
+        let said =
+            nothing(Error::invalid("upstream_refused", "<https://evil.example|Confirm here> <!channel>"));
+        assert_eq!(said, "Nothing was decided: &lt;https://evil.example|Confirm here&gt; &lt;!channel&gt;");
     }
 }

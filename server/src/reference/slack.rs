@@ -39,7 +39,8 @@ pub const BOT_USER: &str = "U0NAIVEBOT";
 pub const SIGNING_SECRET: &str = "reference-signing-secret-0123456789";
 
 #[derive(Default)]
-pub(crate) struct Workspace {
+/// What the workspace holds: calls, messages, replies and forms, as its routes show them.
+pub struct Workspace {
     calls: Vec<Value>,
     /// Each message as it stands: `{channel, ts, text, blocks, updates}`.
     pub(crate) messages: Vec<Value>,
@@ -56,10 +57,17 @@ pub(crate) struct Workspace {
     pub(crate) request_url: Option<String>,
 }
 
-pub(crate) type Shared = Arc<Mutex<Workspace>>;
+/// The workspace, shared by its routes.
+pub type Shared = Arc<Mutex<Workspace>>;
 
-/// Serves on `listen` until the process ends.
-pub async fn serve(listen: SocketAddr, rate_limit_first: u32, signing_secret: String) -> Result<(), String> {
+/// Serves on `listen` until the process ends, with `page` (the page for a person,
+/// [`super::slack_page::routes`]) beside the Web API.
+pub async fn serve(
+    listen: SocketAddr,
+    rate_limit_first: u32,
+    signing_secret: String,
+    page: axum::Router<Shared>,
+) -> Result<(), String> {
     let listener =
         tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -77,7 +85,7 @@ pub async fn serve(listen: SocketAddr, rate_limit_first: u32, signing_secret: St
         .route("/respond/{n}", post(respond))
         .route("/responses", get(|s: State<Shared>| listed(s, |w| &w.responses)))
         .route("/views", get(|s: State<Shared>| listed(s, |w| &w.views)))
-        .merge(super::slack_page::routes())
+        .merge(page)
         .with_state(state);
     println!("Reference Slack API listening on http://{addr}");
     axum::serve(listener, app).await.map_err(|e| e.to_string())

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use super::slack::{Shared, TEAM_ID, drive};
 
-pub(crate) fn routes() -> axum::Router<Shared> {
+/// The page's routes, served beside the Web API ([`super::slack::serve`]).
+pub fn routes() -> axum::Router<Shared> {
     axum::Router::new()
         .route("/", get(page))
         .route("/request-url", post(request_url))

@@ -7,8 +7,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gateway::audit::activity::Transport;
-use gateway::domain::slack_links::SlackLink;
 use gateway::delivery::slack::{SlackApp, SlackDelivery, SlackSettings};
+use gateway::domain::slack_links::SlackLink;
 
 use crate::http::auth::Caller;
 use crate::http::problem::{Path, Problem, Query};
