@@ -38,11 +38,9 @@ pub async fn account_view(issued: Option<String>) -> Result<AccountData, ServerF
     use crate::api::to_fn_error;
     let (gw, tenant, user) = require_session().await?;
     let slack = gw
-        .slack_links(&tenant.id)
+        .slack_link_of(&tenant.id, &user.id)
         .await
         .map_err(to_fn_error)?
-        .into_iter()
-        .find(|l| l.user_id == user.id.as_str())
         .map(|l| (l.slack_user_id, l.slack_name));
     let tokens = gw
         .user_tokens(&user)
@@ -86,8 +84,7 @@ pub async fn unlink_my_slack() -> Result<(), ServerFnError> {
     use crate::api::to_fn_error;
     form(async {
         let (gw, tenant, user) = require_session().await?;
-        let links = gw.slack_links(&tenant.id).await.map_err(to_fn_error)?;
-        let Some(mine) = links.into_iter().find(|l| l.user_id == user.id.as_str()) else {
+        let Some(mine) = gw.slack_link_of(&tenant.id, &user.id).await.map_err(to_fn_error)? else {
             return Err(ServerFnError::new("not_found: your console user has no Slack user linked"));
         };
         let via = gateway::audit::activity::Transport::Console;

@@ -164,15 +164,29 @@ pub(crate) async fn linked(
     Ok(row.map(|(id,)| id))
 }
 
+const LINKS: &str = "SELECT l.slack_user_id, l.slack_name, l.user_id, u.username, l.linked_at \
+     FROM slack_links l JOIN console_users u ON u.id = l.user_id WHERE l.tenant_id = ?";
+
 /// The tenant's links, by username.
 pub(crate) async fn list(store: &crate::store::Store, t: &TenantId) -> Result<Vec<SlackLink>> {
-    let rows: Vec<(String, String, String, String, DateTime<Utc>)> = store
-        .all(
-            "SELECT l.slack_user_id, l.slack_name, l.user_id, u.username, l.linked_at FROM slack_links l \
-             JOIN console_users u ON u.id = l.user_id WHERE l.tenant_id = ? ORDER BY u.username",
-            &[t],
-        )
-        .await?;
+    links_in(store, &format!("{LINKS} ORDER BY u.username"), &[t]).await
+}
+
+/// The link `user` made, if any.
+pub(crate) async fn of_user(
+    store: &crate::store::Store,
+    t: &TenantId,
+    user: &UserId,
+) -> Result<Option<SlackLink>> {
+    Ok(links_in(store, &format!("{LINKS} AND l.user_id = ?"), &[t, user]).await?.pop())
+}
+
+async fn links_in(
+    store: &crate::store::Store,
+    sql: &str,
+    args: &[&dyn crate::sql::ToValue],
+) -> Result<Vec<SlackLink>> {
+    let rows: Vec<(String, String, String, String, DateTime<Utc>)> = store.all(sql, args).await?;
     Ok(rows
         .into_iter()
         .map(|(slack_user_id, slack_name, user_id, username, linked_at)| SlackLink {

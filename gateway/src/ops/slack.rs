@@ -200,6 +200,11 @@ impl Gateway {
         links::list(&self.store, tenant).await
     }
 
+    /// The Slack user `user` linked, if any.
+    pub async fn slack_link_of(&self, tenant: &TenantId, user: &crate::UserId) -> Result<Option<SlackLink>> {
+        links::of_user(&self.store, tenant, user).await
+    }
+
     /// Removes a Slack user's link; their next click asks them to link again.
     pub async fn unlink_slack(
         &self,

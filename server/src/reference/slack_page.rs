@@ -101,6 +101,11 @@ async fn page(State(s): State<Shared>) -> Html<String> {
     ))
 }
 
+/// The Slack user the page clicks as: its name is its id, in lower case.
+fn who(user: &str) -> Value {
+    json!({ "id": user, "username": user.to_lowercase(), "team_id": TEAM_ID })
+}
+
 #[derive(Deserialize)]
 struct Click {
     action: String,
@@ -112,8 +117,7 @@ struct Click {
 async fn click(State(s): State<Shared>, Form(c): Form<Click>) -> Redirect {
     let payload = json!({
         "type": "block_actions", "team": {"id": TEAM_ID},
-        "user": {"id": c.user, "username": c.user.to_lowercase(), "team_id": TEAM_ID},
-        "channel": {"id": c.channel}, "actions": [{"action_id": c.action, "value": c.approval, "type": "button"}],
+        "user": who(&c.user), "channel": {"id": c.channel}, "actions": [{"action_id": c.action, "value": c.approval, "type": "button"}],
     });
     send(&s, payload).await;
     Redirect::to("/")
@@ -130,8 +134,7 @@ struct Submit {
 async fn submit(State(s): State<Shared>, Form(f): Form<Submit>) -> Redirect {
     let payload = json!({
         "type": "view_submission", "team": {"id": TEAM_ID},
-        "user": {"id": f.user, "username": f.user.to_lowercase(), "team_id": TEAM_ID},
-        "view": {"callback_id": "naive_deny", "private_metadata": f.metadata,
+        "user": who(&f.user), "view": {"callback_id": "naive_deny", "private_metadata": f.metadata,
                  "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": f.reason}}}}},
     });
     let answer = send(&s, payload).await;
