@@ -34,3 +34,15 @@ start_server() {
   echo "the server did not start: $(cat "$1")" >&2
   exit 1
 }
+
+# A process's CPU time so far, in clock ticks (user + system).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The CPU per call, in µs, process $2 spent since $1 ticks, for the wrk line $3 over $4 s.
+cpu_per_call() {
+  python3 - "$1" "$(cpu_ticks "$2")" "$3" "$4" "$(getconf CLK_TCK)" <<'PY'
+import re, sys
+before, after, line, secs, tck = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+calls = float(re.search(r"([0-9.]+) \w+/s", line).group(1)) * secs
+print(f"{(after - before) * 1e6 / tck / calls:.1f}")
+PY
+}
