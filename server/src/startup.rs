@@ -16,7 +16,6 @@ use gateway::ops::demo::{DemoCredentials, DemoOptions};
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tokio::net::TcpListener;
-use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
 use crate::error::StartError;
@@ -377,6 +376,6 @@ fn router(state: AppState, mcp: &crate::mcp::McpSettings, metrics_here: bool) ->
         ))
         .layer(axum::middleware::from_fn(crate::http::console_auth::same_origin_writes))
         .layer(crate::http::assets::compression())
-        .layer(TraceLayer::new_for_http().make_span_with(crate::telemetry::request_span))
+        .layer(axum::middleware::from_fn(crate::telemetry::traced_request))
         .with_state(state)
 }

@@ -2,16 +2,17 @@
 //! `RUST_LOG`), and OpenTelemetry spans exported over OTLP/HTTP when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, with the
 //! standard variables the exporter reads (`OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT`,
-//! `OTEL_SERVICE_NAME`). Unset, no span is exported and none of the gateway's spans is
-//! enabled at the default log level, so tracing costs nothing.
+//! `OTEL_SERVICE_NAME`). Unset, no span is opened, so tracing costs nothing.
 //!
 //! The spans exported are the gateway's (a governed call, its commits and connector call, a
 //! human's decision linked to the call it parked, an outbox delivery) and the server's
-//! (each HTTP request, each MCP tool call), at debug level whatever `RUST_LOG` says.
+//! (each HTTP request, each MCP tool call), opened through OpenTelemetry's API
+//! (`gateway::audit::trace`), whatever `RUST_LOG` says: log lines and spans are separate.
 
-use opentelemetry::trace::TracerProvider as _;
+use gateway::audit::trace;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::SpanKind;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -43,35 +44,15 @@ pub fn init(format: LogFormat) -> Telemetry {
         Ok(p) => (p, None),
         Err(e) => (None, Some(e)),
     };
-    let spans = provider.as_ref().map(|p| exported(p.tracer("naive")));
-    tracing_subscriber::registry().with(logs).with(spans).init();
+    if let Some(p) = &provider {
+        opentelemetry::global::set_tracer_provider(p.clone());
+        trace::install(opentelemetry::global::tracer("naive"));
+    }
+    tracing_subscriber::registry().with(logs).init();
     if let Some(e) = failed {
         tracing::error!(error = %e, "the OTLP exporter could not be built: no spans are exported");
     }
     Telemetry { provider }
-}
-
-/// The OTLP layer: the gateway's and the server's spans only (no log events, which would
-/// become span events), each with its own fields and nothing the layer would add per span
-/// (source location, thread, busy and idle time, an OpenTelemetry context made current on
-/// every poll): a span costs what it says. Its context is read from the span itself
-/// (`gateway::audit::trace`).
-pub fn exported<S>(tracer: opentelemetry_sdk::trace::Tracer) -> impl Layer<S>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    let ours =
-        Targets::new().with_target("gateway", LevelFilter::DEBUG).with_target("server", LevelFilter::DEBUG);
-    let spans_only = tracing_subscriber::filter::filter_fn(|m| m.is_span());
-    tracing_opentelemetry::layer()
-        .with_tracer(tracer)
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_context_activation(false)
-        .with_target(false)
-        .with_filter(ours)
-        .with_filter(spans_only)
 }
 
 fn provider() -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
@@ -149,24 +130,32 @@ impl Telemetry {
     }
 }
 
-/// The span of one HTTP request, a child of the `traceparent` it carries (W3C trace context).
-/// Its `route` is the route's template (`/v1/vault/secrets/{name}`), never the path a caller
-/// sent, so no span carries a tenant's names or ids; a path no route matches is
-/// `{unmatched}`, a method outside the standard ones `_OTHER`.
-pub fn request_span(req: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+/// Runs one HTTP request under its span, a child of the `traceparent` it carries (W3C trace
+/// context), ended when the response's head is ready. Its `route` is the route's template
+/// (`/v1/vault/secrets/{name}`), never the path a caller sent, so no span carries a tenant's
+/// names or ids; a path no route matches is `{unmatched}`, a method outside the standard ones
+/// `_OTHER`. With tracing off the request runs as it is.
+pub async fn traced_request(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if !trace::on() {
+        return next.run(req).await;
+    }
     let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("{unmatched}", |m| m.as_str());
     let method = match *req.method() {
-        axum::http::Method::GET
-        | axum::http::Method::POST
-        | axum::http::Method::PUT
-        | axum::http::Method::DELETE
-        | axum::http::Method::PATCH
-        | axum::http::Method::HEAD
-        | axum::http::Method::OPTIONS => req.method().as_str(),
+        axum::http::Method::GET => "GET",
+        axum::http::Method::POST => "POST",
+        axum::http::Method::PUT => "PUT",
+        axum::http::Method::DELETE => "DELETE",
+        axum::http::Method::PATCH => "PATCH",
+        axum::http::Method::HEAD => "HEAD",
+        axum::http::Method::OPTIONS => "OPTIONS",
         _ => "_OTHER",
     };
-    let span = tracing::debug_span!(target: "server", "request", method = method, route = route);
     let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
-    gateway::audit::trace::continue_from(&span, parent);
-    span
+    let span = trace::Span::continuing("request", SpanKind::Server, parent, || {
+        vec![KeyValue::new("method", method), KeyValue::new("route", route.to_string())]
+    });
+    span.wrap(next.run(req)).await
 }

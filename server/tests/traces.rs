@@ -262,3 +262,35 @@ async fn the_operators_sampler_decides_not_the_callers_flag() {
     assert!(marked > 0 && marked < 40, "{marked} of 40 marked sampled were kept");
     assert!(unmarked > 0 && unmarked < 40, "{unmarked} of 40 marked not sampled were kept");
 }
+
+/// #53: a trace the sampler drops is not exported, yet its context still goes on to the
+/// upstream, flagged not sampled, so the services beneath the gateway drop it too.
+#[tokio::test]
+async fn a_dropped_trace_exports_nothing_and_still_tells_the_upstream() {
+    let (recv, seen) = receiver().await;
+    let fresh = start_fresh(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", recv.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ("OTEL_TRACES_SAMPLER", "always_off"),
+    ])
+    .await;
+    let base = fresh.server.base.clone();
+    let connector = json!({"kind": "http", "url": format!("{recv}/charge")});
+    assert_eq!(call(&base, "PUT", "/v1/connectors/cards", COMPANY_KEY, Some(connector), None).await.0, 200);
+    let (profile, key) = agent(&base, "dropped").await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let (status, body) =
+        charge(&base, &profile, &key, "5.00", &format!("00-{trace}-00f067aa0ba902b7-01")).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = seen.traceparents.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let parts: Vec<&str> = sent[0].split('-').collect();
+    assert_eq!(
+        (parts[0], parts[1], parts[3]),
+        ("00", trace, "00"),
+        "the caller's trace, not sampled: {sent:?}"
+    );
+    assert_ne!(parts[2], "00f067aa0ba902b7", "the gateway's own span id, not the caller's");
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(seen.spans.lock().unwrap().is_empty(), "nothing is exported");
+}

@@ -1,28 +1,172 @@
-//! W3C trace context for the spans the gateway opens: a governed call's span, the commits and
-//! the connector call beneath it, a human's decision linked to the call it parked, and the
-//! `traceparent` header every outbound call carries (connectors, webhooks, the control
-//! wire). The server exports the spans (`server::telemetry`); with no exporter the spans
-//! are not sampled, nothing here allocates, and no header is sent.
+//! The gateway's spans and W3C trace context: a governed call's span, the commits and the
+//! connector call beneath it, a human's decision linked to the call it parked, an outbox
+//! delivery, the server's request and MCP tool-call spans, and the `traceparent` header every
+//! outbound call carries (connectors, webhooks, the control wire).
+//!
+//! The spans are OpenTelemetry's own, opened through its API when a piece of work starts and
+//! ended when it ends: a span costs its start, its attributes and its end, not a registry entry
+//! and an enter and exit on every poll of the future it covers (what `tracing` spans cost
+//! through `tracing-opentelemetry`). The work runs with its span's context current
+//! ([`Span::wrap`]), so the spans it opens are its children and its outbound calls carry it.
+//!
+//! The server installs the tracer when it exports (`server::telemetry`); until then no span is
+//! opened, nothing here allocates, and no header is sent. A span the sampler drops is still
+//! opened, unrecorded (ids only), so its context travels on (flagged not sampled); nothing
+//! beneath it is opened, since the sampler would drop that too.
 //!
 //! Guarantees: only ids cross (trace id, span id, flags); nothing about a call's arguments
 //! or its tenant is put on the wire or into a span by this module.
 
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
+use std::future::Future;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The `traceparent` of the current span, when it is being traced.
-pub fn current() -> Option<String> {
-    of(&tracing::Span::current())
+use futures_util::future::Either;
+use opentelemetry::context::{FutureExt as _, WithContext};
+use opentelemetry::global::BoxedTracer;
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState, Tracer as _,
+};
+use opentelemetry::{Context, KeyValue};
+
+static TRACER: OnceLock<BoxedTracer> = OnceLock::new();
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Installs the tracer every span is opened with (the first one installed stays) and turns
+/// tracing on.
+pub fn install(tracer: BoxedTracer) {
+    let _ = TRACER.set(tracer);
+    switch(true);
 }
 
-/// The `traceparent` of `span`, when it is being traced.
-pub fn of(span: &tracing::Span) -> Option<String> {
-    if span.is_disabled() {
+/// Turns tracing on or off once a tracer is installed (the in-process benchmark's sides).
+pub fn switch(on: bool) {
+    ON.store(on && TRACER.get().is_some(), Ordering::Relaxed);
+}
+
+/// Whether spans are being opened.
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+fn tracer() -> Option<&'static BoxedTracer> {
+    if on() { TRACER.get() } else { None }
+}
+
+/// One span, ended when dropped. With tracing off it is nothing.
+#[must_use = "a span ends when it is dropped"]
+pub struct Span {
+    cx: Option<Context>,
+}
+
+impl Span {
+    /// A span under the current one, or the first of a new trace.
+    pub fn start(name: &'static str, attributes: impl FnOnce() -> Vec<KeyValue>) -> Span {
+        Self::open(name, SpanKind::Internal, None, attributes)
+    }
+
+    /// A span under the remote span `traceparent` names when it names one, else as
+    /// [`Span::start`].
+    pub fn continuing(
+        name: &'static str,
+        kind: SpanKind,
+        traceparent: Option<&str>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
+    ) -> Span {
+        Self::open(name, kind, traceparent, attributes)
+    }
+
+    fn open(
+        name: &'static str,
+        kind: SpanKind,
+        traceparent: Option<&str>,
+        attributes: impl FnOnce() -> Vec<KeyValue>,
+    ) -> Span {
+        let Some(tracer) = tracer() else { return Span { cx: None } };
+        let parent = match traceparent.and_then(parse) {
+            Some(sc) => Context::new().with_remote_span_context(sc),
+            None => Context::current(),
+        };
+        // Beneath a span the sampler dropped, the sampler drops every span (it follows the
+        // parent): none is built, and the work runs on in the dropped span's context.
+        if traceparent.is_none() && parent.has_active_span() && !parent.span().is_recording() {
+            return Span { cx: None };
+        }
+        let span = tracer
+            .span_builder(name)
+            .with_kind(kind)
+            .with_attributes(attributes())
+            .start_with_context(tracer, &parent);
+        Span { cx: Some(parent.with_span(span)) }
+    }
+
+    /// Whether this span is recorded (opened and kept by the sampler).
+    pub fn is_recording(&self) -> bool {
+        self.cx.as_ref().is_some_and(|cx| cx.span().is_recording())
+    }
+
+    /// Sets an attribute, when the span is recorded.
+    pub fn record(&self, key: &'static str, value: impl Into<opentelemetry::Value>) {
+        if let Some(cx) = self.cx.as_ref().filter(|cx| cx.span().is_recording()) {
+            cx.span().set_attribute(KeyValue::new(key, value));
+        }
+    }
+
+    /// Links this span to the span `traceparent` names (a parked call, from its decision).
+    pub fn link_to(&self, traceparent: Option<&str>) {
+        if let (Some(cx), Some(sc)) = (&self.cx, traceparent.and_then(parse)) {
+            cx.span().add_link(sc, Vec::new());
+        }
+    }
+
+    /// `work` with this span's context current whenever it runs, so what it opens is this
+    /// span's child; `work` as it is when tracing is off.
+    pub fn wrap<F: Future>(&self, work: F) -> Either<WithContext<F>, F> {
+        match &self.cx {
+            Some(cx) => Either::Left(work.with_context(cx.clone())),
+            None => Either::Right(work),
+        }
+    }
+}
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let Some(cx) = &self.cx {
+            cx.span().end();
+        }
+    }
+}
+
+/// `work` under a new span named `name`, a child of the current one.
+pub async fn within<F: Future>(
+    name: &'static str,
+    attributes: impl FnOnce() -> Vec<KeyValue>,
+    work: F,
+) -> F::Output {
+    let span = Span::start(name, attributes);
+    span.wrap(work).await
+}
+
+/// Sets an attribute on the current span, when it is recorded.
+pub fn record_current(key: &'static str, value: impl Into<opentelemetry::Value>) {
+    if on() {
+        Context::map_current(|cx| {
+            if cx.span().is_recording() {
+                cx.span().set_attribute(KeyValue::new(key, value));
+            }
+        });
+    }
+}
+
+/// The `traceparent` of the current span, when tracing is on and a span is current.
+pub fn current() -> Option<String> {
+    if !on() {
         return None;
     }
-    let cx = span.context();
-    let sc = cx.span().span_context().clone();
-    sc.is_valid().then(|| format(&sc))
+    Context::map_current(|cx| {
+        let sc = cx.span().span_context().clone();
+        sc.is_valid().then(|| format(&sc))
+    })
 }
 
 /// `00-{trace id}-{span id}-{flags}`.
@@ -43,20 +187,6 @@ pub fn parse(traceparent: &str) -> Option<SpanContext> {
     let flags = TraceFlags::new(u8::from_str_radix(flags, 16).ok()?);
     let sc = SpanContext::new(trace_id, span_id, flags, true, TraceState::default());
     sc.is_valid().then_some(sc)
-}
-
-/// Makes `span` a child of the remote span `traceparent` names, when it names one.
-pub fn continue_from(span: &tracing::Span, traceparent: Option<&str>) {
-    if let Some(sc) = traceparent.and_then(parse) {
-        let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(sc));
-    }
-}
-
-/// Links `span` to the span `traceparent` names (a parked call, from its decision).
-pub fn link_to(span: &tracing::Span, traceparent: Option<&str>) {
-    if let Some(sc) = traceparent.and_then(parse) {
-        span.add_link(sc);
-    }
 }
 
 /// `req` with the current span's `traceparent`, when it is being traced.

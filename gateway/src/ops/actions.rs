@@ -20,11 +20,12 @@
 use std::sync::Arc;
 
 use chrono::Duration;
+use opentelemetry::KeyValue;
 use policy::{Envelope, SubjectStatus, ToolSpec};
 use serde_json::{Value, json};
-use tracing::Instrument;
 
 use crate::Gateway;
+use crate::audit::trace;
 use crate::delivery::connectors::{Call, Connector};
 use crate::domain::calls::{
     ActionCall, ActionResponse, Answer, MAX_IDEMPOTENCY_KEY_LEN, ReservedCall, check_args, digest, request,
@@ -104,17 +105,19 @@ impl Gateway {
     ) -> Result<ActionResponse> {
         let started = std::time::Instant::now();
         let labelled = crate::audit::metrics::action_label(&self.catalog, &action);
-        let span = tracing::debug_span!("governed_call", transport = subject.via.as_str(), action = %labelled,
-            verdict = tracing::field::Empty, reason = tracing::field::Empty, kit_version = tracing::field::Empty);
-        let resp =
-            self.perform_listed(subject, (action, args), idem, justification).instrument(span.clone()).await;
+        let span = trace::Span::start("governed_call", || {
+            vec![KeyValue::new("transport", subject.via.as_str()), KeyValue::new("action", labelled.clone())]
+        });
+        let resp = span.wrap(self.perform_listed(subject, (action, args), idem, justification)).await;
         let (verdict, reason) = match &resp {
             Ok(r) if r.replayed => return resp,
             Ok(r) => (r.disposition.as_str(), r.reason()),
             Err(e) => ("error", e.code()),
         };
-        span.record("verdict", verdict);
-        span.record("reason", reason);
+        if span.is_recording() {
+            span.record("verdict", verdict);
+            span.record("reason", reason.to_string());
+        }
         self.metrics.call(subject.via, labelled, verdict, reason, started.elapsed());
         resp
     }
@@ -167,9 +170,10 @@ impl Gateway {
         for _ in 0..STALE_RETRIES {
             let j = job.clone();
             let deciding = std::time::Instant::now();
-            tracing::Span::current().record("kit_version", job.links[0].kit.version.0);
-            let commit = tracing::debug_span!("commit", step = "decide");
-            let reserved = self.write_for(&subject.tenant, move |c| j.run(c)).instrument(commit).await?;
+            trace::record_current("kit_version", i64::from(job.links[0].kit.version.0));
+            let committing = self.write_for(&subject.tenant, move |c| j.run(c));
+            let reserved =
+                trace::within("commit", || vec![KeyValue::new("step", "decide")], committing).await?;
             self.metrics.with(|f| f.decision_seconds.observe(deciding.elapsed().as_secs_f64()));
             match reserved {
                 Reserved::Final(resp) => {
@@ -263,7 +267,7 @@ impl Gateway {
             now: self.now(),
             clock: self.tenant_clock(&subject.tenant).await?,
             shadows: self.shadows_on(&subject.tenant, &links).await?,
-            traceparent: crate::audit::trace::current(),
+            traceparent: trace::current(),
             links,
         })
     }
@@ -285,20 +289,20 @@ impl Gateway {
             return Ok(resp);
         }
         let started = std::time::Instant::now();
-        let outcome = connector
-            .execute(&call)
-            .instrument(tracing::debug_span!("connector", kind = kind.as_str()))
-            .await;
+        let outcome = trace::within(
+            "connector",
+            || vec![KeyValue::new("kind", kind.as_str())],
+            connector.execute(&call),
+        )
+        .await;
         // The sandbox reaches nothing: its calls are not connector traffic.
         if kind != crate::delivery::connectors::ConnectorKind::Sandbox {
             self.metrics.connector(kind.as_str(), started.elapsed(), outcome.is_err());
         }
-        let (resp, _) = self
-            .write_for(&tenant, move |c| {
-                reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost)
-            })
-            .instrument(tracing::debug_span!("commit", step = "settle"))
-            .await?;
+        let settling = self.write_for(&tenant, move |c| {
+            reserve::settle(c, &carry.settling(kind), outcome.clone(), carry.cost)
+        });
+        let (resp, _) = trace::within("commit", || vec![KeyValue::new("step", "settle")], settling).await?;
         Ok(resp)
     }
 

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::Gateway;
 use crate::audit::activity::{self, Entry, Kind, NewEntry, Verdict};
 use crate::audit::metrics::One;
+use crate::audit::trace;
 use crate::domain::approvals::{self, Approval, ApprovalQuery, ApprovalStatus, SweepReport};
 use crate::domain::calls::{ActionResponse, Disposition};
 use crate::domain::ledger::{self, HoldEnd};
@@ -19,7 +20,7 @@ use crate::domain::principal::{APPROVERS, Human, Subject};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 use crate::sql::Tx;
-use tracing::Instrument;
+use opentelemetry::KeyValue;
 
 impl Gateway {
     /// One approval with its trail.
@@ -71,16 +72,16 @@ impl Gateway {
         note: Option<&str>,
     ) -> Result<Decided> {
         let span = self.decision_span(tenant, id, "approve").await;
-        self.approve_traced(tenant, id, by, note).instrument(span).await
+        span.wrap(self.approve_traced(tenant, id, by, note)).await
     }
 
     /// The span of a human's decision on approval `id`, linked to the span of the call it
     /// parked when that call was traced.
-    async fn decision_span(&self, tenant: &TenantId, id: &str, decision: &'static str) -> tracing::Span {
-        let span = tracing::debug_span!("approval_decision", decision);
-        if crate::audit::trace::of(&span).is_some() {
+    async fn decision_span(&self, tenant: &TenantId, id: &str, decision: &'static str) -> trace::Span {
+        let span = trace::Span::start("approval_decision", || vec![KeyValue::new("decision", decision)]);
+        if span.is_recording() {
             let parked = crate::domain::approvals::traceparent(&self.store, tenant, id).await.ok().flatten();
-            crate::audit::trace::link_to(&span, parked.as_deref());
+            span.link_to(parked.as_deref());
         }
         span
     }
@@ -246,7 +247,7 @@ impl Gateway {
     /// many approvals it had.
     pub async fn deny(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {
         let span = self.decision_span(tenant, id, "deny").await;
-        self.deny_traced(tenant, id, by, reason).instrument(span).await
+        span.wrap(self.deny_traced(tenant, id, by, reason)).await
     }
 
     async fn deny_traced(&self, tenant: &TenantId, id: &str, by: &Human, reason: &str) -> Result<Approval> {

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 use tokio::task::JoinSet;
 
+use opentelemetry::KeyValue;
 use serde_json::json;
-use tracing::Instrument;
 
 use crate::Gateway;
 use crate::audit::activity::Transport;
+use crate::audit::trace;
 use crate::delivery::outbox::Claimed;
 use crate::delivery::outbox::delivery::{
     DeliveryHandle, MAX_IN_FLIGHT, POLL_MS, RENEW_EVERY, SWEEP_EVERY, SWEEP_SPANS, claimed_send,
@@ -185,11 +186,13 @@ impl Gateway {
         let renewing = self.renew_while(&q);
         // The channel as a closed label, for the span and the counters.
         let channel = crate::delivery::outbox::label(q.channel);
-        let sending = self.send_queue(&q).instrument(tracing::debug_span!("outbox_delivery", channel));
+        let span = trace::Span::start("outbox_delivery", || vec![KeyValue::new("channel", channel)]);
+        let sending = span.wrap(self.send_queue(&q));
         let outcome = tokio::select! {
             outcome = sending => outcome,
             () = renewing => Outcome { failed: q.rows.clone(), failure: Some("outbox_lease_lost".into()), ..Default::default() },
         };
+        drop(span);
         let (config, sent) = (self.config.outbox, q.rows.len() as u64);
         let tenant = q.tenant.clone();
         let q = Arc::new(q);

@@ -28,7 +28,9 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use gateway::Credential;
+use gateway::audit::trace;
 use gateway::domain::principal::Subject;
+use opentelemetry::trace::SpanKind;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, Implementation, InitializeRequestParams,
@@ -450,14 +452,13 @@ impl ServerHandler for Session {
         let version = header(&ctx.extensions, "mcp-protocol-version")
             .map(str::to_string)
             .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
-        let span = tracing::debug_span!(target: "server", "mcp_tool_call");
         // W3C trace context in the request's `_meta`, else on the HTTP request that carried it.
-        let parent = ctx.meta.get("traceparent").and_then(|v| v.as_str()).map(str::to_string);
-        let parent = parent.or_else(|| header(&ctx.extensions, "traceparent").map(str::to_string));
-        gateway::audit::trace::continue_from(&span, parent.as_deref());
+        let parent = ctx.meta.get("traceparent").and_then(|v| v.as_str());
+        let parent = parent.or_else(|| header(&ctx.extensions, "traceparent"));
+        let span = trace::Span::continuing("mcp_tool_call", SpanKind::Internal, parent, Vec::new);
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let call = tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref());
-        let result = tracing::Instrument::instrument(call, span).await?;
+        let result = span.wrap(call).await?;
         Ok(result.into())
     }
 }
