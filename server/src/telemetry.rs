@@ -131,31 +131,47 @@ impl Telemetry {
 }
 
 /// Runs one HTTP request under its span, a child of the `traceparent` it carries (W3C trace
-/// context), ended when the response's head is ready. Its `route` is the route's template
-/// (`/v1/vault/secrets/{name}`), never the path a caller sent, so no span carries a tenant's
-/// names or ids; a path no route matches is `{unmatched}`, a method outside the standard ones
-/// `_OTHER`. With tracing off the request runs as it is.
+/// context), ended when the response's head is ready; and logs it, at debug level
+/// (`server::request`: method, route, status, milliseconds). Its `route` is the route's
+/// template (`/v1/vault/secrets/{name}`), never the path a caller sent, so no span or log line
+/// carries a tenant's names or ids; a path no route matches is `{unmatched}`, a method outside
+/// the standard ones `_OTHER`. With tracing off and the log level above debug the request runs
+/// as it is.
 pub async fn traced_request(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    if !trace::on() {
+    let logged = tracing::enabled!(target: "server::request", tracing::Level::DEBUG);
+    if !trace::on() && !logged {
         return next.run(req).await;
     }
-    let route = req.extensions().get::<axum::extract::MatchedPath>().map_or("{unmatched}", |m| m.as_str());
-    let method = match *req.method() {
-        axum::http::Method::GET => "GET",
-        axum::http::Method::POST => "POST",
-        axum::http::Method::PUT => "PUT",
-        axum::http::Method::DELETE => "DELETE",
-        axum::http::Method::PATCH => "PATCH",
-        axum::http::Method::HEAD => "HEAD",
-        axum::http::Method::OPTIONS => "OPTIONS",
-        _ => "_OTHER",
-    };
+    let started = std::time::Instant::now();
+    let matched = req.extensions().get::<axum::extract::MatchedPath>().cloned();
+    let route = matched.as_ref().map_or("{unmatched}", |m| m.as_str());
+    let method = method_label(req.method());
     let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
     let span = trace::Span::continuing("request", SpanKind::Server, parent, || {
         vec![KeyValue::new("method", method), KeyValue::new("route", route.to_string())]
     });
-    span.wrap(next.run(req)).await
+    let res = span.wrap(next.run(req)).await;
+    if logged {
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(target: "server::request", method, route, status = res.status().as_u16(), ms, "request");
+    }
+    res
+}
+
+/// A request's method as a closed label: the standard ones, else `_OTHER`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "_OTHER",
+    }
 }

@@ -77,16 +77,16 @@ async fn json_lines_at_every_level_carry_no_secret_and_no_argument_value() {
     let log = std::fs::read_to_string(&log_path).unwrap();
     let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(lines.len() > 50, "trace logs were written: {} lines", lines.len());
-    // The requests themselves were traced, by their route's template: their spans leave the
-    // profile's id out (`server::telemetry::request_span`), so the log saw them go by.
+    // The requests themselves were logged, by their route's template: their lines leave the
+    // profile's id out (`server::telemetry::traced_request`), so the log saw them go by.
     let charges: Vec<&&str> = lines.iter().filter(|l| l.contains("/v1/users/")).take(2).collect();
     assert!(
         lines.iter().any(|l| l.contains("/v1/users/{user_id}/{primitive}/{verb}")),
-        "the requests were traced: {charges:#?}"
+        "the requests were logged: {charges:#?}"
     );
     assert!(
         !lines.iter().any(|l| l.contains(&format!("/v1/users/{id}/"))),
-        "no request span names the profile"
+        "no request line names the profile"
     );
     for l in &lines {
         assert!(serde_json::from_str::<Value>(l).is_ok_and(|v| v.is_object()), "not one JSON object: {l}");
