@@ -131,34 +131,45 @@ impl Telemetry {
 }
 
 /// Runs one HTTP request under its span, a child of the `traceparent` it carries (W3C trace
-/// context), ended when the response's head is ready; and logs it, at debug level
-/// (`server::request`: method, route, status, milliseconds). Its `route` is the route's
-/// template (`/v1/vault/secrets/{name}`), never the path a caller sent, so no span or log line
-/// carries a tenant's names or ids; a path no route matches is `{unmatched}`, a method outside
-/// the standard ones `_OTHER`. With tracing off and the log level above debug the request runs
-/// as it is.
+/// context), ended when the response's head is ready; the span rides in the request's
+/// extensions ([`trace::Parent`]) to work the request starts on another task. Logs the
+/// request: at debug level (`server::request`: method, route, status, milliseconds), and at
+/// error level whatever the level when it failed with a 5xx. Its `route` is the route's
+/// template (`/v1/vault/secrets/{name}`), never the path a caller sent, so no span or log
+/// line carries a tenant's names or ids; a path no route matches is `{unmatched}`, a method
+/// outside the standard ones `_OTHER`.
 pub async fn traced_request(
-    req: axum::extract::Request,
+    mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let logged = tracing::enabled!(target: "server::request", tracing::Level::DEBUG);
-    if !trace::on() && !logged {
-        return next.run(req).await;
-    }
     let started = std::time::Instant::now();
     let matched = req.extensions().get::<axum::extract::MatchedPath>().cloned();
     let route = matched.as_ref().map_or("{unmatched}", |m| m.as_str());
     let method = method_label(req.method());
-    let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
-    let span = trace::Span::continuing("request", SpanKind::Server, parent, || {
-        vec![KeyValue::new("method", method), KeyValue::new("route", route.to_string())]
-    });
+    let span = request_span(&mut req, method, route);
     let res = span.wrap(next.run(req)).await;
-    if logged {
-        let ms = started.elapsed().as_secs_f64() * 1e3;
-        tracing::debug!(target: "server::request", method, route, status = res.status().as_u16(), ms, "request");
+    let (status, ms) = (res.status().as_u16(), started.elapsed().as_secs_f64() * 1e3);
+    if res.status().is_server_error() {
+        tracing::error!(target: "server::request", method, route, status, ms, "request failed");
+    } else {
+        tracing::debug!(target: "server::request", method, route, status, ms, "request");
     }
     res
+}
+
+/// The span of one request, put in its extensions; nothing when tracing is off.
+fn request_span(req: &mut axum::extract::Request, method: &'static str, route: &str) -> trace::Span {
+    if !trace::on() {
+        return trace::Span::none();
+    }
+    let parent = req.headers().get("traceparent").and_then(|v| v.to_str().ok());
+    let span = trace::Span::continuing("request", SpanKind::Server, (parent, None), || {
+        vec![KeyValue::new("method", method), KeyValue::new("route", route.to_string())]
+    });
+    if let Some(p) = span.as_parent() {
+        req.extensions_mut().insert(p);
+    }
+    span
 }
 
 /// A request's method as a closed label: the standard ones, else `_OTHER`.

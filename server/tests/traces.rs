@@ -294,3 +294,41 @@ async fn a_dropped_trace_exports_nothing_and_still_tells_the_upstream() {
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     assert!(seen.spans.lock().unwrap().is_empty(), "nothing is exported");
 }
+
+/// #53: an MCP tool call is a child of the HTTP request that carried it, in both generations
+/// (stateless, the SDK serves the call on a task of its own), and the governed call a child
+/// of the tool call.
+#[tokio::test]
+async fn an_mcp_tool_call_is_a_child_of_its_request_in_both_generations() {
+    use server::mcp::client::{McpClient, Mode};
+    let (recv, seen) = receiver().await;
+    let fresh =
+        start_fresh(&[("OTEL_EXPORTER_OTLP_ENDPOINT", recv.as_str()), ("OTEL_BSP_SCHEDULE_DELAY", "100")])
+            .await;
+    let base = fresh.server.base.clone();
+    let (_, key) = agent(&base, "mcp-traced").await;
+    for mode in [Mode::Session, Mode::Stateless] {
+        let mut c = McpClient::new(server::http_client(), format!("{base}/mcp"), Some(key.clone()), mode);
+        c.open().await.unwrap();
+        c.call_tool("naive_web_read", &json!({"url": "https://example.com/"})).await.unwrap();
+        c.close().await;
+    }
+    let mut spans = Vec::new();
+    for _ in 0..150 {
+        spans = seen.spans.lock().unwrap().clone();
+        if spans.iter().filter(|s| s.name == "governed_call").count() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let tools: Vec<&Span> = spans.iter().filter(|s| s.name == "mcp_tool_call").collect();
+    assert_eq!(tools.len(), 2, "one tool call per generation");
+    for tool in tools {
+        let request =
+            spans.iter().find(|s| s.span_id == tool.parent_span_id).expect("the tool call's parent");
+        assert_eq!((request.name.as_str(), attr(request, "route").as_deref()), ("request", Some("/mcp")));
+        assert_eq!(request.trace_id, tool.trace_id);
+        let call = spans.iter().find(|s| s.name == "governed_call" && s.parent_span_id == tool.span_id);
+        assert_eq!(call.and_then(|c| attr(c, "transport")).as_deref(), Some("mcp"), "{spans:#?}");
+    }
+}

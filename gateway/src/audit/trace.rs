@@ -60,37 +60,43 @@ pub struct Span {
 }
 
 impl Span {
+    /// No span (tracing is off, or nothing is to be traced).
+    pub const fn none() -> Span {
+        Span { cx: None }
+    }
+
     /// A span under the current one, or the first of a new trace.
     pub fn start(name: &'static str, attributes: impl FnOnce() -> Vec<KeyValue>) -> Span {
         Self::open(name, SpanKind::Internal, None, attributes)
     }
 
-    /// A span under the remote span `traceparent` names when it names one, else as
-    /// [`Span::start`].
+    /// A span under the remote span `traceparent` names when it names one, else under
+    /// `local` when given, else as [`Span::start`].
     pub fn continuing(
         name: &'static str,
         kind: SpanKind,
-        traceparent: Option<&str>,
+        (traceparent, local): (Option<&str>, Option<&Parent>),
         attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Span {
-        Self::open(name, kind, traceparent, attributes)
+        let remote = || Some(Context::new().with_remote_span_context(traceparent.and_then(parse)?));
+        let parent = remote().or_else(|| local.map(|p| p.0.clone()));
+        Self::open(name, kind, parent, attributes)
     }
 
     fn open(
         name: &'static str,
         kind: SpanKind,
-        traceparent: Option<&str>,
+        parent: Option<Context>,
         attributes: impl FnOnce() -> Vec<KeyValue>,
     ) -> Span {
-        let Some(tracer) = tracer() else { return Span { cx: None } };
-        let parent = match traceparent.and_then(parse) {
-            Some(sc) => Context::new().with_remote_span_context(sc),
-            None => Context::current(),
-        };
-        // Beneath a span the sampler dropped, the sampler drops every span (it follows the
-        // parent): none is built, and the work runs on in the dropped span's context.
-        if traceparent.is_none() && parent.has_active_span() && !parent.span().is_recording() {
-            return Span { cx: None };
+        let Some(tracer) = tracer() else { return Span::none() };
+        let parent = parent.unwrap_or_else(Context::current);
+        // Beneath a span of ours the sampler dropped, the sampler drops every span (it
+        // follows a local parent): none is built, and the work runs on in the dropped span's
+        // context.
+        let sc = parent.span().span_context().clone();
+        if sc.is_valid() && !sc.is_remote() && !parent.span().is_recording() {
+            return Span::none();
         }
         let span = tracer
             .span_builder(name)
@@ -98,6 +104,12 @@ impl Span {
             .with_attributes(attributes())
             .start_with_context(tracer, &parent);
         Span { cx: Some(parent.with_span(span)) }
+    }
+
+    /// This span as the parent of work that does not run within it (it travels in a
+    /// request's extensions to the task that serves it), when it was opened.
+    pub fn as_parent(&self) -> Option<Parent> {
+        self.cx.clone().map(Parent)
     }
 
     /// Whether this span is recorded (opened and kept by the sampler).
@@ -128,6 +140,11 @@ impl Span {
         }
     }
 }
+
+/// A span's context, carried to work that runs on another task (an MCP tool call the SDK
+/// serves on a task of its own, from the HTTP request that brought it).
+#[derive(Clone)]
+pub struct Parent(Context);
 
 impl Drop for Span {
     fn drop(&mut self) {

@@ -452,10 +452,11 @@ impl ServerHandler for Session {
         let version = header(&ctx.extensions, "mcp-protocol-version")
             .map(str::to_string)
             .or_else(|| ctx.peer.peer_info().map(|i| i.protocol_version.to_string()));
-        // W3C trace context in the request's `_meta`, else on the HTTP request that carried it.
-        let parent = ctx.meta.get("traceparent").and_then(|v| v.as_str());
-        let parent = parent.or_else(|| header(&ctx.extensions, "traceparent"));
-        let span = trace::Span::continuing("mcp_tool_call", SpanKind::Internal, parent, Vec::new);
+        // W3C trace context in the request's `_meta`, else the span of the HTTP request that
+        // carried it (the SDK serves the call on a task of its own).
+        let remote = ctx.meta.get("traceparent").and_then(|v| v.as_str());
+        let carrier = ctx.extensions.get::<axum::http::request::Parts>().and_then(|p| p.extensions.get());
+        let span = trace::Span::continuing("mcp_tool_call", SpanKind::Internal, (remote, carrier), Vec::new);
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let call = tools::call(&self.shared.gateway, &subject, &request.name, args, version.as_deref());
         let result = span.wrap(call).await?;
