@@ -5,7 +5,8 @@
 # SQLite on a fresh file, and PostgreSQL on its own database in one throwaway cluster, all
 # beside one reference upstream (a card processor, its own process). Rounds alternate the
 # two builds row by row, the order swapping each round, so this machine's drift falls on
-# both; then each row's median requests/s and p99, and NEW/OLD.
+# both; then each row's median requests/s, p99 and server CPU per request (wrk and the
+# upstream share these cores, so CPU per request moves less than requests/s), and NEW/OLD.
 # Rows: 1. the sandbox web.read on SQLite, 2. a $0.01 cards.charge over the HTTP connector
 # to the upstream on SQLite, 3. the sandbox web.read on PostgreSQL; wrk, 64 connections.
 #   bench/http-compare.sh OLD NEW [rounds=5] [seconds=8]
@@ -45,7 +46,7 @@ serve() { # tag bin engine
   buyer=$(agent bench-buyer Charges)
   api PUT /v1/vault/secrets/upstream "{\"value\":\"$secret\"}" >/dev/null
   api PUT /v1/connectors/cards "{\"kind\":\"http\",\"url\":\"$upstream/cards/charge\",\"timeout_ms\":10000,\"auth\":{\"kind\":\"bearer\",\"secret\":\"upstream\"}}" >/dev/null
-  echo "$1 $3 $base $reader $buyer" >>"$dir/targets"
+  echo "$1 $3 $base $reader $buyer $server" >>"$dir/targets"
 }
 for tag in old new; do
   bin=$old
@@ -55,13 +56,15 @@ for tag in old new; do
   DATABASE_URL="${NAIVE_TEST_POSTGRES_URL%/*}/compare_$tag" NAIVE_MASTER_KEY_FILE="$dir/$tag-pg.key" serve "$tag" "$bin" postgres
 done
 
-load() { # tag engine verb seconds: wrk's summary line
-  local _t _e url reader rkey buyer bkey profile key
-  read -r _t _e url reader rkey buyer bkey < <(grep "^$1 $2 " "$dir/targets")
+load() { # tag engine verb seconds: wrk's summary line, then the server's CPU per request
+  local _t _e url reader rkey buyer bkey pid profile key before line
+  read -r _t _e url reader rkey buyer bkey pid < <(grep "^$1 $2 " "$dir/targets")
   profile=$reader key=$rkey
   [ "$3" = cards/charge ] && profile=$buyer key=$bkey
-  BENCH_VERB="$3" BENCH_PROFILE="$profile" BENCH_KEY="$key" \
-    wrk -t2 -c64 -d"$4s" --latency -s bench/action.lua "$url" | tail -1
+  before=$(cpu_ticks "$pid")
+  line=$(BENCH_VERB="$3" BENCH_PROFILE="$profile" BENCH_KEY="$key" \
+    wrk -t2 -c64 -d"$4s" --latency -s bench/action.lua "$url" | tail -1)
+  echo "$line, server CPU $(cpu_per_call "$before" "$pid" "$line" "$4") µs/request"
 }
 rows=("sqlite web/read" "sqlite cards/charge" "postgres web/read")
 echo "warming up"
@@ -84,9 +87,10 @@ for line in open(sys.argv[1]):
     tag, row, rest = line.rstrip("\n").split("|", 2)
     rate = float(re.search(r"([0-9.]+) \w+/s", rest).group(1))
     p99 = float(re.search(r"p99 ([0-9.]+) ms", rest).group(1))
-    by.setdefault(row, {}).setdefault(tag, []).append((rate, p99))
-print(f"\n{'row':<22} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} {'old p99 ms':>11} {'new p99 ms':>11} {'new/old':>8}")
+    cpu = float(re.search(r"server CPU ([0-9.]+) µs", rest).group(1))
+    by.setdefault(row, {}).setdefault(tag, []).append((rate, p99, cpu))
+print(f"\n{'row':<22} {'old req/s':>10} {'new req/s':>10} {'new/old':>8} {'old p99 ms':>11} {'new p99 ms':>11} {'new/old':>8} {'old CPU µs':>11} {'new CPU µs':>11} {'new/old':>8}")
 for row, t in by.items():
-    (ro, po), (rn, pn) = [(statistics.median(r for r, _ in t[k]), statistics.median(p for _, p in t[k])) for k in ("old", "new")]
-    print(f"{row:<22} {ro:>10.0f} {rn:>10.0f} {rn / ro:>8.2f} {po:>11.2f} {pn:>11.2f} {pn / po:>8.2f}")
+    (ro, po, co), (rn, pn, cn) = [tuple(statistics.median(r[i] for r in t[k]) for i in range(3)) for k in ("old", "new")]
+    print(f"{row:<22} {ro:>10.0f} {rn:>10.0f} {rn / ro:>8.2f} {po:>11.2f} {pn:>11.2f} {pn / po:>8.2f} {co:>11.1f} {cn:>11.1f} {cn / co:>8.2f}")
 PY
