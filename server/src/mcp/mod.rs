@@ -397,7 +397,45 @@ impl ServerHandler for Session {
             .with_instructions(tools::INSTRUCTIONS)
     }
 
-    async fn initialize(
+    fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + Send + '_ {
+        Box::pin(self.opened(request, ctx))
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        let Some(subject) = self.bound.get().cloned() else { return };
+        let session = header(&ctx.extensions, "mcp-session-id").map(Arc::<str>::from);
+        let listed = self.snapshot.lock().expect("not poisoned").clone().unwrap_or_default();
+        let names = listed.iter().map(|t| t.name.to_string()).collect();
+        let watch = Watch { shared: self.shared.clone(), session, subject };
+        tokio::spawn(watch.run(ctx.peer, names));
+    }
+
+    fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + Send + '_ {
+        Box::pin(self.listed(ctx))
+    }
+
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
+        Box::pin(self.called(request, ctx))
+    }
+}
+
+/// The handlers' work, each boxed by its trait method above: the SDK spawns a task per
+/// request whose future holds the largest of them, and a governed call's future is many
+/// kilobytes, which every spawn and poll of that task would copy.
+impl Session {
+    async fn opened(
         &self,
         request: InitializeRequestParams,
         ctx: RequestContext<RoleServer>,
@@ -414,20 +452,7 @@ impl ServerHandler for Session {
         self.negotiate_initialize(&request)
     }
 
-    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        let Some(subject) = self.bound.get().cloned() else { return };
-        let session = header(&ctx.extensions, "mcp-session-id").map(Arc::<str>::from);
-        let listed = self.snapshot.lock().expect("not poisoned").clone().unwrap_or_default();
-        let names = listed.iter().map(|t| t.name.to_string()).collect();
-        let watch = Watch { shared: self.shared.clone(), session, subject };
-        tokio::spawn(watch.run(ctx.peer, names));
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
+    async fn listed(&self, ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
         let subject = self.subject(&ctx.extensions)?;
         let gw = &self.shared.gateway;
         let active = gw.inactive_refusal(&subject, "tools/list").await.map_err(internal)?.is_none();
@@ -443,7 +468,7 @@ impl ServerHandler for Session {
         Ok(result)
     }
 
-    async fn call_tool(
+    async fn called(
         &self,
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
