@@ -374,19 +374,30 @@ impl Gateway {
     /// call, its settling, a decision on it). On PostgreSQL it joins a batch of that tenant's
     /// jobs that takes the tenant's lock once, before its first job, and commits once
     /// ([`activity::lock_tenant`]); SQLite batches every job anyway.
-    pub(crate) async fn write_for<T, F>(&self, tenant: &TenantId, f: F) -> Result<T>
+    ///
+    /// Not an `async fn`: one would hold `f` as its argument and again in the job it awaits,
+    /// and a governed call's future holds this one.
+    pub(crate) fn write_for<T, F>(
+        &self,
+        tenant: &TenantId,
+        f: F,
+    ) -> impl Future<Output = Result<T>> + Send + use<'_, T, F>
     where
         T: Send + 'static,
         F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
     {
-        let (v, queued) = match &self.writes {
-            Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).await,
+        use futures_util::FutureExt as _;
+        let job = match &self.writes {
+            Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).left_future(),
             Writes::Postgres { pg } => {
-                pg.run_keyed(activity::tenant_key(tenant), move |tx| with_webhooks(tx, &f)).await
+                pg.run_keyed(activity::tenant_key(tenant), move |tx| with_webhooks(tx, &f)).right_future()
             }
-        }?;
-        self.wake_if(queued);
-        Ok(v)
+        };
+        job.map(move |done| {
+            let (v, queued) = done?;
+            self.wake_if(queued);
+            Ok(v)
+        })
     }
 
     pub fn config(&self) -> &GatewayConfig {

@@ -191,7 +191,10 @@ impl Writer {
     /// `f` may run more than once (see the module doc), so it must do nothing but its writes
     /// and return the same answer for the same database state; remember anything with an
     /// effect outside the database (a connector's answer) in the closure, once.
-    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    ///
+    /// `f` is boxed here, before the future: it is not held by the future as well, which
+    /// every caller's own future would carry and copy.
+    pub fn run<T, E, F>(&self, f: F) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
     where
         T: Send + 'static,
         E: JobError,
@@ -199,12 +202,17 @@ impl Writer {
     {
         let (tx, rrx) = oneshot::channel::<Result<T, E>>();
         let job: Job = Box::new(Pending { f, result: None, tx });
-        self.tx.send(job).await.map_err(|_| {
-            Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
-        })?;
-        rrx.await.map_err(|_| {
-            Error::internal("write_failed", "the write was rolled back after an internal error; try again")
-        })?
+        async move {
+            self.tx.send(job).await.map_err(|_| {
+                Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
+            })?;
+            rrx.await.map_err(|_| {
+                Error::internal(
+                    "write_failed",
+                    "the write was rolled back after an internal error; try again",
+                )
+            })?
+        }
     }
 }
 

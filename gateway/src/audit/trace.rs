@@ -154,14 +154,35 @@ impl Drop for Span {
     }
 }
 
-/// `work` under a new span named `name`, a child of the current one.
-pub async fn within<F: Future>(
+/// `work` under a new span named `name`, a child of the current one, opened now and ended
+/// when the work ends.
+pub fn within<F: Future>(
     name: &'static str,
     attributes: impl FnOnce() -> Vec<KeyValue>,
     work: F,
-) -> F::Output {
+) -> Within<F> {
     let span = Span::start(name, attributes);
-    span.wrap(work).await
+    let work = span.wrap(work);
+    Within { span, work }
+}
+
+pin_project_lite::pin_project! {
+    /// [`within`]'s future. Not an `async fn`: one would hold `work` twice, as its argument
+    /// and as what it awaits, and a governed call's commit is a kilobyte that every call's
+    /// future carries and copies.
+    pub struct Within<F: Future> {
+        span: Span,
+        #[pin]
+        work: Either<WithContext<F>, F>,
+    }
+}
+
+impl<F: Future> Future for Within<F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        self.project().work.poll(cx)
+    }
 }
 
 /// Sets an attribute on the current span, when it is recorded.

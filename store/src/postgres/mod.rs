@@ -116,43 +116,56 @@ impl Postgres {
     }
 
     /// Runs `f` in a transaction of its own, again after a serialization failure or deadlock.
-    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    pub fn run<T, E, F>(&self, f: F) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
     where
         T: Send + 'static,
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.queue(None, f).await
+        self.queue(None, f)
     }
 
     /// Runs `f` in a batch that holds the advisory lock `key` ([`crate::sql::lock_digest`])
     /// from before its first job to COMMIT, beside other jobs queued for the same runner.
-    pub async fn run_keyed<T, E, F>(&self, key: i64, f: F) -> Result<T, E>
+    pub fn run_keyed<T, E, F>(
+        &self,
+        key: i64,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
     where
         T: Send + 'static,
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.queue(Some(key), f).await
+        self.queue(Some(key), f)
     }
 
-    async fn queue<T, E, F>(&self, key: Option<i64>, f: F) -> Result<T, E>
+    /// `f` is boxed here, before the future, as [`crate::writer::Writer::run`] boxes it; it
+    /// is queued when the future is first polled.
+    fn queue<T, E, F>(
+        &self,
+        key: Option<i64>,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
     where
         T: Send + 'static,
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let runner = match key {
-            Some(k) => (k as u64 % self.runners.len() as u64) as usize,
-            None => self.next.fetch_add(1, Ordering::Relaxed) % self.runners.len(),
-        };
-        let task = Box::new(Pending { f, result: None, tx });
-        self.runners[runner].send(Queued { key, task }).map_err(|_| {
-            Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
-        })?;
-        rx.await
-            .map_err(|_| Error::internal("write_failed", "the job stopped before it finished; try again"))?
+        let task: Box<dyn batch::Task> = Box::new(Pending { f, result: None, tx });
+        async move {
+            let runner = match key {
+                Some(k) => (k as u64 % self.runners.len() as u64) as usize,
+                None => self.next.fetch_add(1, Ordering::Relaxed) % self.runners.len(),
+            };
+            self.runners[runner].send(Queued { key, task }).map_err(|_| {
+                Error::unavailable("writer_stopped", "the gateway is shutting down; try again shortly", 5)
+            })?;
+            rx.await.map_err(|_| {
+                Error::internal("write_failed", "the job stopped before it finished; try again")
+            })?
+        }
     }
 
     /// Runs a read outside any job, on a pooled connection ([`crate::reads`]).

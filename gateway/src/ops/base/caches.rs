@@ -35,7 +35,9 @@ impl Gateway {
             return Ok(l);
         }
         let generation = self.links_cache.generation();
-        let links = Arc::new(self.links(tenant, profile).await?);
+        // Boxed, as the other misses below: a miss is rare, and its future would otherwise
+        // make every call's future (which holds each await's future) that much bigger to copy.
+        let links = Arc::new(Box::pin(self.links(tenant, profile)).await?);
         self.links_cache.insert(generation, profile.clone(), links.clone());
         Ok(links)
     }
@@ -82,7 +84,7 @@ impl Gateway {
             return Ok(c);
         }
         let generation = self.connector_cache.generation();
-        let built = Arc::new(self.build_connectors(tenant).await?);
+        let built = Arc::new(Box::pin(self.build_connectors(tenant)).await?);
         self.connector_cache.insert(generation, tenant.clone(), built.clone());
         Ok(built)
     }
@@ -146,7 +148,8 @@ impl Gateway {
             // person, before anything could run.
             return Ok(tool);
         }
-        let listed = apps.tool(toolkit, name).await.map_err(|f| {
+        // A connected app's client future is some 6 KB; every governed call holds this one.
+        let listed = Box::pin(apps.tool(toolkit, name)).await.map_err(|f| {
             Error::unavailable(
                 "connected_app_unavailable",
                 format!(
