@@ -43,6 +43,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("approval_trail", "domain/approvals.rs"),
     ("approval_votes", "domain/approvals.rs"),
     ("approvals", "domain/approvals.rs"),
+    ("archive_ranges", "domain/archive.rs"),
     ("beliefs", "domain/brain.rs"),
     ("budget_accounts", "domain/ledger/"),
     ("budget_days", "domain/ledger/"),
@@ -111,7 +112,7 @@ const LONG_FNS: &[(&str, usize)] = &[
     ("gateway/src/ops/demo.rs:seed_demo_if_empty", 111),
     ("policy/src/engine.rs:run_checks", 128),
     ("server/src/http/idempotency.rs:layer", 83),
-    ("server/src/startup.rs:build", 107),
+    ("server/src/startup.rs:build", 93),
     ("server/src/v1/openapi.rs:connector_schemas", 81),
     ("store/src/writer.rs:run", 76),
 ];

@@ -28,7 +28,13 @@ pub enum Command {
     },
     /// Check the ledger's invariants and every tenant's audit chain in the database at
     /// DATABASE_URL; prints one JSON line per tenant and exits 1 when anything is broken.
-    Check,
+    Check {
+        /// Also verify the log's archive at this URL (a directory or an object store URL):
+        /// every range against its manifest, the ranges' order, and the ranges the database
+        /// records as archived; each modified, missing or reordered object is named.
+        #[arg(long)]
+        archive: Option<String>,
+    },
     /// Manage tenants in the database at DATABASE_URL.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -177,6 +183,24 @@ pub struct TestSwitches {
     pub test_clock_file: Option<std::path::PathBuf>,
 }
 
+impl Config {
+    /// Where this server archives the log, if anywhere ([`Config::archive_url`]).
+    pub fn archive_location(&self) -> Option<String> {
+        match self.archive_url.as_deref() {
+            Some("off") => None,
+            Some(url) => Some(url.to_string()),
+            None if self.database_url.starts_with("sqlite::memory:") => None,
+            None => match self.database_url.strip_prefix("sqlite:") {
+                Some(rest) => {
+                    let path = rest.trim_start_matches("//");
+                    Some(format!("{}.archive", path.split('?').next().unwrap_or(path)))
+                }
+                None => Some("naive-archive".to_string()),
+            },
+        }
+    }
+}
+
 /// The environment variables of `TestSwitches` (a build with the `test-switches` feature).
 pub const TEST_SWITCH_VARIABLES: [&str; 2] =
     ["NAIVE_TEST_CLOCK_FILE", "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS"];
@@ -287,6 +311,17 @@ pub struct Config {
     /// long after its last renewal, whichever instance sweeps.
     #[arg(long, env = "NAIVE_HOLD_LEASE_SECS", default_value_t = gateway::domain::ledger::leases::DEFAULT_LEASE_SECS, global = true)]
     pub hold_lease_secs: i64,
+
+    /// Where closed ranges of the log are archived (docs/archive.md): a directory
+    /// (`file:///srv/naive-archive` or a path, created if missing) or an object store URL;
+    /// `off` archives nothing. Unset: `<database file>.archive` beside a SQLite file,
+    /// `naive-archive` with PostgreSQL, nothing for an in-memory database.
+    #[arg(long, env = "NAIVE_ARCHIVE_URL", global = true)]
+    pub archive_url: Option<String>,
+
+    /// How often this instance looks for closed ranges of the log to archive.
+    #[arg(long, env = "NAIVE_ARCHIVE_EVERY_SECS", default_value_t = 60, global = true)]
+    pub archive_every_secs: u64,
 
     /// How long a stopping server stays up answering `/readyz` with 503 (and serving
     /// everything else) before it stops accepting requests, so a load balancer takes it out

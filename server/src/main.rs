@@ -31,7 +31,7 @@ async fn run(cli: Cli) -> ExitCode {
             create_tenant(&cli.config, &name, &credit, admin.as_deref()).await
         }
         Command::DemoAgent { base_url } => demo_agent(&cli.config, &base_url).await,
-        Command::Check => check(&cli.config).await,
+        Command::Check { archive } => check(&cli.config, archive.as_deref()).await,
         Command::Upstream { listen, records, secret, latency_ms, exit_with_stdin } => {
             let serving = server::reference::upstream::serve(listen, &records, &secret, latency_ms);
             reference(exit_with_stdin, serving).await
@@ -88,19 +88,25 @@ async fn reference<E: std::fmt::Display>(
 
 /// `server check`: the ledger's invariants (every account's entries sum to its running totals,
 /// no hold ends twice) and every tenant's audit chain, on the
-/// database at DATABASE_URL (a running server's too). Exits 1 when anything is broken.
-async fn check(config: &server::config::Config) -> ExitCode {
+/// database at DATABASE_URL (a running server's too), and with `--archive URL` the log's
+/// archive there. Exits 1 when anything is broken.
+async fn check(config: &server::config::Config, archive: Option<&str>) -> ExitCode {
     let result = async {
         let gw = gateway::Gateway::open(&config.database_url).await?;
+        let archive = archive.map(gateway::ops::archive::open_store).transpose()?;
         let mut broken = false;
         for t in gw.tenants().await? {
             let ledger = gw.check_ledger(&t.id).await?;
             let chain = gw.verify_log(&t.id).await?;
             broken |= !ledger.violations.is_empty() || !chain.ok;
-            println!(
-                "{}",
-                serde_json::json!({ "tenant": t.id, "ledger_violations": ledger.violations, "chain": chain })
-            );
+            let mut line =
+                serde_json::json!({ "tenant": t.id, "ledger_violations": ledger.violations, "chain": chain });
+            if let Some(a) = &archive {
+                let report = gw.check_tenant_archive(a.as_ref(), &t.id).await?;
+                broken |= !report.ok;
+                line["archive"] = serde_json::json!(report);
+            }
+            println!("{line}");
         }
         gw.store().close().await;
         Ok::<_, gateway::Error>(broken)

@@ -27,9 +27,8 @@ pub struct Application {
     router: Router,
     gateway: Gateway,
     /// Expires overdue approvals and orphaned holds; stops when the application does.
-    sweeper: gateway::ops::approvals::SweeperHandle,
+    workers: Workers,
     /// Delivers the outbox; stops when the application does.
-    delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
     stop_tx: tokio::sync::watch::Sender<bool>,
     /// What `/readyz` reads; set draining when the server starts stopping.
     readiness: std::sync::Arc<crate::state::Readiness>,
@@ -125,26 +124,12 @@ impl Application {
             &mcp,
             metrics_listener.is_none(),
         );
-        // What lapsed while no instance was sweeping ends now; a crashed run's holds whose
-        // leases have not lapsed yet end on a later tick. Another live instance's calls in
-        // flight hold live leases and are left alone.
-        let recovered = gateway.sweep().await?;
-        if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
-            tracing::info!(?recovered, "expired what lapsed before this start");
-        }
-        let sweeper = gateway.start_sweeper();
-        let delivery = gateway.start_delivery();
-        {
-            let mut tasks = readiness.tasks.lock().expect("readiness lock");
-            tasks.extend(sweeper.watch().map(|t| ("sweeper", t)));
-            tasks.extend(delivery.watch().map(|t| ("delivery", t)));
-        }
+        let workers = Workers::start(&gateway, config, &readiness).await?;
         Ok(Application {
             listener,
             router,
             gateway,
-            sweeper,
-            delivery,
+            workers,
             stop_tx,
             readiness,
             drain: std::time::Duration::from_secs(config.drain_secs),
@@ -204,8 +189,7 @@ impl Application {
             let _ = agent.await;
         }
         // A sweep in progress commits before the pool closes under it.
-        self.sweeper.stop().await;
-        self.delivery.stop().await;
+        self.workers.stop().await;
         drop(self.demo_upstream);
         self.gateway.store().close().await;
         Ok(())
@@ -238,6 +222,58 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
     #[cfg(feature = "test-switches")]
     let gateway_config = switched(gateway_config, &config.switches);
     Ok(gateway_config)
+}
+
+/// The server's background work: the sweeper, the delivery worker and the archiver.
+struct Workers {
+    sweeper: gateway::ops::approvals::SweeperHandle,
+    delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
+    archiver: Option<gateway::ops::archive::ArchiverHandle>,
+}
+
+impl Workers {
+    /// Ends what lapsed while no instance was sweeping, then starts each worker, watched by
+    /// readiness. A crashed run's holds whose leases have not lapsed yet end on a later tick;
+    /// another live instance's calls in flight hold live leases and are left alone.
+    async fn start(
+        gateway: &Gateway,
+        config: &Config,
+        readiness: &crate::state::Readiness,
+    ) -> Result<Workers, StartError> {
+        let recovered = gateway.sweep().await?;
+        if recovered.holds_expired > 0 || recovered.approvals_expired > 0 {
+            tracing::info!(?recovered, "expired what lapsed before this start");
+        }
+        let sweeper = gateway.start_sweeper();
+        let delivery = gateway.start_delivery();
+        let archiver = start_archiver(gateway, config)?;
+        let mut tasks = readiness.tasks.lock().expect("readiness lock");
+        tasks.extend(sweeper.watch().map(|t| ("sweeper", t)));
+        tasks.extend(delivery.watch().map(|t| ("delivery", t)));
+        tasks.extend(archiver.as_ref().and_then(|a| a.watch()).map(|t| ("archiver", t)));
+        drop(tasks);
+        Ok(Workers { sweeper, delivery, archiver })
+    }
+
+    /// Stops each, letting what it is in the middle of finish.
+    async fn stop(self) {
+        self.sweeper.stop().await;
+        self.delivery.stop().await;
+        if let Some(archiver) = self.archiver {
+            archiver.stop().await;
+        }
+    }
+}
+
+/// The archiver on the archive the configuration names, if it names one.
+fn start_archiver(
+    gateway: &Gateway,
+    config: &Config,
+) -> Result<Option<gateway::ops::archive::ArchiverHandle>, StartError> {
+    let Some(url) = config.archive_location() else { return Ok(None) };
+    let archive = gateway::ops::archive::open_store(&url).map_err(|e| StartError::Config(e.to_string()))?;
+    let every = std::time::Duration::from_secs(config.archive_every_secs.max(1));
+    Ok(Some(gateway.start_archiver(archive, every)))
 }
 
 /// The certificate authorities in `--egress-ca`, if given.

@@ -157,7 +157,7 @@ pub struct ChainReport {
     pub checked: u64,
 }
 
-fn entry_hash(prev: &str, e: &Entry) -> String {
+pub(crate) fn entry_hash(prev: &str, e: &Entry) -> String {
     let mut h = Sha256::new();
     let amount = e.amount.map(|m| m.units().to_string()).unwrap_or_default();
     let kit = e.kit_version.map(|v| v.to_string()).unwrap_or_default();

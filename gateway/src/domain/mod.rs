@@ -5,6 +5,7 @@
 //! above it, and holds no `impl Gateway` (`gateway/tests/tidy.rs` refuses an upward path).
 
 pub mod approvals;
+pub mod archive;
 pub mod brain;
 pub mod calls;
 pub mod chain;

@@ -8,6 +8,7 @@
 mod actions;
 mod activity;
 pub mod approvals;
+pub mod archive;
 mod base;
 mod brain;
 mod connected_apps;

@@ -68,6 +68,9 @@ pub fn config(db_url: &str) -> Config {
         master_key: Some(MASTER_KEY.into()),
         master_key_file: None,
         site_root: "target/site".into(),
+        // The archive has its own tests (tests/archive.rs), on their own directories.
+        archive_url: Some("off".into()),
+        archive_every_secs: 60,
         #[cfg(feature = "test-switches")]
         switches: Default::default(),
     }

@@ -45,6 +45,7 @@ pub fn command(db: &str, sandbox_latency_ms: u64) -> Command {
         .env("NAIVE_OUTBOX_BACKOFF_BASE_MS", "100")
         .env("NAIVE_OUTBOX_BACKOFF_MAX_MS", "1000")
         .env("NAIVE_EGRESS_ALLOW", super::TEST_EGRESS_ALLOW)
+        .env("NAIVE_ARCHIVE_URL", "off")
         .env_remove("NAIVE_MASTER_KEY")
         .env_remove("NAIVE_MASTER_KEY_FILE")
         .env_remove("NAIVE_DEMO_AGENT");

@@ -1,0 +1,224 @@
+//! Archiving the log (docs/archive.md): every closed range of every tenant's log is written
+//! to the object store the operator names by URL (a local directory by default), by one
+//! instance, and `server check --archive URL` verifies what is there against itself and the
+//! database. The format, the ranges and their claims are [`crate::domain::archive`]'s.
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use futures_util::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use crate::Gateway;
+use crate::delivery::outbox::delivery::DeliveryHandle;
+use crate::domain::archive::{self, Manifest, Range};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+
+pub use crate::domain::archive::{ArchiveProblem, ArchiveReport};
+
+/// Where archived ranges are stored.
+pub type Archive = Arc<dyn ObjectStore>;
+
+/// The running archiver: the same handle as the delivery worker's; stopping it lets the
+/// range being written finish.
+pub type ArchiverHandle = DeliveryHandle;
+
+/// How long an instance's claim on the range it writes stands without being finished.
+const LEASE_SECS: i64 = 600;
+
+/// The archive at `url`: a directory (`file:///srv/archive`, or a plain path, created if
+/// missing), or any other store the `object_store` crate opens from a URL in this build.
+pub fn open_store(url: &str) -> Result<Archive> {
+    let dir = url.strip_prefix("file://").or((!url.contains("://")).then_some(url));
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).map_err(|e| archive_url_error(url, e))?;
+        let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
+            .map_err(|e| archive_url_error(url, e))?;
+        return Ok(Arc::new(local));
+    }
+    let parsed = url::Url::parse(url).map_err(|e| archive_url_error(url, e))?;
+    let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| archive_url_error(url, e))?;
+    if prefix.as_ref().is_empty() {
+        return Ok(Arc::from(store));
+    }
+    Ok(Arc::new(object_store::prefix::PrefixStore::new(store, prefix)))
+}
+
+fn archive_url_error(url: &str, e: impl std::fmt::Display) -> Error {
+    Error::invalid(
+        "invalid_archive_url",
+        format!(
+            "--archive-url {url}: {e}; name a directory (file:///srv/naive-archive) or an object store URL"
+        ),
+    )
+}
+
+fn store_error(what: &str, name: &str, e: impl std::fmt::Display) -> Error {
+    Error::internal("archive_store_failed", format!("{what} {name} in the archive: {e}"))
+}
+
+impl Gateway {
+    /// Writes every range that is due, of every tenant, as `owner`; how many it wrote.
+    pub async fn archive_due(&self, archive: &dyn ObjectStore, owner: &str) -> Result<usize> {
+        let mut written = 0;
+        for t in self.tenants().await? {
+            while self.archive_next(archive, &t.id, owner).await? {
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes the tenant's next range, if one is due and no other instance holds it; whether
+    /// it did.
+    async fn archive_next(&self, archive: &dyn ObjectStore, tenant: &TenantId, owner: &str) -> Result<bool> {
+        let now = self.now();
+        let range = match archive::newest(&self.store, tenant).await? {
+            // An unfinished range: another instance's, or one whose writer stopped.
+            Some(r) if r.archived_at.is_none() => r,
+            after => {
+                let calendar = self.tenant_clock(tenant).await?.calendar.clone();
+                match archive::next(&self.store, tenant, &calendar, after.as_ref(), now).await? {
+                    Some(r) => r,
+                    None => return Ok(false),
+                }
+            }
+        };
+        let (r, o, lease) = (range.clone(), owner.to_string(), now + Duration::seconds(LEASE_SECS));
+        if !self.write(move |c| archive::claim(c, &r, &o, now, lease)).await? {
+            return Ok(false);
+        }
+        let manifest = self.store_range(archive, &range).await?;
+        let (o, at) = (owner.to_string(), self.now());
+        self.write(move |c| archive::finish(c, &range, &o, &manifest.last_hash, at)).await
+    }
+
+    /// Writes a claimed range's data object, then its manifest; the manifest.
+    async fn store_range(&self, archive: &dyn ObjectStore, range: &Range) -> Result<Manifest> {
+        let mut writer = archive::Writer::new(range.clone());
+        while !writer.complete() {
+            let page = archive::page(&self.store, &range.tenant, writer.read_after(), range.last_seq).await?;
+            if page.is_empty() {
+                break;
+            }
+            for e in page {
+                writer.push(e)?;
+            }
+        }
+        let (bytes, manifest) = writer.finish()?;
+        let (data, manifest_name) = range.names();
+        put(archive, &data, bytes).await?;
+        let text =
+            serde_json::to_vec_pretty(&manifest).map_err(|e| store_error("encoding", &manifest_name, e))?;
+        put(archive, &manifest_name, text).await?;
+        Ok(manifest)
+    }
+
+    /// Every `every` until the handle is stopped or dropped: [`Gateway::archive_due`].
+    pub fn start_archiver(&self, archive: Archive, every: StdDuration) -> ArchiverHandle {
+        let gw = self.clone();
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let owner = format!("arc_{}", uuid::Uuid::new_v4().simple());
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stopped.changed() => break,
+                }
+                if let Err(e) = gw.archive_due(archive.as_ref(), &owner).await {
+                    tracing::warn!(error = %e, "archiving the log failed; trying again on the next tick");
+                }
+            }
+        });
+        DeliveryHandle { task: Some(task), stop }
+    }
+
+    /// Verifies the tenant's archive: each range against its manifest, the ranges' order,
+    /// and the ranges the database records as archived.
+    pub async fn check_tenant_archive(
+        &self,
+        archive: &dyn ObjectStore,
+        tenant: &TenantId,
+    ) -> Result<ArchiveReport> {
+        let mut problems = Vec::new();
+        let mut manifests = Vec::new();
+        for name in list(archive, &archive::tenant_prefix(tenant)).await? {
+            if !name.ends_with(".manifest.json") {
+                continue;
+            }
+            let read = get(archive, &name).await?.map(|b| serde_json::from_slice::<Manifest>(&b));
+            match read {
+                Some(Ok(m)) => manifests.push((name, m)),
+                Some(Err(e)) => problems.push(ArchiveProblem::new(&name, format!("not a manifest ({e})"))),
+                None => {}
+            }
+        }
+        manifests.sort_by_key(|(_, m)| m.first_seq);
+        for (name, m) in &manifests {
+            let data = sibling(name, &m.data);
+            match get(archive, &data).await? {
+                None => problems.push(ArchiveProblem::new(&data, "missing: its manifest names it".into())),
+                Some(bytes) => {
+                    if let Err(p) = archive::check_range(m, &bytes) {
+                        problems.push(ArchiveProblem::new(&data, p));
+                    }
+                }
+            }
+        }
+        problems.extend(archive::check_sequence(&manifests));
+        let recorded = archive::archived(&self.store, tenant).await?;
+        problems.extend(archive::check_recorded(&recorded, &manifests));
+        if let Some((name, last)) = manifests.last()
+            && let Some(hash) = archive::hash_at(&self.store, tenant, last.last_seq).await?
+            && hash != last.last_hash
+        {
+            problems.push(ArchiveProblem::new(
+                name,
+                format!(
+                    "its last entry ({}) differs from the database's: the log or the archive was changed",
+                    last.last_seq
+                ),
+            ));
+        }
+        Ok(ArchiveReport::new(tenant, &manifests, problems))
+    }
+}
+
+/// The object named `file` in the same folder as `object`.
+fn sibling(object: &str, file: &str) -> String {
+    match object.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{file}"),
+        None => file.to_string(),
+    }
+}
+
+async fn put(archive: &dyn ObjectStore, name: &str, bytes: Vec<u8>) -> Result<()> {
+    archive
+        .put(&Path::from(name), PutPayload::from(bytes))
+        .await
+        .map_err(|e| store_error("writing", name, e))?;
+    Ok(())
+}
+
+/// The object's bytes; None when the store has no such object.
+async fn get(archive: &dyn ObjectStore, name: &str) -> Result<Option<Vec<u8>>> {
+    match archive.get(&Path::from(name)).await {
+        Ok(found) => Ok(Some(found.bytes().await.map_err(|e| store_error("reading", name, e))?.to_vec())),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(store_error("reading", name, e)),
+    }
+}
+
+/// The names of every object under `prefix`.
+async fn list(archive: &dyn ObjectStore, prefix: &str) -> Result<Vec<String>> {
+    let found: Vec<_> = archive
+        .list(Some(&Path::from(prefix)))
+        .try_collect()
+        .await
+        .map_err(|e| store_error("listing", prefix, e))?;
+    Ok(found.into_iter().map(|m| m.location.to_string()).collect())
+}

@@ -1,0 +1,223 @@
+//! The log's archive (issue #54), black box: the real server binary archives each closed day
+//! of a tenant's log into a directory (gzipped JSON lines and a manifest per range), on the
+//! clock the test moves (`NAIVE_TEST_CLOCK_FILE`); `server check --archive DIR` verifies it
+//! against itself and the database, and names each object a test modified, removed or
+//! reordered.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::COMPANY_KEY;
+use common::process::{call, charge, start_fresh};
+use serde_json::{Value, json};
+
+/// An agent on the demo's Default kit: (profile, key).
+async fn agent(base: &str) -> (String, String) {
+    let body = json!({"name": "archived", "kit": "Default"});
+    let (_, p) = call(base, "POST", "/v1/agent-profiles", COMPANY_KEY, Some(body), None).await;
+    let profile = p["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/agent-profiles/{profile}/keys");
+    let (_, k) = call(base, "POST", &path, COMPANY_KEY, None, None).await;
+    (profile, k["secret"].as_str().unwrap().to_string())
+}
+
+/// Every file under `dir` whose name ends with `suffix`, sorted.
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Waits until the archive holds `n` manifests; their paths.
+async fn manifests(dir: &Path, n: usize) -> Vec<PathBuf> {
+    for _ in 0..300 {
+        let found = files(dir, ".manifest.json");
+        if found.len() >= n {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the archive holds {:?}, not {n} manifests", files(dir, ""));
+}
+
+/// `server check --archive DIR` on `db`: whether it passed, and the demo tenant's report.
+fn check(db: &str, archive: &Path) -> (bool, Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(["--database-url", db, "check", "--archive"])
+        .arg(archive)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.success(), serde_json::from_str(line).unwrap())
+}
+
+/// Checks until every entry of the log is archived (the archiver has caught up with what the
+/// server appended, the sweeper's work on the moved clock included), each check passing; the
+/// last report.
+async fn caught_up(db: &str, archive: &Path) -> Value {
+    let mut report = Value::Null;
+    for _ in 0..100 {
+        let (ok, r) = check(db, archive);
+        assert!(ok, "{r}");
+        if r["archive"]["entries"] == r["chain"]["entries"] {
+            return r;
+        }
+        report = r;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the archive did not catch up with the log: {report}");
+}
+
+fn gunzip(path: &Path) -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut text).unwrap();
+    text
+}
+
+fn gzip(path: &Path, text: &str) {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    std::fs::write(path, gz.finish().unwrap()).unwrap();
+}
+
+/// Writes `text` as the data object and gives its manifest the new SHA-256, as someone who
+/// rewrote both would.
+fn rewrite_with_manifest(data: &Path, manifest: &Path, text: &str) {
+    gzip(data, text);
+    let mut m: Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(data).unwrap());
+    m["sha256"] = json!(hex::encode(digest));
+    std::fs::write(manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+fn data_of(manifest: &Path) -> PathBuf {
+    PathBuf::from(manifest.to_string_lossy().replace(".manifest.json", ".jsonl.gz"))
+}
+
+/// The problems of a report, as "object: problem" lines.
+fn problems(report: &Value) -> Vec<String> {
+    let list = report["archive"]["problems"].as_array().cloned().unwrap_or_default();
+    list.iter()
+        .map(|p| format!("{}: {}", p["object"].as_str().unwrap(), p["problem"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, clock) = (dir.path().join("archive"), dir.path().join("clock"));
+    std::fs::write(&clock, "").unwrap();
+    let (a, c) = (archive.to_string_lossy().to_string(), clock.to_string_lossy().to_string());
+    let envs = [
+        ("NAIVE_ARCHIVE_URL", a.as_str()),
+        ("NAIVE_ARCHIVE_EVERY_SECS", "1"),
+        ("NAIVE_TEST_CLOCK_FILE", c.as_str()),
+    ];
+    let fresh = start_fresh(&envs).await;
+    let base = fresh.server.base.clone();
+    let buyer = agent(&base).await;
+    for i in 0..3 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    // Today is open: nothing is archived, however often the archiver looks.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(files(&archive, ".manifest.json").is_empty(), "an open day was archived");
+
+    // Two days on, today is closed: the whole log so far is one range.
+    let later = chrono::Utc::now() + chrono::Duration::days(2);
+    std::fs::write(&clock, later.to_rfc3339()).unwrap();
+    let first = manifests(&archive, 1).await;
+    let report = caught_up(&fresh.db, &archive).await;
+    assert!(report["archive"]["ranges"].as_u64() >= Some(1), "{report}");
+    let m: Value = serde_json::from_slice(&std::fs::read(&first[0]).unwrap()).unwrap();
+    assert_eq!(m["prev_hash"].as_str().unwrap(), "0".repeat(64), "the first range starts the chain");
+    let lines = gunzip(&data_of(&first[0]));
+    let charges: Vec<Value> = lines.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect();
+    assert!(charges.iter().any(|e| e["action"] == "cards.charge" && e["inputs"].is_string()), "{lines}");
+
+    // What is appended later is the next range, continuing from the first.
+    assert_eq!(charge(&base, &buyer, "order 3").await.0, 200);
+    let before = report["archive"]["ranges"].as_u64().unwrap();
+    let report = caught_up(&fresh.db, &archive).await;
+    assert_eq!(report["archive"]["ranges"].as_u64(), Some(before + 1), "{report}");
+    let both = manifests(&archive, 2).await;
+    let second: Value = serde_json::from_slice(&std::fs::read(&both[1]).unwrap()).unwrap();
+    assert_eq!(second["prev_hash"], m["last_hash"], "{second}");
+
+    tampering_is_named(&fresh.db, &archive, &both);
+}
+
+/// Each change to the archive fails the check and names the object it shows in; each is undone
+/// before the next.
+fn tampering_is_named(db: &str, archive: &Path, manifests: &[PathBuf]) {
+    let (data, manifest) = (data_of(&manifests[0]), manifests[0].clone());
+    let (bytes, text) = (std::fs::read(&data).unwrap(), gunzip(&data));
+    let manifest_bytes = std::fs::read(&manifest).unwrap();
+    let name = data.file_name().unwrap().to_string_lossy().to_string();
+    let expect = |what: &str, needle: &str| {
+        let (ok, report) = check(db, archive);
+        let found = problems(&report);
+        assert!(!ok, "{what}: the check passed: {report}");
+        assert!(found.iter().any(|p| p.contains(&name) && p.contains(needle)), "{what}: {found:?}");
+    };
+    let restore = || {
+        std::fs::write(&data, &bytes).unwrap();
+        std::fs::write(&manifest, &manifest_bytes).unwrap();
+    };
+
+    // A changed amount, the manifest left alone.
+    let changed = text.replacen("\"60.00\"", "\"6.00\"", 1);
+    assert_ne!(changed, text, "the range holds a charge");
+    gzip(&data, &changed);
+    expect("a modified file", "modified");
+    restore();
+
+    // The same change with the manifest's digest rewritten to match: the chain names the line.
+    rewrite_with_manifest(&data, &manifest, &changed);
+    expect("a modified entry", "the chain breaks");
+    restore();
+
+    // Two lines swapped.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.swap(1, 2);
+    rewrite_with_manifest(&data, &manifest, &(lines.join("\n") + "\n"));
+    expect("reordered entries", "line 2");
+    restore();
+
+    // The data object gone.
+    std::fs::remove_file(&data).unwrap();
+    expect("a missing file", "missing");
+    restore();
+
+    // The whole first range gone: the second no longer continues, and the database's record of
+    // the first names it.
+    std::fs::remove_file(&data).unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+    let (ok, report) = check(db, archive);
+    let found = problems(&report);
+    assert!(!ok, "{report}");
+    let stem = name.replace(".jsonl.gz", "");
+    assert!(found.iter().any(|p| p.contains(&stem) && p.contains("records this range")), "{found:?}");
+    assert!(found.iter().any(|p| p.contains("does not continue")), "{found:?}");
+    restore();
+    assert!(check(db, archive).0, "the archive restored checks again");
+}
