@@ -92,6 +92,9 @@ pub struct GatewayConfig {
     pub metrics: bool,
     /// How often replays may run ([`ops::replay::ReplayLimits`]).
     pub replays: ops::replay::ReplayLimits,
+    /// Where the log's archive is, for the messages that send people there
+    /// ([`ops::archive`]); None when nothing is archived.
+    pub archive_url: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -111,6 +114,7 @@ impl Default for GatewayConfig {
             clock: periods::Clock::System,
             metrics: true,
             replays: ops::replay::ReplayLimits::default(),
+            archive_url: None,
         }
     }
 }

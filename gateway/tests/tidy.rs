@@ -60,6 +60,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("idempotency", "domain/reserve/claims.rs"),
     ("kits", "domain/kits.rs"),
     ("ledger_entries", "domain/ledger/"),
+    ("log_checkpoints", "audit/activity.rs"),
     ("login_attempts", "domain/logins.rs"),
     ("oauth_clients", "domain/oauth.rs"),
     ("oauth_codes", "domain/oauth.rs"),

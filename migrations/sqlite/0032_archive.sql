@@ -14,3 +14,16 @@ CREATE TABLE archive_ranges (
     archived_at TEXT,
     PRIMARY KEY (tenant_id, first_seq)
 );
+
+-- How many days a tenant's log entries stay in the database once archived; NULL keeps them.
+ALTER TABLE tenants ADD COLUMN log_retention_days INTEGER;
+
+-- Where a tenant's log continues from once its oldest entries were deleted after archiving:
+-- the newest deleted entry's sequence number, hash and time. The chain's verification starts
+-- from it, and the next entry of an emptied log links to it.
+CREATE TABLE log_checkpoints (
+    tenant_id TEXT PRIMARY KEY REFERENCES tenants(id),
+    seq       INTEGER NOT NULL,
+    hash      TEXT NOT NULL,
+    at        TEXT NOT NULL
+);

@@ -216,6 +216,7 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
         slack_api_url: config.slack_api_url.clone(),
         egress_roots: egress_roots(config.egress_ca.as_deref()).map_err(StartError::Config)?,
         metrics: config.metrics == crate::config::Switch::On,
+        archive_url: config.archive_location(),
         ..Default::default()
     };
     crate::config::refuse_test_switches().map_err(StartError::Config)?;

@@ -221,3 +221,89 @@ fn tampering_is_named(db: &str, archive: &Path, manifests: &[PathBuf]) {
     restore();
     assert!(check(db, archive).0, "the archive restored checks again");
 }
+
+/// `server check` (and the archive at `archive`) until `done` holds of its report, each check
+/// passing; the report.
+async fn check_until(db: &str, archive: &Path, done: impl Fn(&Value) -> bool) -> Value {
+    let mut report = Value::Null;
+    for _ in 0..150 {
+        let (ok, r) = check(db, archive);
+        assert!(ok, "{r}");
+        if done(&r) {
+            return r;
+        }
+        report = r;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("never came: {report}");
+}
+
+#[tokio::test]
+async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, clock) = (dir.path().join("archive"), dir.path().join("clock"));
+    std::fs::write(&clock, "").unwrap();
+    let (a, c) = (archive.to_string_lossy().to_string(), clock.to_string_lossy().to_string());
+    let envs = [
+        ("NAIVE_ARCHIVE_URL", a.as_str()),
+        ("NAIVE_ARCHIVE_EVERY_SECS", "1"),
+        ("NAIVE_TEST_CLOCK_FILE", c.as_str()),
+    ];
+    let fresh = start_fresh(&envs).await;
+    let base = fresh.server.base.clone();
+    let buyer = agent(&base).await;
+    for i in 0..3 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    for bad in [json!({"log_days": 0}), json!({"log_days": 40_000}), json!({"days": 3})] {
+        let (status, body) = call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(bad), None).await;
+        assert_eq!((status, body["code"].as_str()), (400, Some("invalid_retention")), "{body}");
+    }
+    let keep = json!({"log_days": 1});
+    let (status, body) =
+        call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(keep.clone()), None).await;
+    assert_eq!((status, &body), (200, &keep));
+    assert_eq!(call(&base, "GET", "/v1/tenant/retention", COMPANY_KEY, None, None).await.1, keep);
+
+    // The archive cannot be written (a file stands where its directory was), and three days
+    // pass: a day beyond the retention, but nothing is archived, so nothing is deleted.
+    std::fs::remove_dir_all(&archive).unwrap();
+    std::fs::write(&archive, "not a directory").unwrap();
+    let (_, before) = check(&fresh.db, &dir.path().join("none"));
+    let logged = before["chain"]["entries"].as_u64().unwrap();
+    std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()).unwrap();
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let (ok, held) = check(&fresh.db, &dir.path().join("none"));
+    assert!(
+        ok && held["chain"]["entries"].as_u64() >= Some(logged),
+        "deleted before it was archived: {held}"
+    );
+
+    // Once the archive can be written, the closed day is archived, then deleted; the chain
+    // verifies from its checkpoint, and the archive still holds every entry.
+    std::fs::remove_file(&archive).unwrap();
+    // (The log's newest entry stays, so sequence numbers never go back.)
+    let emptied = check_until(&fresh.db, &archive, |r| {
+        r["chain"]["entries"].as_u64() <= Some(1) && r["archive"]["entries"].as_u64() >= Some(logged)
+    })
+    .await;
+    let path = format!("/v1/users/{}/logs?limit=500", buyer.0);
+    let (status, body) = call(&base, "GET", &path, &buyer.1, None, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.to_string().contains("order 0"), "the first charge's entries are gone: {body}");
+
+    // A replay over the deleted days says where they are.
+    let now = chrono::Utc::now();
+    let week = json!({"from": (now - chrono::Duration::days(7)).to_rfc3339(), "to": now.to_rfc3339()});
+    let (status, body) = call(&base, "POST", "/v1/kits/Default/replay", COMPANY_KEY, Some(week), None).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("range_archived")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains(&a), "{body}");
+
+    // What is appended next continues the chain from the cut: on this clock its day is closed
+    // and past the retention too, so it is archived (only an entry that links to the one
+    // before is) and deleted in turn, and its range continues from the first.
+    assert_eq!(charge(&base, &buyer, "after the cut").await.0, 200);
+    let archived = emptied["archive"]["entries"].as_u64();
+    let after = check_until(&fresh.db, &archive, |r| r["archive"]["entries"].as_u64() > archived).await;
+    assert!(after["archive"]["ranges"].as_u64() >= Some(2), "{after}");
+}

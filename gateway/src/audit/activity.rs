@@ -360,7 +360,63 @@ fn chain_head(tx: &dyn Tx, tenant: &TenantId) -> Result<String> {
         "SELECT hash FROM activity WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1",
         &[&tenant.as_str()],
     )?;
-    newest.map_or_else(|| Ok(GENESIS.to_string()), |r| Ok(r.get(0)?))
+    match newest {
+        Some(r) => Ok(r.get(0)?),
+        // An emptied log continues from where its last deleted entry left it.
+        None => Ok(checkpoint_in(tx, tenant)?.map_or_else(|| GENESIS.to_string(), |c| c.hash)),
+    }
+}
+
+/// Where a tenant's log continues from once its oldest entries were deleted (after they were
+/// archived): the newest deleted entry's sequence number, hash and time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub seq: i64,
+    pub hash: String,
+    pub at: DateTime<Utc>,
+}
+
+const CHECKPOINT_SQL: &str = "SELECT seq, hash, at FROM log_checkpoints WHERE tenant_id = ?";
+
+fn checkpoint_of(r: &Row) -> ::store::Result<Checkpoint> {
+    Ok(Checkpoint { seq: r.get(0)?, hash: r.get(1)?, at: r.get(2)? })
+}
+
+fn checkpoint_in(tx: &dyn Tx, tenant: &TenantId) -> Result<Option<Checkpoint>> {
+    Ok(tx.row(CHECKPOINT_SQL, &[&tenant.as_str()])?.as_ref().map(checkpoint_of).transpose()?)
+}
+
+/// The tenant's checkpoint, if its log was ever cut.
+pub(crate) async fn checkpoint(store: &Store, tenant: &TenantId) -> Result<Option<Checkpoint>> {
+    let rows = store.rows(CHECKPOINT_SQL, &[&tenant.as_str()]).await?;
+    Ok(rows.first().map(checkpoint_of).transpose()?)
+}
+
+/// Deletes up to `limit` of the tenant's oldest entries, none newer than `through`, and moves
+/// its checkpoint to the newest deleted, in the caller's transaction (under the tenant's lock
+/// on PostgreSQL, so no append reads a head being deleted). How many it deleted. The caller
+/// passes only what is archived ([`crate::domain::archive`]).
+///
+/// The log's newest entry (of any tenant) is never deleted: SQLite numbers a new row one past
+/// the largest left, so deleting it would hand out its sequence number again, and sequence
+/// numbers only grow (the bus, the archive and retention count on it).
+pub(crate) fn forget_through(tx: &dyn Tx, tenant: &TenantId, through: i64, limit: i64) -> Result<u64> {
+    lock_tenant(tx, tenant)?;
+    let through = through.min(last_seq(tx)? - 1);
+    let oldest = tx.rows(
+        "SELECT seq, hash, at FROM activity WHERE tenant_id = ? AND seq <= ? ORDER BY seq LIMIT ?",
+        &[&tenant.as_str(), &through, &limit],
+    )?;
+    let Some(newest) = oldest.last() else { return Ok(0) };
+    let cut = checkpoint_of(newest)?;
+    let deleted =
+        tx.exec("DELETE FROM activity WHERE tenant_id = ? AND seq <= ?", &[&tenant.as_str(), &cut.seq])?;
+    tx.exec(
+        "INSERT INTO log_checkpoints (tenant_id, seq, hash, at) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, at = excluded.at",
+        &[&tenant.as_str(), &cut.seq, &cut.hash, &stored::ts(cut.at)],
+    )?;
+    Ok(deleted)
 }
 
 /// The advisory lock key of `tenant`'s writes on PostgreSQL ([`lock_tenant`]).
@@ -580,7 +636,7 @@ pub(crate) struct Walk {
 /// entries the chain had up to it.
 #[derive(Clone, Debug)]
 pub(crate) struct ChainMark {
-    seq: i64,
+    pub(crate) seq: i64,
     hash: String,
     pub(crate) entries: u64,
 }

@@ -148,30 +148,39 @@ pub async fn next(
     for r in &rows {
         run.push((r.get(0)?, r.get(1)?));
     }
-    let Some(&(first_seq, first_at)) = run.first() else { return Ok(None) };
-    let day = calendar.day(first_at);
-    let Some(next_day) = day.succ_opt() else { return Ok(None) };
-    let end = calendar.start_of(next_day);
-    if now < end {
-        return Ok(None);
-    }
-    // The run ends before the first entry of a later day.
-    let within = run.iter().take_while(|(_, at)| *at < end).count();
-    let last_seq = run[within.max(1) - 1].0;
+    let Some((day, within)) = closed_run(&run, calendar, now) else { return Ok(None) };
     Ok(Some(Range {
         tenant: tenant.clone(),
-        first_seq,
-        last_seq,
+        first_seq: run[0].0,
+        last_seq: run[within - 1].0,
         day,
-        entries: within.max(1) as i64,
+        entries: within as i64,
         prev_hash: prev,
         last_hash: String::new(),
         archived_at: None,
     }))
 }
 
-/// Claims `range` for `owner` until `lease_until`: a new range, or one whose claim lapsed.
-/// Whether this claim won.
+/// Of a run of entries (sequence number, time) in chain order: the local day of the first,
+/// and how many of the run fall before that day ends, when it has ended at `now`.
+fn closed_run(
+    run: &[(i64, DateTime<Utc>)],
+    calendar: &Calendar,
+    now: DateTime<Utc>,
+) -> Option<(NaiveDate, usize)> {
+    let &(_, first_at) = run.first()?;
+    let day = calendar.day(first_at);
+    let end = calendar.start_of(day.succ_opt()?);
+    if now < end {
+        return None;
+    }
+    // The run ends before the first entry of a later day; the first is always within.
+    let within = run.iter().take_while(|(_, at)| *at < end).count().max(1);
+    Some((day, within))
+}
+
+/// Claims `range` for `owner` until `lease_until`: a new range, one whose claim lapsed, or
+/// one `owner` claimed before (its write failed and is tried again). Whether this claim won.
 pub fn claim(
     tx: &dyn Tx,
     range: &Range,
@@ -198,8 +207,8 @@ pub fn claim(
     }
     let taken = tx.exec(
         "UPDATE archive_ranges SET claimed_by = ?, lease_until = ? \
-         WHERE tenant_id = ? AND first_seq = ? AND archived_at IS NULL AND lease_until < ?",
-        &[&owner, &stored::ts(lease_until), &range.tenant.as_str(), &range.first_seq, &stored::ts(now)],
+         WHERE tenant_id = ? AND first_seq = ? AND archived_at IS NULL AND (lease_until < ? OR claimed_by = ?)",
+        &[&owner, &stored::ts(lease_until), &range.tenant.as_str(), &range.first_seq, &stored::ts(now), &owner],
     )?;
     Ok(taken == 1)
 }
@@ -213,6 +222,18 @@ pub fn finish(tx: &dyn Tx, range: &Range, owner: &str, last_hash: &str, at: Date
         &[&last_hash, &stored::ts(at), &range.tenant.as_str(), &range.first_seq, &owner],
     )?;
     Ok(done == 1)
+}
+
+/// The newest entry the tenant may delete under retention: the last of its archived ranges
+/// whose day is before `before`. None when no such range is archived.
+pub async fn forgettable_through(store: &Store, tenant: &TenantId, before: NaiveDate) -> Result<Option<i64>> {
+    let row: Option<(Option<i64>,)> = store
+        .opt(
+            "SELECT MAX(last_seq) FROM archive_ranges WHERE tenant_id = ? AND archived_at IS NOT NULL AND day < ?",
+            &[&tenant.as_str(), &before.to_string()],
+        )
+        .await?;
+    Ok(row.and_then(|(s,)| s))
 }
 
 /// A range's entries `after < seq <= last`, a page at a time.
@@ -450,4 +471,95 @@ pub fn check_recorded(recorded: &[Range], manifests: &[(String, Manifest)]) -> V
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_range_is_a_local_day_that_has_ended_in_the_tenants_zone() {
+        let berlin = Calendar { zone: "Europe/Berlin".parse().unwrap(), next: None };
+        // 23:30 UTC on the 6th is 00:30 on the 7th in Berlin; 23:10 UTC on the 7th is the 8th.
+        let run = [
+            (1, at("2026-12-06T23:30:00Z")),
+            (2, at("2026-12-07T22:59:59Z")),
+            (3, at("2026-12-07T23:10:00Z")),
+        ];
+        assert_eq!(
+            closed_run(&run, &berlin, at("2026-12-07T22:59:59Z")),
+            None,
+            "the 7th has not ended in Berlin"
+        );
+        let closed = closed_run(&run, &berlin, at("2026-12-07T23:00:00Z"));
+        assert_eq!(closed, Some(("2026-12-07".parse().unwrap(), 2)), "Berlin's 7th ends at 23:00 UTC");
+        let utc = Calendar::default();
+        assert_eq!(
+            closed_run(&run, &utc, at("2026-12-07T00:00:00Z")),
+            Some(("2026-12-06".parse().unwrap(), 1))
+        );
+        assert_eq!(closed_run(&[], &utc, at("2026-12-09T00:00:00Z")), None);
+    }
+
+    fn entry(seq: i64, prev: &str) -> Entry {
+        let mut e = Entry {
+            seq,
+            tenant_id: TenantId::from_db("ten_a".into()),
+            at: at("2026-12-07T10:00:00Z"),
+            actor: crate::audit::activity::Actor::parse("system").unwrap(),
+            profile_id: None,
+            kind: crate::audit::activity::Kind::Settings,
+            action: None,
+            verdict: None,
+            amount: None,
+            kit_version: None,
+            detail: serde_json::json!({ "n": seq }),
+            transport: None,
+            prev_hash: prev.to_string(),
+            hash: String::new(),
+            inputs: Some(format!("{{\"seq\":{seq}}}")),
+        };
+        e.hash = activity::entry_hash(prev, &e);
+        e
+    }
+
+    #[test]
+    fn a_written_range_checks_and_a_changed_or_short_one_does_not() {
+        let (a, tenant) = (entry(1, GENESIS), TenantId::from_db("ten_a".into()));
+        let b = entry(2, &a.hash);
+        let range = Range {
+            tenant,
+            first_seq: 1,
+            last_seq: 2,
+            day: "2026-12-07".parse().unwrap(),
+            entries: 2,
+            prev_hash: GENESIS.into(),
+            last_hash: String::new(),
+            archived_at: None,
+        };
+        let mut w = Writer::new(range.clone());
+        assert!(w.push(entry(1, "not the head")).is_err(), "an entry that does not link is refused");
+        w.push(a.clone()).unwrap();
+        w.push(b.clone()).unwrap();
+        let (bytes, m) = w.finish().unwrap();
+        assert_eq!(
+            (m.first_hash.as_str(), m.last_hash.as_str(), m.entries),
+            (a.hash.as_str(), b.hash.as_str(), 2)
+        );
+        assert_eq!(check_range(&m, &bytes), Ok(()));
+        let mut other = bytes.clone();
+        *other.last_mut().unwrap() ^= 1;
+        assert!(check_range(&m, &other).unwrap_err().starts_with("modified"));
+        let mut short = Writer::new(range);
+        short.push(a).unwrap();
+        assert_eq!(
+            short.finish().unwrap_err().code(),
+            "archive_range_changed",
+            "a range read short is not written"
+        );
+    }
 }

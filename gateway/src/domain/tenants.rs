@@ -310,6 +310,60 @@ pub(crate) fn save_settings(
     Ok(settings)
 }
 
+/// How long the tenant's log entries stay in the database once archived
+/// ([docs/archive.md](../../docs/archive.md)), as `/v1/tenant/retention` shows and takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Retention {
+    /// Days after its day ends that an archived entry is deleted from the database (1 to
+    /// 36,500); null keeps every entry.
+    pub log_days: Option<u32>,
+}
+
+/// The longest retention one can ask for: a hundred years.
+pub const MAX_RETENTION_DAYS: u32 = 36_500;
+
+/// The tenant's retention.
+pub(crate) async fn retention(store: &Store, tenant: &TenantId) -> Result<Retention> {
+    let row: Option<(Option<i64>,)> =
+        store.opt("SELECT log_retention_days FROM tenants WHERE id = ?", &[tenant]).await?;
+    let (days,) = row.ok_or(Error::NotFound { what: "tenant" })?;
+    Ok(Retention { log_days: days.and_then(|d| u32::try_from(d).ok()) })
+}
+
+/// Every tenant that deletes its archived entries, with its days.
+pub(crate) async fn retaining(store: &Store) -> Result<Vec<(TenantId, i64)>> {
+    Ok(store
+        .all("SELECT id, log_retention_days FROM tenants WHERE log_retention_days IS NOT NULL", &[])
+        .await?)
+}
+
+/// Saves the tenant's retention by `actor`, recorded in its log; `invalid_retention` for days
+/// out of bounds, with nothing saved.
+pub(crate) fn save_retention(c: &dyn Tx, tenant: &TenantId, r: Retention, actor: &str) -> Result<Retention> {
+    if r.log_days.is_some_and(|d| d == 0 || d > MAX_RETENTION_DAYS) {
+        return Err(Error::invalid(
+            "invalid_retention",
+            format!("log_days: between 1 and {MAX_RETENTION_DAYS}, or null to keep every entry"),
+        ));
+    }
+    activity::lock_tenant(c, tenant)?;
+    let old = c
+        .row("SELECT log_retention_days FROM tenants WHERE id = ?", &[tenant])?
+        .ok_or(Error::NotFound { what: "tenant" })?
+        .get::<Option<i64>>(0)?;
+    let days = r.log_days.map(i64::from);
+    c.exec("UPDATE tenants SET log_retention_days = ? WHERE id = ?", &[&days, tenant])?;
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Settings)
+            .verdict(Verdict::Changed)
+            .detail(json!({ "before": { "log_days": old }, "after": r })),
+    )?;
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

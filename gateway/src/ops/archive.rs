@@ -12,6 +12,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use crate::Gateway;
+use crate::audit::activity;
 use crate::delivery::outbox::delivery::DeliveryHandle;
 use crate::domain::archive::{self, Manifest, Range};
 use crate::error::{Error, Result};
@@ -25,6 +26,9 @@ pub type Archive = Arc<dyn ObjectStore>;
 /// The running archiver: the same handle as the delivery worker's; stopping it lets the
 /// range being written finish.
 pub type ArchiverHandle = DeliveryHandle;
+
+/// The most log entries one retention job deletes, so the writer is never held long.
+const FORGET_CHUNK: i64 = 5_000;
 
 /// How long an instance's claim on the range it writes stands without being finished.
 const LEASE_SECS: i64 = 600;
@@ -117,7 +121,33 @@ impl Gateway {
         Ok(manifest)
     }
 
-    /// Every `every` until the handle is stopped or dropped: [`Gateway::archive_due`].
+    /// Deletes, for every tenant with a retention, its archived entries whose day ended
+    /// longer ago than the retention, a few thousand per job, moving its log's checkpoint;
+    /// how many. Nothing that is not archived is deleted.
+    pub async fn forget_archived(&self) -> Result<u64> {
+        let mut deleted = 0;
+        for (tenant, days) in crate::domain::tenants::retaining(&self.store).await? {
+            let calendar = self.tenant_clock(&tenant).await?.calendar.clone();
+            let before = calendar.day(self.now() - Duration::days(days));
+            let Some(through) = archive::forgettable_through(&self.store, &tenant, before).await? else {
+                continue;
+            };
+            loop {
+                let t = tenant.clone();
+                let n = self
+                    .write_for(&tenant, move |c| activity::forget_through(c, &t, through, FORGET_CHUNK))
+                    .await?;
+                deleted += n;
+                if n < FORGET_CHUNK as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Every `every` until the handle is stopped or dropped: [`Gateway::archive_due`], then
+    /// [`Gateway::forget_archived`].
     pub fn start_archiver(&self, archive: Archive, every: StdDuration) -> ArchiverHandle {
         let gw = self.clone();
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
@@ -131,6 +161,9 @@ impl Gateway {
                 }
                 if let Err(e) = gw.archive_due(archive.as_ref(), &owner).await {
                     tracing::warn!(error = %e, "archiving the log failed; trying again on the next tick");
+                }
+                if let Err(e) = gw.forget_archived().await {
+                    tracing::warn!(error = %e, "deleting archived log entries failed; trying again on the next tick");
                 }
             }
         });

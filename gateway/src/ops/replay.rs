@@ -271,6 +271,7 @@ impl Gateway {
     pub async fn replay(&self, tenant: &TenantId, name: &str, req: ReplayRequest) -> Result<ReplayReport> {
         let _turn = self.replays.admit(self.config.replays, tenant, req.profile.as_ref())?;
         let (from, to) = range(&req, Utc::now())?;
+        self.refuse_archived(tenant, from).await?;
         let live = self.current_kit(tenant, name).await?;
         let draft = self.draft_to_replay(tenant, name, &req, live).await?;
         let clock = self.tenant_clock(tenant).await?;
@@ -350,6 +351,24 @@ impl Gateway {
         let first = self.first_seq_at(tenant, from).await?;
         let end = self.first_seq_at(tenant, to).await?;
         Ok((first.map_or(i64::MAX - 1, |s| s - 1), end.unwrap_or(i64::MAX)))
+    }
+
+    /// `409 range_archived` when entries from `from` on were deleted from the database after
+    /// they were archived: the message says where the archive is and from when a replay can
+    /// start.
+    async fn refuse_archived(&self, tenant: &TenantId, from: DateTime<Utc>) -> Result<()> {
+        let Some(cut) = crate::audit::activity::checkpoint(&self.store, tenant).await? else { return Ok(()) };
+        if from > cut.at {
+            return Ok(());
+        }
+        let archive = self.config.archive_url.as_deref().map_or(String::new(), |a| format!(" at {a}"));
+        Err(Error::Conflict {
+            code: "range_archived",
+            message: format!(
+                "the log's entries up to {} are no longer in the database: they are in its archive{archive} (docs/archive.md); replay from a later `from`",
+                cut.at.to_rfc3339()
+            ),
+        })
     }
 
     /// The first seq of the tenant's log appended at or after `t`, if any.

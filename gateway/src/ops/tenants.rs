@@ -8,8 +8,8 @@ use crate::Gateway;
 use crate::domain::keys::IssuedKey;
 
 use crate::domain::tenants::{
-    self as tenants, CompanyKeyInfo, MAX_NAME_LEN, SettingsInput, Tenant, TenantSettings, insert_tenant,
-    issue_company_key, revoke_company_key,
+    self as tenants, CompanyKeyInfo, MAX_NAME_LEN, Retention, SettingsInput, Tenant, TenantSettings,
+    insert_tenant, issue_company_key, revoke_company_key,
 };
 use crate::error::{Error, Result};
 use crate::ids::{KeyId, TenantId};
@@ -64,6 +64,20 @@ impl Gateway {
             self.write_for(tenant, move |c| tenants::save_settings(c, &t, &input, now, &actor)).await?;
         self.clock_cache.invalidate_key(tenant);
         Ok(saved)
+    }
+}
+
+impl Gateway {
+    /// How long the tenant's archived log entries stay in the database.
+    pub async fn log_retention(&self, tenant: &TenantId) -> Result<Retention> {
+        tenants::retention(&self.store, tenant).await
+    }
+
+    /// Saves the tenant's retention; `400 invalid_retention` for days out of bounds, with
+    /// nothing saved. The archiver deletes what it allows on its next round.
+    pub async fn set_log_retention(&self, tenant: &TenantId, r: Retention, actor: &str) -> Result<Retention> {
+        let (t, actor) = (tenant.clone(), actor.to_string());
+        self.write_for(tenant, move |c| tenants::save_retention(c, &t, r, &actor)).await
     }
 }
 

@@ -54,6 +54,8 @@ use crate::v1::dto::StreamEvent;
         v1::events::stream,
         v1::tenant::get,
         v1::tenant::put,
+        v1::tenant::get_retention,
+        v1::tenant::put_retention,
         v1::kits::list,
         v1::kits::current,
         v1::kits::put,

@@ -7,12 +7,15 @@
 //! it). A new zone takes effect at the current zone's next midnight, which the answer names
 //! (`time_zone_changes_at`); a bad zone or rate is a `400` naming the field, and nothing is
 //! saved.
+//!
+//! `GET /v1/tenant/retention`; `PUT /v1/tenant/retention` with `{"log_days": 90}` (null keeps
+//! every entry): how long archived log entries stay in the database (docs/archive.md).
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use gateway::domain::tenants::{SettingsInput, TenantSettings};
+use gateway::domain::tenants::{Retention, SettingsInput, TenantSettings};
 
 use crate::http::auth::Caller;
 use crate::http::problem::Problem;
@@ -53,4 +56,35 @@ fn parse(body: &[u8]) -> Result<SettingsInput, Problem> {
             ),
         )
     })
+}
+
+#[utoipa::path(get, path = "/v1/tenant/retention", tag = "tenant",
+    responses((status = 200, description = "How many days archived log entries stay in the database; null keeps them all.", body = Retention)))]
+pub async fn get_retention(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Retention>, Problem> {
+    let tenant = caller.company("reading the tenant's retention")?;
+    Ok(Json(state.gateway.log_retention(&tenant).await?))
+}
+
+#[utoipa::path(put, path = "/v1/tenant/retention", tag = "tenant", request_body = Retention,
+    responses((status = 200, description = "Saved; the archiver deletes what it allows on its next round.", body = Retention),
+        (status = 400, description = "Days out of bounds, or a body that is not `{\"log_days\": N}`.", body = Problem)))]
+pub async fn put_retention(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: Bytes,
+) -> Result<Json<Retention>, Problem> {
+    let tenant = caller.company("changing the tenant's retention")?;
+    let de = &mut serde_json::Deserializer::from_slice(&body);
+    let input: Retention = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_retention",
+            format!("{}: {}; send {{\"log_days\": 90}}, or null to keep every entry", path, e.into_inner()),
+        )
+    })?;
+    Ok(Json(state.gateway.set_log_retention(&tenant, input, ACTOR).await?))
 }
