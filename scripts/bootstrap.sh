@@ -118,12 +118,22 @@ ensure_promtool() {
   fi
 }
 
+# s3s-fs (crates.io), an S3-compatible server over a directory: the log archive's store in
+# the PostgreSQL pass (server/tests/archive.rs). 0.14.1 is the last that builds on rustc 1.95.
+S3S_FS_VERSION=0.14.1
+ensure_s3s_fs() {
+  if [ "$(s3s-fs --version 2>/dev/null | awk '{print $2}')" != "$S3S_FS_VERSION" ]; then
+    say "installing s3s-fs $S3S_FS_VERSION (a few minutes)"
+    "${FAST_INSTALL[@]}" cargo install s3s-fs --version "$S3S_FS_VERSION" --locked --features binary
+  fi
+}
+
 ensure_rust
 ensure_cargo_leptos
 ensure_wasm_bindgen
 ensure_npm
 case "${1:-run}" in
   run) ;;
-  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk; ensure_scim2_tester; ensure_promtool ;;
+  test) ensure_chromium; ensure_postgres; ensure_schemathesis; ensure_mcp_sdk; ensure_scim2_tester; ensure_promtool; ensure_s3s_fs ;;
   *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
 esac

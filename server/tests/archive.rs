@@ -1,18 +1,107 @@
 //! The log's archive (issue #54), black box: the real server binary archives each closed day
-//! of a tenant's log into a directory (gzipped JSON lines and a manifest per range), on the
-//! clock the test moves (`NAIVE_TEST_CLOCK_FILE`); `server check --archive DIR` verifies it
-//! against itself and the database, and names each object a test modified, removed or
-//! reordered.
+//! of a tenant's log (gzipped JSON lines and a manifest per range), on the clock the test
+//! moves (`NAIVE_TEST_CLOCK_FILE`), into a directory on SQLite and, on PostgreSQL (where
+//! several instances share the database), into a bucket of `s3s-fs` (an S3-compatible server
+//! from crates.io) run as its own process. `server check --archive URL` verifies it against
+//! itself and the database, and names each object a test modified, removed or reordered.
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::COMPANY_KEY;
 use common::process::{call, charge, start_fresh};
 use serde_json::{Value, json};
+
+/// Where a test's server archives: a directory on SQLite; on PostgreSQL a bucket of `s3s-fs`,
+/// which keeps each object as a file under its root. Either way `files` is the directory the
+/// objects are files in, and `blockable` the directory whose replacement by a file makes
+/// every write fail.
+struct Store {
+    url: String,
+    files: PathBuf,
+    blockable: PathBuf,
+    envs: Vec<(String, String)>,
+    s3: Option<Child>,
+}
+
+const S3_KEY: (&str, &str) = ("naive-test-access", "naive-test-secret-key");
+
+impl Store {
+    fn new(dir: &Path) -> Store {
+        if std::env::var("NAIVE_TEST_ENGINE").as_deref() == Ok("postgres") {
+            return Store::s3(dir);
+        }
+        let files = dir.join("archive");
+        let url = files.to_string_lossy().to_string();
+        Store { url, blockable: files.clone(), files, envs: Vec::new(), s3: None }
+    }
+
+    /// `s3s-fs` on a free port over `dir/s3`, with the bucket `naive-archive`.
+    fn s3(dir: &Path) -> Store {
+        let root = dir.join("s3");
+        let bucket = root.join("naive-archive");
+        std::fs::create_dir_all(&bucket).unwrap();
+        let mut child = Command::new("s3s-fs")
+            .args(["--host", "127.0.0.1", "--port", "0", "--access-key", S3_KEY.0, "--secret-key", S3_KEY.1])
+            .arg(&root)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect(
+                "s3s-fs: `scripts/bootstrap.sh test` installs it (cargo install s3s-fs --version 0.14.1)",
+            );
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let endpoint = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.split("server is running at ").nth(1).map(|u| u.trim().to_string()))
+            .expect("s3s-fs said where it listens");
+        std::thread::spawn(move || lines.for_each(drop));
+        let envs = [
+            ("AWS_ENDPOINT", endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", S3_KEY.0),
+            ("AWS_SECRET_ACCESS_KEY", S3_KEY.1),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ALLOW_HTTP", "true"),
+        ];
+        let envs = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let url = "s3://naive-archive/audit".to_string();
+        Store { url, files: bucket.join("audit"), blockable: bucket, envs, s3: Some(child) }
+    }
+
+    /// The server's environment: the archive, its credentials, and `more`.
+    fn server_envs<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut envs = vec![("NAIVE_ARCHIVE_URL", self.url.as_str())];
+        envs.extend(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        envs.extend_from_slice(more);
+        envs
+    }
+
+    /// Every write to the store fails from now on: a file stands where a directory was.
+    fn block(&self) {
+        std::fs::remove_dir_all(&self.blockable).unwrap();
+        std::fs::write(&self.blockable, "not a directory").unwrap();
+    }
+
+    fn unblock(&self) {
+        std::fs::remove_file(&self.blockable).unwrap();
+        std::fs::create_dir_all(&self.blockable).unwrap();
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.s3 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
 
 /// An agent on the demo's Default kit: (profile, key).
 async fn agent(base: &str) -> (String, String) {
@@ -54,26 +143,30 @@ async fn manifests(dir: &Path, n: usize) -> Vec<PathBuf> {
     panic!("the archive holds {:?}, not {n} manifests", files(dir, ""));
 }
 
-/// `server check --archive DIR` on `db`: whether it passed, and the demo tenant's report.
-fn check(db: &str, archive: &Path) -> (bool, Value) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["--database-url", db, "check", "--archive"])
-        .arg(archive)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+/// `server check --archive URL` on `db`: whether it passed, and the demo tenant's report.
+fn check(db: &str, store: &Store) -> (bool, Value) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_server"));
+    c.args(["--database-url", db, "check", "--archive", &store.url]);
+    report(c.envs(store.envs.iter().map(|(k, v)| (k, v))))
+}
+
+/// `server check` on `db`, without the archive.
+fn check_log(db: &str) -> (bool, Value) {
+    report(Command::new(env!("CARGO_BIN_EXE_server")).args(["--database-url", db, "check"]))
+}
+
+fn report(c: &mut Command) -> (bool, Value) {
+    let out = c.env("RUST_LOG", "warn").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .next()
-        .unwrap_or_else(|| panic!("no report: {}", String::from_utf8_lossy(&out.stderr)));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stdout.lines().next().unwrap_or_else(|| panic!("no report: {stderr}"));
     (out.status.success(), serde_json::from_str(line).unwrap())
 }
 
 /// Checks until every entry of the log is archived (the archiver has caught up with what the
 /// server appended, the sweeper's work on the moved clock included), each check passing; the
 /// last report.
-async fn caught_up(db: &str, archive: &Path) -> Value {
+async fn caught_up(db: &str, archive: &Store) -> Value {
     let mut report = Value::Null;
     for _ in 0..100 {
         let (ok, r) = check(db, archive);
@@ -124,14 +217,10 @@ fn problems(report: &Value) -> Vec<String> {
 #[tokio::test]
 async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let (archive, clock) = (dir.path().join("archive"), dir.path().join("clock"));
+    let (store, clock) = (Store::new(dir.path()), dir.path().join("clock"));
     std::fs::write(&clock, "").unwrap();
-    let (a, c) = (archive.to_string_lossy().to_string(), clock.to_string_lossy().to_string());
-    let envs = [
-        ("NAIVE_ARCHIVE_URL", a.as_str()),
-        ("NAIVE_ARCHIVE_EVERY_SECS", "1"),
-        ("NAIVE_TEST_CLOCK_FILE", c.as_str()),
-    ];
+    let c = clock.to_string_lossy().to_string();
+    let envs = store.server_envs(&[("NAIVE_ARCHIVE_EVERY_SECS", "1"), ("NAIVE_TEST_CLOCK_FILE", &c)]);
     let fresh = start_fresh(&envs).await;
     let base = fresh.server.base.clone();
     let buyer = agent(&base).await;
@@ -140,13 +229,13 @@ async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_chan
     }
     // Today is open: nothing is archived, however often the archiver looks.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
-    assert!(files(&archive, ".manifest.json").is_empty(), "an open day was archived");
+    assert!(files(&store.files, ".manifest.json").is_empty(), "an open day was archived");
 
     // Two days on, today is closed: the whole log so far is one range.
     let later = chrono::Utc::now() + chrono::Duration::days(2);
     std::fs::write(&clock, later.to_rfc3339()).unwrap();
-    let first = manifests(&archive, 1).await;
-    let report = caught_up(&fresh.db, &archive).await;
+    let first = manifests(&store.files, 1).await;
+    let report = caught_up(&fresh.db, &store).await;
     assert!(report["archive"]["ranges"].as_u64() >= Some(1), "{report}");
     let m: Value = serde_json::from_slice(&std::fs::read(&first[0]).unwrap()).unwrap();
     assert_eq!(m["prev_hash"].as_str().unwrap(), "0".repeat(64), "the first range starts the chain");
@@ -157,18 +246,18 @@ async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_chan
     // What is appended later is the next range, continuing from the first.
     assert_eq!(charge(&base, &buyer, "order 3").await.0, 200);
     let before = report["archive"]["ranges"].as_u64().unwrap();
-    let report = caught_up(&fresh.db, &archive).await;
+    let report = caught_up(&fresh.db, &store).await;
     assert_eq!(report["archive"]["ranges"].as_u64(), Some(before + 1), "{report}");
-    let both = manifests(&archive, 2).await;
+    let both = manifests(&store.files, 2).await;
     let second: Value = serde_json::from_slice(&std::fs::read(&both[1]).unwrap()).unwrap();
     assert_eq!(second["prev_hash"], m["last_hash"], "{second}");
 
-    tampering_is_named(&fresh.db, &archive, &both);
+    tampering_is_named(&fresh.db, &store, &both);
 }
 
 /// Each change to the archive fails the check and names the object it shows in; each is undone
 /// before the next.
-fn tampering_is_named(db: &str, archive: &Path, manifests: &[PathBuf]) {
+fn tampering_is_named(db: &str, archive: &Store, manifests: &[PathBuf]) {
     let (data, manifest) = (data_of(&manifests[0]), manifests[0].clone());
     let (bytes, text) = (std::fs::read(&data).unwrap(), gunzip(&data));
     let manifest_bytes = std::fs::read(&manifest).unwrap();
@@ -224,7 +313,7 @@ fn tampering_is_named(db: &str, archive: &Path, manifests: &[PathBuf]) {
 
 /// `server check` (and the archive at `archive`) until `done` holds of its report, each check
 /// passing; the report.
-async fn check_until(db: &str, archive: &Path, done: impl Fn(&Value) -> bool) -> Value {
+async fn check_until(db: &str, archive: &Store, done: impl Fn(&Value) -> bool) -> Value {
     let mut report = Value::Null;
     for _ in 0..150 {
         let (ok, r) = check(db, archive);
@@ -241,14 +330,10 @@ async fn check_until(db: &str, archive: &Path, done: impl Fn(&Value) -> bool) ->
 #[tokio::test]
 async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_the_cut() {
     let dir = tempfile::tempdir().unwrap();
-    let (archive, clock) = (dir.path().join("archive"), dir.path().join("clock"));
+    let (store, clock) = (Store::new(dir.path()), dir.path().join("clock"));
     std::fs::write(&clock, "").unwrap();
-    let (a, c) = (archive.to_string_lossy().to_string(), clock.to_string_lossy().to_string());
-    let envs = [
-        ("NAIVE_ARCHIVE_URL", a.as_str()),
-        ("NAIVE_ARCHIVE_EVERY_SECS", "1"),
-        ("NAIVE_TEST_CLOCK_FILE", c.as_str()),
-    ];
+    let c = clock.to_string_lossy().to_string();
+    let envs = store.server_envs(&[("NAIVE_ARCHIVE_EVERY_SECS", "1"), ("NAIVE_TEST_CLOCK_FILE", &c)]);
     let fresh = start_fresh(&envs).await;
     let base = fresh.server.base.clone();
     let buyer = agent(&base).await;
@@ -267,13 +352,12 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
 
     // The archive cannot be written (a file stands where its directory was), and three days
     // pass: a day beyond the retention, but nothing is archived, so nothing is deleted.
-    std::fs::remove_dir_all(&archive).unwrap();
-    std::fs::write(&archive, "not a directory").unwrap();
-    let (_, before) = check(&fresh.db, &dir.path().join("none"));
+    store.block();
+    let (_, before) = check_log(&fresh.db);
     let logged = before["chain"]["entries"].as_u64().unwrap();
     std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()).unwrap();
     tokio::time::sleep(Duration::from_millis(3_000)).await;
-    let (ok, held) = check(&fresh.db, &dir.path().join("none"));
+    let (ok, held) = check_log(&fresh.db);
     assert!(
         ok && held["chain"]["entries"].as_u64() >= Some(logged),
         "deleted before it was archived: {held}"
@@ -281,9 +365,9 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
 
     // Once the archive can be written, the closed day is archived, then deleted; the chain
     // verifies from its checkpoint, and the archive still holds every entry.
-    std::fs::remove_file(&archive).unwrap();
+    store.unblock();
     // (The log's newest entry stays, so sequence numbers never go back.)
-    let emptied = check_until(&fresh.db, &archive, |r| {
+    let emptied = check_until(&fresh.db, &store, |r| {
         r["chain"]["entries"].as_u64() <= Some(1) && r["archive"]["entries"].as_u64() >= Some(logged)
     })
     .await;
@@ -297,13 +381,13 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
     let week = json!({"from": (now - chrono::Duration::days(7)).to_rfc3339(), "to": now.to_rfc3339()});
     let (status, body) = call(&base, "POST", "/v1/kits/Default/replay", COMPANY_KEY, Some(week), None).await;
     assert_eq!((status, body["code"].as_str()), (409, Some("range_archived")), "{body}");
-    assert!(body["message"].as_str().unwrap().contains(&a), "{body}");
+    assert!(body["message"].as_str().unwrap().contains(&store.url), "{body}");
 
     // What is appended next continues the chain from the cut: on this clock its day is closed
     // and past the retention too, so it is archived (only an entry that links to the one
     // before is) and deleted in turn, and its range continues from the first.
     assert_eq!(charge(&base, &buyer, "after the cut").await.0, 200);
     let archived = emptied["archive"]["entries"].as_u64();
-    let after = check_until(&fresh.db, &archive, |r| r["archive"]["entries"].as_u64() > archived).await;
+    let after = check_until(&fresh.db, &store, |r| r["archive"]["entries"].as_u64() > archived).await;
     assert!(after["archive"]["ranges"].as_u64() >= Some(2), "{after}");
 }

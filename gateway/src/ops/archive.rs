@@ -34,7 +34,9 @@ const FORGET_CHUNK: i64 = 5_000;
 const LEASE_SECS: i64 = 600;
 
 /// The archive at `url`: a directory (`file:///srv/archive`, or a plain path, created if
-/// missing), or any other store the `object_store` crate opens from a URL in this build.
+/// missing), or S3 (`s3://bucket/prefix`, configured by the `AWS_*` environment variables the
+/// `object_store` crate reads: `AWS_ENDPOINT`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_ALLOW_HTTP`, …).
 pub fn open_store(url: &str) -> Result<Archive> {
     let dir = url.strip_prefix("file://").or((!url.contains("://")).then_some(url));
     if let Some(dir) = dir {
@@ -44,7 +46,8 @@ pub fn open_store(url: &str) -> Result<Archive> {
         return Ok(Arc::new(local));
     }
     let parsed = url::Url::parse(url).map_err(|e| archive_url_error(url, e))?;
-    let (store, prefix) = object_store::parse_url(&parsed).map_err(|e| archive_url_error(url, e))?;
+    let (store, prefix) =
+        object_store::parse_url_opts(&parsed, std::env::vars()).map_err(|e| archive_url_error(url, e))?;
     if prefix.as_ref().is_empty() {
         return Ok(Arc::from(store));
     }
