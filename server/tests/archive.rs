@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::COMPANY_KEY;
 use common::process::{call, charge, start_fresh};
+use common::{COMPANY_KEY, OPERATOR_KEY};
 use serde_json::{Value, json};
 
 /// Where a test's server archives: a directory on SQLite; on PostgreSQL a bucket of `s3s-fs`,
@@ -74,9 +74,10 @@ impl Store {
         Store { url, files: bucket.join("audit"), blockable: bucket, envs, s3: Some(child) }
     }
 
-    /// The server's environment: the archive, its credentials, and `more`.
+    /// The server's environment: the archive, its credentials, the operator key (for
+    /// `/metrics`), and `more`.
     fn server_envs<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut envs = vec![("NAIVE_ARCHIVE_URL", self.url.as_str())];
+        let mut envs = vec![("NAIVE_ARCHIVE_URL", self.url.as_str()), ("NAIVE_OPERATOR_KEY", OPERATOR_KEY)];
         envs.extend(self.envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         envs.extend_from_slice(more);
         envs
@@ -101,6 +102,18 @@ impl Drop for Store {
             let _ = c.wait();
         }
     }
+}
+
+/// The value of the `/metrics` series `series` (its whole name with labels).
+async fn metric(base: &str, series: &str) -> f64 {
+    let res =
+        server::http_client().get(format!("{base}/metrics")).bearer_auth(OPERATOR_KEY).send().await.unwrap();
+    let text = res.text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{series} ")))
+        .unwrap_or_else(|| panic!("{series}: {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// An agent on the demo's Default kit: (profile, key).
@@ -237,6 +250,8 @@ async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_chan
     let first = manifests(&store.files, 1).await;
     let report = caught_up(&fresh.db, &store).await;
     assert!(report["archive"]["ranges"].as_u64() >= Some(1), "{report}");
+    assert!(metric(&base, "naive_archive_ranges_total{kind=\"written\"}").await >= 1.0);
+    assert_eq!(metric(&base, "naive_archive_oldest_unarchived_seconds").await, 0.0, "all is archived");
     let m: Value = serde_json::from_slice(&std::fs::read(&first[0]).unwrap()).unwrap();
     assert_eq!(m["prev_hash"].as_str().unwrap(), "0".repeat(64), "the first range starts the chain");
     let lines = gunzip(&data_of(&first[0]));
@@ -358,6 +373,9 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
     std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()).unwrap();
     tokio::time::sleep(Duration::from_millis(3_000)).await;
     let (ok, held) = check_log(&fresh.db);
+    let failed = metric(&base, "naive_archive_ranges_total{kind=\"failed\"}").await;
+    assert!(failed >= 1.0, "the archiver tried and failed meanwhile");
+    assert!(metric(&base, "naive_archive_oldest_unarchived_seconds").await > 0.0, "the lag shows");
     assert!(
         ok && held["chain"]["entries"].as_u64() >= Some(logged),
         "deleted before it was archived: {held}"
@@ -371,6 +389,7 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
         r["chain"]["entries"].as_u64() <= Some(1) && r["archive"]["entries"].as_u64() >= Some(logged)
     })
     .await;
+    assert!(metric(&base, "naive_log_entries_deleted_total").await >= (logged - 1) as f64);
     let path = format!("/v1/users/{}/logs?limit=500", buyer.0);
     let (status, body) = call(&base, "GET", &path, &buyer.1, None, None).await;
     assert_eq!(status, 200, "{body}");

@@ -53,9 +53,15 @@ async fn every_metric_the_rules_and_the_dashboard_name_is_exported() {
         rules.lines().filter_map(|l| l.trim().strip_prefix("expr:")).map(|e| e.trim().to_string()).collect();
     let alerts: Vec<&str> =
         rules.lines().filter_map(|l| l.trim().strip_prefix("- alert:")).map(str::trim).collect();
-    for wanted in
-        ["ApprovalsWaiting", "NearCap", "ConnectorError", "OutboxBacklog", "DeadLetters", "Flapping"]
-    {
+    for wanted in [
+        "ApprovalsWaiting",
+        "NearCap",
+        "ConnectorError",
+        "OutboxBacklog",
+        "DeadLetters",
+        "Flapping",
+        "ArchiveBehind",
+    ] {
         assert!(alerts.iter().any(|a| a.contains(wanted)), "an alert for {wanted}: {alerts:?}");
     }
     assert_eq!(exprs.len(), alerts.len(), "one expression per alert");

@@ -133,3 +133,21 @@ pub(crate) async fn budgets_holding(
     );
     Ok(store.all(&sql, &args).await?)
 }
+
+/// When the oldest log entry not yet archived was appended, of `tenant` or of any: the first
+/// entry of each tenant after its last archived range.
+pub(crate) async fn oldest_unarchived(
+    store: &Store,
+    tenant: Option<&TenantId>,
+) -> Result<Option<DateTime<Utc>>> {
+    let (and, args) = scope(tenant);
+    let sql = format!(
+        "SELECT MIN(a.at) FROM (SELECT id AS tenant_id FROM tenants) t JOIN activity a ON a.seq = \
+           (SELECT MIN(seq) FROM activity WHERE tenant_id = t.tenant_id AND seq > COALESCE( \
+             (SELECT MAX(last_seq) FROM archive_ranges r WHERE r.tenant_id = t.tenant_id AND r.archived_at IS NOT NULL), 0)) \
+         WHERE 1 = 1{}",
+        and.replace("tenant_id", "t.tenant_id")
+    );
+    let (at,): (Option<String>,) = store.one(&sql, &args).await?;
+    Ok(at.map(|a| crate::stored::parse_ts(&a)).transpose()?)
+}

@@ -104,6 +104,9 @@ pub struct Families {
     pub outbox_depth: Family<Channel, Gauge>,
     pub outbox_oldest_seconds: Family<Channel, Gauge>,
     pub ready: Gauge,
+    pub archive_ranges: Family<One, Counter>,
+    pub log_entries_deleted: Counter,
+    pub archive_oldest_unarchived_seconds: Gauge,
 }
 
 /// A gauge set from what its reader answers at each scrape (`None` keeps the last value).
@@ -266,6 +269,9 @@ fn register(r: &mut Registry) -> Families {
         outbox_depth: Family::default(),
         outbox_oldest_seconds: Family::default(),
         ready: Gauge::default(),
+        archive_ranges: Family::default(),
+        log_entries_deleted: Counter::default(),
+        archive_oldest_unarchived_seconds: Gauge::default(),
     };
     register_events(r, &f);
     register_state(r, &f);
@@ -284,6 +290,9 @@ fn zeroed(f: &Families) {
     }
     for kind in ["password", "rate_limited"] {
         drop(f.sign_in_failures.get_or_create(&One { kind }));
+    }
+    for kind in ["written", "failed"] {
+        drop(f.archive_ranges.get_or_create(&One { kind }));
     }
     for kind in ["http", "mcp", "runtime"] {
         drop(f.connector_seconds.get_or_create(&One { kind }));
@@ -350,6 +359,16 @@ fn register_events(r: &mut Registry, f: &Families) {
         "PostgreSQL batches run again after a serialization failure",
         f.pg_job_retries.clone(),
     );
+    r.register(
+        "archive_ranges",
+        "Ranges of the log this instance archived (kind: written), or failed to (kind: failed)",
+        f.archive_ranges.clone(),
+    );
+    r.register(
+        "log_entries_deleted",
+        "Archived log entries deleted under a tenant's retention",
+        f.log_entries_deleted.clone(),
+    );
 }
 
 /// What is true now: read when scraped, or held open by a connection.
@@ -379,4 +398,10 @@ fn register_state(r: &mut Registry, f: &Families) {
         f.outbox_oldest_seconds.clone(),
     );
     r.register("ready", "1 when this instance's last readiness check passed", f.ready.clone());
+    r.register_with_unit(
+        "archive_oldest_unarchived",
+        "Age of the oldest log entry not yet archived, over every tenant (0 without an archive)",
+        Unit::Seconds,
+        f.archive_oldest_unarchived_seconds.clone(),
+    );
 }

@@ -72,11 +72,25 @@ impl Gateway {
     pub async fn archive_due(&self, archive: &dyn ObjectStore, owner: &str) -> Result<usize> {
         let mut written = 0;
         for t in self.tenants().await? {
-            while self.archive_next(archive, &t.id, owner).await? {
+            loop {
+                let next = self.archive_next(archive, &t.id, owner).await;
+                let kind = if next.is_err() { "failed" } else { "written" };
+                if !matches!(next, Ok(false)) {
+                    self.count_archived(kind);
+                }
+                if !next? {
+                    break;
+                }
                 written += 1;
             }
         }
         Ok(written)
+    }
+
+    fn count_archived(&self, kind: &'static str) {
+        if let Some(f) = self.metrics.get() {
+            f.archive_ranges.get_or_create(&crate::audit::metrics::One { kind }).inc();
+        }
     }
 
     /// Writes the tenant's next range, if one is due and no other instance holds it; whether
@@ -141,6 +155,9 @@ impl Gateway {
                     .write_for(&tenant, move |c| activity::forget_through(c, &t, through, FORGET_CHUNK))
                     .await?;
                 deleted += n;
+                if let Some(f) = self.metrics.get() {
+                    f.log_entries_deleted.inc_by(n);
+                }
                 if n < FORGET_CHUNK as u64 {
                     break;
                 }

@@ -31,6 +31,10 @@ pub struct HealthFigures {
     pub outbox: Vec<OutboxFigure>,
     /// Governed calls whose connector or egress failed in the last hour.
     pub connector_errors_last_hour: i64,
+    /// Seconds since the oldest log entry not yet archived was appended; None without an
+    /// archive, or with every entry archived.
+    #[serde(default)]
+    pub oldest_unarchived_secs: Option<i64>,
 }
 
 impl Gateway {
@@ -52,6 +56,10 @@ impl Gateway {
             oldest_approval_secs: gauges::secs_since(oldest, now),
             outbox,
             connector_errors_last_hour: gauges::connector_errors_since(&self.store, tenant, since).await?,
+            oldest_unarchived_secs: match self.config.archive_url {
+                Some(_) => gauges::secs_since(gauges::oldest_unarchived(&self.store, tenant).await?, now),
+                None => None,
+            },
         })
     }
 
@@ -83,6 +91,7 @@ impl Gateway {
             f.approvals_waiting.get_or_create(&Age { age }).set(*n);
         }
         f.approval_oldest_seconds.set(h.oldest_approval_secs.unwrap_or(0));
+        f.archive_oldest_unarchived_seconds.set(h.oldest_unarchived_secs.unwrap_or(0));
         for o in &h.outbox {
             let channel = label(&o.channel);
             f.outbox_depth.get_or_create(&Channel { channel }).set(o.depth);
