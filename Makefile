@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-phone bench-sso bench-slack build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-archive bench-phone bench-sso bench-slack build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -150,6 +150,12 @@ bench-bulk:
 bench-replay:
 	cargo build --release -p gateway --bin gateway-load
 	target/release/gateway-load replay --calls 1000000 --profiles 100,10000
+
+# The log's archive and retention (issue #54): a simulated month of 50,000 entries a day with
+# a 7-day retention; the archive's rate, the database's size each day, the bytes per entry.
+bench-archive:
+	cargo build --release -p gateway --bin gateway-load
+	target/release/gateway-load archive --per-day 50000 --days 30 --retention 7
 
 # Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached;
 # SCIM pages of 100 among 10,000 users.

@@ -190,6 +190,13 @@ pub(crate) fn entry_hash(prev: &str, e: &Entry) -> String {
     hex::encode(h.finalize())
 }
 
+/// An entry's hash, given the hash before it: for a benchmark that writes a valid chain
+/// straight into the log (`gateway-load archive`).
+#[doc(hidden)]
+pub fn chain_hash(prev: &str, e: &Entry) -> String {
+    entry_hash(prev, e)
+}
+
 thread_local! {
     /// Each tenant's chain head as this thread's connection last wrote it. Only the writer
     /// thread appends, and it calls [`forget_heads`] whenever a write is undone or another

@@ -40,9 +40,14 @@
 //! `gateway-load replay [--calls 1000000] [--profiles 100,10000]` measures replay (issue #35):
 //! see [`replay_load`].
 //!
+//! `gateway-load archive [--per-day 50000] [--days 30] [--retention 7]`: the log's archive and
+//! retention over a simulated month (issue #54); see [`archive_load`].
+//!
 //! `gateway-load bench … --otlp URL` (built with `--features load-tracing`) also measures what
 //! metrics and traces cost, with the reference OTLP receiver at URL: see `load/telemetry.rs`.
 
+#[path = "load/archive.rs"]
+mod archive_load;
 #[path = "load/replay.rs"]
 mod replay_load;
 
@@ -1051,6 +1056,12 @@ async fn main() {
                 .collect();
             replay_load::run(calls, &profiles).await;
         }
+        Some("archive") => {
+            let per_day: u64 = arg("--per-day", "50000").parse().expect("--per-day is a number");
+            let days: u32 = arg("--days", "30").parse().expect("--days is a number");
+            let retention: u32 = arg("--retention", "7").parse().expect("--retention is a number");
+            archive_load::run(per_day, days, retention).await;
+        }
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
             let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
@@ -1059,7 +1070,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | archive [--per-day N] [--days N] [--retention N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }
