@@ -227,8 +227,18 @@ fn problems(report: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_changed() {
+/// A server archiving into a fresh [`Store`] every second, on a clock file the test moves
+/// (empty: the system's), with an agent that made three charges.
+struct Charged {
+    store: Store,
+    clock: PathBuf,
+    fresh: common::process::Fresh,
+    base: String,
+    buyer: (String, String),
+    _dir: tempfile::TempDir,
+}
+
+async fn charged() -> Charged {
     let dir = tempfile::tempdir().unwrap();
     let (store, clock) = (Store::new(dir.path()), dir.path().join("clock"));
     std::fs::write(&clock, "").unwrap();
@@ -240,6 +250,12 @@ async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_chan
     for i in 0..3 {
         assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
     }
+    Charged { store, clock, fresh, base, buyer, _dir: dir }
+}
+
+#[tokio::test]
+async fn closed_days_are_archived_with_their_chain_and_check_names_what_was_changed() {
+    let Charged { _dir, store, clock, fresh, base, buyer } = charged().await;
     // Today is open: nothing is archived, however often the archiver looks.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert!(files(&store.files, ".manifest.json").is_empty(), "an open day was archived");
@@ -344,17 +360,7 @@ async fn check_until(db: &str, archive: &Store, done: impl Fn(&Value) -> bool) -
 
 #[tokio::test]
 async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_the_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, clock) = (Store::new(dir.path()), dir.path().join("clock"));
-    std::fs::write(&clock, "").unwrap();
-    let c = clock.to_string_lossy().to_string();
-    let envs = store.server_envs(&[("NAIVE_ARCHIVE_EVERY_SECS", "1"), ("NAIVE_TEST_CLOCK_FILE", &c)]);
-    let fresh = start_fresh(&envs).await;
-    let base = fresh.server.base.clone();
-    let buyer = agent(&base).await;
-    for i in 0..3 {
-        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
-    }
+    let Charged { _dir, store, clock, fresh, base, buyer } = charged().await;
     for bad in [json!({"log_days": 0}), json!({"log_days": 40_000}), json!({"days": 3})] {
         let (status, body) = call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(bad), None).await;
         assert_eq!((status, body["code"].as_str()), (400, Some("invalid_retention")), "{body}");

@@ -311,6 +311,16 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
         inputs: new.inputs,
     };
     e.hash = entry_hash(&prev, &e);
+    e.seq = insert(tx, before, &e)?;
+    if tx.engine() == Engine::Sqlite {
+        HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
+    }
+    appended::keep(&e);
+    Ok(e)
+}
+
+/// Writes `e` (hashed already) after the statements `before`; its sequence number.
+fn insert(tx: &dyn Tx, before: &[crate::sql::Statement], e: &Entry) -> Result<i64> {
     let inserted = crate::sql::rows_after(
         tx,
         before,
@@ -333,15 +343,17 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
             &e.inputs,
         ],
     )?;
-    e.seq = inserted
+    Ok(inserted
         .first()
         .ok_or_else(|| Error::internal("append_failed", "the log entry was not written; try again"))?
-        .get(0)?;
-    if tx.engine() == Engine::Sqlite {
-        HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
-    }
-    appended::keep(&e);
-    Ok(e)
+        .get(0)?)
+}
+
+/// Writes an entry hashed by the caller ([`chain_hash`]) straight into the log, outside the
+/// writer: for a benchmark that seeds a valid chain (`gateway-load archive`).
+#[doc(hidden)]
+pub fn seed(tx: &dyn Tx, e: &Entry) -> ::store::Result<i64> {
+    insert(tx, &[], e).map_err(|e| ::store::Error::Internal { code: "seed_failed", message: e.to_string() })
 }
 
 /// The hash a tenant's next entry links to. On SQLite, the writer's cached head (it alone

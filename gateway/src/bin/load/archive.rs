@@ -13,7 +13,6 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use gateway::audit::activity::{Actor, Entry, Kind, Transport, Verdict, chain_hash};
 use gateway::domain::periods::Clock;
 use gateway::domain::tenants::Retention;
-use gateway::sql::Tx;
 use gateway::{Gateway, GatewayConfig, TenantId};
 use policy::Money;
 
@@ -109,7 +108,7 @@ fn seed_day(path: &str, tenant: &TenantId, day: NaiveDate, n: u64) -> f64 {
         for i in 0..n {
             let at = midnight(day) + Duration::milliseconds(step * i as i64);
             let e = entry(tenant, &profiles[i as usize % 100], at, i, &prev);
-            insert(tx, &e)?;
+            gateway::audit::activity::seed(tx, &e)?;
             prev = e.hash;
         }
         Ok(())
@@ -143,27 +142,3 @@ fn entry(tenant: &TenantId, profile: &gateway::ProfileId, at: DateTime<Utc>, i: 
 
 /// About the JSON a charge's decision records (`gateway-load replay` writes the real type).
 const INPUTS: &str = r#"{"kit":"Archived","kits":[{"kit":"Archived","version":1}],"at":1796000000,"day":"2026-12-08","status":"active","tool":{"action":"cards.charge","primitive":"cards","spends":true},"amount":"25.00","recipient":null,"merchant":"acme","toolkit":null,"chain":["prf_bench0001"],"budgets":[{"posted":"1200.00","pending":"0.00","hard_cap":"100000000.00","soft_cap":null}],"credit":"1000000.00","periods":[],"rates":[],"unbudgeted":false,"decided":{"verdict":"allow","refusal":null,"cost":"25.00"}}"#;
-
-fn insert(tx: &dyn Tx, e: &Entry) -> gateway::store::Result<()> {
-    tx.exec(
-        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash, inputs) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        &[
-            &e.tenant_id.as_str(),
-            &gateway::store::stored::ts(e.at),
-            &e.actor.as_str(),
-            &e.profile_id.as_ref().map(|p| p.as_str()),
-            &e.kind.as_str(),
-            &e.action,
-            &e.verdict.map(Verdict::as_str),
-            &e.amount.map(Money::units),
-            &e.kit_version.map(i64::from),
-            &e.detail.to_string(),
-            &e.transport.map(Transport::as_str),
-            &e.prev_hash,
-            &e.hash,
-            &e.inputs,
-        ],
-    )?;
-    Ok(())
-}
