@@ -41,8 +41,11 @@ pub fn open_store(url: &str) -> Result<Archive> {
     let dir = url.strip_prefix("file://").or((!url.contains("://")).then_some(url));
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).map_err(|e| archive_url_error(url, e))?;
+        // Synced before a range is recorded as archived, so a crash cannot lose what retention
+        // may then delete.
         let local = object_store::local::LocalFileSystem::new_with_prefix(dir)
-            .map_err(|e| archive_url_error(url, e))?;
+            .map_err(|e| archive_url_error(url, e))?
+            .with_fsync(true);
         return Ok(Arc::new(local));
     }
     let parsed = url::Url::parse(url).map_err(|e| archive_url_error(url, e))?;
@@ -197,6 +200,9 @@ impl Gateway {
         archive: &dyn ObjectStore,
         tenant: &TenantId,
     ) -> Result<ArchiveReport> {
+        // The database first: a range it records as archived had both objects stored before
+        // it was recorded, so a range the archiver finishes meanwhile is never "missing".
+        let recorded = archive::archived(&self.store, tenant).await?;
         let mut problems = Vec::new();
         let mut manifests = Vec::new();
         for name in list(archive, &archive::tenant_prefix(tenant)).await? {
@@ -223,7 +229,6 @@ impl Gateway {
             }
         }
         problems.extend(archive::check_sequence(&manifests));
-        let recorded = archive::archived(&self.store, tenant).await?;
         problems.extend(archive::check_recorded(&recorded, &manifests));
         if let Some((name, last)) = manifests.last()
             && let Some(hash) = archive::hash_at(&self.store, tenant, last.last_seq).await?
