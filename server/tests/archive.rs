@@ -396,6 +396,10 @@ async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_
     })
     .await;
     assert!(metric(&base, "naive_log_entries_deleted_total").await >= (logged - 1) as f64);
+    let (status, shown) = call(&base, "GET", "/v1/tenant/archive", COMPANY_KEY, None, None).await;
+    assert_eq!(status, 200, "{shown}");
+    assert!(shown["archived_to"].as_u64() >= Some(logged) && shown["ranges"].as_u64() >= Some(1), "{shown}");
+    assert!(shown["deleted_through"].as_u64() >= Some(logged - 1), "{shown}");
     let path = format!("/v1/users/{}/logs?limit=500", buyer.0);
     let (status, body) = call(&base, "GET", &path, &buyer.1, None, None).await;
     assert_eq!(status, 200, "{body}");

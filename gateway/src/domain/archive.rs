@@ -111,6 +111,45 @@ impl FromRow for Range {
     }
 }
 
+/// How far the tenant's log is archived and deleted, as `GET /v1/tenant/archive` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ArchiveStatus {
+    /// Ranges archived.
+    pub ranges: i64,
+    /// The newest archived entry's sequence number; 0 when nothing is archived yet.
+    pub archived_to: i64,
+    /// The local day (YYYY-MM-DD, in the tenant's zone) of the newest archived range.
+    pub archived_day: Option<String>,
+    /// When the newest range was archived.
+    pub archived_at: Option<DateTime<Utc>>,
+    /// Entries up to this sequence number were deleted from the database under retention; 0
+    /// when none were.
+    pub deleted_through: i64,
+    /// When the newest deleted entry was appended.
+    pub deleted_through_at: Option<DateTime<Utc>>,
+}
+
+/// The tenant's [`ArchiveStatus`].
+pub async fn status(store: &Store, tenant: &TenantId) -> Result<ArchiveStatus> {
+    let row: (i64, Option<i64>, Option<String>, Option<String>) = store
+        .one(
+            "SELECT COUNT(*), MAX(last_seq), MAX(day), MAX(archived_at) FROM archive_ranges \
+             WHERE tenant_id = ? AND archived_at IS NOT NULL",
+            &[&tenant.as_str()],
+        )
+        .await?;
+    let cut = activity::checkpoint(store, tenant).await?;
+    Ok(ArchiveStatus {
+        ranges: row.0,
+        archived_to: row.1.unwrap_or(0),
+        archived_day: row.2,
+        archived_at: row.3.map(|t| stored::parse_ts(&t)).transpose()?,
+        deleted_through: cut.as_ref().map_or(0, |c| c.seq),
+        deleted_through_at: cut.map(|c| c.at),
+    })
+}
+
 /// The tenant's newest range, archived or claimed.
 pub async fn newest(store: &Store, tenant: &TenantId) -> Result<Option<Range>> {
     let sql = format!(

@@ -18,7 +18,7 @@ use crate::domain::archive::{self, Manifest, Range};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
-pub use crate::domain::archive::{ArchiveProblem, ArchiveReport};
+pub use crate::domain::archive::{ArchiveProblem, ArchiveReport, ArchiveStatus};
 
 /// Where archived ranges are stored.
 pub type Archive = Arc<dyn ObjectStore>;
@@ -31,7 +31,7 @@ pub type ArchiverHandle = DeliveryHandle;
 const FORGET_CHUNK: i64 = 5_000;
 
 /// How long an instance's claim on the range it writes stands without being finished.
-const LEASE_SECS: i64 = 600;
+const LEASE_SECS: i64 = 120;
 
 /// The archive at `url`: a directory (`file:///srv/archive`, or a plain path, created if
 /// missing), or S3 (`s3://bucket/prefix`, configured by the `AWS_*` environment variables the
@@ -139,6 +139,11 @@ impl Gateway {
             serde_json::to_vec_pretty(&manifest).map_err(|e| store_error("encoding", &manifest_name, e))?;
         put(archive, &manifest_name, text).await?;
         Ok(manifest)
+    }
+
+    /// How far the tenant's log is archived, and deleted under its retention.
+    pub async fn archive_status(&self, tenant: &TenantId) -> Result<ArchiveStatus> {
+        archive::status(&self.store, tenant).await
     }
 
     /// Deletes, for every tenant with a retention, its archived entries whose day ended

@@ -55,6 +55,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/events", idem(state, get(events::stream)))
         .route("/v1/tenant/settings", idem(state, get(tenant::get).put(tenant::put)))
         .route("/v1/tenant/retention", idem(state, get(tenant::get_retention).put(tenant::put_retention)))
+        .route("/v1/tenant/archive", idem(state, get(tenant::get_archive)))
         .route("/v1/agent-profiles", idem(state, get(profiles::list).post(profiles::create)))
         .route("/v1/agent-profiles/{id}", idem(state, get(profiles::get)))
         .route("/v1/agent-profiles/{id}/revoke", idem(state, post(profiles::revoke)))

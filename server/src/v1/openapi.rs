@@ -56,6 +56,7 @@ use crate::v1::dto::StreamEvent;
         v1::tenant::put,
         v1::tenant::get_retention,
         v1::tenant::put_retention,
+        v1::tenant::get_archive,
         v1::kits::list,
         v1::kits::current,
         v1::kits::put,

@@ -10,6 +10,7 @@
 //!
 //! `GET /v1/tenant/retention`; `PUT /v1/tenant/retention` with `{"log_days": 90}` (null keeps
 //! every entry): how long archived log entries stay in the database (docs/archive.md).
+//! `GET /v1/tenant/archive`: how far the log is archived, and deleted under the retention.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -87,4 +88,14 @@ pub async fn put_retention(
         )
     })?;
     Ok(Json(state.gateway.set_log_retention(&tenant, input, ACTOR).await?))
+}
+
+#[utoipa::path(get, path = "/v1/tenant/archive", tag = "tenant",
+    responses((status = 200, description = "How far the tenant's log is archived, and deleted from the database under its retention.", body = gateway::ops::archive::ArchiveStatus)))]
+pub async fn get_archive(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<gateway::ops::archive::ArchiveStatus>, Problem> {
+    let tenant = caller.company("reading the tenant's archive")?;
+    Ok(Json(state.gateway.archive_status(&tenant).await?))
 }
