@@ -311,13 +311,14 @@ pub(crate) fn save_settings(
 }
 
 /// How long the tenant's log entries stay in the database once archived
-/// ([docs/archive.md](../../docs/archive.md)), as `/v1/tenant/retention` shows and takes it.
+/// (docs/archive.md), as `/v1/tenant/retention` shows and takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Retention {
     /// Days after its day ends that an archived entry is deleted from the database (1 to
     /// 36,500); null keeps every entry.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 36500))]
     pub log_days: Option<u32>,
 }
 
