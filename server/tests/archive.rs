@@ -18,17 +18,44 @@ use serde_json::{Value, json};
 
 /// Where a test's server archives: a directory on SQLite; on PostgreSQL a bucket of `s3s-fs`,
 /// which keeps each object as a file under its root. Either way `files` is the directory the
-/// objects are files in, and `blockable` the directory whose replacement by a file makes
-/// every write fail.
+/// objects are files in.
 struct Store {
     url: String,
     files: PathBuf,
-    blockable: PathBuf,
     envs: Vec<(String, String)>,
-    s3: Option<Child>,
+    s3: Option<S3>,
+}
+
+/// The running `s3s-fs`: its process, its root, its port.
+struct S3 {
+    child: Child,
+    root: PathBuf,
+    port: String,
 }
 
 const S3_KEY: (&str, &str) = ("naive-test-access", "naive-test-secret-key");
+const WRONG_KEY: (&str, &str) = ("naive-test-other", "naive-test-other-secret");
+
+/// `s3s-fs` over `root` on `port` (0: a free one) taking `key`: the process, and where it
+/// listens.
+fn s3s_fs(root: &Path, port: &str, key: (&str, &str)) -> (Child, String) {
+    let mut child = Command::new("s3s-fs")
+        .args(["--host", "127.0.0.1", "--port", port, "--access-key", key.0, "--secret-key", key.1])
+        .arg(root)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("s3s-fs: `scripts/bootstrap.sh test` installs it (cargo install s3s-fs --version 0.14.1)");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let endpoint = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.split("server is running at ").nth(1).map(|u| u.trim().to_string()))
+        .expect("s3s-fs said where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, endpoint)
+}
 
 impl Store {
     fn new(dir: &Path) -> Store {
@@ -36,8 +63,7 @@ impl Store {
             return Store::s3(dir);
         }
         let files = dir.join("archive");
-        let url = files.to_string_lossy().to_string();
-        Store { url, blockable: files.clone(), files, envs: Vec::new(), s3: None }
+        Store { url: files.to_string_lossy().to_string(), files, envs: Vec::new(), s3: None }
     }
 
     /// `s3s-fs` on a free port over `dir/s3`, with the bucket `naive-archive`.
@@ -45,23 +71,8 @@ impl Store {
         let root = dir.join("s3");
         let bucket = root.join("naive-archive");
         std::fs::create_dir_all(&bucket).unwrap();
-        let mut child = Command::new("s3s-fs")
-            .args(["--host", "127.0.0.1", "--port", "0", "--access-key", S3_KEY.0, "--secret-key", S3_KEY.1])
-            .arg(&root)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect(
-                "s3s-fs: `scripts/bootstrap.sh test` installs it (cargo install s3s-fs --version 0.14.1)",
-            );
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let endpoint = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.split("server is running at ").nth(1).map(|u| u.trim().to_string()))
-            .expect("s3s-fs said where it listens");
-        std::thread::spawn(move || lines.for_each(drop));
+        let (child, endpoint) = s3s_fs(&root, "0", S3_KEY);
+        let port = endpoint.rsplit(':').next().unwrap().to_string();
         let envs = [
             ("AWS_ENDPOINT", endpoint.as_str()),
             ("AWS_ACCESS_KEY_ID", S3_KEY.0),
@@ -71,7 +82,7 @@ impl Store {
         ];
         let envs = envs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let url = "s3://naive-archive/audit".to_string();
-        Store { url, files: bucket.join("audit"), blockable: bucket, envs, s3: Some(child) }
+        Store { url, files: bucket.join("audit"), envs, s3: Some(S3 { child, root, port }) }
     }
 
     /// The server's environment: the archive, its credentials, the operator key (for
@@ -83,23 +94,44 @@ impl Store {
         envs
     }
 
-    /// Every write to the store fails from now on: a file stands where a directory was.
-    fn block(&self) {
-        std::fs::remove_dir_all(&self.blockable).unwrap();
-        std::fs::write(&self.blockable, "not a directory").unwrap();
+    /// Every write to the store fails from now on, at once: S3 takes other credentials (a
+    /// refusal is not retried, where a server error is, for a minute), or a file stands where
+    /// the directory was (a local store makes a missing directory).
+    fn block(&mut self) {
+        match &mut self.s3 {
+            Some(s3) => s3.restart(WRONG_KEY),
+            None => {
+                std::fs::remove_dir_all(&self.files).unwrap();
+                std::fs::write(&self.files, "not a directory").unwrap();
+            }
+        }
     }
 
-    fn unblock(&self) {
-        std::fs::remove_file(&self.blockable).unwrap();
-        std::fs::create_dir_all(&self.blockable).unwrap();
+    fn unblock(&mut self) {
+        match &mut self.s3 {
+            Some(s3) => s3.restart(S3_KEY),
+            None => {
+                std::fs::remove_file(&self.files).unwrap();
+                std::fs::create_dir_all(&self.files).unwrap();
+            }
+        }
+    }
+}
+
+impl S3 {
+    /// The same store on the same port, taking `key`.
+    fn restart(&mut self, key: (&str, &str)) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.child = s3s_fs(&self.root, &self.port, key).0;
     }
 }
 
 impl Drop for Store {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.s3 {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(s3) = &mut self.s3 {
+            let _ = s3.child.kill();
+            let _ = s3.child.wait();
         }
     }
 }
@@ -360,7 +392,7 @@ async fn check_until(db: &str, archive: &Store, done: impl Fn(&Value) -> bool) -
 
 #[tokio::test]
 async fn retention_deletes_only_archived_entries_and_the_chain_continues_across_the_cut() {
-    let Charged { _dir, store, clock, fresh, base, buyer } = charged().await;
+    let Charged { _dir, mut store, clock, fresh, base, buyer } = charged().await;
     for bad in [json!({"log_days": 0}), json!({"log_days": 40_000}), json!({"days": 3})] {
         let (status, body) = call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(bad), None).await;
         assert_eq!((status, body["code"].as_str()), (400, Some("invalid_retention")), "{body}");
