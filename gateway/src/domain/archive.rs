@@ -177,12 +177,15 @@ pub async fn next(
     now: DateTime<Utc>,
 ) -> Result<Option<Range>> {
     let (seq, prev) = after.map_or((0, GENESIS.to_string()), |r| (r.last_seq, r.last_hash.clone()));
-    let rows = store
-        .rows(
-            "SELECT seq, at FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            &[&tenant.as_str(), &seq, &MAX_RANGE],
-        )
-        .await?;
+    let sql = "SELECT seq, at FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?";
+    // The first entry alone says whether a day has closed: most rounds stop there, without
+    // reading the run.
+    let first = store.rows(sql, &[&tenant.as_str(), &seq, &1i64]).await?;
+    let Some(at) = first.first().map(|r| r.get::<DateTime<Utc>>(1)).transpose()? else { return Ok(None) };
+    if closed_run(&[(seq + 1, at)], calendar, now).is_none() {
+        return Ok(None);
+    }
+    let rows = store.rows(sql, &[&tenant.as_str(), &seq, &MAX_RANGE]).await?;
     let mut run: Vec<(i64, DateTime<Utc>)> = Vec::with_capacity(rows.len());
     for r in &rows {
         run.push((r.get(0)?, r.get(1)?));

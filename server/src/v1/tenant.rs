@@ -39,23 +39,17 @@ pub async fn put(
     body: Bytes,
 ) -> Result<Json<TenantSettings>, Problem> {
     let tenant = caller.company("changing the tenant's settings")?;
-    let input = parse(&body)?;
+    let hint = r#"send {"time_zone": "Europe/Berlin", "rate_limit": {"calls": 600, "per": "minute"}} (per is second, minute or hour)"#;
+    let input: SettingsInput = parse(&body, "invalid_settings", hint)?;
     Ok(Json(state.gateway.set_tenant_settings(&tenant, input, ACTOR).await?))
 }
 
-/// The body, or a `400` that names the JSON path of what is wrong.
-fn parse(body: &[u8]) -> Result<SettingsInput, Problem> {
+/// The body, or a `400 code` that names the JSON path of what is wrong and ends with `hint`.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], code: &'static str, hint: &str) -> Result<T, Problem> {
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_settings",
-            format!(
-                "{path}: {}; send {{\"time_zone\": \"Europe/Berlin\", \"rate_limit\": {{\"calls\": 600, \"per\": \"minute\"}}}} (per is second, minute or hour)",
-                e.into_inner()
-            ),
-        )
+        Problem::new(StatusCode::BAD_REQUEST, code, format!("{path}: {}; {hint}", e.into_inner()))
     })
 }
 
@@ -78,15 +72,8 @@ pub async fn put_retention(
     body: Bytes,
 ) -> Result<Json<Retention>, Problem> {
     let tenant = caller.company("changing the tenant's retention")?;
-    let de = &mut serde_json::Deserializer::from_slice(&body);
-    let input: Retention = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        Problem::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_retention",
-            format!("{}: {}; send {{\"log_days\": 90}}, or null to keep every entry", path, e.into_inner()),
-        )
-    })?;
+    let hint = r#"send {"log_days": 90}, or null to keep every entry"#;
+    let input: Retention = parse(&body, "invalid_retention", hint)?;
     Ok(Json(state.gateway.set_log_retention(&tenant, input, ACTOR).await?))
 }
 
