@@ -61,6 +61,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("kits", "domain/kits.rs"),
     ("ledger_entries", "domain/ledger/"),
     ("log_checkpoints", "audit/activity.rs"),
+    ("log_streams", "delivery/streams/"),
     ("login_attempts", "domain/logins.rs"),
     ("oauth_clients", "domain/oauth.rs"),
     ("oauth_codes", "domain/oauth.rs"),

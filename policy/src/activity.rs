@@ -71,7 +71,7 @@ closed! {
         Profile = "profile",
         /// A console sign-in or sign-out, a user added or their roles changed.
         Console = "console",
-        /// A tenant's connectors, connected apps, runtimes, webhooks or outbox changed.
+        /// A tenant's connectors, connected apps, runtimes, webhooks, log streams or outbox changed.
         Connector = "connector",
         /// A secret was stored in or deleted from a tenant's vault (never its value).
         Vault = "vault",
@@ -141,6 +141,10 @@ closed! {
         WebhookRegistered = "webhook_registered",
         /// A webhook endpoint was removed.
         WebhookRemoved = "webhook_removed",
+        /// A log stream was added.
+        StreamAdded = "stream_added",
+        /// A log stream was removed.
+        StreamRemoved = "stream_removed",
         /// A tenant's Slack app was set.
         SlackConnected = "slack_connected",
         /// A tenant's Slack app was removed.

@@ -225,10 +225,12 @@ fn gateway_config(config: &Config, addr: SocketAddr) -> Result<gateway::GatewayC
     Ok(gateway_config)
 }
 
-/// The server's background work: the sweeper, the delivery worker and the archiver.
+/// The server's background work: the sweeper, the delivery worker, the log streams' worker and
+/// the archiver.
 struct Workers {
     sweeper: gateway::ops::approvals::SweeperHandle,
     delivery: gateway::delivery::outbox::delivery::DeliveryHandle,
+    streams: gateway::delivery::outbox::delivery::DeliveryHandle,
     archiver: Option<gateway::ops::archive::ArchiverHandle>,
 }
 
@@ -247,19 +249,22 @@ impl Workers {
         }
         let sweeper = gateway.start_sweeper();
         let delivery = gateway.start_delivery();
+        let streams = gateway.start_streams();
         let archiver = start_archiver(gateway, config)?;
         let mut tasks = readiness.tasks.lock().expect("readiness lock");
         tasks.extend(sweeper.watch().map(|t| ("sweeper", t)));
         tasks.extend(delivery.watch().map(|t| ("delivery", t)));
+        tasks.extend(streams.watch().map(|t| ("streams", t)));
         tasks.extend(archiver.as_ref().and_then(|a| a.watch()).map(|t| ("archiver", t)));
         drop(tasks);
-        Ok(Workers { sweeper, delivery, archiver })
+        Ok(Workers { sweeper, delivery, streams, archiver })
     }
 
     /// Stops each, letting what it is in the middle of finish.
     async fn stop(self) {
         self.sweeper.stop().await;
         self.delivery.stop().await;
+        self.streams.stop().await;
         if let Some(archiver) = self.archiver {
             archiver.stop().await;
         }

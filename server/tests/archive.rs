@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::process::{call, charge, start_fresh};
+use common::process::{call, charge, default_agent, start_fresh};
 use common::{COMPANY_KEY, OPERATOR_KEY};
 use serde_json::{Value, json};
 
@@ -148,16 +148,6 @@ async fn metric(base: &str, series: &str) -> f64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
-/// An agent on the demo's Default kit: (profile, key).
-async fn agent(base: &str) -> (String, String) {
-    let body = json!({"name": "archived", "kit": "Default"});
-    let (_, p) = call(base, "POST", "/v1/agent-profiles", COMPANY_KEY, Some(body), None).await;
-    let profile = p["id"].as_str().unwrap().to_string();
-    let path = format!("/v1/agent-profiles/{profile}/keys");
-    let (_, k) = call(base, "POST", &path, COMPANY_KEY, None, None).await;
-    (profile, k["secret"].as_str().unwrap().to_string())
-}
-
 /// Every file under `dir` whose name ends with `suffix`, sorted.
 fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -278,7 +268,7 @@ async fn charged() -> Charged {
     let envs = store.server_envs(&[("NAIVE_ARCHIVE_EVERY_SECS", "1"), ("NAIVE_TEST_CLOCK_FILE", &c)]);
     let fresh = start_fresh(&envs).await;
     let base = fresh.server.base.clone();
-    let buyer = agent(&base).await;
+    let buyer = default_agent(&base, "archived").await;
     for i in 0..3 {
         assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
     }

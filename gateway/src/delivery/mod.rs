@@ -1,6 +1,7 @@
 //! What leaves the process: the one guarded outbound client ([`egress`]), the connectors
 //! that carry actions out ([`connectors`]), the team runtime's wire ([`runtime`]), the durable
-//! outbox and its worker ([`outbox`]), signed webhooks ([`webhooks`]), and the OpenID
+//! outbox and its worker ([`outbox`]), signed webhooks ([`webhooks`]), log streams to a SIEM
+//! ([`streams`]), and the OpenID
 //! provider's wire for single sign-on ([`oidc`]).
 //!
 //! Rule: delivery may read and write the domain's tables through their owners; nothing below
@@ -13,4 +14,5 @@ pub mod oidc;
 pub mod outbox;
 pub mod runtime;
 pub mod slack;
+pub mod streams;
 pub mod webhooks;

@@ -128,6 +128,9 @@ pub struct ArchiveStatus {
     pub deleted_through: i64,
     /// When the newest deleted entry was appended.
     pub deleted_through_at: Option<DateTime<Utc>>,
+    /// The newest entry every one of the tenant's log streams has sent; retention deletes
+    /// nothing after it. None when the tenant has no stream.
+    pub streamed_through: Option<i64>,
 }
 
 /// The tenant's [`ArchiveStatus`].
@@ -147,6 +150,7 @@ pub async fn status(store: &Store, tenant: &TenantId) -> Result<ArchiveStatus> {
         archived_at: row.3.map(|t| stored::parse_ts(&t)).transpose()?,
         deleted_through: cut.as_ref().map_or(0, |c| c.seq),
         deleted_through_at: cut.map(|c| c.at),
+        streamed_through: None,
     })
 }
 

@@ -388,6 +388,7 @@ pub(crate) fn delete_in(
              UNION ALL SELECT 'app ' || toolkit FROM connected_apps WHERE tenant_id = ?1 AND secret_name = ?2 \
              UNION ALL SELECT 'team runtime' FROM runtimes WHERE tenant_id = ?1 AND secret_name = ?2 \
              UNION ALL SELECT 'webhook ' || id FROM webhook_endpoints WHERE tenant_id = ?1 AND secret_name = ?2 \
+             UNION ALL SELECT 'log stream ' || id FROM log_streams WHERE tenant_id = ?1 AND secret_name = ?2 \
              UNION ALL SELECT 'Slack app' FROM slack_apps WHERE tenant_id = ?1 AND ?2 IN ('slack-bot-token', 'slack-signing-secret') ORDER BY 1",
             &[tenant, &name],
         )?

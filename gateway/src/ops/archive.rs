@@ -14,6 +14,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use crate::Gateway;
 use crate::audit::activity;
 use crate::delivery::outbox::delivery::DeliveryHandle;
+use crate::delivery::streams;
 use crate::domain::archive::{self, Manifest, Range};
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -143,20 +144,25 @@ impl Gateway {
 
     /// How far the tenant's log is archived, and deleted under its retention.
     pub async fn archive_status(&self, tenant: &TenantId) -> Result<ArchiveStatus> {
-        archive::status(&self.store, tenant).await
+        let mut status = archive::status(&self.store, tenant).await?;
+        status.streamed_through = streams::streamed_through(&self.store, tenant).await?;
+        Ok(status)
     }
 
     /// Deletes, for every tenant with a retention, its archived entries whose day ended
     /// longer ago than the retention, a few thousand per job, moving its log's checkpoint;
-    /// how many. Nothing that is not archived is deleted.
+    /// how many. Nothing that is not archived, or not yet sent by each of the tenant's log
+    /// streams, is deleted.
     pub async fn forget_archived(&self) -> Result<u64> {
         let mut deleted = 0;
         for (tenant, days) in crate::domain::tenants::retaining(&self.store).await? {
             let calendar = self.tenant_clock(&tenant).await?.calendar.clone();
             let before = calendar.day(self.now() - Duration::days(days));
-            let Some(through) = archive::forgettable_through(&self.store, &tenant, before).await? else {
+            let Some(archived) = archive::forgettable_through(&self.store, &tenant, before).await? else {
                 continue;
             };
+            let streamed = streams::streamed_through(&self.store, &tenant).await?;
+            let through = streamed.map_or(archived, |s| s.min(archived));
             loop {
                 let t = tenant.clone();
                 let n = self

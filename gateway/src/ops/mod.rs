@@ -35,6 +35,7 @@ pub mod scim;
 mod sessions;
 mod slack;
 pub mod sso;
+mod streams;
 mod tenants;
 mod tokens;
 pub(crate) mod upgrades;

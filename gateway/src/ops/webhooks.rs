@@ -7,12 +7,11 @@ use crate::Gateway;
 use crate::audit::activity::Transport;
 use crate::delivery::connectors::Failure;
 use crate::delivery::connectors::http::probe_answer;
-use crate::delivery::egress::{EGRESS_REFUSED, Failed};
 use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
-use crate::delivery::webhooks::deliver::{TIMEOUT, WebhookProbe, render};
+use crate::delivery::webhooks::deliver::{Signed, WebhookProbe, render, signed_post};
 use crate::delivery::webhooks::{
     CHANNEL, CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, check, delete_in, insert, list,
-    make_room, new_secret, one, sign,
+    make_room, new_secret, one,
 };
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
@@ -76,26 +75,15 @@ impl Gateway {
         id: &str,
         body: Vec<u8>,
     ) -> std::result::Result<reqwest::Response, String> {
-        let url = url::Url::parse(&e.url).map_err(|_| "webhook_bad_url".to_string())?;
-        self.egress.check_url(&url).map_err(|_| EGRESS_REFUSED.to_string())?;
-        let t = chrono::Utc::now().timestamp();
-        crate::audit::trace::carried(self.egress.client().post(url))
-            .timeout(TIMEOUT)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("webhook-id", id)
-            .header("webhook-timestamp", t.to_string())
-            .header("webhook-signature", sign(secret, id, t, &body))
-            .body(body)
-            .send()
-            .await
-            .map_err(|err| {
-                match crate::delivery::egress::failed(&err) {
-                    Failed::Refused => EGRESS_REFUSED,
-                    Failed::Timeout => "webhook_timeout",
-                    Failed::Unreachable => "webhook_unreachable",
-                }
-                .to_string()
-            })
+        let m = Signed {
+            url: &e.url,
+            secret,
+            id,
+            content_type: "application/json",
+            headers: Vec::new(),
+            prefix: "webhook",
+        };
+        signed_post(&self.egress, m, body).await
     }
 
     /// Sends the endpoint a signed `webhook.test` event now and shows what it answered.

@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod scim_token;
 pub mod slack;
 pub mod sso;
+pub mod streams;
 pub mod tenant;
 pub mod vault;
 pub mod webhooks;
@@ -100,6 +101,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/webhooks/{id}", idem(state, axum::routing::delete(webhooks::delete)))
         .route("/v1/webhooks/{id}/test", idem(state, post(webhooks::test)))
         .route("/v1/webhooks/{id}/purge", idem(state, post(webhooks::purge)))
+        .route("/v1/streams", idem(state, get(streams::list).post(streams::create)))
+        .route("/v1/streams/{id}", idem(state, get(streams::get).delete(streams::delete)))
         .merge(kit_routes(state))
         .merge(approval_routes(state))
         .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))

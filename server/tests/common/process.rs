@@ -295,8 +295,13 @@ pub struct Receiver {
 }
 
 pub fn start_receiver(args: &[&str]) -> Receiver {
+    start_receiver_on("127.0.0.1:0", args)
+}
+
+/// [`start_receiver`] on `listen` (the address of one that was stopped, to restart it).
+pub fn start_receiver_on(listen: &str, args: &[&str]) -> Receiver {
     let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["webhook-receiver", "--listen", "127.0.0.1:0"])
+        .args(["webhook-receiver", "--listen", listen])
         .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -337,6 +342,16 @@ impl Drop for Receiver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An agent named `name` on the demo's Default kit: (profile, key).
+pub async fn default_agent(base: &str, name: &str) -> (String, String) {
+    let body = serde_json::json!({"name": name, "kit": "Default"});
+    let (_, p) = call(base, "POST", "/v1/agent-profiles", super::COMPANY_KEY, Some(body), None).await;
+    let profile = p["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/agent-profiles/{profile}/keys");
+    let (_, k) = call(base, "POST", &path, super::COMPANY_KEY, None, None).await;
+    (profile, k["secret"].as_str().unwrap().to_string())
 }
 
 /// The reference Slack Web API (`server slack`) as its own process.

@@ -7,9 +7,47 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Format;
+use crate::delivery::egress::{EGRESS_REFUSED, Egress, Failed, failed};
 
 /// How long an endpoint may take to answer.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A message to POST signed the Standard Webhooks way: `id` is its `webhook-id` (the same on
+/// every retry), `prefix` names its failures (`<prefix>_timeout`, `<prefix>_unreachable`).
+pub(crate) struct Signed<'a> {
+    pub url: &'a str,
+    pub secret: &'a str,
+    pub id: &'a str,
+    pub content_type: &'static str,
+    pub headers: Vec<(&'static str, String)>,
+    pub prefix: &'static str,
+}
+
+/// POSTs `body` as `m` says, through the egress guard: the answer, or a stable code when
+/// there was none (`egress_refused` for an address the guard refuses).
+pub(crate) async fn signed_post(
+    egress: &Egress,
+    m: Signed<'_>,
+    body: Vec<u8>,
+) -> std::result::Result<reqwest::Response, String> {
+    let url = url::Url::parse(m.url).map_err(|_| format!("{}_bad_url", m.prefix))?;
+    egress.check_url(&url).map_err(|_| EGRESS_REFUSED.to_string())?;
+    let t = chrono::Utc::now().timestamp();
+    let mut req = crate::audit::trace::carried(egress.client().post(url))
+        .timeout(TIMEOUT)
+        .header(reqwest::header::CONTENT_TYPE, m.content_type)
+        .header("webhook-id", m.id)
+        .header("webhook-timestamp", t.to_string())
+        .header("webhook-signature", super::sign(m.secret, m.id, t, &body));
+    for (name, value) in m.headers {
+        req = req.header(name, value);
+    }
+    req.body(body).send().await.map_err(|err| match failed(&err) {
+        Failed::Refused => EGRESS_REFUSED.to_string(),
+        Failed::Timeout => format!("{}_timeout", m.prefix),
+        Failed::Unreachable => format!("{}_unreachable", m.prefix),
+    })
+}
 
 /// What an endpoint answered a test event.
 #[derive(Clone, Debug, Serialize)]

@@ -1,0 +1,458 @@
+//! Log streams (docs/streams.md): a tenant's activity log sent, as it grows, to the receiver
+//! its admin names (a SIEM's collector), as newline-delimited JSON signed the Standard
+//! Webhooks way.
+//!
+//! A stream is a cursor over the log, not a copy of it: `acked_seq` is the newest entry the
+//! receiver acknowledged, and what follows it is the stream's backlog. A governed call's
+//! transaction writes nothing for a stream; the log itself is the queue.
+//!
+//! Guarantees:
+//! - At least once, in the tenant's order: the cursor moves only after the receiver answered
+//!   2xx to a batch, and only from where the batch started, by the delivery worker that holds
+//!   the stream's lease ([`acked`] is a compare-and-set); a worker that lost its lease records
+//!   nothing, and the next one sends the batch again.
+//! - A failing stream backs off (the outbox's backoff) and keeps its place for as long as it
+//!   fails: nothing is dropped, and its lag says how far behind it is. A receiver that answers
+//!   413 gets smaller batches.
+//! - Retention deletes no entry a stream has not sent ([`streamed_through`]).
+//! - The table `log_streams` is written only here. The signing secret is kept in the vault as
+//!   `stream-<id>` and shown once.
+
+pub(crate) mod send;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::audit::activity::{self, Entry, Kind, NewEntry, Transport, Verdict};
+use crate::error::{Error, Result};
+use crate::ids::TenantId;
+use crate::sql::{FromRow, Row, Tx};
+use crate::store::Store;
+use crate::stored;
+
+/// The most streams a tenant may have.
+pub const MAX_STREAMS: usize = 5;
+/// The entries in a batch unless the admin says otherwise.
+pub const DEFAULT_BATCH: i64 = 500;
+/// The most entries a batch may hold.
+pub const MAX_BATCH: i64 = 5_000;
+/// How far a stream's lag is counted; beyond it the figure reads this.
+pub const LAG_COUNTED: i64 = 1_000_000;
+
+/// How a stream's receiver wants its batches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    /// `POST` of newline-delimited JSON (`application/x-ndjson`), one entry per line, signed
+    /// the Standard Webhooks way.
+    #[default]
+    Ndjson,
+}
+
+impl StreamKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StreamKind::Ndjson => "ndjson",
+        }
+    }
+    fn parse(s: &str) -> Option<StreamKind> {
+        (s == "ndjson").then_some(StreamKind::Ndjson)
+    }
+}
+
+/// The shape of each event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StreamFormat {
+    /// The log entry exactly as `/v1/logs` shows it, with its `prev_hash` and `hash`, so the
+    /// receiver can verify the chain.
+    #[default]
+    Entry,
+}
+
+impl StreamFormat {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StreamFormat::Entry => "entry",
+        }
+    }
+    fn parse(s: &str) -> Option<StreamFormat> {
+        (s == "entry").then_some(StreamFormat::Entry)
+    }
+}
+
+/// Where a new stream starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StreamStart {
+    /// With the stream's own `stream_added` entry: nothing older is sent.
+    #[default]
+    Now,
+    /// With the oldest entry the database still holds (older ones are in the archive).
+    Beginning,
+}
+
+/// What an admin adds.
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    /// Where to POST the batches, `http://` or `https://`.
+    pub url: String,
+    #[serde(default)]
+    pub kind: StreamKind,
+    #[serde(default)]
+    pub format: StreamFormat,
+    #[serde(default)]
+    pub start: StreamStart,
+    /// The most entries in one batch; 500 unless given. A receiver that answers 413 gets
+    /// smaller ones.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 5000))]
+    pub max_entries: Option<i64>,
+}
+
+/// How a stream is doing.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StreamHealth {
+    /// `caught_up`, `streaming` (sending its backlog) or `failing` (waiting to try again).
+    pub state: String,
+    /// The cursor: the newest entry the receiver acknowledged.
+    pub acked_seq: i64,
+    /// When the receiver last acknowledged a batch.
+    pub acked_at: Option<DateTime<Utc>>,
+    /// Entries sent and acknowledged since the stream was added.
+    pub sent: i64,
+    /// Entries after the cursor (counted up to 1,000,000).
+    pub lag_entries: i64,
+    /// How long the oldest entry after the cursor has waited; 0 when caught up.
+    pub lag_seconds: i64,
+    /// The entries the next batch holds at most (smaller than `max_entries` after a 413).
+    pub batch_entries: i64,
+    /// Failed attempts at the batch after the cursor, in a row.
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    /// When a failing stream tries again.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// A tenant's stream. Its secret's value is never shown again.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Stream {
+    pub id: String,
+    pub kind: StreamKind,
+    pub format: StreamFormat,
+    pub url: String,
+    pub max_entries: i64,
+    /// The vault secret its signing key is kept under.
+    pub secret_name: String,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub health: StreamHealth,
+}
+
+/// A new stream and its signing secret, shown this once.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CreatedStream {
+    pub stream: Stream,
+    /// `whsec_…`: verify the batches' signatures with it. It is not shown again: a replay of
+    /// the same Idempotency-Key answers null here and `secret_withheld: true`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub secret: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_withheld: Option<bool>,
+}
+
+/// A stream row, as the worker and the listings read it.
+#[derive(Clone, Debug)]
+pub struct StreamRow {
+    pub id: String,
+    pub tenant: TenantId,
+    pub kind: StreamKind,
+    pub format: StreamFormat,
+    pub url: String,
+    pub secret_name: String,
+    pub max_entries: i64,
+    pub batch_entries: i64,
+    pub acked_seq: i64,
+    pub acked_at: Option<DateTime<Utc>>,
+    pub sent: i64,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    pub due_at: DateTime<Utc>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, tenant_id, kind, format, url, secret_name, max_entries, batch_entries, acked_seq, \
+     acked_at, sent, attempts, last_error, last_error_at, due_at, created_by, created_at";
+
+/// A row of [`COLUMNS`].
+impl FromRow for StreamRow {
+    fn from_row(r: &Row) -> ::store::Result<StreamRow> {
+        Ok(StreamRow {
+            id: r.get(0)?,
+            tenant: TenantId::from_db(r.get::<String>(1)?),
+            kind: stored::named("stream's kind", &r.get::<String>(2)?, StreamKind::parse)?,
+            format: stored::named("stream's format", &r.get::<String>(3)?, StreamFormat::parse)?,
+            url: r.get(4)?,
+            secret_name: r.get(5)?,
+            max_entries: r.get(6)?,
+            batch_entries: r.get(7)?,
+            acked_seq: r.get(8)?,
+            acked_at: r.get(9)?,
+            sent: r.get(10)?,
+            attempts: r.get(11)?,
+            last_error: r.get(12)?,
+            last_error_at: r.get(13)?,
+            due_at: r.get(14)?,
+            created_by: r.get(15)?,
+            created_at: r.get(16)?,
+        })
+    }
+}
+
+/// Checks what an admin adds; the URL as it will be called.
+pub(crate) fn check(spec: &StreamSpec) -> Result<url::Url> {
+    let url = crate::delivery::runtime::registry::check_url(&spec.url).map_err(|_| {
+        Error::invalid(
+            "invalid_stream_url",
+            "the stream's URL must be http:// or https:// with a host, without credentials, a query or a fragment",
+        )
+    })?;
+    if let Some(n) = spec.max_entries
+        && !(1..=MAX_BATCH).contains(&n)
+    {
+        return Err(Error::invalid(
+            "invalid_batch",
+            format!("max_entries is from 1 to {MAX_BATCH} entries a batch; {n} is not"),
+        ));
+    }
+    Ok(url)
+}
+
+/// Takes the tenant's turn to add a stream (so the cap holds under concurrent adds) and
+/// refuses a tenant that has [`MAX_STREAMS`] already.
+pub(crate) fn make_room(c: &dyn Tx, tenant: &TenantId) -> Result<()> {
+    crate::sql::lock_key(c, &["log streams", tenant.as_str()])?;
+    let row = c.row("SELECT COUNT(*) FROM log_streams WHERE tenant_id = ?", &[tenant])?;
+    let (n,): (i64,) = FromRow::from_row(&row.expect("a count"))?;
+    if n >= MAX_STREAMS as i64 {
+        return Err(Error::Conflict {
+            code: "too_many_streams",
+            message: format!("a tenant has at most {MAX_STREAMS} log streams; remove one first"),
+        });
+    }
+    Ok(())
+}
+
+/// Adds a stream whose cursor is where `spec.start` says, and records it (that entry is the
+/// first a stream started `now` sends).
+pub(crate) fn insert(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    id: &str,
+    spec: &StreamSpec,
+    secret_name: &str,
+    actor: &str,
+    via: Transport,
+) -> Result<()> {
+    let cursor: i64 = match spec.start {
+        StreamStart::Beginning => 0,
+        StreamStart::Now => {
+            let row = c.row("SELECT MAX(seq) FROM activity WHERE tenant_id = ?", &[tenant])?;
+            row.map(|r| r.get::<Option<i64>>(0)).transpose()?.flatten().unwrap_or(0)
+        }
+    };
+    let batch = spec.max_entries.unwrap_or(DEFAULT_BATCH);
+    let now = Utc::now();
+    c.exec(
+        "INSERT INTO log_streams (id, tenant_id, kind, format, url, secret_name, max_entries, batch_entries, \
+         acked_seq, due_at, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        &[
+            &id,
+            tenant,
+            &spec.kind.as_str(),
+            &spec.format.as_str(),
+            &spec.url,
+            &secret_name,
+            &batch,
+            &batch,
+            &cursor,
+            &now,
+            &actor,
+            &now,
+        ],
+    )?;
+    let detail = json!({ "stream_id": id, "url": spec.url, "kind": spec.kind.as_str(),
+        "format": spec.format.as_str(), "after_seq": cursor });
+    activity::append(
+        c,
+        NewEntry::new(tenant, actor, Kind::Connector).via(via).verdict(Verdict::StreamAdded).detail(detail),
+    )?;
+    Ok(())
+}
+
+/// Removes a stream and its signing secret (unless something else uses it now), and records
+/// it; `not_found` for an unknown one. Retention no longer waits for it.
+pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transport) -> Result<()> {
+    activity::lock_tenant(c, t)?;
+    let secret: Option<String> = c
+        .row("SELECT secret_name FROM log_streams WHERE tenant_id = ? AND id = ?", &[t, &i])?
+        .map(|r| r.get(0))
+        .transpose()?;
+    let Some(secret) = secret else { return Err(Error::NotFound { what: "stream" }) };
+    c.exec("DELETE FROM log_streams WHERE tenant_id = ? AND id = ?", &[t, &i])?;
+    crate::domain::vault::delete_in(c, t, &secret, a, via)?;
+    let entry = NewEntry::new(t, a, Kind::Connector).via(via).verdict(Verdict::StreamRemoved);
+    activity::append(c, entry.detail(json!({ "stream_id": i })))?;
+    Ok(())
+}
+
+/// The tenant's streams, oldest first.
+pub(crate) async fn list(store: &Store, tenant: &TenantId) -> Result<Vec<StreamRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM log_streams WHERE tenant_id = ? ORDER BY created_at, id");
+    Ok(store.all(&sql, &[tenant]).await?)
+}
+
+/// One of the tenant's streams; `not_found` for another tenant's or an unknown one.
+pub(crate) async fn one(store: &Store, tenant: &TenantId, id: &str) -> Result<StreamRow> {
+    let sql = format!("SELECT {COLUMNS} FROM log_streams WHERE tenant_id = ? AND id = ?");
+    let row: Option<StreamRow> = store.opt(&sql, &[tenant, &id]).await?;
+    row.ok_or(Error::NotFound { what: "stream" })
+}
+
+/// The newest entry every one of the tenant's streams has sent; None when it has no stream.
+pub(crate) async fn streamed_through(store: &Store, tenant: &TenantId) -> Result<Option<i64>> {
+    let (n,): (Option<i64>,) =
+        store.one("SELECT MIN(acked_seq) FROM log_streams WHERE tenant_id = ?", &[tenant]).await?;
+    Ok(n)
+}
+
+/// Up to `limit` streams due at `now` with entries after their cursor, soonest due first.
+/// A read: the writer is not asked for anything while every stream is caught up.
+pub(crate) async fn due(store: &Store, now: DateTime<Utc>, limit: usize) -> Result<Vec<String>> {
+    let rows: Vec<(String,)> = store
+        .all(
+            "SELECT s.id FROM log_streams s WHERE s.due_at <= ? AND EXISTS \
+             (SELECT 1 FROM activity a WHERE a.tenant_id = s.tenant_id AND a.seq > s.acked_seq) \
+             ORDER BY s.due_at LIMIT ?",
+            &[&now, &(limit as i64)],
+        )
+        .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Leases the stream `id` to `owner` until `until` if it is still due at `now`; the row.
+pub(crate) fn lease(
+    c: &dyn Tx,
+    id: &str,
+    owner: &str,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Option<StreamRow>> {
+    let n = c.exec(
+        "UPDATE log_streams SET due_at = ?, lease_owner = ? WHERE id = ? AND due_at <= ?",
+        &[&until, &owner, &id, &now],
+    )?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM log_streams WHERE id = ?");
+    Ok(c.row(&sql, &[&id])?.map(|r| StreamRow::from_row(&r)).transpose()?)
+}
+
+/// Moves the cursor of a stream `owner` holds from `from` to `to` (`n` entries acknowledged
+/// at `now`) and extends its lease to `until`; false when the lease was lost (nothing moves).
+pub(crate) fn acked(
+    c: &dyn Tx,
+    s: &StreamRow,
+    owner: &str,
+    to: i64,
+    n: i64,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<bool> {
+    let moved = c.exec(
+        "UPDATE log_streams SET acked_seq = ?, acked_at = ?, sent = sent + ?, attempts = 0, due_at = ?, batch_entries = ? \
+         WHERE id = ? AND lease_owner = ? AND acked_seq = ?",
+        &[&to, &now, &n, &until, &s.batch_entries, &s.id, &owner, &s.acked_seq],
+    )?;
+    Ok(moved == 1)
+}
+
+/// Ends `owner`'s lease on a stream: due again at `due` with `error` recorded after a failed
+/// attempt (its `attempts` counted), or at once when `error` is None (caught up, or its turn
+/// is over). False when the lease was lost.
+pub(crate) fn release(
+    c: &dyn Tx,
+    s: &StreamRow,
+    owner: &str,
+    due: DateTime<Utc>,
+    error: Option<&str>,
+) -> Result<bool> {
+    let n = match error {
+        None => c.exec(
+            "UPDATE log_streams SET due_at = ?, lease_owner = NULL, batch_entries = ? WHERE id = ? AND lease_owner = ?",
+            &[&due, &s.batch_entries, &s.id, &owner],
+        )?,
+        Some(e) => c.exec(
+            "UPDATE log_streams SET due_at = ?, lease_owner = NULL, batch_entries = ?, attempts = attempts + 1, \
+             last_error = ?, last_error_at = ? WHERE id = ? AND lease_owner = ?",
+            &[&due, &s.batch_entries, &e, &Utc::now(), &s.id, &owner],
+        )?,
+    };
+    Ok(n == 1)
+}
+
+/// Up to `limit` of the tenant's entries after `after`, in order.
+pub(crate) async fn page(store: &Store, tenant: &TenantId, after: i64, limit: i64) -> Result<Vec<Entry>> {
+    let sql = activity::select_columns("tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+    let rows = store.rows(&sql, &[tenant, &after, &limit]).await?;
+    activity::entries(&rows)
+}
+
+/// The stream's health at `now`: its backlog counted (up to [`LAG_COUNTED`]) and the wait of
+/// its oldest unsent entry.
+pub(crate) async fn health(store: &Store, s: &StreamRow, now: DateTime<Utc>) -> Result<StreamHealth> {
+    let (lag,): (i64,) = store
+        .one(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM activity WHERE tenant_id = ? AND seq > ? LIMIT ?) b",
+            &[&s.tenant, &s.acked_seq, &LAG_COUNTED],
+        )
+        .await?;
+    let oldest: Option<(DateTime<Utc>,)> = store
+        .opt(
+            "SELECT at FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT 1",
+            &[&s.tenant, &s.acked_seq],
+        )
+        .await?;
+    let lag_seconds = oldest.map_or(0, |(at,)| (now - at).num_seconds().max(0));
+    let failing = s.attempts > 0;
+    let state = match (failing, lag) {
+        (true, _) => "failing",
+        (false, 0) => "caught_up",
+        _ => "streaming",
+    };
+    Ok(StreamHealth {
+        state: state.to_string(),
+        acked_seq: s.acked_seq,
+        acked_at: s.acked_at,
+        sent: s.sent,
+        lag_entries: lag,
+        lag_seconds,
+        batch_entries: s.batch_entries,
+        attempts: s.attempts,
+        last_error: s.last_error.clone(),
+        last_error_at: s.last_error_at,
+        next_attempt_at: failing.then_some(s.due_at),
+    })
+}

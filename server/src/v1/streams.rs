@@ -1,0 +1,71 @@
+//! The tenant's log streams over HTTP (company key): add one (its signing secret is in the
+//! answer, once), list them with their health (cursor, lag, last error), read one, remove
+//! one (docs/streams.md).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use gateway::audit::activity::Transport;
+use gateway::delivery::streams::{CreatedStream, Stream, StreamSpec};
+
+use crate::http::auth::Caller;
+use crate::http::problem::{Path, Problem};
+use crate::state::AppState;
+use crate::v1::reply::{ACTOR, json_body, secret_bearing};
+
+const WHAT: &str = "managing log streams";
+const EXAMPLE: &str =
+    r#"{"url": "https://collector.example.com/naive", "kind": "ndjson", "format": "entry", "start": "now"}"#;
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct StreamList {
+    pub items: Vec<Stream>,
+}
+
+#[utoipa::path(get, path = "/v1/streams", tag = "streams", operation_id = "list_streams",
+    responses((status = 200, description = "The tenant's log streams with their health (never their secrets).", body = StreamList)))]
+pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    Ok(Json(StreamList { items: state.gateway.streams(&tenant).await? }).into_response())
+}
+
+#[utoipa::path(post, path = "/v1/streams", tag = "streams", operation_id = "create_stream",
+    request_body = StreamSpec,
+    responses((status = 201, description = "Added. `secret` verifies its batches' signatures and is not shown again.", body = CreatedStream),
+        (status = 400, description = "A URL that is not http(s), an internal address, or a batch size out of bounds.", body = Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    body: axum::body::Bytes,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    let spec: StreamSpec = json_body(&body, EXAMPLE)?;
+    let created = state.gateway.create_stream(&tenant, spec, ACTOR, Transport::Http).await?;
+    Ok(secret_bearing((StatusCode::CREATED, Json(created)).into_response()))
+}
+
+#[utoipa::path(get, path = "/v1/streams/{id}", tag = "streams", operation_id = "get_stream",
+    params(("id" = String, Path, description = "The stream's id.")),
+    responses((status = 200, description = "The stream and its health: its cursor, its lag in entries and seconds, its last error.", body = Stream)))]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    Ok(Json(state.gateway.stream(&tenant, &id).await?).into_response())
+}
+
+#[utoipa::path(delete, path = "/v1/streams/{id}", tag = "streams", operation_id = "delete_stream",
+    params(("id" = String, Path, description = "The stream's id.")),
+    responses((status = 204, description = "Removed with its secret; retention no longer waits for it.")))]
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let tenant = caller.company(WHAT)?;
+    state.gateway.delete_stream(&tenant, &id, ACTOR, Transport::Http).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

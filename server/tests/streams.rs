@@ -1,0 +1,264 @@
+//! Log streams (issue #54), black box: the real server binary streams a tenant's activity log
+//! to the reference receiver (`server webhook-receiver`, its own process) as signed
+//! newline-delimited JSON, in order, on the engine under test; a receiver that is down holds
+//! the stream's cursor (its lag shows) and the stream catches up once it is back; retention
+//! deletes nothing a stream has not sent.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::process::{
+    Fresh, Receiver, call, charge, default_agent, start_fresh, start_receiver, start_receiver_on,
+};
+use common::{COMPANY_KEY, OPERATOR_KEY};
+use serde_json::{Value, json};
+
+/// A server with the test's clock file and archive directory (archived every second).
+struct Setup {
+    fresh: Fresh,
+    base: String,
+    clock: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, "").unwrap();
+    let archive = dir.path().join("archive").to_string_lossy().to_string();
+    let c = clock.to_string_lossy().to_string();
+    let envs = [
+        ("NAIVE_TEST_CLOCK_FILE", c.as_str()),
+        ("NAIVE_OPERATOR_KEY", OPERATOR_KEY),
+        ("NAIVE_ARCHIVE_URL", archive.as_str()),
+        ("NAIVE_ARCHIVE_EVERY_SECS", "1"),
+    ];
+    let fresh = start_fresh(&envs).await;
+    let base = fresh.server.base.clone();
+    Setup { fresh, base, clock, _dir: dir }
+}
+
+/// Adds a stream to `receiver` (which learns its secret); its id and secret.
+async fn add_stream(base: &str, receiver: &Receiver, more: Value) -> (String, String) {
+    let mut body = json!({"url": format!("{}/naive", receiver.base)});
+    body.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+    let (status, created) = call(base, "POST", "/v1/streams", COMPANY_KEY, Some(body), None).await;
+    assert_eq!(status, 201, "{created}");
+    let secret = created["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_"), "{created}");
+    receiver.set_secret(secret).await;
+    (created["stream"]["id"].as_str().unwrap().to_string(), secret.to_string())
+}
+
+async fn stream(base: &str, id: &str) -> Value {
+    let (status, s) = call(base, "GET", &format!("/v1/streams/{id}"), COMPANY_KEY, None, None).await;
+    assert_eq!(status, 200, "{s}");
+    s
+}
+
+/// Polls the stream until `done` holds of it; the stream.
+async fn stream_until(base: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        last = stream(base, id).await;
+        if done(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the stream never got there: {last}");
+}
+
+/// The tenant's whole log (operator key), oldest first.
+async fn log_of(base: &str, tenant: &str) -> Vec<Value> {
+    let path = format!("/v1/logs?tenant={tenant}&limit=500");
+    let (status, page) = call(base, "GET", &path, OPERATOR_KEY, None, None).await;
+    assert_eq!(status, 200, "{page}");
+    let mut items = page["items"].as_array().unwrap().clone();
+    items.sort_by_key(|e| e["seq"].as_i64());
+    items
+}
+
+/// Every entry the receivers acknowledged, in the order they arrived, each batch's signature
+/// verified and each batch at most `max` entries.
+async fn streamed(receivers: &[&Receiver], max: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    for r in receivers {
+        for req in r.received().await.iter().filter(|q| q["answered"] == 200) {
+            assert_eq!(req["verified"], true, "a batch's signature did not verify: {req}");
+            let body = req["body"].as_str().unwrap();
+            assert!(body.ends_with('\n'), "each line ends in a newline: {body:?}");
+            let batch: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert!(!batch.is_empty() && batch.len() <= max, "a batch of {}", batch.len());
+            let (first, last) = (&batch[0]["seq"], &batch[batch.len() - 1]["seq"]);
+            assert!(req["webhook_id"].as_str().unwrap().ends_with(&format!(".{first}-{last}")), "{req}");
+            out.extend(batch);
+        }
+    }
+    out
+}
+
+/// What arrived is the tenant's log in order, each entry once (a batch sent again after a
+/// lost acknowledgment repeats whole, and is dropped here as a receiver drops it), each
+/// linking to the one before: a receiver can verify the chain.
+fn assert_is_the_log(got: &[Value], log: &[Value]) {
+    let mut seqs: Vec<i64> = got.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] <= w[1]), "out of order: {seqs:?}");
+    seqs.dedup();
+    let want: Vec<i64> = log.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, want, "the stream is not the log");
+    for (e, w) in got.iter().zip(got.iter().skip(1)) {
+        if e["seq"] != w["seq"] {
+            assert_eq!(w["prev_hash"], e["hash"], "the chain breaks between {} and {}", e["seq"], w["seq"]);
+        }
+    }
+    for (e, l) in got.iter().zip(log) {
+        assert_eq!(e["hash"], l["hash"]);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_sends_the_log_in_order_signed_and_catches_up_after_its_receiver_was_down() {
+    let Setup { fresh: _fresh, base, clock, _dir } = setup().await;
+    let receiver = start_receiver(&[]);
+    let url = format!("{}/naive", receiver.base);
+    let bad = [
+        (json!({"url": "ftp://collector.example/x"}), "invalid_stream_url"),
+        (json!({"url": url, "max_entries": 0}), "invalid_batch"),
+        (json!({"url": url, "max_entries": 5001}), "invalid_batch"),
+    ];
+    for (body, code) in bad {
+        let (status, b) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(body), None).await;
+        assert_eq!((status, b["code"].as_str()), (400, Some(code)), "{b}");
+    }
+    let (status, b) =
+        call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(json!({"url": url, "kind": "syslog"})), None)
+            .await;
+    assert_eq!(status, 400, "an unknown kind: {b}");
+
+    // From the beginning, four entries a batch: the whole log so far arrives, then each
+    // charge's entries as they are appended.
+    let (id, secret) = add_stream(&base, &receiver, json!({"start": "beginning", "max_entries": 4})).await;
+    let buyer = default_agent(&base, "streamed").await;
+    for i in 0..3 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    let s = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let got = streamed(&[&receiver], 4).await;
+    let tenant = got[0]["tenant_id"].as_str().unwrap().to_string();
+    let log = log_of(&base, &tenant).await;
+    assert_is_the_log(&got, &log);
+    assert_eq!(s["health"]["acked_seq"], log.last().unwrap()["seq"], "{s}");
+    assert!(got.iter().any(|e| e["verdict"] == "stream_added"), "the stream's own entry is in it");
+    assert!(
+        !serde_json::to_string(&stream(&base, &id).await).unwrap().contains("whsec_"),
+        "the secret shows once"
+    );
+
+    // The receiver is down for two hours: nothing is lost, the lag shows, and the stream
+    // waits; back on the same address, it gets the rest in order.
+    let listen = receiver.base.trim_start_matches("http://").to_string();
+    drop(receiver);
+    for i in 3..6 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339()).unwrap();
+    let down = stream_until(&base, &id, |s| {
+        s["health"]["state"] == "failing" && s["health"]["lag_entries"].as_i64() >= Some(3)
+    })
+    .await;
+    let h = &down["health"];
+    assert!(h["lag_seconds"].as_i64() >= Some(7_000), "{down}");
+    assert_eq!(h["last_error"], "stream_unreachable", "{down}");
+    assert_eq!(h["acked_seq"], s["health"]["acked_seq"], "the cursor stays: {down}");
+
+    let back = start_receiver_on(&listen, &[]);
+    back.set_secret(&secret).await;
+    let s = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    assert_eq!(
+        (s["health"]["lag_entries"].as_i64(), s["health"]["attempts"].as_i64()),
+        (Some(0), Some(0)),
+        "{s}"
+    );
+    let log = log_of(&base, &tenant).await;
+    let mut all = got.clone();
+    all.extend(streamed(&[&back], 4).await);
+    assert_is_the_log(&all, &log);
+
+    // Removed, it is gone with its secret, and that is logged.
+    let (status, _) = call(&base, "DELETE", &format!("/v1/streams/{id}"), COMPANY_KEY, None, None).await;
+    assert_eq!(status, 204);
+    let (status, b) = call(&base, "GET", &format!("/v1/streams/{id}"), COMPANY_KEY, None, None).await;
+    assert_eq!((status, b["code"].as_str()), (404, Some("not_found")), "{b}");
+    let (_, secrets) = call(&base, "GET", "/v1/vault/secrets", COMPANY_KEY, None, None).await;
+    assert!(!secrets.to_string().contains(&format!("stream-{id}")), "{secrets}");
+    let log = log_of(&base, &tenant).await;
+    let removed = log.iter().find(|e| e["verdict"] == "stream_removed").expect("the removal is logged");
+    assert_eq!(removed["detail"]["stream_id"], id.as_str(), "{removed}");
+}
+
+/// Retention deletes archived entries only as far as every stream has sent them: with the
+/// receiver down, the archive runs ahead and deletion stops at the stream's cursor; once the
+/// stream has caught up, deletion goes on.
+#[tokio::test]
+async fn retention_deletes_nothing_a_stream_has_not_sent() {
+    let Setup { fresh: _fresh, base, clock, _dir } = setup().await;
+    let receiver = start_receiver(&[]);
+    let (id, secret) = add_stream(&base, &receiver, json!({"start": "beginning"})).await;
+    let buyer = default_agent(&base, "retained").await;
+    for i in 0..3 {
+        assert_eq!(charge(&base, &buyer, &format!("sent {i}")).await.0, 200);
+    }
+    let sent = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let cursor = sent["health"]["acked_seq"].as_i64().unwrap();
+    let listen = receiver.base.trim_start_matches("http://").to_string();
+    drop(receiver);
+    for i in 0..3 {
+        assert_eq!(charge(&base, &buyer, &format!("unsent {i}")).await.0, 200);
+    }
+    let (status, b) =
+        call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(json!({"log_days": 1})), None).await;
+    assert_eq!(status, 200, "{b}");
+
+    // Three days on, the day is archived, and deleted only up to the stream's cursor.
+    std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339()).unwrap();
+    let held = archive_until(&base, |a| a["deleted_through"].as_i64() >= Some(cursor)).await;
+    assert_eq!(held["streamed_through"].as_i64(), Some(cursor), "{held}");
+    assert!(held["archived_to"].as_i64() > Some(cursor), "the archive ran ahead: {held}");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let (_, still) = call(&base, "GET", "/v1/tenant/archive", COMPANY_KEY, None, None).await;
+    assert_eq!(
+        still["deleted_through"].as_i64(),
+        Some(cursor),
+        "deleted what the stream has not sent: {still}"
+    );
+
+    // Back, the stream sends the rest, and deletion follows it.
+    let back = start_receiver_on(&listen, &[]);
+    back.set_secret(&secret).await;
+    let s = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let unsent = streamed(&[&back], 500).await;
+    let charges = unsent.iter().filter(|e| e["kind"] == "action").count();
+    assert!(charges >= 3, "the three charges made while it was down: {unsent:?}");
+    assert!(unsent.iter().all(|e| e["seq"].as_i64() > Some(cursor)), "only what it had not sent");
+    let through = s["health"]["acked_seq"].as_i64();
+    let freed = archive_until(&base, |a| a["deleted_through"].as_i64() > Some(cursor)).await;
+    assert!(freed["deleted_through"].as_i64() <= through, "{freed}");
+}
+
+/// Polls `GET /v1/tenant/archive` until `done` holds of it; the status.
+async fn archive_until(base: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        let (status, a) = call(base, "GET", "/v1/tenant/archive", COMPANY_KEY, None, None).await;
+        assert_eq!(status, 200, "{a}");
+        if done(&a) {
+            return a;
+        }
+        last = a;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the archive never got there: {last}");
+}
