@@ -132,6 +132,9 @@ pub enum Command {
         /// Answer each delivery this many milliseconds late (a slow receiver).
         #[arg(long, default_value_t = 0)]
         latency_ms: u64,
+        /// Answer 413 to a body longer than this many bytes (a collector's size limit).
+        #[arg(long)]
+        max_body: Option<usize>,
         /// Exit when standard input closes (see `upstream`).
         #[arg(long)]
         exit_with_stdin: bool,

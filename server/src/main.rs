@@ -49,8 +49,21 @@ async fn run(cli: Cli) -> ExitCode {
             let serving = server::reference::slack::serve(listen, rate_limit_first, signing_secret, page);
             reference(exit_with_stdin, serving).await
         }
-        Command::WebhookReceiver { listen, secret, fail_first, always_fail, latency_ms, exit_with_stdin } => {
-            let how = server::reference::webhook_receiver::Behaviour { fail_first, always_fail, latency_ms };
+        Command::WebhookReceiver {
+            listen,
+            secret,
+            fail_first,
+            always_fail,
+            latency_ms,
+            max_body,
+            exit_with_stdin,
+        } => {
+            let how = server::reference::webhook_receiver::Behaviour {
+                fail_first,
+                always_fail,
+                latency_ms,
+                max_body,
+            };
             reference(exit_with_stdin, server::reference::webhook_receiver::serve(listen, secret, how)).await
         }
         Command::Vault(VaultCommand::RotateMaster { new_key }) => {

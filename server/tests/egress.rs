@@ -1,6 +1,6 @@
 //! Egress, black-box (#30 finding 1): the real server on a fresh database, as a hostile tenant
 //! admin would try it. Every URL a tenant configures (a connector, a connected app, the team
-//! runtime, a webhook endpoint) is refused when it points into the operator's network, in
+//! runtime, a webhook endpoint, a log stream) is refused when it points into the operator's network, in
 //! every spelling, unless the operator allowed it (`--egress-allow`); a name that resolves
 //! there is refused when it is saved, and again when it is called; and a test probe shows a
 //! short excerpt only. Every target is on loopback: nothing here reaches another address.
@@ -43,7 +43,7 @@ fn inside(port: u16) -> Vec<String> {
     .collect()
 }
 
-/// The four kinds of target, each set to `url`: the status and the body of each answer.
+/// The five kinds of target, each set to `url`: the status and the body of each answer.
 async fn configure_all(app: &TestApp, url: &str) -> Vec<(&'static str, u16, Value)> {
     let connector = json!({"kind": "http", "url": url});
     let (a, ab) = company(app, "PUT", "/v1/connectors/web.read", Some(connector)).await;
@@ -52,7 +52,14 @@ async fn configure_all(app: &TestApp, url: &str) -> Vec<(&'static str, u16, Valu
     let (c, cb) = company(app, "PUT", "/v1/runtime", Some(runtime)).await;
     let hook = json!({"url": url, "events": ["approval.parked"]});
     let (d, db) = company(app, "POST", "/v1/webhooks", Some(hook)).await;
-    vec![("connector", a, ab), ("connected app", b, bb), ("runtime", c, cb), ("webhook", d, db)]
+    let (e, eb) = company(app, "POST", "/v1/streams", Some(json!({"url": url}))).await;
+    vec![
+        ("connector", a, ab),
+        ("connected app", b, bb),
+        ("runtime", c, cb),
+        ("webhook", d, db),
+        ("log stream", e, eb),
+    ]
 }
 
 #[tokio::test]
@@ -75,6 +82,8 @@ async fn every_internal_spelling_is_refused_for_every_kind_of_target() {
     assert_eq!(connectors["items"], json!([]), "{connectors}");
     let (_, hooks) = company(&app, "GET", "/v1/webhooks", None).await;
     assert_eq!(hooks["items"], json!([]), "{hooks}");
+    let (_, streams) = company(&app, "GET", "/v1/streams", None).await;
+    assert_eq!(streams["items"], json!([]), "{streams}");
     let (s, _) = company(&app, "GET", "/v1/runtime", None).await;
     assert_eq!(s, 404, "no runtime registered");
 }

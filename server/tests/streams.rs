@@ -262,3 +262,23 @@ async fn archive_until(base: &str, done: impl Fn(&Value) -> bool) -> Value {
     }
     panic!("the archive never got there: {last}");
 }
+
+/// A receiver that refuses large bodies (413) gets smaller batches, and still every entry in
+/// order; the stream remembers the smaller size.
+#[tokio::test]
+async fn a_receiver_answering_413_gets_smaller_batches() {
+    let Setup { fresh: _fresh, base, clock: _, _dir } = setup().await;
+    let receiver = start_receiver(&["--max-body", "8000"]);
+    let buyer = default_agent(&base, "sized").await;
+    for i in 0..12 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    let (id, _) = add_stream(&base, &receiver, json!({"start": "beginning", "max_entries": 64})).await;
+    let s = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let requests = receiver.received().await;
+    assert!(requests.iter().any(|r| r["answered"] == 413), "no batch was too large: {requests:?}");
+    assert!(s["health"]["batch_entries"].as_i64() < Some(64), "{s}");
+    let got = streamed(&[&receiver], 64).await;
+    let tenant = got[0]["tenant_id"].as_str().unwrap().to_string();
+    assert_is_the_log(&got, &log_of(&base, &tenant).await);
+}

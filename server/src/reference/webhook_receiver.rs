@@ -3,8 +3,9 @@
 //! Webhooks signature when it knows the secret, and keeps every request it got, answered or
 //! not, for `GET /received`, with when each arrived. Tests run it as its own process;
 //! `--fail-first N` makes it answer 500 to the first N deliveries of each message,
-//! `--always-fail` to all of them, and `--latency-ms N` answers each one N ms late (a slow
-//! receiver).
+//! `--always-fail` to all of them, `--latency-ms N` answers each one N ms late (a slow
+//! receiver), and `--max-body N` answers 413 to a body longer than N bytes (a collector's
+//! size limit).
 //!
 //! Verifying a delivery (what any receiver does): take the secret's base64 part after
 //! `whsec_` as the key, compute `base64(HMAC-SHA256(key, "<webhook-id>.<webhook-timestamp>.<body>"))`
@@ -37,6 +38,7 @@ struct Receiver {
     fail_first: u32,
     always_fail: bool,
     latency: std::time::Duration,
+    max_body: Option<usize>,
 }
 
 /// How the receiver answers.
@@ -48,6 +50,8 @@ pub struct Behaviour {
     pub always_fail: bool,
     /// Answer each delivery this many milliseconds after it arrived.
     pub latency_ms: u64,
+    /// Answer 413 to a body longer than this.
+    pub max_body: Option<usize>,
 }
 
 /// Serves on `listen` until the process ends.
@@ -58,6 +62,7 @@ pub async fn serve(listen: SocketAddr, secret: Option<String>, how: Behaviour) -
         fail_first: how.fail_first,
         always_fail: how.always_fail,
         latency: std::time::Duration::from_millis(how.latency_ms),
+        max_body: how.max_body,
     };
     let app = axum::Router::new()
         .route("/received", get(received))
@@ -95,7 +100,12 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: axum::body
         *n += 1;
         *n
     };
-    let status = if r.always_fail || n <= r.fail_first { 500 } else { 200 };
+    let too_large = r.max_body.is_some_and(|m| body.len() > m);
+    let status = match () {
+        _ if too_large => 413,
+        _ if r.always_fail || n <= r.fail_first => 500,
+        _ => 200,
+    };
     let verified = seen.secret.as_deref().map(|s| verified(s, &headers, &body));
     let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
     seen.requests.push(json!({
@@ -108,6 +118,9 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: axum::body
         "arrived_at": arrived.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         "answered_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
     }));
+    if status == 413 {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than --max-body").into_response();
+    }
     if status == 500 {
         return (StatusCode::INTERNAL_SERVER_ERROR, "the receiver is failing on purpose").into_response();
     }
