@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::process::{call, charge, default_agent, start_fresh};
+use common::process::{call, charge, default_agent, metric, start_fresh};
 use common::{COMPANY_KEY, OPERATOR_KEY};
 use serde_json::{Value, json};
 
@@ -134,18 +134,6 @@ impl Drop for Store {
             let _ = s3.child.wait();
         }
     }
-}
-
-/// The value of the `/metrics` series `series` (its whole name with labels).
-async fn metric(base: &str, series: &str) -> f64 {
-    let res =
-        server::http_client().get(format!("{base}/metrics")).bearer_auth(OPERATOR_KEY).send().await.unwrap();
-    let text = res.text().await.unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(&format!("{series} ")))
-        .unwrap_or_else(|| panic!("{series}: {text}"));
-    line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
 /// Every file under `dir` whose name ends with `suffix`, sorted.

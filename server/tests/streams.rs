@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::process::{
-    Fresh, Receiver, call, charge, default_agent, start_fresh, start_receiver, start_receiver_on,
+    Fresh, Receiver, call, charge, default_agent, metric, start_fresh, start_receiver, start_receiver_on,
 };
 use common::{COMPANY_KEY, OPERATOR_KEY};
 use serde_json::{Value, json};
@@ -173,6 +173,10 @@ async fn a_stream_sends_the_log_in_order_signed_and_catches_up_after_its_receive
     assert!(h["lag_seconds"].as_i64() >= Some(7_000), "{down}");
     assert_eq!(h["last_error"], "stream_unreachable", "{down}");
     assert_eq!(h["acked_seq"], s["health"]["acked_seq"], "the cursor stays: {down}");
+    assert!(metric(&base, "naive_stream_lag_seconds").await >= 7_000.0, "the lag is on /metrics");
+    assert!(metric(&base, "naive_stream_lag_entries").await >= 3.0);
+    assert_eq!(metric(&base, "naive_streams_failing").await, 1.0);
+    assert!(metric(&base, "naive_stream_batches_total{kind=\"failed\"}").await >= 1.0);
 
     let back = start_receiver_on(&listen, &[]);
     back.set_secret(&secret).await;
@@ -186,6 +190,8 @@ async fn a_stream_sends_the_log_in_order_signed_and_catches_up_after_its_receive
     let mut all = got.clone();
     all.extend(streamed(&[&back], 4).await);
     assert_is_the_log(&all, &log);
+    assert!(metric(&base, "naive_stream_entries_sent_total").await >= log.len() as f64);
+    assert_eq!(metric(&base, "naive_stream_lag_seconds").await, 0.0, "caught up");
 
     // Removed, it is gone with its secret, and that is logged.
     let (status, _) = call(&base, "DELETE", &format!("/v1/streams/{id}"), COMPANY_KEY, None, None).await;

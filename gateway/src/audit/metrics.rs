@@ -107,6 +107,11 @@ pub struct Families {
     pub archive_ranges: Family<One, Counter>,
     pub log_entries_deleted: Counter,
     pub archive_oldest_unarchived_seconds: Gauge,
+    pub stream_entries_sent: Counter,
+    pub stream_batches: Family<One, Counter>,
+    pub stream_lag_entries: Gauge,
+    pub stream_lag_seconds: Gauge,
+    pub streams_failing: Gauge,
 }
 
 /// A gauge set from what its reader answers at each scrape (`None` keeps the last value).
@@ -272,6 +277,11 @@ fn register(r: &mut Registry) -> Families {
         archive_ranges: Family::default(),
         log_entries_deleted: Counter::default(),
         archive_oldest_unarchived_seconds: Gauge::default(),
+        stream_entries_sent: Counter::default(),
+        stream_batches: Family::default(),
+        stream_lag_entries: Gauge::default(),
+        stream_lag_seconds: Gauge::default(),
+        streams_failing: Gauge::default(),
     };
     register_events(r, &f);
     register_state(r, &f);
@@ -293,6 +303,9 @@ fn zeroed(f: &Families) {
     }
     for kind in ["written", "failed"] {
         drop(f.archive_ranges.get_or_create(&One { kind }));
+    }
+    for kind in ["delivered", "too_large", "failed"] {
+        drop(f.stream_batches.get_or_create(&One { kind }));
     }
     for kind in ["http", "mcp", "runtime"] {
         drop(f.connector_seconds.get_or_create(&One { kind }));
@@ -369,6 +382,16 @@ fn register_events(r: &mut Registry, f: &Families) {
         "Archived log entries deleted under a tenant's retention",
         f.log_entries_deleted.clone(),
     );
+    r.register(
+        "stream_entries_sent",
+        "Log entries log streams sent and their receivers acknowledged",
+        f.stream_entries_sent.clone(),
+    );
+    r.register(
+        "stream_batches",
+        "Log stream batches sent (kind: delivered, too_large for a 413, failed)",
+        f.stream_batches.clone(),
+    );
 }
 
 /// What is true now: read when scraped, or held open by a connection.
@@ -403,5 +426,21 @@ fn register_state(r: &mut Registry, f: &Families) {
         "Age of the oldest log entry not yet archived, over every tenant (0 without an archive)",
         Unit::Seconds,
         f.archive_oldest_unarchived_seconds.clone(),
+    );
+    r.register(
+        "stream_lag_entries",
+        "Entries the log stream furthest behind has not sent",
+        f.stream_lag_entries.clone(),
+    );
+    r.register_with_unit(
+        "stream_lag",
+        "How long the oldest entry a log stream has not sent has waited, over every stream",
+        Unit::Seconds,
+        f.stream_lag_seconds.clone(),
+    );
+    r.register(
+        "streams_failing",
+        "Log streams waiting to try a failed batch again",
+        f.streams_failing.clone(),
     );
 }

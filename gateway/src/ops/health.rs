@@ -1,6 +1,6 @@
 //! The health figures an operator and a tenant's admin watch: holds pending, approvals
 //! waiting by age, the outbox's depth and oldest row, budgets near their cap, connector
-//! errors in the last hour. One function reads them, for every tenant (the scrape's gauges,
+//! errors in the last hour, the archive's and the log streams' lag. One function reads them, for every tenant (the scrape's gauges,
 //! [`Gateway::scrape`]) or for one (the console's overview); nothing here writes.
 
 use chrono::{Duration, Utc};
@@ -10,6 +10,7 @@ use crate::audit::gauges;
 pub use crate::audit::gauges::{AGE_BUCKETS, OutboxFigure};
 use crate::audit::metrics::{Age, Channel, PoolState};
 use crate::delivery::outbox::{CHANNELS, label};
+pub use crate::delivery::streams::StreamFigures;
 use crate::error::Result;
 use crate::ids::{ProfileId, TenantId};
 
@@ -35,6 +36,9 @@ pub struct HealthFigures {
     /// archive, or with every entry archived.
     #[serde(default)]
     pub oldest_unarchived_secs: Option<i64>,
+    /// How far behind the log streams are (docs/streams.md).
+    #[serde(default)]
+    pub streams: StreamFigures,
 }
 
 impl Gateway {
@@ -60,6 +64,7 @@ impl Gateway {
                 Some(_) => gauges::secs_since(gauges::oldest_unarchived(&self.store, tenant).await?, now),
                 None => None,
             },
+            streams: crate::delivery::streams::figures(&self.store, tenant, self.now()).await?,
         })
     }
 
@@ -92,6 +97,9 @@ impl Gateway {
         }
         f.approval_oldest_seconds.set(h.oldest_approval_secs.unwrap_or(0));
         f.archive_oldest_unarchived_seconds.set(h.oldest_unarchived_secs.unwrap_or(0));
+        f.stream_lag_entries.set(h.streams.lag_entries);
+        f.stream_lag_seconds.set(h.streams.lag_secs);
+        f.streams_failing.set(h.streams.failing);
         for o in &h.outbox {
             let channel = label(&o.channel);
             f.outbox_depth.get_or_create(&Channel { channel }).set(o.depth);

@@ -180,7 +180,9 @@ impl Gateway {
             let Some(last) = entries.last().map(|e| e.seq) else {
                 return self.stream_released(s, owner).await;
             };
-            match send(&self.egress, s, &secret, &entries).await {
+            let sent = send(&self.egress, s, &secret, &entries).await;
+            self.count_batch(&sent, entries.len());
+            match sent {
                 Sent::Acked => {
                     in_a_row += 1;
                     if in_a_row >= GROW_AFTER && s.batch_entries < s.max_entries {
@@ -199,6 +201,19 @@ impl Gateway {
             if started.elapsed() >= TURN {
                 return self.stream_released(s, owner).await;
             }
+        }
+    }
+
+    fn count_batch(&self, sent: &Sent, n: usize) {
+        let Some(f) = self.metrics.get() else { return };
+        let kind = match sent {
+            Sent::Acked => "delivered",
+            Sent::TooLarge => "too_large",
+            Sent::Failed(_) => "failed",
+        };
+        f.stream_batches.get_or_create(&crate::audit::metrics::One { kind }).inc();
+        if *sent == Sent::Acked {
+            f.stream_entries_sent.inc_by(n as u64);
         }
     }
 

@@ -344,6 +344,22 @@ impl Drop for Receiver {
     }
 }
 
+/// The value of the `/metrics` series `series` (its whole name with labels).
+pub async fn metric(base: &str, series: &str) -> f64 {
+    let res = server::http_client()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(super::OPERATOR_KEY)
+        .send()
+        .await
+        .unwrap();
+    let text = res.text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{series} ")))
+        .unwrap_or_else(|| panic!("{series}: {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
 /// An agent named `name` on the demo's Default kit: (profile, key).
 pub async fn default_agent(base: &str, name: &str) -> (String, String) {
     let body = serde_json::json!({"name": name, "kit": "Default"});

@@ -413,6 +413,43 @@ pub(crate) fn release(
     Ok(n == 1)
 }
 
+/// The worst of the streams of `tenant` (or of every tenant), for `/metrics`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamFigures {
+    /// The most entries any stream is behind.
+    pub lag_entries: i64,
+    /// The longest any stream's oldest unsent entry has waited.
+    pub lag_secs: i64,
+    /// Streams waiting to try a failed batch again.
+    pub failing: i64,
+}
+
+/// The most streams one reading of [`figures`] looks at.
+const FIGURES_SCAN: i64 = 1_000;
+
+/// [`StreamFigures`] at `now`.
+pub(crate) async fn figures(
+    store: &Store,
+    tenant: Option<&TenantId>,
+    now: DateTime<Utc>,
+) -> Result<StreamFigures> {
+    let rows = match tenant {
+        Some(t) => list(store, t).await?,
+        None => {
+            let sql = format!("SELECT {COLUMNS} FROM log_streams ORDER BY id LIMIT ?");
+            store.all(&sql, &[&FIGURES_SCAN]).await?
+        }
+    };
+    let mut f = StreamFigures::default();
+    for s in &rows {
+        let h = health(store, s, now).await?;
+        f.lag_entries = f.lag_entries.max(h.lag_entries);
+        f.lag_secs = f.lag_secs.max(h.lag_seconds);
+        f.failing += i64::from(h.attempts > 0);
+    }
+    Ok(f)
+}
+
 /// Up to `limit` of the tenant's entries after `after`, in order.
 pub(crate) async fn page(store: &Store, tenant: &TenantId, after: i64, limit: i64) -> Result<Vec<Entry>> {
     let sql = activity::select_columns("tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?");
