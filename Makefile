@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 export CHROMIUM_PATH ?= /usr/bin/chromium
 
-.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-archive bench-phone bench-sso bench-slack build-site
+.PHONY: run test setup setup-test fmt lint doc unit wasm wasm-budget api mcp scim e2e bench-mcp bench bench-gateway bench-http bench-sse bench-console bench-wasm bench-outbox bench-bulk bench-replay bench-archive bench-streams bench-phone bench-sso bench-slack build-site
 
 run: setup
 	@echo "Building the console; the URL is printed when it is ready."
@@ -156,6 +156,16 @@ bench-replay:
 bench-archive:
 	cargo build --release -p gateway --bin gateway-load
 	target/release/gateway-load archive --per-day 50000 --days 30 --retention 7
+
+# A log stream's catch-up (issue #54): a million entries to the reference receiver (its own
+# release process), from the cursor to the end of the log.
+bench-streams:
+	cargo build --release -p gateway --bin gateway-load
+	cargo build --release -p server --bin server
+	rx=$$(mktemp -d) \
+	  && (target/release/server webhook-receiver --listen 127.0.0.1:0 > $$rx/log & sleep 1) \
+	  && trap 'pkill -f "server webhook-receiver --listen 127.0.0.1:0"; rm -rf $$rx' EXIT \
+	  && target/release/gateway-load streams --entries 1000000 --receiver "$$(grep -o 'http://[^ ]*' $$rx/log)"
 
 # Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached;
 # SCIM pages of 100 among 10,000 users.

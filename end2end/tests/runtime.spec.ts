@@ -1,7 +1,8 @@
 // The Runtime page: the demo tenant's team runtime (the reference runtime, its own process, as
 // in `make run`) reachable and claimed, an agent's comment delivered through the outbox, an
 // approver's webhook (the reference receiver, started here as its own process) told that a
-// call parked with a link that opens that item in the inbox, and a dead letter retried.
+// call parked with a link that opens that item in the inbox, a log stream to a collector (the
+// same receiver) with its secret shown once and its cursor, and a dead letter retried.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHmac } from "node:crypto";
 import path from "node:path";
@@ -89,6 +90,47 @@ test("an approver's webhook is told a call parked, with a link that opens it in 
     await page.screenshot({ path: "end2end/test-results/screenshots/runtime-webhook-link.png", fullPage: true });
   } finally {
     hook.child.kill();
+  }
+});
+
+test("a log stream sends the activity log to a collector, signed, its secret once and its cursor on the page", async ({ page }) => {
+  const collector = await receiver();
+  try {
+    await page.goto("/runtime");
+    const form = page.getByTestId("create-stream");
+    await form.getByLabel("Collector URL").fill(`${collector.base}/siem`);
+    await form.getByRole("button", { name: "Add stream" }).click();
+    const secret = (await page.getByTestId("stream-secret-once").getByTestId("new-secret").textContent())!.trim();
+    expect(secret).toMatch(/^whsec_/);
+
+    // Its first batch starts with its own entry, one JSON entry per line, signed.
+    let first: any;
+    await expect(async () => {
+      const got = await (await fetch(`${collector.base}/received`)).json();
+      first = got.items.find((r: any) => r.answered === 200);
+      expect(first).toBeTruthy();
+    }).toPass({ timeout: 15_000 });
+    const key64 = Buffer.from(secret.slice("whsec_".length), "base64");
+    const signed = `${first.webhook_id}.${first.webhook_timestamp}.${first.body}`;
+    expect(first.webhook_signature).toBe(`v1,${createHmac("sha256", key64).update(signed).digest("base64")}`);
+    const lines = (first.body as string).trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0].verdict).toBe("stream_added");
+
+    await page.reload();
+    await expect(page.getByTestId("stream-secret-once")).toHaveCount(0);
+    const row = page.getByTestId("streams-table").locator("tr", { hasText: `${collector.base}/siem` });
+    await expect(async () => {
+      await page.reload();
+      await expect(row).toHaveAttribute("data-state", /caught_up|streaming/, { timeout: 1_000 });
+      const cursor = Number(await row.getByTestId("stream-cursor").getAttribute("data-seq", { timeout: 1_000 }));
+      expect(cursor).toBeGreaterThanOrEqual(lines[lines.length - 1].seq);
+    }).toPass({ timeout: 15_000 });
+    await page.screenshot({ path: "end2end/test-results/screenshots/runtime-log-stream.png", fullPage: true });
+    await row.getByTestId("delete-stream").click();
+    await expect(page.getByTestId("form-done")).toContainText("Removed log stream");
+    await expect(page.getByTestId("streams-table").locator("tr", { hasText: `${collector.base}/siem` })).toHaveCount(0);
+  } finally {
+    collector.child.kill();
   }
 });
 

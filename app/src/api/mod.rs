@@ -18,6 +18,7 @@ pub mod session;
 pub mod slack;
 pub mod spend;
 pub mod sso;
+pub mod streams;
 pub mod users;
 
 #[cfg(feature = "ssr")]

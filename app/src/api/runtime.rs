@@ -1,6 +1,7 @@
 //! Server functions behind the Runtime page (admins): the team runtime's registration and
 //! live state, the outbox's runtime commands and webhook messages (dead letters retried from
-//! here), and the webhook endpoints with their test button.
+//! here), the webhook endpoints with their test button, and the log streams
+//! ([`crate::api::streams`]).
 //!
 //! Guarantees: admins only; every change goes through the same gateway function as `/v1`
 //! and is recorded as a console action by the admin who made it; the runtime's shared secret
@@ -88,6 +89,8 @@ pub struct RuntimeData {
     pub slack: Option<crate::api::slack::SlackView>,
     /// Its posts and updates, newest first.
     pub slack_deliveries: Vec<DeliveryRow>,
+    /// The tenant's log streams with their health.
+    pub streams: Vec<crate::api::streams::StreamView>,
 }
 
 #[cfg(feature = "ssr")]
@@ -150,6 +153,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         })
         .collect();
     let (slack, slack_deliveries) = slack_part(&gw, t).await?;
+    let streams = crate::api::streams::streams_part(&gw, t).await?;
     Ok(RuntimeData {
         runtime,
         backlogs,
@@ -160,6 +164,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         new_secret,
         slack,
         slack_deliveries,
+        streams,
     })
 }
 

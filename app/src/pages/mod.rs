@@ -17,4 +17,5 @@ pub mod runtime;
 pub mod slack_link;
 pub mod spend;
 pub mod sso;
+pub mod streams;
 pub mod users;

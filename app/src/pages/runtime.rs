@@ -2,8 +2,9 @@
 //! reachable now or when last seen) and its registration; the outbox of runtime commands
 //! (queued, delivered, rejected, dead letters with a Retry button); the webhook endpoints
 //! that tell approvers and operators what happened, with a "Send test event" button, and
-//! their deliveries; and the Slack app that posts parked calls to the tenant's channels
-//! (docs/slack.md). Every form is a plain post, so the page works without JavaScript.
+//! their deliveries; the log streams to a SIEM ([`crate::pages::streams`]); and the Slack
+//! app that posts parked calls to the tenant's channels (docs/slack.md). Every form is a
+//! plain post, so the page works without JavaScript.
 
 use leptos::prelude::*;
 
@@ -13,6 +14,7 @@ use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 use crate::components::secret::SecretOnce;
+use crate::pages::streams::StreamsSection;
 
 const BUTTON: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
 const PRIMARY: &str =
@@ -41,6 +43,11 @@ pub fn RuntimePage() -> impl IntoView {
 
 #[component]
 fn Runtime(d: RuntimeData) -> impl IntoView {
+    // A secret just issued belongs to a webhook or to a log stream (`lst_…`).
+    let (stream_secret, webhook_secret) = match d.new_secret {
+        Some((id, s)) if id.starts_with("lst_") => (Some((id, s)), None),
+        other => (None, other),
+    };
     view! {
         <h2 class="mb-2 text-base font-semibold">"Team runtime"</h2>
         {match d.runtime.clone() {
@@ -56,7 +63,7 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
         <DeliveryTable rows=d.commands testid="commands-table" what="command" key_label="Task" />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhooks"</h2>
         <p class=NOTE>"Endpoints that are told when something needs a person or happened: signed the Standard Webhooks way (webhook-id, webhook-timestamp, webhook-signature)."</p>
-        {d.new_secret.map(|(id, secret)| view! {
+        {webhook_secret.map(|(id, secret)| view! {
             <section role="status" data-testid="secret-once" class="mb-4 rounded-lg border border-emerald-300 bg-emerald-50 p-3 dark:border-emerald-800 dark:bg-emerald-950">
                 <p class="mb-2 text-sm font-medium">{format!("Signing secret of {id} — copy it now into the receiver. It is shown only this once.")}</p>
                 <SecretOnce token=secret />
@@ -66,6 +73,7 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
         <WebhookForm events=d.events />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhook deliveries"</h2>
         <DeliveryTable rows=d.deliveries testid="deliveries-table" what="message" key_label="Endpoint" />
+        <StreamsSection streams=d.streams new_secret=stream_secret />
         <SlackSection app=d.slack />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Slack deliveries"</h2>
         <DeliveryTable rows=d.slack_deliveries testid="slack-deliveries-table" what="message" key_label="Channel" />

@@ -43,6 +43,9 @@
 //! `gateway-load archive [--per-day 50000] [--days 30] [--retention 7]`: the log's archive and
 //! retention over a simulated month (issue #54); see [`archive_load`].
 //!
+//! `gateway-load streams --receiver URL [--entries 1000000] [--batch 500]`: a log stream's
+//! catch-up (issue #54); see [`streams_load`].
+//!
 //! `gateway-load bench … --otlp URL` (built with `--features load-tracing`) also measures what
 //! metrics and traces cost, with the reference OTLP receiver at URL: see `load/telemetry.rs`.
 
@@ -50,6 +53,8 @@
 mod archive_load;
 #[path = "load/replay.rs"]
 mod replay_load;
+#[path = "load/streams.rs"]
+mod streams_load;
 
 #[cfg(feature = "load-tracing")]
 #[path = "load/telemetry.rs"]
@@ -1062,6 +1067,11 @@ async fn main() {
             let retention: u32 = arg("--retention", "7").parse().expect("--retention is a number");
             archive_load::run(per_day, days, retention).await;
         }
+        Some("streams") => {
+            let entries: u64 = arg("--entries", "1000000").parse().expect("--entries is a number");
+            let batch: i64 = arg("--batch", "500").parse().expect("--batch is a number");
+            streams_load::run(&arg("--receiver", "http://127.0.0.1:8088"), entries, batch).await;
+        }
         Some("seed-console") => {
             let approvals: u64 = arg("--approvals", "100000").parse().expect("--approvals is a number");
             let entries: u64 = arg("--ledger", "1000000").parse().expect("--ledger is a number");
@@ -1070,7 +1080,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | archive [--per-day N] [--days N] [--retention N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | archive [--per-day N] [--days N] [--retention N] | streams --receiver URL [--entries N] [--batch N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

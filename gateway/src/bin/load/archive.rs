@@ -94,7 +94,7 @@ fn midnight(day: NaiveDate) -> DateTime<Utc> {
 
 /// `n` chained charges of `tenant` spread over `day` (UTC), written straight into the log in
 /// one transaction; the seconds it took.
-fn seed_day(path: &str, tenant: &TenantId, day: NaiveDate, n: u64) -> f64 {
+pub(crate) fn seed_day(path: &str, tenant: &TenantId, day: NaiveDate, n: u64) -> f64 {
     let t = Instant::now();
     gateway::store::seeding::sqlite_batch(path, |tx| {
         let head = tx.row(
