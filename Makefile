@@ -101,11 +101,13 @@ bench-gateway:
 	cargo build --release -p server --bin server
 	eval "$$(scripts/pg.sh start)" && up=$$(mktemp -d) \
 	  && (NAIVE_UPSTREAM_SECRET=bench-upstream target/release/server upstream --listen 127.0.0.1:0 --records $$up/up.db > $$up/log & \
-	      target/release/server otlp-receiver --listen 127.0.0.1:0 > $$up/otlp & sleep 1) \
-	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; pkill -f "server otlp-receiver"; rm -rf $$up' EXIT \
+	      target/release/server otlp-receiver --listen 127.0.0.1:0 > $$up/otlp & echo $$! > $$up/otlp-pid; \
+	      target/release/server webhook-receiver --listen 127.0.0.1:0 > $$up/streams & echo $$! > $$up/rx; sleep 1) \
+	  && trap 'scripts/pg.sh stop; pkill -f "records $$up/up.db"; kill $$(cat $$up/otlp-pid) $$(cat $$up/rx); rm -rf $$up' EXIT \
 	  && target/release/gateway-load bench --callers 64 --actions 60000 --engines sqlite \
 	     --upstream "$$(grep -o 'http://[^ ]*' $$up/log)" --upstream-secret bench-upstream \
 	     --otlp "$$(grep -o 'http://[^ ]*' $$up/otlp)" \
+	     --stream-receiver "$$(grep -o 'http://[^ ]*' $$up/streams)" \
 	  && bench/pg-targets.sh 60000
 
 # The outbox: runtime writes queued per second in-process (64 callers, beside web.read), the
@@ -163,8 +165,8 @@ bench-streams:
 	cargo build --release -p gateway --bin gateway-load
 	cargo build --release -p server --bin server
 	rx=$$(mktemp -d) \
-	  && (target/release/server webhook-receiver --listen 127.0.0.1:0 > $$rx/log & sleep 1) \
-	  && trap 'pkill -f "server webhook-receiver --listen 127.0.0.1:0"; rm -rf $$rx' EXIT \
+	  && (target/release/server webhook-receiver --listen 127.0.0.1:0 > $$rx/log & echo $$! > $$rx/pid; sleep 1) \
+	  && trap 'kill $$(cat $$rx/pid); rm -rf $$rx' EXIT \
 	  && target/release/gateway-load streams --entries 1000000 --receiver "$$(grep -o 'http://[^ ]*' $$rx/log)"
 
 # Single sign-on (issue #49): the callback's time per sign-in and key fetches while cached;

@@ -494,6 +494,13 @@ pub(crate) fn select_columns(rest: &str) -> String {
     format!("SELECT {COLUMNS} FROM activity WHERE {rest}")
 }
 
+/// [`select_columns`] without the recorded decision inputs (read as none): the entries as
+/// they are shown and sent, without reading the largest column.
+pub(crate) fn select_shown(rest: &str) -> String {
+    let shown = COLUMNS.replace(", inputs", ", CAST(NULL AS TEXT)");
+    format!("SELECT {shown} FROM activity WHERE {rest}")
+}
+
 /// Rows of [`select_columns`] as entries.
 pub(crate) fn entries(rows: &[Row]) -> Result<Vec<Entry>> {
     Ok(rows.iter().map(Entry::from_row).collect::<::store::Result<_>>()?)

@@ -1020,6 +1020,10 @@ async fn bench_command() {
     if engines.contains("sqlite") {
         shadow_compare(callers, actions).await;
     }
+    let receiver = arg("--stream-receiver", "");
+    if !receiver.is_empty() {
+        streams_load::compare(callers, actions, &receiver).await;
+    }
     let otlp = arg("--otlp", "");
     if !otlp.is_empty() {
         #[cfg(feature = "load-tracing")]
@@ -1080,7 +1084,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | archive [--per-day N] [--days N] [--retention N] | streams --receiver URL [--entries N] [--batch N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
+                "usage: gateway-load bench [--callers N] [--actions N] [--max-batch N] [--engines sqlite,postgres] [--tenants N] [--upstream URL --upstream-secret S] [--stream-receiver URL] | outbox --runtime URL --runtime-secret S [--callers N] [--commands N] [--rate N] | bulk [--items N] [--rounds N] | replay [--calls N] [--profiles N,N] | archive [--per-day N] [--days N] [--retention N] | streams --receiver URL [--entries N] [--batch N] | soak --db URL | seed-console --db PATH [--approvals N] [--ledger N]"
             );
             std::process::exit(2);
         }

@@ -9,7 +9,7 @@ use tokio::task::JoinSet;
 
 use crate::Gateway;
 use crate::audit::activity::Transport;
-use crate::delivery::outbox::delivery::{DeliveryHandle, POLL_MS};
+use crate::delivery::outbox::delivery::{DeliveryHandle, POLL_MS, RENEW_EVERY};
 use crate::delivery::streams::send::{Sent, send};
 use crate::delivery::streams::{
     self, CreatedStream, Stream, StreamRow, StreamSpec, check, delete_in, insert, make_room,
@@ -19,9 +19,6 @@ use crate::ids::TenantId;
 
 /// How many streams send at once, beside the outbox's deliveries.
 const STREAMS_IN_FLIGHT: usize = 16;
-/// How long a worker's lease on a stream stands; each acknowledged batch extends it, and a
-/// batch's request times out well before it ends.
-const LEASE_SECS: i64 = 60;
 /// How long a stream sends before it lets the others have a turn.
 const TURN: StdDuration = StdDuration::from_secs(5);
 /// Acknowledged batches in a row after which a stream shrunk by a 413 tries twice the size.
@@ -146,12 +143,12 @@ impl Gateway {
         if due.is_empty() {
             return Ok(Vec::new());
         }
-        let owner = owner.to_string();
+        let (owner, lease) = (owner.to_string(), self.stream_lease());
         self.write(move |c| {
             let now = Utc::now();
             let mut leased = Vec::new();
             for id in &due {
-                leased.extend(streams::lease(c, id, &owner, now, now + Duration::seconds(LEASE_SECS))?);
+                leased.extend(streams::lease(c, id, &owner, now, now + lease)?);
             }
             Ok(leased)
         })
@@ -180,7 +177,10 @@ impl Gateway {
             let Some(last) = entries.last().map(|e| e.seq) else {
                 return self.stream_released(s, owner).await;
             };
-            let sent = send(&self.egress, s, &secret, &entries).await;
+            let sent = tokio::select! {
+                sent = send(&self.egress, s, &secret, &entries) => sent,
+                () = self.renew_stream(s, owner) => return Ok(()),
+            };
             self.count_batch(&sent, entries.len());
             match sent {
                 Sent::Acked => {
@@ -217,14 +217,36 @@ impl Gateway {
         }
     }
 
+    /// A worker's lease on a stream: the outbox's (the hold lease, at least two seconds),
+    /// renewed while a batch is in flight and extended by each acknowledged one, so a stopped
+    /// instance's streams are taken over soon.
+    fn stream_lease(&self) -> Duration {
+        Duration::seconds(self.config.hold_lease_secs.max(2))
+    }
+
+    /// Renews `owner`'s lease on the stream every third of it; returns once the lease is lost.
+    async fn renew_stream(&self, s: &StreamRow, owner: &str) {
+        let lease = self.stream_lease();
+        let every = (lease / RENEW_EVERY as i32).to_std().unwrap_or(StdDuration::from_secs(1));
+        loop {
+            tokio::time::sleep(every).await;
+            let (id, o) = (s.id.clone(), owner.to_string());
+            match self.write(move |c| streams::renew(c, &id, &o, Utc::now() + lease)).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(stream = %s.id, error = %e, "renewing a log stream's lease failed"),
+            }
+        }
+    }
+
     /// Moves the cursor past an acknowledged batch ending at `last`; false when this worker
     /// lost the stream's lease meanwhile.
     async fn stream_acked(&self, s: &mut StreamRow, owner: &str, last: i64, n: i64) -> Result<bool> {
-        let (row, o) = (s.clone(), owner.to_string());
+        let (row, o, lease) = (s.clone(), owner.to_string(), self.stream_lease());
         let moved = self
             .write(move |c| {
                 let now = Utc::now();
-                streams::acked(c, &row, &o, last, n, now, now + Duration::seconds(LEASE_SECS))
+                streams::acked(c, &row, &o, last, n, now, now + lease)
             })
             .await?;
         if moved {

@@ -61,7 +61,8 @@ pub async fn run(receiver: &str, entries: u64, batch: i64) {
             );
             last_report = Instant::now();
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Not too often: each look counts the stream's backlog, as the console and /metrics do.
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let took = started.elapsed().as_secs_f64();
     println!(
@@ -70,4 +71,93 @@ pub async fn run(receiver: &str, entries: u64, batch: i64) {
     );
     worker.stop().await;
     gw.store().close().await;
+}
+
+/// Rounds of the streams' comparison.
+const COMPARE_ROUNDS: usize = 5;
+
+/// What a log stream costs live calls (#54): `web.read` and a $0.01 `cards.charge` on the
+/// sandbox, SQLite with group commit, on a database without a stream and on one whose stream
+/// sends every entry to the reference receiver at `receiver` while the calls append them (the
+/// worker in this process, the receiver beside it on the same cores), in interleaved rounds;
+/// the medians and their ratios, and how long the stream took to drain after the last round.
+pub async fn compare(callers: usize, actions: u64, receiver: &str) {
+    for work in [super::Work::Read, super::Work::Charge] {
+        let mut sides = Vec::new();
+        for streamed in [false, true] {
+            sides.push(side(callers, &work, streamed.then_some(receiver)).await);
+        }
+        let per_round = actions.div_ceil(COMPARE_ROUNDS as u64);
+        let mut rates = [Vec::new(), Vec::new()];
+        for round in 1..=COMPARE_ROUNDS {
+            for (i, s) in sides.iter().enumerate() {
+                let phase =
+                    super::drive(std::slice::from_ref(&s.gw), s.tokens.clone(), work.clone(), per_round)
+                        .await;
+                let label = if i == 0 { "no stream" } else { "streaming" };
+                phase.report(&format!("  {work:?}, round {round}, {label}"), "actions/s");
+                rates[i].push(phase.rate());
+            }
+        }
+        let drained = sides[1].drain().await;
+        let [off, on] = rates.map(|mut r| {
+            r.sort_by(f64::total_cmp);
+            r[r.len() / 2]
+        });
+        println!(
+            "{work:?} with a log stream on / off: {on:.0} / {off:.0} actions/s = {:.3}x (target: at least 0.95x; medians of {COMPARE_ROUNDS} rounds); the stream drained {drained:.1}s after the last round",
+            on / off
+        );
+        for s in sides {
+            s.gw.store().close().await;
+        }
+    }
+}
+
+/// One side of [`compare`]: a fresh database, its callers' keys, and with `receiver` a
+/// stream to it from now on with the stream worker running.
+struct Side {
+    gw: Gateway,
+    tokens: Vec<String>,
+    stream: Option<(gateway::TenantId, String, gateway::delivery::outbox::delivery::DeliveryHandle)>,
+    _dir: tempfile::TempDir,
+}
+
+async fn side(callers: usize, work: &super::Work, receiver: Option<&str>) -> Side {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = GatewayConfig {
+        egress_allow: Allowance::loopback(),
+        master_key: Some(gateway::domain::vault::MasterKey::generate()),
+        ..Default::default()
+    };
+    let gw = Gateway::open_with(&format!("sqlite://{}/bench.db", dir.path().display()), config)
+        .await
+        .expect("open");
+    let tokens = super::setup(&gw, callers, work.kit()).await;
+    let mut stream = None;
+    if let Some(url) = receiver {
+        let tenant = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key").tenant;
+        let spec = StreamSpec {
+            url: format!("{}/compare", url.trim_end_matches('/')),
+            kind: Default::default(),
+            format: Default::default(),
+            start: StreamStart::Now,
+            max_entries: None,
+        };
+        let id = gw.create_stream(&tenant, spec, "bench", Transport::Http).await.expect("a stream").stream.id;
+        stream = Some((tenant, id, gw.start_streams()));
+    }
+    Side { gw, tokens, stream, _dir: dir }
+}
+
+impl Side {
+    /// Waits until the stream has sent everything; the seconds it took.
+    async fn drain(&self) -> f64 {
+        let Some((tenant, id, _)) = &self.stream else { return 0.0 };
+        let started = Instant::now();
+        while self.gw.stream(tenant, id).await.expect("the stream").health.lag_entries > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        started.elapsed().as_secs_f64()
+    }
 }

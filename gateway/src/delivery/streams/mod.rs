@@ -370,6 +370,13 @@ pub(crate) fn lease(
     Ok(c.row(&sql, &[&id])?.map(|r| StreamRow::from_row(&r)).transpose()?)
 }
 
+/// Extends `owner`'s lease on the stream `id` to `until`; false when it was lost.
+pub(crate) fn renew(c: &dyn Tx, id: &str, owner: &str, until: DateTime<Utc>) -> Result<bool> {
+    let n =
+        c.exec("UPDATE log_streams SET due_at = ? WHERE id = ? AND lease_owner = ?", &[&until, &id, &owner])?;
+    Ok(n == 1)
+}
+
 /// Moves the cursor of a stream `owner` holds from `from` to `to` (`n` entries acknowledged
 /// at `now`) and extends its lease to `until`; false when the lease was lost (nothing moves).
 pub(crate) fn acked(
@@ -450,9 +457,10 @@ pub(crate) async fn figures(
     Ok(f)
 }
 
-/// Up to `limit` of the tenant's entries after `after`, in order.
+/// Up to `limit` of the tenant's entries after `after`, in order, without their recorded
+/// inputs (never sent).
 pub(crate) async fn page(store: &Store, tenant: &TenantId, after: i64, limit: i64) -> Result<Vec<Entry>> {
-    let sql = activity::select_columns("tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+    let sql = activity::select_shown("tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?");
     let rows = store.rows(&sql, &[tenant, &after, &limit]).await?;
     activity::entries(&rows)
 }
