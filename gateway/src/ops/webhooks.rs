@@ -113,21 +113,15 @@ impl Gateway {
     ) -> Result<CreatedEndpoint> {
         let url = check(&spec)?;
         self.check_egress(&url).await?;
-        let master = self.vault.master()?.clone();
         let id = format!("whk_{}", uuid::Uuid::now_v7().simple());
         let secret = new_secret();
         let secret_name = format!("webhook-{id}");
-        let (t, i, a, s, v) =
-            (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone(), secret.clone());
-        let key = self
-            .write(move |c| {
-                make_room(c, &t)?;
-                let (_, key) = crate::domain::vault::put_in(c, &master, &t, &s, &v, &a, via)?;
-                insert(c, &t, &i, &spec, &s, &a, via)?;
-                Ok(key)
-            })
-            .await?;
-        self.vault.remember(tenant, &key);
+        let (t, i, a, s) = (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone());
+        self.write_with_secret(tenant, (&secret_name, &secret), (actor, via), move |c| {
+            make_room(c, &t)?;
+            insert(c, &t, &i, &spec, &s, &a, via)
+        })
+        .await?;
         let endpoint = self
             .webhooks(tenant)
             .await?

@@ -1,5 +1,6 @@
 //! The secret opener: a vault secret in the clear for the one call that needs it (a
-//! connector's header, an app's credential), never stored or logged.
+//! connector's header, an app's credential), never stored or logged; and a secret stored
+//! together with what uses it.
 
 use chrono::{DateTime, Utc};
 
@@ -44,6 +45,27 @@ impl Gateway {
             ));
         }
         Ok(value)
+    }
+
+    /// Stores `value` as the tenant's secret `name` and runs `then` (which records what uses
+    /// it), in one job under the tenant's lock: both or neither.
+    pub(crate) async fn write_with_secret<T: Send + 'static>(
+        &self,
+        tenant: &TenantId,
+        (name, value): (&str, &str),
+        (actor, via): (&str, crate::audit::activity::Transport),
+        then: impl Fn(&dyn crate::sql::Tx) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let master = self.vault.master()?.clone();
+        let (t, n, v, a) = (tenant.clone(), name.to_string(), value.to_string(), actor.to_string());
+        let (out, key) = self
+            .write_for(tenant, move |c| {
+                let (_, key) = crate::domain::vault::put_in(c, &master, &t, &n, &v, &a, via)?;
+                Ok((then(c)?, key))
+            })
+            .await?;
+        self.vault.remember(tenant, &key);
+        Ok(out)
     }
 
     /// The tenant's data key, opened once per process.
