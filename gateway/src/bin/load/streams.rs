@@ -88,7 +88,7 @@ pub async fn compare(callers: usize, actions: u64, receiver: &str) {
             sides.push(side(callers, &work, streamed.then_some(receiver)).await);
         }
         let per_round = actions.div_ceil(COMPARE_ROUNDS as u64);
-        let mut rates = [Vec::new(), Vec::new()];
+        let (mut rates, mut cpus) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
         for round in 1..=COMPARE_ROUNDS {
             for (i, s) in sides.iter().enumerate() {
                 let phase =
@@ -97,16 +97,19 @@ pub async fn compare(callers: usize, actions: u64, receiver: &str) {
                 let label = if i == 0 { "no stream" } else { "streaming" };
                 phase.report(&format!("  {work:?}, round {round}, {label}"), "actions/s");
                 rates[i].push(phase.rate());
+                cpus[i].push(phase.cpu_us());
             }
         }
         let drained = sides[1].drain().await;
-        let [off, on] = rates.map(|mut r| {
+        let median = |mut r: Vec<f64>| {
             r.sort_by(f64::total_cmp);
             r[r.len() / 2]
-        });
+        };
+        let ([off, on], [off_cpu, on_cpu]) = (rates.map(median), cpus.map(median));
         println!(
-            "{work:?} with a log stream on / off: {on:.0} / {off:.0} actions/s = {:.3}x (target: at least 0.95x; medians of {COMPARE_ROUNDS} rounds); the stream drained {drained:.1}s after the last round",
-            on / off
+            "{work:?} with a log stream on / off: {on:.0} / {off:.0} actions/s = {:.3}x (target: at least 0.95x); this process's CPU per call {on_cpu:.0} / {off_cpu:.0} µs (+{:.0} µs: the stream reading, rendering and sending each entry)   (medians of {COMPARE_ROUNDS} rounds; the stream drained {drained:.1}s after the last round)",
+            on / off,
+            on_cpu - off_cpu
         );
         for s in sides {
             s.gw.store().close().await;
