@@ -244,7 +244,8 @@ impl Gateway {
             })
             .await?;
         if moved {
-            s.acked_seq = last;
+            // As the row now says: a failure after this batch is the first in a row again.
+            (s.acked_seq, s.attempts) = (last, 0);
         }
         Ok(moved)
     }
