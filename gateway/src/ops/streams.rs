@@ -36,7 +36,11 @@ impl Gateway {
         let url = check(&spec)?;
         self.check_egress(&url).await?;
         let id = format!("lst_{}", uuid::Uuid::now_v7().simple());
-        let secret = crate::delivery::webhooks::new_secret();
+        // The receiver's token as given, or a signing secret made here (and shown once).
+        let (secret, shown) = match spec.token.clone() {
+            Some(token) => (token, false),
+            None => (crate::delivery::webhooks::new_secret(), true),
+        };
         let secret_name = format!("stream-{id}");
         let (t, i, a, s) = (tenant.clone(), id.clone(), actor.to_string(), secret_name.clone());
         self.write_with_secret(tenant, (&secret_name, &secret), (actor, via), move |c| {
@@ -44,7 +48,8 @@ impl Gateway {
             insert(c, &t, &i, &spec, &s, &a, via)
         })
         .await?;
-        Ok(CreatedStream { stream: self.stream(tenant, &id).await?, secret, secret_withheld: None })
+        let stream = self.stream(tenant, &id).await?;
+        Ok(CreatedStream { stream, secret: shown.then_some(secret), secret_withheld: None })
     }
 
     /// The tenant's streams with their health, oldest first.
@@ -67,6 +72,7 @@ impl Gateway {
             id: s.id,
             kind: s.kind,
             format: s.format,
+            auth: s.auth,
             url: s.url,
             max_entries: s.max_entries,
             secret_name: s.secret_name,

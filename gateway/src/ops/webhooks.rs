@@ -8,7 +8,7 @@ use crate::audit::activity::Transport;
 use crate::delivery::connectors::Failure;
 use crate::delivery::connectors::http::probe_answer;
 use crate::delivery::outbox::queue::{ClaimedQueue, Outcome};
-use crate::delivery::webhooks::deliver::{Signed, WebhookProbe, render, signed_post};
+use crate::delivery::webhooks::deliver::{Auth, Signed, WebhookProbe, render, signed_post};
 use crate::delivery::webhooks::{
     CHANNEL, CreatedEndpoint, Endpoint, EndpointSpec, WebhookDelivery, check, delete_in, insert, list,
     make_room, new_secret, one,
@@ -77,7 +77,7 @@ impl Gateway {
     ) -> std::result::Result<reqwest::Response, String> {
         let m = Signed {
             url: &e.url,
-            secret,
+            auth: Auth::Sign(secret),
             id,
             content_type: "application/json",
             headers: Vec::new(),

@@ -15,8 +15,7 @@ use crate::state::AppState;
 use crate::v1::reply::{ACTOR, json_body, secret_bearing};
 
 const WHAT: &str = "managing log streams";
-const EXAMPLE: &str =
-    r#"{"url": "https://collector.example.com/naive", "kind": "ndjson", "format": "entry", "start": "now"}"#;
+const EXAMPLE: &str = r#"{"url": "https://collector.example.com/services/collector/event", "kind": "splunk_hec", "format": "ocsf", "token": "<the HEC token>", "start": "now"}"#;
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct StreamList {
@@ -32,8 +31,8 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> Result<Respo
 
 #[utoipa::path(post, path = "/v1/streams", tag = "streams", operation_id = "create_stream",
     request_body = StreamSpec,
-    responses((status = 201, description = "Added. `secret` verifies its batches' signatures and is not shown again.", body = CreatedStream),
-        (status = 400, description = "A URL that is not http(s), an internal address, or a batch size out of bounds.", body = Problem)))]
+    responses((status = 201, description = "Added. `secret` verifies its batches' signatures and is not shown again; null when the stream carries the collector's token.", body = CreatedStream),
+        (status = 400, description = "A URL that is not http(s), an internal address, a batch size out of bounds, or a Splunk HEC stream without its token.", body = Problem)))]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -42,7 +41,10 @@ pub async fn create(
     let tenant = caller.company(WHAT)?;
     let spec: StreamSpec = json_body(&body, EXAMPLE)?;
     let created = state.gateway.create_stream(&tenant, spec, ACTOR, Transport::Http).await?;
-    Ok(secret_bearing((StatusCode::CREATED, Json(created)).into_response()))
+    let made_here = created.secret.is_some();
+    let answer = (StatusCode::CREATED, Json(created)).into_response();
+    // A collector's token is never in the answer, so there is nothing to withhold on a replay.
+    Ok(if made_here { secret_bearing(answer) } else { answer })
 }
 
 #[utoipa::path(get, path = "/v1/streams/{id}", tag = "streams", operation_id = "get_stream",

@@ -41,6 +41,7 @@ pub async fn run(receiver: &str, entries: u64, batch: i64) {
         format: Default::default(),
         start: StreamStart::Beginning,
         max_entries: Some(batch),
+        token: None,
     };
     let created = gw.create_stream(&tenant, spec, "bench", Transport::Http).await.expect("a stream");
     let worker = gw.start_streams();
@@ -146,6 +147,7 @@ async fn side(callers: usize, work: &super::Work, receiver: Option<&str>) -> Sid
             format: Default::default(),
             start: StreamStart::Now,
             max_entries: None,
+            token: None,
         };
         let id = gw.create_stream(&tenant, spec, "bench", Transport::Http).await.expect("a stream").stream.id;
         stream = Some((tenant, id, gw.start_streams()));

@@ -1,6 +1,7 @@
 //! Log streams (docs/streams.md): a tenant's activity log sent, as it grows, to the receiver
-//! its admin names (a SIEM's collector), as newline-delimited JSON signed the Standard
-//! Webhooks way.
+//! its admin names (a SIEM's collector): newline-delimited JSON, Splunk HTTP Event Collector
+//! events or an OTLP/HTTP logs export, each event the entry itself or its OCSF event; signed
+//! the Standard Webhooks way or carrying the receiver's own token.
 //!
 //! A stream is a cursor over the log, not a copy of it: `acked_seq` is the newest entry the
 //! receiver acknowledged, and what follows it is the stream's backlog. A governed call's
@@ -15,9 +16,12 @@
 //!   fails: nothing is dropped, and its lag says how far behind it is. A receiver that answers
 //!   413 gets smaller batches.
 //! - Retention deletes no entry a stream has not sent ([`streamed_through`]).
-//! - The table `log_streams` is written only here. The signing secret is kept in the vault as
-//!   `stream-<id>` and shown once.
+//! - The table `log_streams` is written only here. The signing secret (or the receiver's token)
+//!   is kept in the vault as `stream-<id>`; a secret the gateway made is shown once, a token
+//!   the admin gave never again.
 
+pub mod ocsf;
+pub(crate) mod otlp;
 pub(crate) mod send;
 
 use chrono::{DateTime, Utc};
@@ -49,16 +53,25 @@ pub enum StreamKind {
     /// the Standard Webhooks way.
     #[default]
     Ndjson,
+    /// Splunk's HTTP Event Collector (`…/services/collector/event`): one HEC event per entry,
+    /// batched, with `Authorization: Splunk <token>`; the token is required.
+    SplunkHec,
+    /// OTLP/HTTP logs (`…/v1/logs`): an `ExportLogsServiceRequest` in protobuf, one log record
+    /// per entry.
+    Otlp,
 }
 
 impl StreamKind {
     pub const fn as_str(self) -> &'static str {
         match self {
             StreamKind::Ndjson => "ndjson",
+            StreamKind::SplunkHec => "splunk_hec",
+            StreamKind::Otlp => "otlp",
         }
     }
-    fn parse(s: &str) -> Option<StreamKind> {
-        (s == "ndjson").then_some(StreamKind::Ndjson)
+    /// The kind `s` names, or None.
+    pub fn parse(s: &str) -> Option<StreamKind> {
+        [StreamKind::Ndjson, StreamKind::SplunkHec, StreamKind::Otlp].into_iter().find(|k| k.as_str() == s)
     }
 }
 
@@ -71,18 +84,51 @@ pub enum StreamFormat {
     /// receiver can verify the chain.
     #[default]
     Entry,
+    /// The entry as an OCSF 1.5.0 event (docs/streams.md#ocsf), the entry itself in its
+    /// `unmapped` object.
+    Ocsf,
 }
 
 impl StreamFormat {
     pub const fn as_str(self) -> &'static str {
         match self {
             StreamFormat::Entry => "entry",
+            StreamFormat::Ocsf => "ocsf",
         }
     }
-    fn parse(s: &str) -> Option<StreamFormat> {
-        (s == "entry").then_some(StreamFormat::Entry)
+    /// The format `s` names, or None.
+    pub fn parse(s: &str) -> Option<StreamFormat> {
+        [StreamFormat::Entry, StreamFormat::Ocsf].into_iter().find(|f| f.as_str() == s)
     }
 }
+
+/// How a stream's batches prove where they came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StreamAuth {
+    /// Signed the Standard Webhooks way with a `whsec_` secret the gateway made.
+    #[default]
+    Signed,
+    /// The receiver's own token, given by the admin: `Authorization: Splunk <token>` for Splunk
+    /// HEC, `Authorization: Bearer <token>` otherwise.
+    Token,
+}
+
+impl StreamAuth {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StreamAuth::Signed => "signed",
+            StreamAuth::Token => "token",
+        }
+    }
+    fn parse(s: &str) -> Option<StreamAuth> {
+        [StreamAuth::Signed, StreamAuth::Token].into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+/// The longest token a stream keeps.
+const MAX_TOKEN: usize = 4_096;
 
 /// Where a new stream starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -113,6 +159,18 @@ pub struct StreamSpec {
     /// smaller ones.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 5000))]
     pub max_entries: Option<i64>,
+    /// The receiver's token (required for `splunk_hec`): kept in the vault and sent as
+    /// `Authorization: Splunk <token>` (HEC) or `Bearer <token>`. Without it the gateway makes
+    /// a signing secret and signs each batch the Standard Webhooks way.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 4096))]
+    pub token: Option<String>,
+}
+
+impl StreamSpec {
+    /// How the stream's batches will prove where they came from.
+    pub fn auth(&self) -> StreamAuth {
+        if self.token.is_some() { StreamAuth::Token } else { StreamAuth::Signed }
+    }
 }
 
 /// How a stream is doing.
@@ -148,9 +206,10 @@ pub struct Stream {
     pub id: String,
     pub kind: StreamKind,
     pub format: StreamFormat,
+    pub auth: StreamAuth,
     pub url: String,
     pub max_entries: i64,
-    /// The vault secret its signing key is kept under.
+    /// The vault secret its signing key (or the receiver's token) is kept under.
     pub secret_name: String,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
@@ -163,9 +222,9 @@ pub struct Stream {
 pub struct CreatedStream {
     pub stream: Stream,
     /// `whsec_…`: verify the batches' signatures with it. It is not shown again: a replay of
-    /// the same Idempotency-Key answers null here and `secret_withheld: true`.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
-    pub secret: String,
+    /// the same Idempotency-Key answers null here and `secret_withheld: true`. Null for a
+    /// stream that carries the receiver's token.
+    pub secret: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_withheld: Option<bool>,
 }
@@ -177,6 +236,7 @@ pub struct StreamRow {
     pub tenant: TenantId,
     pub kind: StreamKind,
     pub format: StreamFormat,
+    pub auth: StreamAuth,
     pub url: String,
     pub secret_name: String,
     pub max_entries: i64,
@@ -193,7 +253,7 @@ pub struct StreamRow {
 }
 
 const COLUMNS: &str = "id, tenant_id, kind, format, url, secret_name, max_entries, batch_entries, acked_seq, \
-     acked_at, sent, attempts, last_error, last_error_at, due_at, created_by, created_at";
+     acked_at, sent, attempts, last_error, last_error_at, due_at, created_by, created_at, auth";
 
 /// A row of [`COLUMNS`].
 impl FromRow for StreamRow {
@@ -216,6 +276,7 @@ impl FromRow for StreamRow {
             due_at: r.get(14)?,
             created_by: r.get(15)?,
             created_at: r.get(16)?,
+            auth: stored::named("stream's auth", &r.get::<String>(17)?, StreamAuth::parse)?,
         })
     }
 }
@@ -228,6 +289,7 @@ pub(crate) fn check(spec: &StreamSpec) -> Result<url::Url> {
             "the stream's URL must be http:// or https:// with a host, without credentials, a query or a fragment",
         )
     })?;
+    check_token(spec)?;
     if let Some(n) = spec.max_entries
         && !(1..=MAX_BATCH).contains(&n)
     {
@@ -237,6 +299,23 @@ pub(crate) fn check(spec: &StreamSpec) -> Result<url::Url> {
         ));
     }
     Ok(url)
+}
+
+/// A Splunk HEC stream needs the collector's token; a token is printable and not too long.
+fn check_token(spec: &StreamSpec) -> Result<()> {
+    match &spec.token {
+        None if spec.kind == StreamKind::SplunkHec => Err(Error::invalid(
+            "missing_token",
+            "a splunk_hec stream needs the collector's token: give it as token (HEC's Authorization: Splunk <token>)",
+        )),
+        Some(t) if t.is_empty() || t.len() > MAX_TOKEN || t.chars().any(|c| c.is_control() || c == ' ') => {
+            Err(Error::invalid(
+                "invalid_token",
+                format!("token is 1 to {MAX_TOKEN} printable characters without spaces"),
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Takes the tenant's turn to add a stream (so the cap holds under concurrent adds) and
@@ -275,13 +354,14 @@ pub(crate) fn insert(
     let batch = spec.max_entries.unwrap_or(DEFAULT_BATCH);
     let now = Utc::now();
     c.exec(
-        "INSERT INTO log_streams (id, tenant_id, kind, format, url, secret_name, max_entries, batch_entries, \
-         acked_seq, due_at, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO log_streams (id, tenant_id, kind, format, auth, url, secret_name, max_entries, batch_entries, \
+         acked_seq, due_at, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         &[
             &id,
             tenant,
             &spec.kind.as_str(),
             &spec.format.as_str(),
+            &spec.auth().as_str(),
             &spec.url,
             &secret_name,
             &batch,
@@ -293,7 +373,7 @@ pub(crate) fn insert(
         ],
     )?;
     let detail = json!({ "stream_id": id, "url": spec.url, "kind": spec.kind.as_str(),
-        "format": spec.format.as_str(), "after_seq": cursor });
+        "format": spec.format.as_str(), "auth": spec.auth().as_str(), "after_seq": cursor });
     activity::append(
         c,
         NewEntry::new(tenant, actor, Kind::Connector).via(via).verdict(Verdict::StreamAdded).detail(detail),

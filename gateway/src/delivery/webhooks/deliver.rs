@@ -12,11 +12,20 @@ use crate::delivery::egress::{EGRESS_REFUSED, Egress, Failed, failed};
 /// How long an endpoint may take to answer.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A message to POST signed the Standard Webhooks way: `id` is its `webhook-id` (the same on
-/// every retry), `prefix` names its failures (`<prefix>_timeout`, `<prefix>_unreachable`).
+/// How a message proves where it came from.
+pub(crate) enum Auth<'a> {
+    /// Signed the Standard Webhooks way with this `whsec_` secret.
+    Sign(&'a str),
+    /// The receiver's own credential, sent as this `Authorization` header's value.
+    Authorization(String),
+}
+
+/// A message to POST, signed the Standard Webhooks way or with the receiver's credential: `id`
+/// is its `webhook-id` (the same on every retry), `prefix` names its failures
+/// (`<prefix>_timeout`, `<prefix>_unreachable`).
 pub(crate) struct Signed<'a> {
     pub url: &'a str,
-    pub secret: &'a str,
+    pub auth: Auth<'a>,
     pub id: &'a str,
     pub content_type: &'static str,
     pub headers: Vec<(&'static str, String)>,
@@ -37,8 +46,11 @@ pub(crate) async fn signed_post(
         .timeout(TIMEOUT)
         .header(reqwest::header::CONTENT_TYPE, m.content_type)
         .header("webhook-id", m.id)
-        .header("webhook-timestamp", t.to_string())
-        .header("webhook-signature", super::sign(m.secret, m.id, t, &body));
+        .header("webhook-timestamp", t.to_string());
+    req = match m.auth {
+        Auth::Sign(secret) => req.header("webhook-signature", super::sign(secret, m.id, t, &body)),
+        Auth::Authorization(value) => req.header(reqwest::header::AUTHORIZATION, value),
+    };
     for (name, value) in m.headers {
         req = req.header(name, value);
     }
