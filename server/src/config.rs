@@ -85,12 +85,27 @@ pub enum Command {
         #[arg(long)]
         exit_with_stdin: bool,
     },
-    /// Run a reference OpenTelemetry collector for traces: it counts the spans exported to
-    /// it by name (`GET /spans`), for tests and benchmarks.
+    /// Run a reference OpenTelemetry collector for traces and logs: it counts the spans
+    /// exported to it by name (`GET /spans`) and keeps the log records (`GET /logs`), for
+    /// tests and benchmarks.
     OtlpReceiver {
         /// Where to listen; port 0 picks a free one (printed on start).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Exit when standard input closes (see `upstream`).
+        #[arg(long)]
+        exit_with_stdin: bool,
+    },
+    /// Run a reference Splunk HTTP Event Collector: it takes batched HEC events on
+    /// `/services/collector/event` with `Authorization: Splunk <token>`, answers as HEC does
+    /// (codes included), and keeps the events for `GET /received`.
+    HecReceiver {
+        /// Where to listen; port 0 picks a free one (printed on start).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// The token a request must carry.
+        #[arg(long)]
+        token: String,
         /// Exit when standard input closes (see `upstream`).
         #[arg(long)]
         exit_with_stdin: bool,

@@ -44,6 +44,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::OtlpReceiver { listen, exit_with_stdin } => {
             reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen)).await
         }
+        Command::HecReceiver { listen, token, exit_with_stdin } => {
+            reference(exit_with_stdin, server::reference::hec_receiver::serve(listen, token)).await
+        }
         Command::Slack { listen, rate_limit_first, signing_secret, exit_with_stdin } => {
             let page = server::reference::slack_page::routes();
             let serving = server::reference::slack::serve(listen, rate_limit_first, signing_secret, page);

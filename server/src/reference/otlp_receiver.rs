@@ -1,7 +1,10 @@
-//! A reference OpenTelemetry collector for traces (`server otlp-receiver`): it takes OTLP/HTTP
-//! exports (`POST /v1/traces`, protobuf, as the server's exporter sends them), decodes them
-//! and keeps what a test or a benchmark asks about: how many spans arrived, by name
-//! (`GET /spans`). It stores nothing else and forwards nothing.
+//! A reference OpenTelemetry collector for traces and logs (`server otlp-receiver`): it takes
+//! OTLP/HTTP exports (`POST /v1/traces` and `POST /v1/logs`, protobuf, as the server's
+//! exporter and its log streams send them), decodes them with the official protocol types and
+//! keeps what a test or a benchmark asks about: how many spans arrived, by name
+//! (`GET /spans`), and every log record in arrival order with its resource's and its own
+//! attributes (`GET /logs`). A body that does not decode is answered 400. It stores nothing
+//! else and forwards nothing.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -11,17 +14,30 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use prost::Message;
+use serde_json::{Map, Value, json};
 
 /// Spans received, by name.
 type Counts = Arc<Mutex<BTreeMap<String, u64>>>;
+/// Log records received, in order, as JSON.
+type Logs = Arc<Mutex<Vec<Value>>>;
 
 /// Serves on `listen` until the process ends.
 pub async fn serve(listen: SocketAddr) -> Result<(), String> {
-    let counts = Counts::default();
-    let app =
-        axum::Router::new().route("/v1/traces", post(export)).route("/spans", get(spans)).with_state(counts);
+    let (counts, logs) = (Counts::default(), Logs::default());
+    let app = axum::Router::new()
+        .route("/v1/traces", post(export))
+        .route("/spans", get(spans))
+        .with_state(counts)
+        .merge(
+            axum::Router::new()
+                .route("/v1/logs", post(export_logs))
+                .route("/logs", get(read_logs))
+                .with_state(logs),
+        );
     let listener =
         tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -46,4 +62,54 @@ async fn export(
 
 async fn spans(State(counts): State<Counts>) -> axum::Json<BTreeMap<String, u64>> {
     axum::Json(counts.lock().expect("counts lock").clone())
+}
+
+async fn export_logs(
+    State(logs): State<Logs>,
+    body: Bytes,
+) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
+    let ty = [("content-type", "application/x-protobuf")];
+    let Ok(req) = ExportLogsServiceRequest::decode(body) else {
+        return (StatusCode::BAD_REQUEST, ty, Vec::new());
+    };
+    let mut logs = logs.lock().expect("logs lock");
+    for r in req.resource_logs {
+        let resource = attributes(&r.resource.map(|r| r.attributes).unwrap_or_default());
+        for s in r.scope_logs {
+            let scope = s.scope.map(|s| s.name).unwrap_or_default();
+            for l in s.log_records {
+                logs.push(json!({
+                    "resource": resource, "scope": scope,
+                    "time_unix_nano": l.time_unix_nano, "observed_time_unix_nano": l.observed_time_unix_nano,
+                    "severity_number": l.severity_number, "severity_text": l.severity_text,
+                    "event_name": l.event_name,
+                    "body": l.body.as_ref().map_or(Value::Null, value),
+                    "attributes": attributes(&l.attributes),
+                }));
+            }
+        }
+    }
+    (StatusCode::OK, ty, Vec::new())
+}
+
+fn attributes(kvs: &[KeyValue]) -> Value {
+    let map: Map<String, Value> =
+        kvs.iter().map(|kv| (kv.key.clone(), kv.value.as_ref().map_or(Value::Null, value))).collect();
+    Value::Object(map)
+}
+
+/// An OTLP value as JSON (strings, numbers and booleans; anything else as its debug form).
+fn value(v: &AnyValue) -> Value {
+    match &v.value {
+        Some(any_value::Value::StringValue(s)) => json!(s),
+        Some(any_value::Value::IntValue(n)) => json!(n),
+        Some(any_value::Value::DoubleValue(n)) => json!(n),
+        Some(any_value::Value::BoolValue(b)) => json!(b),
+        Some(other) => json!(format!("{other:?}")),
+        None => Value::Null,
+    }
+}
+
+async fn read_logs(State(logs): State<Logs>) -> axum::Json<Vec<Value>> {
+    axum::Json(logs.lock().expect("logs lock").clone())
 }
