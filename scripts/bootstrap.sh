@@ -78,14 +78,17 @@ ensure_schemathesis() {
 
 # The official MCP SDK (PyPI `mcp`) and pytest, for the MCP suite, in the same virtualenv;
 # and Slack's Python SDK (PyPI `slack_sdk`), whose request-signature verifier the suite checks
-# the gateway and the reference Slack against.
+# the gateway and the reference Slack against; and ocsf-emitter (PyPI, pydantic models generated
+# from the OCSF 1.5.0 schema, with its invariant checks), which validates a log stream's OCSF
+# events.
 MCP_SDK_VERSION=2.3.0
 PYTEST_VERSION=9.2.0
 SLACK_SDK_VERSION=3.47.0
+OCSF_EMITTER_VERSION=0.3.0
 ensure_mcp_sdk() {
-  if ! .venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_SDK_VERSION' or m.version('pytest') != '$PYTEST_VERSION' or m.version('slack_sdk') != '$SLACK_SDK_VERSION')" 2>/dev/null; then
-    say "installing the MCP Python SDK $MCP_SDK_VERSION, slack_sdk $SLACK_SDK_VERSION and pytest $PYTEST_VERSION from PyPI into .venv"
-    .venv/bin/pip install --quiet --disable-pip-version-check "mcp==$MCP_SDK_VERSION" "pytest==$PYTEST_VERSION" "slack_sdk==$SLACK_SDK_VERSION"
+  if ! .venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_SDK_VERSION' or m.version('pytest') != '$PYTEST_VERSION' or m.version('slack_sdk') != '$SLACK_SDK_VERSION' or m.version('ocsf-emitter') != '$OCSF_EMITTER_VERSION')" 2>/dev/null; then
+    say "installing the MCP Python SDK $MCP_SDK_VERSION, slack_sdk $SLACK_SDK_VERSION, ocsf-emitter $OCSF_EMITTER_VERSION and pytest $PYTEST_VERSION from PyPI into .venv"
+    .venv/bin/pip install --quiet --disable-pip-version-check "mcp==$MCP_SDK_VERSION" "pytest==$PYTEST_VERSION" "slack_sdk==$SLACK_SDK_VERSION" "ocsf-emitter==$OCSF_EMITTER_VERSION"
   fi
 }
 

@@ -1,6 +1,7 @@
 //! Log streams (issue #54), black box: the real server binary streams a tenant's activity log
-//! to the reference receiver (`server webhook-receiver`, its own process) as signed
-//! newline-delimited JSON, in order, on the engine under test; a receiver that is down holds
+//! to the reference receivers (`server webhook-receiver`, `hec-receiver` and `otlp-receiver`,
+//! each its own process) as signed newline-delimited JSON, Splunk HEC events carrying the
+//! collector's token, or OTLP/HTTP logs, in order, on the engine under test; a receiver that is down holds
 //! the stream's cursor (its lag shows) and the stream catches up once it is back; retention
 //! deletes nothing a stream has not sent.
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use common::process::{
     Fresh, Receiver, call, charge, default_agent, metric, start_fresh, start_on, start_receiver,
-    start_receiver_on, wait_until_listening,
+    start_receiver_on, start_reference, wait_until_listening,
 };
 use common::{COMPANY_KEY, OPERATOR_KEY};
 use serde_json::{Value, json};
@@ -330,4 +331,124 @@ async fn a_stream_resumes_from_its_cursor_after_the_server_is_killed() {
         log.len()
     );
     assert_eq!(s["health"]["acked_seq"], log.last().unwrap()["seq"], "{s}");
+}
+
+/// A Splunk HEC stream: the collector's token is required, kept in the vault and never shown;
+/// the reference HEC (its own process, checking `Authorization: Splunk <token>` as HEC does)
+/// gets one HEC event per entry, in order, each the entry's OCSF event with the entry itself
+/// in `unmapped`. A stream with a token the collector refuses fails with HEC's 403 and keeps
+/// its place.
+#[tokio::test]
+async fn a_splunk_hec_stream_sends_ocsf_events_with_the_collectors_token() {
+    let Setup { fresh: _fresh, base, _dir, .. } = setup().await;
+    let hec = start_reference("hec-receiver", "127.0.0.1:0", &["--token", "hec-token-0123"]);
+    let url = format!("{}/services/collector/event", hec.base);
+    for (body, code) in [
+        (json!({"url": url, "kind": "splunk_hec"}), "missing_token"),
+        (json!({"url": url, "kind": "splunk_hec", "token": ""}), "invalid_token"),
+        (json!({"url": url, "kind": "otlp", "token": "has space"}), "invalid_token"),
+    ] {
+        let (status, b) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(body), None).await;
+        assert_eq!((status, b["code"].as_str()), (400, Some(code)), "{b}");
+    }
+    let spec = json!({"url": url, "kind": "splunk_hec", "format": "ocsf", "token": "hec-token-0123",
+        "start": "beginning", "max_entries": 3});
+    let (status, created) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(spec), None).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        (&created["secret"], &created["stream"]["auth"]),
+        (&Value::Null, &json!("token")),
+        "{created}"
+    );
+    let id = created["stream"]["id"].as_str().unwrap().to_string();
+    let buyer = default_agent(&base, "hec").await;
+    for i in 0..2 {
+        assert_eq!(charge(&base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let got = hec.get("/received").await;
+    assert_eq!(got["refused"], 0, "{got}");
+    let events = got["events"].as_array().unwrap();
+    let tenant = events[0]["event"]["metadata"]["tenant_uid"].as_str().unwrap().to_string();
+    let log = log_of(&base, &tenant).await;
+    let entries: Vec<Value> = events.iter().map(|e| e["event"]["unmapped"].clone()).collect();
+    assert_is_the_log(&entries, &log);
+    for (e, entry) in events.iter().zip(&log) {
+        assert_eq!(
+            (e["sourcetype"].as_str(), e["source"].as_str()),
+            (Some("naive:ocsf"), Some("naive-gateway"))
+        );
+        let at = chrono::DateTime::parse_from_rfc3339(entry["at"].as_str().unwrap()).unwrap();
+        assert!((e["time"].as_f64().unwrap() - at.timestamp_millis() as f64 / 1000.0).abs() < 0.002, "{e}");
+        assert_eq!(e["event"]["metadata"]["sequence"], entry["seq"]);
+    }
+    let charged = events
+        .iter()
+        .find(|e| {
+            e["event"]["api"]["operation"] == "cards.charge"
+                && e["event"]["unmapped"]["actor"] == buyer.0.as_str()
+        })
+        .expect("the buyer's charge");
+    let ev = &charged["event"];
+    assert_eq!(
+        (ev["class_uid"].as_u64(), ev["activity_id"].as_u64(), ev["type_uid"].as_u64()),
+        (Some(6003), Some(1), Some(600301))
+    );
+    assert_eq!(
+        (ev["disposition"].as_str(), ev["status"].as_str()),
+        (Some("Allowed"), Some("Success")),
+        "{ev}"
+    );
+    assert_eq!(ev["actor"]["user"]["uid"], buyer.0.as_str(), "{ev}");
+    let (_, s) = call(&base, "GET", &format!("/v1/streams/{id}"), COMPANY_KEY, None, None).await;
+    assert!(!s.to_string().contains("hec-token-0123"), "the token never shows: {s}");
+
+    // A token the collector does not know: 403, the stream fails and keeps its place.
+    let spec = json!({"url": url, "kind": "splunk_hec", "token": "not-the-token"});
+    let (status, wrong) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(spec), None).await;
+    assert_eq!(status, 201, "{wrong}");
+    let wrong_id = wrong["stream"]["id"].as_str().unwrap();
+    let failing = stream_until(&base, wrong_id, |s| s["health"]["state"] == "failing").await;
+    assert_eq!(failing["health"]["last_error"], "stream_http_403", "{failing}");
+    assert_eq!(failing["health"]["acked_seq"], wrong["stream"]["health"]["acked_seq"], "{failing}");
+    assert!(hec.get("/received").await["refused"].as_u64() >= Some(1));
+}
+
+/// An OTLP/HTTP logs stream: the reference collector decodes each export with the official
+/// OpenTelemetry protocol types and gets one log record per entry, in order, timestamped as
+/// the entry, its body the entry as `/v1/logs` shows it and its attributes the entry's seq,
+/// kind, verdict and hashes.
+#[tokio::test]
+async fn an_otlp_stream_sends_one_log_record_per_entry() {
+    let Setup { fresh: _fresh, base, _dir, .. } = setup().await;
+    let otlp = start_reference("otlp-receiver", "127.0.0.1:0", &[]);
+    let spec = json!({"url": format!("{}/v1/logs", otlp.base), "kind": "otlp", "start": "beginning"});
+    let (status, created) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(spec), None).await;
+    assert_eq!(status, 201, "{created}");
+    assert!(created["secret"].as_str().unwrap().starts_with("whsec_"), "no token: signed, {created}");
+    let id = created["stream"]["id"].as_str().unwrap().to_string();
+    let buyer = default_agent(&base, "otlp").await;
+    assert_eq!(charge(&base, &buyer, "an order").await.0, 200);
+    stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let records = otlp.get("/logs").await.as_array().unwrap().clone();
+    let bodies: Vec<Value> =
+        records.iter().map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap()).collect();
+    let tenant = bodies[0]["tenant_id"].as_str().unwrap().to_string();
+    let log = log_of(&base, &tenant).await;
+    assert_is_the_log(&bodies, &log);
+    for (r, entry) in records.iter().zip(&log) {
+        assert_eq!(r["resource"]["service.name"], "naive-gateway", "{r}");
+        assert_eq!(r["resource"]["naive.tenant_id"], tenant.as_str(), "{r}");
+        assert_eq!(r["attributes"]["naive.seq"], entry["seq"], "{r}");
+        assert_eq!(r["attributes"]["naive.hash"], entry["hash"], "{r}");
+        assert_eq!(r["attributes"]["naive.kind"], entry["kind"], "{r}");
+        let at = chrono::DateTime::parse_from_rfc3339(entry["at"].as_str().unwrap()).unwrap();
+        assert_eq!(r["time_unix_nano"].as_u64(), Some(at.timestamp_nanos_opt().unwrap() as u64), "{r}");
+    }
+    let charged =
+        records.iter().find(|r| r["attributes"]["naive.action"] == "cards.charge").expect("a charge");
+    assert_eq!(
+        (charged["attributes"]["naive.verdict"].as_str(), charged["severity_text"].as_str()),
+        (Some("allow"), Some("INFO"))
+    );
 }

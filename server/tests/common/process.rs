@@ -300,14 +300,20 @@ pub fn start_receiver(args: &[&str]) -> Receiver {
 
 /// [`start_receiver`] on `listen` (the address of one that was stopped, to restart it).
 pub fn start_receiver_on(listen: &str, args: &[&str]) -> Receiver {
+    start_reference("webhook-receiver", listen, args)
+}
+
+/// The reference program `command` (`webhook-receiver`, `hec-receiver`, `otlp-receiver`) as
+/// its own process on `listen`, with `args`.
+pub fn start_reference(command: &str, listen: &str, args: &[&str]) -> Receiver {
     let mut child = Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["webhook-receiver", "--listen", listen])
+        .args([command, "--listen", listen])
         .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let base = first_url(&mut child, "the webhook receiver");
+    let base = first_url(&mut child, command);
     Receiver { child, base }
 }
 
@@ -323,6 +329,13 @@ impl Receiver {
             .await
             .unwrap();
         b["items"].as_array().unwrap().clone()
+    }
+
+    /// What it answers `GET <path>`, as JSON.
+    pub async fn get(&self, path: &str) -> serde_json::Value {
+        let res = server::http_client().get(format!("{}{path}", self.base)).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        res.json().await.unwrap()
     }
 
     /// Tells it the endpoint's signing secret, so it verifies what arrives.
