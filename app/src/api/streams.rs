@@ -3,7 +3,8 @@
 //!
 //! Guarantees: admins only; each change is the same gateway function `/v1/streams` calls,
 //! recorded as a console action by the admin who made it; a stream's signing secret is shown
-//! once, on the page the creating form lands on, through the session's one-time handover.
+//! once, on the page the creating form lands on, through the session's one-time handover; a
+//! collector's token the admin gave is never shown.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ pub struct StreamView {
     pub id: String,
     pub url: String,
     pub kind: String,
+    /// `entry` or `ocsf`.
+    pub format: String,
+    /// `signed` or `token`.
+    pub auth: String,
     /// `caught_up`, `streaming` or `failing`.
     pub state: String,
     /// The newest entry its receiver acknowledged, and when.
@@ -48,6 +53,8 @@ pub(crate) async fn streams_part(
             id: s.id,
             url: s.url,
             kind: s.kind.as_str().to_string(),
+            format: s.format.as_str().to_string(),
+            auth: s.auth.as_str().to_string(),
             state: s.health.state,
             acked_seq: s.health.acked_seq,
             acked_at: s.health.acked_at.map(|t| t.to_rfc3339()),
@@ -62,35 +69,58 @@ pub(crate) async fn streams_part(
         .collect())
 }
 
-/// Adds a stream (newline-delimited JSON, entries as `/v1/logs` shows them) from the newest
-/// entry on (`start` = `now`) or from the oldest the database holds (`beginning`), and lands
-/// on the page that shows its signing secret once. A plain form post.
+/// Adds a stream of `kind` (`ndjson`, `splunk_hec`, `otlp`) sending each entry in `format`
+/// (`entry`, `ocsf`), from the newest entry on (`start` = `now`) or from the oldest the
+/// database holds (`beginning`). With a `token` (the collector's, required for Splunk HEC) it
+/// is kept in the vault and never shown; without one the page the form lands on shows the
+/// signing secret the gateway made, once. A plain form post.
 #[server(prefix = "/api", endpoint = "create_stream")]
-pub async fn create_stream(url: String, start: String) -> Result<(), ServerFnError> {
-    use gateway::delivery::streams::{StreamSpec, StreamStart};
+pub async fn create_stream(
+    url: String,
+    start: String,
+    kind: String,
+    format: String,
+    token: String,
+) -> Result<(), ServerFnError> {
     form(async {
         let (gw, tenant, by) = require_roles(&[gateway::Role::Admin], "managing log streams").await?;
-        let start = if start == "beginning" { StreamStart::Beginning } else { StreamStart::Now };
-        let spec = StreamSpec {
-            url,
-            kind: Default::default(),
-            format: Default::default(),
-            start,
-            max_entries: None,
-        };
+        let spec = stream_spec(url, &start, &kind, &format, token)?;
         let created = gw
             .create_stream(&tenant.id, spec, &by.username, gateway::audit::activity::Transport::Console)
             .await
             .map_err(to_fn_error)?;
+        let id = created.stream.id;
+        let Some(secret) = created.secret else {
+            back_with_notice(&format!("Added log stream {id}; it sends with your collector's token.")).await;
+            return Ok(());
+        };
         let session = crate::api::session::token()
             .await?
             .ok_or_else(|| ServerFnError::new("signed_out: sign in to use the console"))?;
-        let id = created.stream.id;
-        gw.hand_over_secret(&session, &id, &created.secret).await.map_err(to_fn_error)?;
+        gw.hand_over_secret(&session, &id, &secret).await.map_err(to_fn_error)?;
         leptos_axum::redirect(&format!("/runtime?issued={id}#streams"));
         Ok(())
     })
     .await
+}
+
+/// The stream the form describes; an unknown kind or format is refused with what is known.
+#[cfg(feature = "ssr")]
+fn stream_spec(
+    url: String,
+    start: &str,
+    kind: &str,
+    format: &str,
+    token: String,
+) -> Result<gateway::delivery::streams::StreamSpec, ServerFnError> {
+    use gateway::delivery::streams::{StreamFormat, StreamKind, StreamSpec, StreamStart};
+    let kind = StreamKind::parse(kind)
+        .ok_or_else(|| ServerFnError::new("invalid_stream_kind: a stream is ndjson, splunk_hec or otlp"))?;
+    let format = StreamFormat::parse(format)
+        .ok_or_else(|| ServerFnError::new("invalid_stream_format: a stream sends entry or ocsf events"))?;
+    let start = if start == "beginning" { StreamStart::Beginning } else { StreamStart::Now };
+    let token = Some(token.trim().to_string()).filter(|t| !t.is_empty());
+    Ok(StreamSpec { url, kind, format, start, max_entries: None, token })
 }
 
 /// Removes a stream and its secret. A plain form post.

@@ -21,7 +21,7 @@ const LABEL: &str = "text-zinc-600 dark:text-zinc-300";
 pub fn StreamsSection(streams: Vec<StreamView>, new_secret: Option<(String, String)>) -> impl IntoView {
     view! {
         <h2 id="streams" class="mt-8 mb-2 text-base font-semibold">"Log streams"</h2>
-        <p class="mb-3 text-sm text-zinc-600 dark:text-zinc-300">"The activity log, sent to your SIEM's collector as it grows: newline-delimited JSON, one entry per line as /v1/logs shows it, signed the Standard Webhooks way. A stream resumes from its cursor after any outage, and retention deletes nothing it has not sent."</p>
+        <p class="mb-3 text-sm text-zinc-600 dark:text-zinc-300">"The activity log, sent to your SIEM's collector as it grows: newline-delimited JSON, Splunk HTTP Event Collector events or OTLP/HTTP logs, each entry as /v1/logs shows it or as an OCSF event. A stream resumes from its cursor after any outage, and retention deletes nothing it has not sent."</p>
         {new_secret.map(|(id, secret)| view! {
             <section role="status" data-testid="stream-secret-once" class="mb-4 rounded-lg border border-emerald-300 bg-emerald-50 p-3 dark:border-emerald-800 dark:bg-emerald-950">
                 <p class="mb-2 text-sm font-medium">{format!("Signing secret of {id}: copy it now into the collector. It is shown only this once.")}</p>
@@ -72,7 +72,7 @@ fn StreamLine(s: StreamView) -> impl IntoView {
     });
     view! {
         <tr class=TR data-stream=row_id data-state=state>
-            <td class=TD><code class="break-all text-xs">{s.url}</code><span class="block text-xs text-zinc-600 dark:text-zinc-300">{s.id}" · "{s.kind}" · batches of "{s.batch_entries}</span></td>
+            <td class=TD><code class="break-all text-xs">{s.url}</code><span class="block text-xs text-zinc-600 dark:text-zinc-300">{s.id}" · "{s.kind}" · "{s.format}" · "{s.auth}" · batches of "{s.batch_entries}</span></td>
             <td class=TD data-testid="stream-state">{s.state.replace('_', " ")}</td>
             <td class=TD data-testid="stream-cursor" data-seq=s.acked_seq.to_string()>{s.acked_seq.to_string()}{s.acked_at.map(|t| view! { " · "<Time rfc3339=t /> })}</td>
             <td class=TD data-testid="stream-lag" data-entries=s.lag_entries.to_string()>{behind}</td>
@@ -95,6 +95,22 @@ fn StreamForm() -> impl IntoView {
             <h2 class="text-sm font-semibold">"Add a log stream"</h2>
             <label class=FIELD><span class=LABEL>"Collector URL"</span>
                 <input name="url" type="url" required placeholder="https://collector.example.com/naive" class=format!("{INPUT} max-w-full") />
+            </label>
+            <label class=FIELD><span class=LABEL>"Kind"</span>
+                <select name="kind" class=format!("{INPUT} max-w-full")>
+                    <option value="ndjson">"Newline-delimited JSON over HTTPS"</option>
+                    <option value="splunk_hec">"Splunk HTTP Event Collector"</option>
+                    <option value="otlp">"OpenTelemetry logs (OTLP/HTTP)"</option>
+                </select>
+            </label>
+            <label class=FIELD><span class=LABEL>"Events"</span>
+                <select name="format" class=format!("{INPUT} max-w-full")>
+                    <option value="entry">"Log entries as /v1/logs shows them"</option>
+                    <option value="ocsf">"OCSF 1.5.0 events"</option>
+                </select>
+            </label>
+            <label class=FIELD><span class=LABEL>"Collector token (required for Splunk HEC; leave empty to have batches signed with a secret shown once)"</span>
+                <input name="token" type="password" autocomplete="off" class=format!("{INPUT} max-w-full") />
             </label>
             <label class=FIELD><span class=LABEL>"Start"</span>
                 <select name="start" class=format!("{INPUT} max-w-full")>
