@@ -62,6 +62,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("ledger_entries", "domain/ledger/"),
     ("log_checkpoints", "audit/activity.rs"),
     ("log_streams", "delivery/streams/"),
+    ("log_stream_dead_letters", "delivery/streams/"),
     ("login_attempts", "domain/logins.rs"),
     ("oauth_clients", "domain/oauth.rs"),
     ("oauth_codes", "domain/oauth.rs"),

@@ -452,3 +452,62 @@ async fn an_otlp_stream_sends_one_log_record_per_entry() {
         (Some("allow"), Some("INFO"))
     );
 }
+
+/// A single entry the receiver refuses as too large (413 on a batch of one) is kept as the
+/// stream's dead letter, recorded in the log, and the stream goes on past it; an admin's
+/// retry sends it alone once the receiver takes it, and it is no longer a dead letter.
+#[tokio::test]
+async fn an_entry_refused_for_good_is_a_dead_letter_the_admin_can_retry() {
+    let Setup { fresh: _fresh, base, _dir, .. } = setup().await;
+    let receiver = start_receiver(&["--max-body", "2000"]);
+    // The stream's own entry names its URL: a long one makes that entry too large alone.
+    let long = format!("/{}", "x".repeat(1_900));
+    let body = json!({"url": format!("{}{long}", receiver.base), "start": "beginning", "max_entries": 8});
+    let (status, created) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(body), None).await;
+    assert_eq!(status, 201, "{created}");
+    let (id, secret) = (created["stream"]["id"].as_str().unwrap(), created["secret"].as_str().unwrap());
+    receiver.set_secret(secret).await;
+    let buyer = default_agent(&base, "dead").await;
+    assert_eq!(charge(&base, &buyer, "after the big one").await.0, 200);
+    let s =
+        stream_until(&base, id, |s| s["health"]["state"] == "caught_up" && s["health"]["dead_letters"] == 1)
+            .await;
+    assert_eq!(s["health"]["attempts"], 0, "{s}");
+    let (status, dead) =
+        call(&base, "GET", &format!("/v1/streams/{id}/dead-letters"), COMPANY_KEY, None, None).await;
+    assert_eq!(status, 200, "{dead}");
+    let items = dead["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{dead}");
+    assert_eq!(items[0]["code"], "stream_entry_too_large");
+    let seq = items[0]["seq"].as_i64().unwrap();
+    let got = streamed(&[&receiver], 8).await;
+    let tenant = got[0]["tenant_id"].as_str().unwrap().to_string();
+    let log = log_of(&base, &tenant).await;
+    let big = log.iter().find(|e| e["seq"] == seq).unwrap();
+    assert_eq!(big["verdict"], "stream_added", "the one entry too large: {big}");
+    let noted = log.iter().find(|e| e["verdict"] == "dead_letter").expect("the skip is logged");
+    assert_eq!(
+        (noted["detail"]["stream_id"].as_str(), noted["detail"]["seq"].as_i64()),
+        (Some(id), Some(seq))
+    );
+    let rest: Vec<Value> = log.iter().filter(|e| e["seq"] != seq).cloned().collect();
+    let seqs = |v: &[Value]| v.iter().map(|e| e["seq"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(seqs(&got), seqs(&rest), "everything else arrived, in order");
+    assert_eq!(metric(&base, "naive_stream_dead_letters").await, 1.0);
+
+    // Retried while the receiver still refuses it: it stays. Once it takes it: it is gone.
+    let retry = format!("/v1/streams/{id}/dead-letters/{seq}/retry");
+    let (status, b) = call(&base, "POST", &retry, COMPANY_KEY, None, None).await;
+    assert_eq!((status, b["code"].as_str()), (409, Some("dead_letter_refused")), "{b}");
+    let listen = receiver.base.trim_start_matches("http://").to_string();
+    drop(receiver);
+    let back = start_receiver_on(&listen, &[]);
+    back.set_secret(secret).await;
+    let (status, b) = call(&base, "POST", &retry, COMPANY_KEY, None, None).await;
+    assert_eq!(status, 204, "{b}");
+    let arrived = streamed(&[&back], 1).await;
+    assert!(arrived.iter().any(|e| e["seq"] == seq && e["hash"] == big["hash"]), "{arrived:?}");
+    assert_eq!(stream(&base, id).await["health"]["dead_letters"], 0);
+    let (status, b) = call(&base, "POST", &retry, COMPANY_KEY, None, None).await;
+    assert_eq!((status, b["code"].as_str()), (404, Some("not_found")), "{b}");
+}

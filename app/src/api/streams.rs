@@ -36,6 +36,9 @@ pub struct StreamView {
     pub batch_entries: i64,
     pub last_error: Option<String>,
     pub next_attempt_at: Option<String>,
+    /// The entries its receiver refused for good, skipped and kept to send again (oldest
+    /// first, at most 20).
+    pub dead_letters: Vec<i64>,
     pub created_by: String,
     pub created_at: String,
 }
@@ -46,27 +49,37 @@ pub(crate) async fn streams_part(
     gw: &gateway::Gateway,
     t: &gateway::TenantId,
 ) -> Result<Vec<StreamView>, ServerFnError> {
-    let streams = gw.streams(t).await.map_err(to_fn_error)?;
-    Ok(streams
-        .into_iter()
-        .map(|s| StreamView {
-            id: s.id,
-            url: s.url,
-            kind: s.kind.as_str().to_string(),
-            format: s.format.as_str().to_string(),
-            auth: s.auth.as_str().to_string(),
-            state: s.health.state,
-            acked_seq: s.health.acked_seq,
-            acked_at: s.health.acked_at.map(|t| t.to_rfc3339()),
-            lag_entries: s.health.lag_entries,
-            lag_seconds: s.health.lag_seconds,
-            batch_entries: s.health.batch_entries,
-            last_error: s.health.last_error,
-            next_attempt_at: s.health.next_attempt_at.map(|t| t.to_rfc3339()),
-            created_by: s.created_by,
-            created_at: s.created_at.to_rfc3339(),
-        })
-        .collect())
+    let mut out = Vec::new();
+    for s in gw.streams(t).await.map_err(to_fn_error)? {
+        let dead = match s.health.dead_letters {
+            0 => Vec::new(),
+            _ => gw.stream_dead_letters(t, &s.id).await.map_err(to_fn_error)?,
+        };
+        out.push(view(s, dead.iter().take(20).map(|d| d.seq).collect()));
+    }
+    Ok(out)
+}
+
+#[cfg(feature = "ssr")]
+fn view(s: gateway::delivery::streams::Stream, dead_letters: Vec<i64>) -> StreamView {
+    StreamView {
+        id: s.id,
+        url: s.url,
+        kind: s.kind.as_str().to_string(),
+        format: s.format.as_str().to_string(),
+        auth: s.auth.as_str().to_string(),
+        state: s.health.state,
+        acked_seq: s.health.acked_seq,
+        acked_at: s.health.acked_at.map(|t| t.to_rfc3339()),
+        lag_entries: s.health.lag_entries,
+        lag_seconds: s.health.lag_seconds,
+        batch_entries: s.health.batch_entries,
+        last_error: s.health.last_error,
+        next_attempt_at: s.health.next_attempt_at.map(|t| t.to_rfc3339()),
+        dead_letters,
+        created_by: s.created_by,
+        created_at: s.created_at.to_rfc3339(),
+    }
 }
 
 /// Adds a stream of `kind` (`ndjson`, `splunk_hec`, `otlp`) sending each entry in `format`
@@ -121,6 +134,20 @@ fn stream_spec(
     let start = if start == "beginning" { StreamStart::Beginning } else { StreamStart::Now };
     let token = Some(token.trim().to_string()).filter(|t| !t.is_empty());
     Ok(StreamSpec { url, kind, format, start, max_entries: None, token })
+}
+
+/// Sends a stream's dead letter again, alone; the page says whether the receiver took it. A
+/// plain form post.
+#[server(prefix = "/api", endpoint = "retry_stream_dead_letter")]
+pub async fn retry_stream_dead_letter(id: String, seq: i64) -> Result<(), ServerFnError> {
+    form(async {
+        let (gw, tenant, _) = require_roles(&[gateway::Role::Admin], "managing log streams").await?;
+        gw.retry_stream_dead_letter(&tenant.id, &id, seq).await.map_err(to_fn_error)?;
+        back_with_notice(&format!("Entry {seq} was sent to log stream {id} and is no longer a dead letter."))
+            .await;
+        Ok(())
+    })
+    .await
 }
 
 /// Removes a stream and its secret. A plain form post.

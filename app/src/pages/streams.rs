@@ -70,13 +70,14 @@ fn StreamLine(s: StreamView) -> impl IntoView {
         Some(next) => view! { <span>{e}" · tries again "<Time rfc3339=next /></span> }.into_any(),
         None => view! { <span>{e}</span> }.into_any(),
     });
+    let dead = DeadLetters(DeadLettersProps { id: s.id.clone(), seqs: s.dead_letters });
     view! {
         <tr class=TR data-stream=row_id data-state=state>
             <td class=TD><code class="break-all text-xs">{s.url}</code><span class="block text-xs text-zinc-600 dark:text-zinc-300">{s.id}" · "{s.kind}" · "{s.format}" · "{s.auth}" · batches of "{s.batch_entries}</span></td>
             <td class=TD data-testid="stream-state">{s.state.replace('_', " ")}</td>
             <td class=TD data-testid="stream-cursor" data-seq=s.acked_seq.to_string()>{s.acked_seq.to_string()}{s.acked_at.map(|t| view! { " · "<Time rfc3339=t /> })}</td>
             <td class=TD data-testid="stream-lag" data-entries=s.lag_entries.to_string()>{behind}</td>
-            <td class=TD>{error}</td>
+            <td class=TD>{error}{dead}</td>
             <td class=TD>{s.created_by}" · "<Time rfc3339=s.created_at /></td>
             <td class=TD>
                 <form method="post" action="/api/delete_stream">
@@ -86,6 +87,25 @@ fn StreamLine(s: StreamView) -> impl IntoView {
             </td>
         </tr>
     }
+}
+
+/// The entries a stream's receiver refused for good, each with a Retry button.
+#[component]
+fn DeadLetters(id: String, seqs: Vec<i64>) -> impl IntoView {
+    (!seqs.is_empty()).then(|| {
+        view! {
+            <div class="mt-1 text-xs" data-testid="stream-dead-letters">
+                <span class="block">{format!("Dead letters (refused for good, skipped): {}", seqs.len())}</span>
+                {seqs.into_iter().map(|seq| view! {
+                    <form method="post" action="/api/retry_stream_dead_letter" class="mr-1 inline">
+                        <input type="hidden" name="id" value=id.clone() />
+                        <input type="hidden" name="seq" value=seq.to_string() />
+                        <button type="submit" class=BUTTON>{format!("Retry entry {seq}")}</button>
+                    </form>
+                }).collect_view()}
+            </div>
+        }
+    })
 }
 
 #[component]

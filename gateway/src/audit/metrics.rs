@@ -112,6 +112,7 @@ pub struct Families {
     pub stream_lag_entries: Gauge,
     pub stream_lag_seconds: Gauge,
     pub streams_failing: Gauge,
+    pub stream_dead_letters: Gauge,
 }
 
 /// A gauge set from what its reader answers at each scrape (`None` keeps the last value).
@@ -282,6 +283,7 @@ fn register(r: &mut Registry) -> Families {
         stream_lag_entries: Gauge::default(),
         stream_lag_seconds: Gauge::default(),
         streams_failing: Gauge::default(),
+        stream_dead_letters: Gauge::default(),
     };
     register_events(r, &f);
     register_state(r, &f);
@@ -442,5 +444,10 @@ fn register_state(r: &mut Registry, f: &Families) {
         "streams_failing",
         "Log streams waiting to try a failed batch again",
         f.streams_failing.clone(),
+    );
+    r.register(
+        "stream_dead_letters",
+        "Log entries streams skipped because their receivers refused them for good (a single entry too large), kept to send again",
+        f.stream_dead_letters.clone(),
     );
 }

@@ -100,6 +100,7 @@ impl Gateway {
         f.stream_lag_entries.set(h.streams.lag_entries);
         f.stream_lag_seconds.set(h.streams.lag_secs);
         f.streams_failing.set(h.streams.failing);
+        f.stream_dead_letters.set(h.streams.dead_letters);
         for o in &h.outbox {
             let channel = label(&o.channel);
             f.outbox_depth.get_or_create(&Channel { channel }).set(o.depth);

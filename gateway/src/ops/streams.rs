@@ -12,15 +12,23 @@ use crate::audit::activity::Transport;
 use crate::delivery::outbox::delivery::{DeliveryHandle, POLL_MS, RENEW_EVERY};
 use crate::delivery::streams::send::{Sent, send};
 use crate::delivery::streams::{
-    self, CreatedStream, Stream, StreamRow, StreamSpec, check, delete_in, insert, make_room,
+    self, CreatedStream, DeadLetter, Stream, StreamRow, StreamSpec, check, delete_in, insert, make_room,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
 /// How many streams send at once, beside the outbox's deliveries.
 const STREAMS_IN_FLIGHT: usize = 16;
 /// How long a stream sends before it lets the others have a turn.
 const TURN: StdDuration = StdDuration::from_secs(5);
+/// A retried dead letter the receiver refused again.
+fn refused(code: &str) -> Error {
+    Error::Conflict {
+        code: "dead_letter_refused",
+        message: format!("the receiver refused the entry again ({code}); it stays a dead letter"),
+    }
+}
+
 /// Acknowledged batches in a row after which a stream shrunk by a 413 tries twice the size.
 const GROW_AFTER: u32 = 64;
 
@@ -80,6 +88,39 @@ impl Gateway {
             created_at: s.created_at,
             health,
         })
+    }
+
+    /// The entries the stream's receiver refused for good, oldest first.
+    pub async fn stream_dead_letters(&self, tenant: &TenantId, id: &str) -> Result<Vec<DeadLetter>> {
+        streams::dead_letters(&self.store, &streams::one(&self.store, tenant, id).await?).await
+    }
+
+    /// Sends the dead letter `seq` of the stream `id` again, alone, now: forgotten once the
+    /// receiver takes it; `dead_letter_refused` with the receiver's answer otherwise, and
+    /// `entry_deleted` once retention deleted the entry (it is in the archive).
+    pub async fn retry_stream_dead_letter(&self, tenant: &TenantId, id: &str, seq: i64) -> Result<()> {
+        let s = streams::one(&self.store, tenant, id).await?;
+        if !streams::dead_letters(&self.store, &s).await?.iter().any(|d| d.seq == seq) {
+            return Err(Error::NotFound { what: "dead letter" });
+        }
+        let Some(entry) = streams::entry(&self.store, tenant, seq).await? else {
+            return Err(Error::Conflict {
+                code: "entry_deleted",
+                message: format!(
+                    "entry {seq} was deleted by retention; read it from the archive (GET /v1/tenant/archive)"
+                ),
+            });
+        };
+        let secret = self.open_secret(tenant, &s.secret_name).await?;
+        match send(&self.egress, &s, &secret, std::slice::from_ref(&entry)).await {
+            Sent::Acked => {
+                let (t, i) = (tenant.clone(), id.to_string());
+                self.write_for(tenant, move |c| streams::dead_letter_sent(c, &t, &i, seq)).await?;
+                Ok(())
+            }
+            Sent::TooLarge => Err(refused("stream_entry_too_large")),
+            Sent::Failed(code) => Err(refused(&code)),
+        }
     }
 
     /// Removes a stream and its secret; retention stops waiting for it.
@@ -195,7 +236,11 @@ impl Gateway {
                 Sent::TooLarge if s.batch_entries > 1 => {
                     (s.batch_entries, in_a_row) = (s.batch_entries / 2, 0);
                 }
-                Sent::TooLarge => return self.stream_failed(s, owner, "stream_entry_too_large").await,
+                Sent::TooLarge => {
+                    if !self.stream_dead_letter(s, owner, last, "stream_entry_too_large").await? {
+                        return Ok(());
+                    }
+                }
                 Sent::Failed(code) => return self.stream_failed(s, owner, &code).await,
             }
             if started.elapsed() >= TURN {
@@ -254,6 +299,18 @@ impl Gateway {
             (s.acked_seq, s.attempts) = (last, 0);
         }
         Ok(moved)
+    }
+
+    /// Keeps the one entry `seq` the receiver refused for good as a dead letter and moves the
+    /// cursor past it; false when this worker lost the stream's lease meanwhile.
+    async fn stream_dead_letter(&self, s: &mut StreamRow, owner: &str, seq: i64, code: &str) -> Result<bool> {
+        tracing::warn!(stream = %s.id, seq, error = code, "a log stream's receiver refused an entry for good; it is kept as a dead letter");
+        let (row, o, c) = (s.clone(), owner.to_string(), code.to_string());
+        let kept = self.write_for(&s.tenant, move |t| streams::dead_letter(t, &row, &o, seq, &c)).await?;
+        if kept {
+            (s.acked_seq, s.attempts) = (seq, 0);
+        }
+        Ok(kept)
     }
 
     /// Gives the lease back: the stream is due again at once.

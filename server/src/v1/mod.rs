@@ -103,6 +103,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/webhooks/{id}/purge", idem(state, post(webhooks::purge)))
         .route("/v1/streams", idem(state, get(streams::list).post(streams::create)))
         .route("/v1/streams/{id}", idem(state, get(streams::get).delete(streams::delete)))
+        .route("/v1/streams/{id}/dead-letters", idem(state, get(streams::dead_letters)))
+        .route("/v1/streams/{id}/dead-letters/{seq}/retry", idem(state, post(streams::retry_dead_letter)))
         .merge(kit_routes(state))
         .merge(approval_routes(state))
         .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))

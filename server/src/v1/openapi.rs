@@ -123,6 +123,8 @@ use crate::v1::dto::StreamEvent;
         v1::streams::create,
         v1::streams::get,
         v1::streams::delete,
+        v1::streams::dead_letters,
+        v1::streams::retry_dead_letter,
         crate::http::health::healthz,
         crate::http::health::readyz,
         openapi_json,

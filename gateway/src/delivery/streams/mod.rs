@@ -14,7 +14,8 @@
 //!   nothing, and the next one sends the batch again.
 //! - A failing stream backs off (the outbox's backoff) and keeps its place for as long as it
 //!   fails: nothing is dropped, and its lag says how far behind it is. A receiver that answers
-//!   413 gets smaller batches.
+//!   413 gets smaller batches; a single entry it refuses as too large is kept as the stream's
+//!   dead letter ([`dead_letter`], recorded in the log) and the stream goes on past it.
 //! - Retention deletes no entry a stream has not sent ([`streamed_through`]).
 //! - The table `log_streams` is written only here. The signing secret (or the receiver's token)
 //!   is kept in the vault as `stream-<id>`; a secret the gateway made is shown once, a token
@@ -197,6 +198,19 @@ pub struct StreamHealth {
     pub last_error_at: Option<DateTime<Utc>>,
     /// When a failing stream tries again.
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// Entries the receiver refused for good, skipped and kept to send again.
+    pub dead_letters: i64,
+}
+
+/// An entry a stream's receiver refused for good.
+#[derive(Clone, Debug, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeadLetter {
+    /// The entry's `seq`.
+    pub seq: i64,
+    /// Why (`stream_entry_too_large`).
+    pub code: String,
+    pub at: DateTime<Utc>,
 }
 
 /// A tenant's stream. Its secret's value is never shown again.
@@ -391,6 +405,7 @@ pub(crate) fn delete_in(c: &dyn Tx, t: &TenantId, i: &str, a: &str, via: Transpo
         .transpose()?;
     let Some(secret) = secret else { return Err(Error::NotFound { what: "stream" }) };
     c.exec("DELETE FROM log_streams WHERE tenant_id = ? AND id = ?", &[t, &i])?;
+    c.exec("DELETE FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ?", &[t, &i])?;
     crate::domain::vault::delete_in(c, t, &secret, a, via)?;
     let entry = NewEntry::new(t, a, Kind::Connector).via(via).verdict(Verdict::StreamRemoved);
     activity::append(c, entry.detail(json!({ "stream_id": i })))?;
@@ -476,6 +491,50 @@ pub(crate) fn acked(
     Ok(moved == 1)
 }
 
+/// Keeps entry `seq`, the one entry after the cursor of a stream `owner` holds, as a dead
+/// letter with `code`, records that in the log, and moves the cursor past it; false when the
+/// lease was lost (nothing is written).
+pub(crate) fn dead_letter(c: &dyn Tx, s: &StreamRow, owner: &str, seq: i64, code: &str) -> Result<bool> {
+    activity::lock_tenant(c, &s.tenant)?;
+    let now = Utc::now();
+    let moved = c.exec(
+        "UPDATE log_streams SET acked_seq = ?, attempts = 0 WHERE id = ? AND lease_owner = ? AND acked_seq = ?",
+        &[&seq, &s.id, &owner, &s.acked_seq],
+    )?;
+    if moved == 0 {
+        return Ok(false);
+    }
+    c.exec(
+        "INSERT INTO log_stream_dead_letters (stream_id, tenant_id, seq, code, at) VALUES (?, ?, ?, ?, ?)",
+        &[&s.id, &s.tenant, &seq, &code, &now],
+    )?;
+    let entry =
+        NewEntry::new(&s.tenant, activity::SYSTEM_ACTOR, Kind::Connector).verdict(Verdict::DeadLetter);
+    activity::append(c, entry.detail(json!({ "stream_id": s.id, "seq": seq, "code": code })))?;
+    Ok(true)
+}
+
+/// Forgets the dead letter `seq` of the tenant's stream `id` once it was sent; false when
+/// there was none (another retry sent it first).
+pub(crate) fn dead_letter_sent(c: &dyn Tx, t: &TenantId, id: &str, seq: i64) -> Result<bool> {
+    let n = c.exec(
+        "DELETE FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ? AND seq = ?",
+        &[t, &id, &seq],
+    )?;
+    Ok(n == 1)
+}
+
+/// The stream's dead letters, oldest entry first.
+pub(crate) async fn dead_letters(store: &Store, s: &StreamRow) -> Result<Vec<DeadLetter>> {
+    let rows: Vec<(i64, String, DateTime<Utc>)> = store
+        .all(
+            "SELECT seq, code, at FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ? ORDER BY seq",
+            &[&s.tenant, &s.id],
+        )
+        .await?;
+    Ok(rows.into_iter().map(|(seq, code, at)| DeadLetter { seq, code, at }).collect())
+}
+
 /// Ends `owner`'s lease on a stream: due again at `due` with `error` recorded after a failed
 /// attempt (its `attempts` counted), or at once when `error` is None (caught up, or its turn
 /// is over). False when the lease was lost.
@@ -509,6 +568,8 @@ pub struct StreamFigures {
     pub lag_secs: i64,
     /// Streams waiting to try a failed batch again.
     pub failing: i64,
+    /// Entries the streams' receivers refused for good, kept as dead letters.
+    pub dead_letters: i64,
 }
 
 /// The most streams one reading of [`figures`] looks at.
@@ -533,8 +594,16 @@ pub(crate) async fn figures(
         f.lag_entries = f.lag_entries.max(h.lag_entries);
         f.lag_secs = f.lag_secs.max(h.lag_seconds);
         f.failing += i64::from(h.attempts > 0);
+        f.dead_letters += h.dead_letters;
     }
     Ok(f)
+}
+
+/// The tenant's entry `seq` without its recorded inputs; None once retention deleted it.
+pub(crate) async fn entry(store: &Store, tenant: &TenantId, seq: i64) -> Result<Option<Entry>> {
+    let sql = activity::select_shown("tenant_id = ? AND seq = ?");
+    let rows = store.rows(&sql, &[tenant, &seq]).await?;
+    Ok(activity::entries(&rows)?.pop())
 }
 
 /// Up to `limit` of the tenant's entries after `after`, in order, without their recorded
@@ -561,6 +630,12 @@ pub(crate) async fn health(store: &Store, s: &StreamRow, now: DateTime<Utc>) -> 
         )
         .await?;
     let lag_seconds = oldest.map_or(0, |(at,)| (now - at).num_seconds().max(0));
+    let (dead_letters,): (i64,) = store
+        .one(
+            "SELECT COUNT(*) FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ?",
+            &[&s.tenant, &s.id],
+        )
+        .await?;
     let failing = s.attempts > 0;
     let state = match (failing, lag) {
         (true, _) => "failing",
@@ -579,5 +654,6 @@ pub(crate) async fn health(store: &Store, s: &StreamRow, now: DateTime<Utc>) -> 
         last_error: s.last_error.clone(),
         last_error_at: s.last_error_at,
         next_attempt_at: failing.then_some(s.due_at),
+        dead_letters,
     })
 }
