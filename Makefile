@@ -71,8 +71,9 @@ api:
 	scripts/schemathesis.sh
 
 # /mcp through the official Python SDK (PyPI `mcp`), in both protocol modes, against the real
-# server binary on a free port with a fresh database; and Slack's request signing checked
-# against Slack's Python SDK (PyPI `slack_sdk`) in the same suite.
+# server binary on a free port with a fresh database; and, in the same suite, Slack's request
+# signing checked against Slack's Python SDK (PyPI `slack_sdk`) and a log stream's OCSF events
+# validated by ocsf-emitter (PyPI, the OCSF 1.5.0 schema's models).
 mcp:
 	cargo build -p server --bin server --features test-switches
 	.venv/bin/pytest server/tests/mcp -q -p anyio
