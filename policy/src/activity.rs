@@ -123,6 +123,9 @@ closed! {
         SignedIn = "signed_in",
         /// A console user signed out.
         SignedOut = "signed_out",
+        /// A sign-in as a console user was refused (a wrong password, or a password where the
+        /// tenant requires single sign-on).
+        SignInFailed = "sign_in_failed",
         /// A team runtime stopped an agent.
         RuntimeStopped = "runtime_stopped",
         /// A team runtime was registered.

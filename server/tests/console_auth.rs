@@ -79,6 +79,25 @@ async fn wrong_passwords_are_refused_and_then_rate_limited() {
     let (status, html) = app.get("/login?error=invalid").await;
     assert_eq!(status, 200);
     assert!(html.contains("do not match"));
+    // Each refused password is in the user's tenant's log, by the gateway (whoever tried is not
+    // known to be the admin), naming the user and why; the rate-limited attempt is not, and a
+    // name nobody has leaves no entry anywhere.
+    let res = app
+        .raw_client()
+        .post(format!("{}/login", app.base))
+        .form(&[("username", "nobody"), ("password", "x")]);
+    assert_eq!(res.send().await.unwrap().status().as_u16(), 303);
+    let tenant = app.gateway.tenants().await.unwrap().remove(0).id;
+    let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
+    let failed: Vec<_> = log.iter().filter(|e| e.verdict == Some(Verdict::SignInFailed)).collect();
+    assert_eq!(failed.len(), 5, "{failed:?}");
+    for e in failed {
+        assert_eq!(e.actor, gateway::audit::activity::Actor::System);
+        assert_eq!(
+            (e.detail["user"].as_str(), e.detail["reason"].as_str()),
+            (Some("admin"), Some("password"))
+        );
+    }
     app.stop().await;
 }
 

@@ -353,6 +353,10 @@ async fn a_tenant_that_requires_single_sign_on_keeps_its_break_glass_admin() {
     };
     assert!(login("carol", "carols-password").await.starts_with("/login?error=sso_required"));
     assert!(!login("admin", common::ADMIN_PASSWORD).await.starts_with("/login"), "break-glass signs in");
+    let log = app.gateway.log(&tenant, &Default::default()).await.unwrap();
+    let refused = log.iter().find(|e| e.verdict == Some(gateway::audit::activity::Verdict::SignInFailed));
+    let detail = &refused.expect("the refused password sign-in is logged").detail;
+    assert_eq!((detail["user"].as_str(), detail["reason"].as_str()), (Some("carol"), Some("sso_required")));
 
     // The provider down: a clear page, and the break-glass admin still signs in.
     idp.kill();

@@ -2,8 +2,8 @@
 //! in an HttpOnly
 //! cookie; only its SHA-256 is stored, with the user and an expiry. Signing in checks the
 //! argon2id password ([`Gateway::verify_login`](crate::Gateway::verify_login)); every request re-reads the user, so a role
-//! change or a deleted user takes effect at once. Sign-in and sign-out are recorded in the
-//! activity log.
+//! change or a deleted user takes effect at once. Sign-in, sign-out and a refused sign-in as
+//! a known user are recorded in the activity log.
 
 use chrono::{Duration, Utc};
 use serde_json::json;
@@ -56,6 +56,18 @@ pub(crate) fn start(
                 Some(issuer) => json!({ "user": name, "sso": issuer }),
                 None => json!({ "user": name }),
             }),
+    )
+}
+
+/// Records a refused sign-in as `name` of `tenant` (`why`: `password`, `sso_required`), by the
+/// gateway: whoever tried is not known to be the user.
+pub(crate) fn refused(c: &dyn Tx, tenant: &TenantId, name: &str, why: &str) -> Result<Entry> {
+    activity::append(
+        c,
+        NewEntry::new(tenant, activity::SYSTEM_ACTOR, Kind::Console)
+            .via(crate::audit::activity::Transport::Console)
+            .verdict(Verdict::SignInFailed)
+            .detail(json!({ "user": name, "reason": why })),
     )
 }
 

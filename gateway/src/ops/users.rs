@@ -126,11 +126,24 @@ impl Gateway {
         if !ok || row.is_none() {
             self.sign_in_failed("password");
         }
+        if let (Some((user, _)), false) = (&row, ok) {
+            self.record_refused_sign_in(user, "password").await?;
+        }
         Ok(row.filter(|_| ok).map(|(user, _)| user))
     }
 }
 
 impl Gateway {
+    /// Records in `user`'s tenant's log that a sign-in as them was refused (`why`: `password`,
+    /// `sso_required`), so their admin and their SIEM see it. A sign-in as nobody known is
+    /// counted on `/metrics` only; each attempt was counted against the user's sign-in limit
+    /// first, so these entries are bounded as the attempts are.
+    pub async fn record_refused_sign_in(&self, user: &ConsoleUser, why: &'static str) -> Result<()> {
+        let (t, name) = (user.tenant_id.clone(), user.username.clone());
+        self.write_for(&user.tenant_id, move |c| crate::domain::sessions::refused(c, &t, &name, why)).await?;
+        Ok(())
+    }
+
     /// Verifies a password against its hash, at most [`MAX_PASSWORD_CHECKS`](crate::domain::users::MAX_PASSWORD_CHECKS) at a time, off
     /// the async workers.
     async fn check_password(&self, password: &str, stored: String) -> Result<bool> {

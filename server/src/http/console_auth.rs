@@ -85,6 +85,7 @@ pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -
     }
     match state.gateway.verify_login(&username, &form.password).await? {
         Some(user) if state.gateway.password_sign_in_refused(&user).await? => {
+            state.gateway.record_refused_sign_in(&user, "sso_required").await?;
             Ok(Redirect::to(&login_url("sso_required", &next)).into_response())
         }
         Some(user) => {

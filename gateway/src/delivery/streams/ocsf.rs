@@ -91,7 +91,7 @@ fn classify(e: &Entry) -> (Class, u32, &'static str) {
             (Class::ApiActivity, id, name)
         }
         (Kind::Approval, _) => (Class::ApiActivity, 3, "Update"),
-        (Kind::Console, Some(V::SignedIn)) => (Class::Authentication, 1, "Logon"),
+        (Kind::Console, Some(V::SignedIn | V::SignInFailed)) => (Class::Authentication, 1, "Logon"),
         (Kind::Console, Some(V::SignedOut)) => (Class::Authentication, 2, "Logoff"),
         (Kind::Console, Some(V::RolesChanged)) => (Class::UserAccess, 99, "Other"),
         (Kind::Console | Kind::Key, Some(V::UserAdded | V::Issued)) => (Class::AccountChange, 1, "Create"),
@@ -166,7 +166,9 @@ fn status(e: &Entry) -> (u32, &'static str) {
     use Verdict as V;
     match e.verdict {
         _ if e.kind == Kind::Shadow => (99, "Shadow"),
-        Some(V::Deny | V::Refused | V::Unavailable | V::CommandRejected | V::DeadLetter) => (2, "Failure"),
+        Some(
+            V::Deny | V::Refused | V::Unavailable | V::CommandRejected | V::DeadLetter | V::SignInFailed,
+        ) => (2, "Failure"),
         Some(V::Park) => (99, "Parked"),
         _ => (1, "Success"),
     }

@@ -78,7 +78,8 @@ fn severity(v: Option<Verdict>) -> (SeverityNumber, &'static str) {
             | V::Expired
             | V::Escalated
             | V::CommandRejected
-            | V::DeadLetter,
+            | V::DeadLetter
+            | V::SignInFailed,
         ) => (SeverityNumber::Warn, "WARN"),
         _ => (SeverityNumber::Info, "INFO"),
     }
