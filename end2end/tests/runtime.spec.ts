@@ -134,6 +134,20 @@ test("a log stream sends the activity log to a collector, signed, its secret onc
   }
 });
 
+test("an admin sets how long archived log entries stay, and the page shows the archive's progress", async ({ page }) => {
+  await page.goto("/runtime");
+  await expect(page.getByTestId("archive-status")).toContainText("Deleted from the database");
+  const form = page.getByTestId("retention-form");
+  await form.getByLabel("Days an archived entry stays").fill("30");
+  await form.getByRole("button", { name: "Save retention" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("for 30 days");
+  await page.goto("/runtime");
+  await expect(page.getByTestId("retention-form").getByLabel("Days an archived entry stays")).toHaveValue("30");
+  await page.getByTestId("retention-form").getByLabel("Days an archived entry stays").fill("");
+  await page.getByTestId("retention-form").getByRole("button", { name: "Save retention" }).click();
+  await expect(page.getByTestId("form-done")).toContainText("Every log entry now stays");
+});
+
 test("a webhook that never answers ends in a dead letter an admin retries", async ({ page }) => {
   const hook = await receiver(["--always-fail"]);
   try {

@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod archive;
 pub mod beliefs;
 pub mod connectors;
 pub mod forms;

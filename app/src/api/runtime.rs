@@ -1,7 +1,7 @@
 //! Server functions behind the Runtime page (admins): the team runtime's registration and
 //! live state, the outbox's runtime commands and webhook messages (dead letters retried from
-//! here), the webhook endpoints with their test button, and the log streams
-//! ([`crate::api::streams`]).
+//! here), the webhook endpoints with their test button, the log streams
+//! ([`crate::api::streams`]) and the archive and retention ([`crate::api::archive`]).
 //!
 //! Guarantees: admins only; every change goes through the same gateway function as `/v1`
 //! and is recorded as a console action by the admin who made it; the runtime's shared secret
@@ -91,6 +91,8 @@ pub struct RuntimeData {
     pub slack_deliveries: Vec<DeliveryRow>,
     /// The tenant's log streams with their health.
     pub streams: Vec<crate::api::streams::StreamView>,
+    /// How far the log is archived and deleted, and the retention.
+    pub archive: crate::api::archive::ArchiveView,
 }
 
 #[cfg(feature = "ssr")]
@@ -154,6 +156,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         .collect();
     let (slack, slack_deliveries) = slack_part(&gw, t).await?;
     let streams = crate::api::streams::streams_part(&gw, t).await?;
+    let archive = crate::api::archive::archive_part(&gw, t).await?;
     Ok(RuntimeData {
         runtime,
         backlogs,
@@ -165,6 +168,7 @@ pub async fn runtime_page(issued: Option<String>) -> Result<RuntimeData, ServerF
         slack,
         slack_deliveries,
         streams,
+        archive,
     })
 }
 

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod archive;
 pub mod beliefs;
 pub mod connect;
 pub mod connectors;

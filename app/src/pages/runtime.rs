@@ -14,6 +14,7 @@ use crate::components::common::{
     CARD, EmptyState, FormOutcome, INPUT, Loading, PageHeader, TABLE, TD, TH, THEAD, TR, Time, show,
 };
 use crate::components::secret::SecretOnce;
+use crate::pages::archive::ArchiveSection;
 use crate::pages::streams::StreamsSection;
 
 const BUTTON: &str = "rounded border border-zinc-300 px-2 py-0.5 text-xs dark:border-zinc-700";
@@ -74,6 +75,7 @@ fn Runtime(d: RuntimeData) -> impl IntoView {
         <h2 class="mt-8 mb-2 text-base font-semibold">"Webhook deliveries"</h2>
         <DeliveryTable rows=d.deliveries testid="deliveries-table" what="message" key_label="Endpoint" />
         <StreamsSection streams=d.streams new_secret=stream_secret />
+        <ArchiveSection a=d.archive />
         <SlackSection app=d.slack />
         <h2 class="mt-8 mb-2 text-base font-semibold">"Slack deliveries"</h2>
         <DeliveryTable rows=d.slack_deliveries testid="slack-deliveries-table" what="message" key_label="Channel" />
