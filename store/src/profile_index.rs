@@ -19,6 +19,11 @@
 //!
 //! The index database is derived: if it is lost, or is ahead of the main database (a restored
 //! backup), it is rebuilt from scratch.
+//!
+//! Retention deletes a tenant's oldest log entries and moves its checkpoint
+//! (`log_checkpoints`); the indexer then drops their pairs ([`prune`]), so the index shrinks
+//! with the log instead of growing for ever. Reads join the pairs to `main.activity`, so a
+//! pair not dropped yet is never read as an entry.
 
 use rusqlite::Connection;
 
@@ -68,6 +73,31 @@ pub fn index_tail(c: &Connection) -> rusqlite::Result<()> {
     })
 }
 
+/// Drops the `activity_by_profile` pairs of entries retention deleted (at or before their
+/// tenant's checkpoint), in one transaction on `idx`, when a checkpoint moved since the last
+/// time; how many it dropped.
+pub fn prune(c: &Connection) -> rusqlite::Result<usize> {
+    let (cut, pruned): (i64, i64) = c.query_row(
+        "SELECT COALESCE((SELECT SUM(seq) FROM main.log_checkpoints), 0),                 (SELECT checkpoints FROM idx.prune_marks WHERE id = 1)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    if cut == pruned {
+        return Ok(0);
+    }
+    c.execute_batch("BEGIN")?;
+    let dropped = c
+        .execute(
+            "DELETE FROM idx.activity_by_profile WHERE (profile_no, seq) IN (                SELECT a.profile_no, a.seq FROM idx.profile_numbers n                JOIN main.agent_profiles p ON p.id = n.profile_id                JOIN main.log_checkpoints k ON k.tenant_id = p.tenant_id                JOIN idx.activity_by_profile a ON a.profile_no = n.no AND a.seq <= k.seq)",
+            [],
+        )
+        .and_then(|n| c.execute("UPDATE idx.prune_marks SET checkpoints = ?1 WHERE id = 1", [cut]).map(|_| n))
+        .and_then(|n| c.execute_batch("COMMIT").map(|()| n));
+    dropped.inspect_err(|_| {
+        let _ = c.execute_batch("ROLLBACK");
+    })
+}
+
 /// Empties the index when it is ahead of the database it indexes (the database was replaced
 /// by an older copy), or when it predates a table it now keeps, so the next pass rebuilds it.
 fn check_marks(c: &Connection) -> rusqlite::Result<()> {
@@ -87,7 +117,8 @@ fn check_marks(c: &Connection) -> rusqlite::Result<()> {
         tracing::warn!(ahead, incomplete, "the index database does not match the database; rebuilding it");
         c.execute_batch(
             "BEGIN; DELETE FROM idx.activity_by_profile; DELETE FROM idx.ledger_by_account; \
-             DELETE FROM idx.spend_by_day; DELETE FROM idx.ledger_days; UPDATE idx.index_marks SET seq = 0; COMMIT;",
+             DELETE FROM idx.spend_by_day; DELETE FROM idx.ledger_days; UPDATE idx.index_marks SET seq = 0; \
+             UPDATE idx.prune_marks SET checkpoints = 0; COMMIT;",
         )?;
     }
     Ok(())
@@ -118,6 +149,9 @@ impl Indexer {
                     };
                     if let Err(e) = index_tail(&conn) {
                         tracing::warn!(error = %e, "indexing the newest rows failed; reads still find them");
+                    }
+                    if let Err(e) = prune(&conn) {
+                        tracing::warn!(error = %e, "dropping the index pairs of deleted entries failed; trying again");
                     }
                     if let Some(done) = waiting {
                         let _ = done.send(());

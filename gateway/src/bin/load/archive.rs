@@ -4,7 +4,7 @@
 //! call records (about the size a real entry is). Then the gateway's clock moves to the next
 //! day, and the archiver's round runs as the server runs it (`Gateway::archive_due` into a
 //! local directory, then `Gateway::forget_archived`). Prints per day the archive's rate and the
-//! database's size; at the end the bytes per entry, where the size levels off, and what that
+//! database's size (with its per-profile index); at the end the bytes per entry, where the size levels off, and what that
 //! means at 100 calls a second.
 
 use std::time::Instant;
@@ -47,8 +47,13 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
         let t = Instant::now();
         let deleted = gw.forget_archived().await.expect("retention");
         let forgot = t.elapsed().as_secs_f64();
+        // The indexer's round, as it runs every quarter second in the server: the day's
+        // pairs indexed, those of the deleted entries dropped.
+        gw.index_recent().await.expect("index");
         gateway::store::seeding::sqlite_checkpoint(&path).expect("checkpoint");
-        let size = std::fs::metadata(&path).expect("the database").len();
+        // The database and its per-profile index beside it (store/src/profile_index.rs).
+        let index = std::fs::metadata(format!("{path}-index")).map_or(0, |m| m.len());
+        let size = std::fs::metadata(&path).expect("the database").len() + index;
         sizes.push(size);
         println!(
             "  day {d:>2}: seeded {seeded:.1}s, archived {:>7.0} entries/s, deleted {deleted:>7} in {forgot:.1}s, database {:>6.1} MB",
