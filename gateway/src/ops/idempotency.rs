@@ -1,11 +1,15 @@
 //! Request idempotency as operations: claiming a request key, storing its answer, releasing a
-//! failed claim, and forgetting old keys.
+//! failed claim, and forgetting old keys (requests' and governed calls', after 24 hours).
 
 use chrono::Utc;
 
 use crate::Gateway;
 use crate::domain::idempotency::{Claim, Stored, claim, finish, forget_old, release};
+use crate::domain::reserve::claims::forget_answered_before;
 use crate::error::Result;
+
+/// The most answered claims one transaction deletes.
+const FORGET_CHUNK: i64 = 5_000;
 
 impl Gateway {
     /// Claims `key` for a request with `digest`, sent with credential `scope`.
@@ -26,8 +30,18 @@ impl Gateway {
         self.write(move |c| release(c, &scope, &key)).await
     }
 
-    /// Forgets stored responses older than [`RETAIN_HOURS`](crate::domain::idempotency::RETAIN_HOURS). The sweeper calls it.
+    /// Forgets stored responses older than [`RETAIN_HOURS`](crate::domain::idempotency::RETAIN_HOURS): those of
+    /// requests, then the answers of governed calls, in chunks of [`FORGET_CHUNK`] so no
+    /// transaction holds the writer long. The sweeper calls it.
     pub async fn forget_old_requests(&self) -> Result<usize> {
-        self.write(|c| forget_old(c, Utc::now())).await
+        let mut forgotten = self.write(|c| forget_old(c, Utc::now())).await?;
+        let cutoff = Utc::now() - chrono::Duration::hours(crate::domain::idempotency::RETAIN_HOURS);
+        loop {
+            let n = self.write(move |c| forget_answered_before(c, cutoff, FORGET_CHUNK)).await?;
+            forgotten += n;
+            if n < FORGET_CHUNK as usize {
+                return Ok(forgotten);
+            }
+        }
     }
 }

@@ -29,9 +29,14 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
     let clock = Clock::manual(Utc::now());
     let config = GatewayConfig { clock: clock.clone(), ..Default::default() };
     let gw = Gateway::open_with(&format!("sqlite://{path}"), config).await.expect("open");
-    let tokens = super::setup(&gw, 1, KIT).await;
-    let subject = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key");
-    let tenant = subject.tenant.clone();
+    // A hundred agents of one tenant, as real profiles: the entries name them, and the
+    // per-profile index keeps a pair per entry and profile.
+    let tokens = super::setup(&gw, 100, KIT).await;
+    let mut profiles = Vec::new();
+    for token in &tokens {
+        profiles.push(gw.authenticate(token).await.expect("auth").expect("a key").profile);
+    }
+    let tenant = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key").tenant;
     let keep = Retention { log_days: Some(retention) };
     gw.set_log_retention(&tenant, keep, "bench").await.expect("retention");
     let archive =
@@ -39,7 +44,7 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
     let mut sizes = Vec::new();
     for d in 1..=i64::from(days) {
         let day = today + Duration::days(d);
-        let seeded = seed_day(&path, &tenant, day, per_day);
+        let seeded = seed_day(&path, (&tenant, &profiles), day, per_day);
         clock.set(midnight(day + Duration::days(1)) + Duration::seconds(1));
         let t = Instant::now();
         gw.archive_due(archive.as_ref(), "bench").await.expect("archive");
@@ -56,9 +61,10 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
         let size = std::fs::metadata(&path).expect("the database").len() + index;
         sizes.push(size);
         println!(
-            "  day {d:>2}: seeded {seeded:.1}s, archived {:>7.0} entries/s, deleted {deleted:>7} in {forgot:.1}s, database {:>6.1} MB",
+            "  day {d:>2}: seeded {seeded:.1}s, archived {:>7.0} entries/s, deleted {deleted:>7} in {forgot:.1}s, database {:>6.1} MB (index {:>4.1} MB)",
             per_day as f64 / archived,
-            size as f64 / 1e6
+            size as f64 / 1e6,
+            index as f64 / 1e6
         );
     }
     report(&sizes, per_day, retention);
@@ -97,9 +103,14 @@ fn midnight(day: NaiveDate) -> DateTime<Utc> {
     day.and_hms_opt(0, 0, 0).expect("midnight").and_utc()
 }
 
-/// `n` chained charges of `tenant` spread over `day` (UTC), written straight into the log in
-/// one transaction; the seconds it took.
-pub(crate) fn seed_day(path: &str, tenant: &TenantId, day: NaiveDate, n: u64) -> f64 {
+/// `n` chained charges of `tenant` by its `profiles` in turn, spread over `day` (UTC), written
+/// straight into the log in one transaction; the seconds it took.
+pub(crate) fn seed_day(
+    path: &str,
+    (tenant, profiles): (&TenantId, &[gateway::ProfileId]),
+    day: NaiveDate,
+    n: u64,
+) -> f64 {
     let t = Instant::now();
     gateway::store::seeding::sqlite_batch(path, |tx| {
         let head = tx.row(
@@ -109,10 +120,9 @@ pub(crate) fn seed_day(path: &str, tenant: &TenantId, day: NaiveDate, n: u64) ->
         let mut prev: String =
             head.map_or(Ok(gateway::audit::activity::GENESIS.to_string()), |r| r.get(0))?;
         let step = 86_400_000 / n.max(1) as i64;
-        let profiles: Vec<gateway::ProfileId> = (0..100).map(|_| gateway::ProfileId::generate()).collect();
         for i in 0..n {
             let at = midnight(day) + Duration::milliseconds(step * i as i64);
-            let e = entry(tenant, &profiles[i as usize % 100], at, i, &prev);
+            let e = entry(tenant, &profiles[i as usize % profiles.len()], at, i, &prev);
             gateway::audit::activity::seed(tx, &e)?;
             prev = e.hash;
         }

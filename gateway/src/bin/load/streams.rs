@@ -32,8 +32,10 @@ pub async fn run(receiver: &str, entries: u64, batch: i64) {
     };
     let gw = Gateway::open_with(&format!("sqlite://{path}"), config).await.expect("open");
     let tokens = super::setup(&gw, 1, KIT).await;
-    let tenant = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key").tenant;
-    let seeded = super::archive_load::seed_day(&path, &tenant, Utc::now().date_naive(), entries);
+    let subject = gw.authenticate(&tokens[0]).await.expect("auth").expect("a key");
+    let (tenant, profile) = (subject.tenant, subject.profile);
+    let seeded =
+        super::archive_load::seed_day(&path, (&tenant, &[profile]), Utc::now().date_naive(), entries);
     println!("  seeded {entries} entries in {seeded:.1}s");
     let spec = StreamSpec {
         url: format!("{}/bench", receiver.trim_end_matches('/')),

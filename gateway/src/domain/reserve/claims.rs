@@ -1,7 +1,9 @@
 //! The `idempotency` table: an agent's `Idempotency-Key` claims on governed calls. A call
 //! with a key claims it in its reserve job (in flight, under its hold, or with its answer
 //! when it ends there); the settle replaces the claim with the answer, or forgets it when the
-//! call ended without one, so a resend runs. A repeated key is answered from here.
+//! call ended without one, so a resend runs. A repeated key is answered from here. An answer
+//! is kept for [`RETAIN_HOURS`](crate::domain::idempotency::RETAIN_HOURS), as every stored
+//! response is ([`forget_answered_before`]); a claim still in flight is kept until it ends.
 
 use chrono::Utc;
 
@@ -86,4 +88,61 @@ pub(crate) fn store_idempotency(
         &[&profile.as_str(), &key, &digest, &status, &response, &hold, &stored::ts(Utc::now())],
     )?;
     Ok(())
+}
+
+/// Deletes up to `limit` answered claims made before `cutoff`, oldest first; how many. A claim
+/// still in flight (status 0) is kept whatever its age: its call has not ended.
+pub(crate) fn forget_answered_before(c: &dyn Tx, cutoff: chrono::DateTime<Utc>, limit: i64) -> Result<usize> {
+    let n = c.exec(
+        "DELETE FROM idempotency WHERE (profile_id, idempotency_key) IN ( \
+           SELECT profile_id, idempotency_key FROM idempotency \
+           WHERE created_at < ? AND status <> 0 ORDER BY created_at LIMIT ?)",
+        &[&stored::ts(cutoff), &limit],
+    )?;
+    Ok(n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+    use crate::testing::TestDb;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_older_than_the_cutoff_are_forgotten_and_claims_in_flight_kept_on_both_engines() {
+        for db in TestDb::both().await {
+            let now = Utc::now();
+            db.run(move |c| {
+                let rows = [("old-answer", 1, now - Duration::hours(30)), ("old-claim", 0, now - Duration::hours(30)),
+                    ("new-answer", 1, now - Duration::hours(1))];
+                for (key, status, at) in rows {
+                    // An answer has its response; a claim in flight names its hold instead.
+                    let (response, hold) = if status == 0 { (None, Some("hld_x")) } else { (Some("{}"), None) };
+                    c.exec(
+                        "INSERT INTO idempotency (profile_id, idempotency_key, request_digest, status, response, hold_id, created_at) \
+                         VALUES ('prf_x', ?, 'd', ?, ?, ?, ?)",
+                        &[&key, &status, &response, &hold, &stored::ts(at)],
+                    )?;
+                }
+                Ok(())
+            })
+            .await
+            .unwrap();
+            let cutoff = now - Duration::hours(24);
+            let n = db.run(move |c| forget_answered_before(c, cutoff, 1_000)).await.unwrap();
+            assert_eq!(n, 1, "{}", db.name());
+            let left: Vec<(String,)> = db
+                .run(|c| {
+                    Ok(c.rows("SELECT idempotency_key FROM idempotency ORDER BY idempotency_key", &[])?
+                        .iter()
+                        .map(|r| Ok((r.get(0)?,)))
+                        .collect::<Result<Vec<_>>>()?)
+                })
+                .await
+                .unwrap();
+            let left: Vec<&str> = left.iter().map(|(k,)| k.as_str()).collect();
+            assert_eq!(left, ["new-answer", "old-claim"], "{}", db.name());
+        }
+    }
 }

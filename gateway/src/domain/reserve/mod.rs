@@ -26,7 +26,7 @@
 //! so they cannot creep back, and `make bench-gateway` prints the batched figure
 //! (docs/architecture.md, what a governed action costs).
 
-mod claims;
+pub(crate) mod claims;
 mod repeats;
 mod windows;
 
