@@ -95,6 +95,16 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/runtime/commands/purge", idem(state, post(runtime::purge)))
         .route("/v1/runtime/commands/{command_id}/retry", idem(state, post(runtime::retry)))
         .route("/v1/outbox", idem(state, get(runtime::queues)))
+        .merge(outbound_routes(state))
+        .merge(kit_routes(state))
+        .merge(approval_routes(state))
+        .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
+}
+
+/// What the tenant sends out: webhook endpoints and their deliveries, log streams and their
+/// dead letters.
+fn outbound_routes(state: &AppState) -> Router<AppState> {
+    Router::new()
         .route("/v1/webhooks", idem(state, get(webhooks::list).post(webhooks::create)))
         .route("/v1/webhooks/deliveries", idem(state, get(webhooks::deliveries)))
         .route("/v1/webhooks/deliveries/{message_id}/retry", idem(state, post(webhooks::retry)))
@@ -105,9 +115,6 @@ pub fn v1(state: &AppState) -> Router<AppState> {
         .route("/v1/streams/{id}", idem(state, get(streams::get).delete(streams::delete)))
         .route("/v1/streams/{id}/dead-letters", idem(state, get(streams::dead_letters)))
         .route("/v1/streams/{id}/dead-letters/{seq}/retry", idem(state, post(streams::retry_dead_letter)))
-        .merge(kit_routes(state))
-        .merge(approval_routes(state))
-        .route("/v1/openapi.json", get(crate::v1::openapi::openapi_json))
 }
 
 /// Kits: versions, diffs, replay and shadow.

@@ -132,16 +132,14 @@ mod tests {
             let cutoff = now - Duration::hours(24);
             let n = db.run(move |c| forget_answered_before(c, cutoff, 1_000)).await.unwrap();
             assert_eq!(n, 1, "{}", db.name());
-            let left: Vec<(String,)> = db
+            let left: Vec<String> = db
                 .run(|c| {
-                    Ok(c.rows("SELECT idempotency_key FROM idempotency ORDER BY idempotency_key", &[])?
-                        .iter()
-                        .map(|r| Ok((r.get(0)?,)))
-                        .collect::<Result<Vec<_>>>()?)
+                    let rows =
+                        c.rows("SELECT idempotency_key FROM idempotency ORDER BY idempotency_key", &[])?;
+                    rows.iter().map(|r| Ok(r.get(0)?)).collect::<Result<Vec<_>>>()
                 })
                 .await
                 .unwrap();
-            let left: Vec<&str> = left.iter().map(|(k,)| k.as_str()).collect();
             assert_eq!(left, ["new-answer", "old-claim"], "{}", db.name());
         }
     }
