@@ -177,6 +177,20 @@ def running_server(**extra_env):
         assert "panicked" not in text, text
 
 
+@contextlib.contextmanager
+def reference_program(*args):
+    """A reference program of the server binary (`slack`, `hec-receiver`, …) as its own
+    process on a free port, until the block ends: the URL it printed."""
+    binary = os.environ.get("NAIVE_SERVER_BIN", str(ROOT / "target/debug/server"))
+    proc = subprocess.Popen([binary, *args, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        yield line[line.index("http://"):].strip()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def server():
     with running_server() as s:

@@ -9,17 +9,14 @@ console sign-in, an app token, an approval and a revoke: every event must valida
 log's order, each carrying its entry (with its hash) in `unmapped`.
 """
 
-import contextlib
-import os
-import subprocess
+import json
 import time
 import urllib.request
-import json
 
 from ocsf_emitter import _models
 from ocsf_emitter.validate import validate
 
-from conftest import ROOT, running_server
+from conftest import reference_program, running_server
 
 TOKEN = "python-suite-hec-token-0123456789"
 MODELS = {
@@ -31,18 +28,8 @@ MODELS = {
 }
 
 
-@contextlib.contextmanager
 def reference_hec():
-    binary = os.environ.get("NAIVE_SERVER_BIN", str(ROOT / "target/debug/server"))
-    proc = subprocess.Popen(
-        [binary, "hec-receiver", "--listen", "127.0.0.1:0", "--token", TOKEN], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        line = proc.stdout.readline()
-        yield line[line.index("http://"):].strip()
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    return reference_program("hec-receiver", "--token", TOKEN)
 
 
 def received(hec):

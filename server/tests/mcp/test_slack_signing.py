@@ -9,35 +9,20 @@ gateway's verifier and the reference Slack's driver are not written from one mis
 The real server binary and the reference Slack run as their own processes.
 """
 
-import contextlib
 import json
-import os
-import subprocess
 import time
 import urllib.parse
 import urllib.request
 
 from slack_sdk.signature import SignatureVerifier
 
-from conftest import COMPANY, ROOT, running_server
+from conftest import COMPANY, reference_program, running_server
 
 SECRET = "python-suite-signing-secret-0123456789"
 
 
-@contextlib.contextmanager
 def reference_slack():
-    binary = os.environ.get("NAIVE_SERVER_BIN", str(ROOT / "target/debug/server"))
-    proc = subprocess.Popen(
-        [binary, "slack", "--listen", "127.0.0.1:0", "--signing-secret", SECRET],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline()
-        yield line[line.index("http://"):].strip()
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    return reference_program("slack", "--signing-secret", SECRET)
 
 
 def post(url, body, headers):
