@@ -33,8 +33,9 @@ CREATE TABLE IF NOT EXISTS index_marks (
     seq  INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO index_marks (name, seq) VALUES ('activity', 0), ('ledger', 0);
--- How far retention had cut the log (the sum of every tenant's checkpoint, which only grows)
--- when the indexer last dropped the pairs of deleted entries (store/src/profile_index.rs).
+-- How far retention had cut the log and the ledger (the sum of every tenant's checkpoint and
+-- ledger cut, which only grows) when the indexer last dropped the pairs of deleted entries
+-- (store/src/profile_index.rs).
 CREATE TABLE IF NOT EXISTS prune_marks (
     id          INTEGER PRIMARY KEY CHECK (id = 1),
     checkpoints INTEGER NOT NULL

@@ -59,6 +59,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("holds", "domain/ledger/"),
     ("idempotency", "domain/reserve/claims.rs"),
     ("kits", "domain/kits.rs"),
+    ("ledger_carried", "domain/ledger/retention.rs"),
+    ("ledger_cuts", "domain/ledger/retention.rs"),
     ("ledger_entries", "domain/ledger/"),
     ("log_checkpoints", "audit/activity.rs"),
     ("log_streams", "delivery/streams/"),

@@ -452,3 +452,85 @@ async fn index_pairs_dropped(index: &str, cut: i64) {
     }
     panic!("{left} index pairs of deleted entries are left in {index}");
 }
+
+/// The budget's totals of `agent` (its own and its pools'), and its ledger's entries.
+async fn standing(base: &str, agent: &(String, String)) -> (Value, Vec<Value>) {
+    let (status, budget) =
+        call(base, "GET", &format!("/v1/users/{}/budget", agent.0), &agent.1, None, None).await;
+    assert_eq!(status, 200, "{budget}");
+    let path = format!("/v1/users/{}/ledger?limit=500", agent.0);
+    let (status, ledger) = call(base, "GET", &path, &agent.1, None, None).await;
+    assert_eq!(status, 200, "{ledger}");
+    (json!([budget["totals"], budget["pools"]]), ledger["items"].as_array().unwrap().clone())
+}
+
+fn posted(totals: &Value) -> f64 {
+    totals[0]["posted"].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn retention_deletes_the_ledger_entries_of_ended_holds_and_no_total_moves() {
+    let Charged { _dir, store, clock, fresh, base, buyer } = charged().await;
+    let (totals, entries) = standing(&base, &buyer).await;
+    assert_eq!(entries.len(), 3, "a posting per charge: {entries:?}");
+    let keep = json!({"log_days": 1});
+    assert_eq!(call(&base, "PUT", "/v1/tenant/retention", COMPANY_KEY, Some(keep), None).await.0, 200);
+
+    // Past the retention but inside the ledger's month: the log is cut, the ledger is not
+    // (the spend page reads a profile's last 30 days of entries).
+    std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(20)).to_rfc3339()).unwrap();
+    check_until(&fresh.db, &store, |r| r["chain"]["entries"].as_u64() <= Some(1)).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(standing(&base, &buyer).await.1.len(), 3, "deleted inside the ledger's month");
+
+    // Past the month: the entries of the ended holds go (the newest entry of all stays, so a
+    // seq is never handed out twice), what they moved is carried, and no total moves.
+    std::fs::write(&clock, (chrono::Utc::now() + chrono::Duration::days(40)).to_rfc3339()).unwrap();
+    let mut left = entries;
+    for _ in 0..150 {
+        left = standing(&base, &buyer).await.1;
+        if left.len() <= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(left.len() <= 1, "the ledger was not cut: {left:?}");
+    assert!(metric(&base, "naive_ledger_entries_deleted_total").await >= 2.0);
+    assert_eq!(standing(&base, &buyer).await.0, totals, "retention moved a total");
+    // `server check` verifies the accounts and their days against entries plus carried sums.
+    let (ok, report) = check_log(&fresh.db);
+    assert!(ok && report["ledger_violations"] == json!([]), "{report}");
+    if let Some(path) = fresh.db.strip_prefix("sqlite://") {
+        ledger_pairs_dropped(path).await;
+    }
+
+    // The cap still counts every charge: the next one adds exactly its amount, and the check
+    // still holds.
+    assert_eq!(charge(&base, &buyer, "after the cut").await.0, 200);
+    let (after, _) = standing(&base, &buyer).await;
+    assert_eq!(posted(&after), posted(&totals) + 60.0, "{after} after {totals}");
+    let (ok, report) = check_log(&fresh.db);
+    assert!(ok && report["ledger_violations"] == json!([]), "{report}");
+}
+
+/// On SQLite, the per-profile index drops the pairs of the ledger entries retention deleted:
+/// waits until every pair left names an entry of the main database.
+async fn ledger_pairs_dropped(db: &str) {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let index = rusqlite::Connection::open_with_flags(format!("{db}-index"), flags).unwrap();
+    let main = rusqlite::Connection::open_with_flags(db, flags).unwrap();
+    let seqs = |c: &rusqlite::Connection, sql: &str| -> std::collections::BTreeSet<i64> {
+        let mut s = c.prepare(sql).unwrap();
+        s.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let mut stale = Vec::new();
+    for _ in 0..100 {
+        let kept = seqs(&main, "SELECT seq FROM ledger_entries");
+        stale = seqs(&index, "SELECT seq FROM ledger_by_account").difference(&kept).copied().collect();
+        if stale.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("index pairs of deleted ledger entries are left: {stale:?}");
+}

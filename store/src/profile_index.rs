@@ -21,9 +21,11 @@
 //! backup), it is rebuilt from scratch.
 //!
 //! Retention deletes a tenant's oldest log entries and moves its checkpoint
-//! (`log_checkpoints`); the indexer then drops their pairs ([`prune`]), so the index shrinks
-//! with the log instead of growing for ever. Reads join the pairs to `main.activity`, so a
-//! pair not dropped yet is never read as an entry.
+//! (`log_checkpoints`), and deletes ledger entries of ended holds behind its ledger cut
+//! (`ledger_cuts`); the indexer then drops their pairs ([`prune`]), so the index shrinks
+//! with the log and the ledger instead of growing for ever. Reads join the pairs to the main
+//! tables, so a pair not dropped yet is never read as an entry. The daily spend sums stay:
+//! the spend page reads them.
 
 use rusqlite::Connection;
 
@@ -74,11 +76,14 @@ pub fn index_tail(c: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Drops the `activity_by_profile` pairs of entries retention deleted (at or before their
-/// tenant's checkpoint), in one transaction on `idx`, when a checkpoint moved since the last
-/// time; how many it dropped.
+/// tenant's checkpoint), and the `ledger_by_account` pairs of ledger entries it deleted (at or
+/// before the tenant's ledger cut, and gone), in one transaction on `idx`, when a checkpoint
+/// or a cut moved since the last time; how many it dropped.
 pub fn prune(c: &Connection) -> rusqlite::Result<usize> {
     let (cut, pruned): (i64, i64) = c.query_row(
-        "SELECT COALESCE((SELECT SUM(seq) FROM main.log_checkpoints), 0),                 (SELECT checkpoints FROM idx.prune_marks WHERE id = 1)",
+        "SELECT COALESCE((SELECT SUM(seq) FROM main.log_checkpoints), 0) \
+              + COALESCE((SELECT SUM(through_seq) FROM main.ledger_cuts), 0), \
+                (SELECT checkpoints FROM idx.prune_marks WHERE id = 1)",
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
@@ -87,16 +92,27 @@ pub fn prune(c: &Connection) -> rusqlite::Result<usize> {
     }
     c.execute_batch("BEGIN")?;
     let dropped = c
-        .execute(
-            "DELETE FROM idx.activity_by_profile WHERE (profile_no, seq) IN (                SELECT a.profile_no, a.seq FROM idx.profile_numbers n                JOIN main.agent_profiles p ON p.id = n.profile_id                JOIN main.log_checkpoints k ON k.tenant_id = p.tenant_id                JOIN idx.activity_by_profile a ON a.profile_no = n.no AND a.seq <= k.seq)",
-            [],
-        )
+        .execute(PRUNE_ACTIVITY, [])
+        .and_then(|a| c.execute(PRUNE_LEDGER, []).map(|l| a + l))
         .and_then(|n| c.execute("UPDATE idx.prune_marks SET checkpoints = ?1 WHERE id = 1", [cut]).map(|_| n))
         .and_then(|n| c.execute_batch("COMMIT").map(|()| n));
     dropped.inspect_err(|_| {
         let _ = c.execute_batch("ROLLBACK");
     })
 }
+
+const PRUNE_ACTIVITY: &str = "DELETE FROM idx.activity_by_profile WHERE (profile_no, seq) IN ( \
+    SELECT a.profile_no, a.seq FROM idx.profile_numbers n \
+    JOIN main.agent_profiles p ON p.id = n.profile_id \
+    JOIN main.log_checkpoints k ON k.tenant_id = p.tenant_id \
+    JOIN idx.activity_by_profile a ON a.profile_no = n.no AND a.seq <= k.seq)";
+
+const PRUNE_LEDGER: &str = "DELETE FROM idx.ledger_by_account WHERE (account_no, seq) IN ( \
+    SELECT a.account_no, a.seq FROM idx.profile_numbers n \
+    JOIN main.agent_profiles p ON p.id = n.profile_id \
+    JOIN main.ledger_cuts k ON k.tenant_id = p.tenant_id \
+    JOIN idx.ledger_by_account a ON a.account_no = n.no AND a.seq <= k.through_seq \
+    WHERE NOT EXISTS (SELECT 1 FROM main.ledger_entries e WHERE e.seq = a.seq))";
 
 /// Empties the index when it is ahead of the database it indexes (the database was replaced
 /// by an older copy), or when it predates a table it now keeps, so the next pass rebuilds it.

@@ -106,6 +106,7 @@ pub struct Families {
     pub ready: Gauge,
     pub archive_ranges: Family<One, Counter>,
     pub log_entries_deleted: Counter,
+    pub ledger_entries_deleted: Counter,
     pub archive_oldest_unarchived_seconds: Gauge,
     pub stream_entries_sent: Counter,
     pub stream_batches: Family<One, Counter>,
@@ -277,6 +278,7 @@ fn register(r: &mut Registry) -> Families {
         ready: Gauge::default(),
         archive_ranges: Family::default(),
         log_entries_deleted: Counter::default(),
+        ledger_entries_deleted: Counter::default(),
         archive_oldest_unarchived_seconds: Gauge::default(),
         stream_entries_sent: Counter::default(),
         stream_batches: Family::default(),
@@ -374,6 +376,11 @@ fn register_events(r: &mut Registry, f: &Families) {
         "PostgreSQL batches run again after a serialization failure",
         f.pg_job_retries.clone(),
     );
+    register_record(r, f);
+}
+
+/// What the archive, retention and log streams do with the record.
+fn register_record(r: &mut Registry, f: &Families) {
     r.register(
         "archive_ranges",
         "Ranges of the log this instance archived (kind: written), or failed to (kind: failed)",
@@ -383,6 +390,11 @@ fn register_events(r: &mut Registry, f: &Families) {
         "log_entries_deleted",
         "Archived log entries deleted under a tenant's retention",
         f.log_entries_deleted.clone(),
+    );
+    r.register(
+        "ledger_entries_deleted",
+        "Ledger entries of ended holds deleted under a tenant's retention, their sums carried",
+        f.ledger_entries_deleted.clone(),
     );
     r.register(
         "stream_entries_sent",

@@ -16,6 +16,8 @@ use crate::audit::activity;
 use crate::delivery::outbox::delivery::DeliveryHandle;
 use crate::delivery::streams;
 use crate::domain::archive::{self, Manifest, Range};
+use crate::domain::ledger::retention::{self, LEDGER_FLOOR_DAYS};
+use crate::domain::periods::Calendar;
 use crate::error::{Error, Result};
 use crate::ids::TenantId;
 
@@ -152,32 +154,64 @@ impl Gateway {
     /// Deletes, for every tenant with a retention, its archived entries whose day ended
     /// longer ago than the retention, a few thousand per job, moving its log's checkpoint;
     /// how many. Nothing that is not archived, or not yet sent by each of the tenant's log
-    /// streams, is deleted.
+    /// streams, is deleted. Then the ledger entries of ended holds of the days the log no
+    /// longer holds, their sums carried.
     pub async fn forget_archived(&self) -> Result<u64> {
         let mut deleted = 0;
         for (tenant, days) in crate::domain::tenants::retaining(&self.store).await? {
             let calendar = self.tenant_clock(&tenant).await?.calendar.clone();
-            let before = calendar.day(self.now() - Duration::days(days));
-            let Some(archived) = archive::forgettable_through(&self.store, &tenant, before).await? else {
-                continue;
-            };
-            let streamed = streams::streamed_through(&self.store, &tenant).await?;
-            let through = streamed.map_or(archived, |s| s.min(archived));
-            loop {
-                let t = tenant.clone();
-                let n = self
-                    .write_for(&tenant, move |c| activity::forget_through(c, &t, through, FORGET_CHUNK))
-                    .await?;
-                deleted += n;
-                if let Some(f) = self.metrics.get() {
-                    f.log_entries_deleted.inc_by(n);
-                }
-                if n < FORGET_CHUNK as u64 {
-                    break;
-                }
-            }
+            deleted += self.forget_log(&tenant, days, &calendar).await?;
+            self.forget_ledger(&tenant, days, &calendar).await?;
         }
         Ok(deleted)
+    }
+
+    /// Deletes the tenant's archived (and streamed) log entries whose day ended longer ago
+    /// than its retention, a chunk per job; how many.
+    async fn forget_log(&self, tenant: &TenantId, days: i64, calendar: &Calendar) -> Result<u64> {
+        let before = calendar.day(self.now() - Duration::days(days));
+        let Some(archived) = archive::forgettable_through(&self.store, tenant, before).await? else {
+            return Ok(0);
+        };
+        let streamed = streams::streamed_through(&self.store, tenant).await?;
+        let through = streamed.map_or(archived, |s| s.min(archived));
+        let mut deleted = 0;
+        loop {
+            let t = tenant.clone();
+            let n = self
+                .write_for(tenant, move |c| activity::forget_through(c, &t, through, FORGET_CHUNK))
+                .await?;
+            deleted += n;
+            if let Some(f) = self.metrics.get() {
+                f.log_entries_deleted.inc_by(n);
+            }
+            if n < FORGET_CHUNK as u64 {
+                return Ok(deleted);
+            }
+        }
+    }
+
+    /// Deletes the tenant's ledger entries of ended holds whose day is older than its
+    /// retention (at least [`LEDGER_FLOOR_DAYS`]) and no later than the day its log was cut
+    /// at (retention deletes the log by whole days), carrying their sums; how many.
+    async fn forget_ledger(&self, tenant: &TenantId, days: i64, calendar: &Calendar) -> Result<u64> {
+        let Some(cut) = activity::checkpoint(&self.store, tenant).await? else { return Ok(0) };
+        let kept = calendar.day(self.now() - Duration::days(days.max(LEDGER_FLOOR_DAYS)));
+        let logged = calendar.day(cut.at).succ_opt().unwrap_or(kept);
+        let cut_day = kept.min(logged).to_string();
+        let mut deleted = 0;
+        loop {
+            let (t, d) = (tenant.clone(), cut_day.clone());
+            let (n, moved) =
+                self.write_for(tenant, move |c| retention::forget_entries(c, &t, &d, FORGET_CHUNK)).await?;
+            deleted += n;
+            if let Some(f) = self.metrics.get() {
+                f.ledger_entries_deleted.inc_by(n);
+            }
+            if !moved {
+                return Ok(deleted);
+            }
+        }
     }
 
     /// Every `every` until the handle is stopped or dropped: [`Gateway::archive_due`], then

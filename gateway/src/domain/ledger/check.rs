@@ -10,16 +10,19 @@ use crate::store::Store;
 
 use super::{Totals, money};
 
-/// Each account's day totals beside what its entries of that day sum to: a finding for every
-/// day where they differ (a hold counted twice, or in another day than its own).
+/// Each account's day totals beside what its entries of that day sum to, with what retention
+/// carried of that day ([`super::retention`]): a finding for every day where they differ (a hold counted twice, or in another day than its own).
 pub(crate) async fn day_mismatch(store: &Store, tenant: &TenantId) -> Result<Vec<String>> {
     let rows: Vec<(String, String, i64, i64, i64, i64)> = store
         .all(
             "SELECT d.profile_id, d.day, d.posted_units, d.pending_units, \
-                    CAST(COALESCE(SUM(e.posted_delta), 0) AS BIGINT), CAST(COALESCE(SUM(e.pending_delta), 0) AS BIGINT) \
+                    CAST(COALESCE(SUM(e.posted_delta), 0) + COALESCE(c.posted_units, 0) AS BIGINT), \
+                    CAST(COALESCE(SUM(e.pending_delta), 0) + COALESCE(c.pending_units, 0) AS BIGINT) \
              FROM budget_days d JOIN budget_accounts a ON a.profile_id = d.profile_id \
+             LEFT JOIN ledger_carried c ON c.account_id = d.profile_id AND c.day = d.day \
              LEFT JOIN ledger_entries e ON e.account_id = d.profile_id AND e.day = d.day \
-             WHERE a.tenant_id = ? GROUP BY d.profile_id, d.day, d.posted_units, d.pending_units",
+             WHERE a.tenant_id = ? \
+             GROUP BY d.profile_id, d.day, d.posted_units, d.pending_units, c.posted_units, c.pending_units",
             &[tenant],
         )
         .await?;
@@ -59,15 +62,20 @@ pub(crate) async fn totals(store: &Store, account: &ProfileId) -> Result<Totals>
     Ok(Totals { posted: money(posted), pending: money(pending) })
 }
 
-/// Every account of `tenant` with its totals and the sums of its entries.
+/// Every account of `tenant` with its totals and the sums of its entries, with what retention
+/// carried of its deleted entries ([`super::retention`]).
 pub(crate) async fn account_sums(store: &Store, tenant: &TenantId) -> Result<Vec<AccountSums>> {
     let rows: Vec<(String, i64, i64, i64, i64)> = store
         .all(
             "SELECT a.profile_id, a.posted_units, a.pending_units, \
              CAST(COALESCE(s.posted, 0) AS BIGINT), CAST(COALESCE(s.pending, 0) AS BIGINT) \
              FROM budget_accounts a LEFT JOIN ( \
-               SELECT account_id, SUM(posted_delta) AS posted, SUM(pending_delta) AS pending \
-               FROM ledger_entries WHERE tenant_id = ?1 GROUP BY account_id \
+               SELECT account_id, SUM(posted) AS posted, SUM(pending) AS pending FROM ( \
+                 SELECT account_id, posted_delta AS posted, pending_delta AS pending \
+                 FROM ledger_entries WHERE tenant_id = ?1 \
+                 UNION ALL SELECT account_id, posted_units, pending_units \
+                 FROM ledger_carried WHERE tenant_id = ?1 \
+               ) u GROUP BY account_id \
              ) s ON s.account_id = a.profile_id WHERE a.tenant_id = ?1",
             &[tenant],
         )

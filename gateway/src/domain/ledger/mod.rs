@@ -13,6 +13,7 @@
 
 pub(crate) mod check;
 pub mod leases;
+pub(crate) mod retention;
 
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
