@@ -37,8 +37,9 @@ pub struct StreamView {
     pub last_error: Option<String>,
     pub next_attempt_at: Option<String>,
     /// The entries its receiver refused for good, skipped and kept to send again (oldest
-    /// first, at most 20).
+    /// first, at most 20), and how many there are in all.
     pub dead_letters: Vec<i64>,
+    pub dead_letter_count: i64,
     pub created_by: String,
     pub created_at: String,
 }
@@ -77,6 +78,7 @@ fn view(s: gateway::delivery::streams::Stream, dead_letters: Vec<i64>) -> Stream
         last_error: s.health.last_error,
         next_attempt_at: s.health.next_attempt_at.map(|t| t.to_rfc3339()),
         dead_letters,
+        dead_letter_count: s.health.dead_letters,
         created_by: s.created_by,
         created_at: s.created_at.to_rfc3339(),
     }

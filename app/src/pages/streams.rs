@@ -70,7 +70,8 @@ fn StreamLine(s: StreamView) -> impl IntoView {
         Some(next) => view! { <span>{e}" · tries again "<Time rfc3339=next /></span> }.into_any(),
         None => view! { <span>{e}</span> }.into_any(),
     });
-    let dead = DeadLetters(DeadLettersProps { id: s.id.clone(), seqs: s.dead_letters });
+    let dead =
+        DeadLetters(DeadLettersProps { id: s.id.clone(), seqs: s.dead_letters, total: s.dead_letter_count });
     view! {
         <tr class=TR data-stream=row_id data-state=state>
             <td class=TD><code class="break-all text-xs">{s.url}</code><span class="block text-xs text-zinc-600 dark:text-zinc-300">{s.id}" · "{s.kind}" · "{s.format}" · "{s.auth}" · batches of "{s.batch_entries}</span></td>
@@ -89,13 +90,20 @@ fn StreamLine(s: StreamView) -> impl IntoView {
     }
 }
 
-/// The entries a stream's receiver refused for good, each with a Retry button.
+/// How many entries a stream's receiver refused for good, and the oldest of them (`seqs`,
+/// at most 20) each with a Retry button.
 #[component]
-fn DeadLetters(id: String, seqs: Vec<i64>) -> impl IntoView {
+fn DeadLetters(id: String, seqs: Vec<i64>, total: i64) -> impl IntoView {
+    let label = match total - seqs.len() as i64 {
+        more if more > 0 => {
+            format!("Dead letters (refused for good, skipped): {total}, the oldest {} here", seqs.len())
+        }
+        _ => format!("Dead letters (refused for good, skipped): {total}"),
+    };
     (!seqs.is_empty()).then(|| {
         view! {
-            <div class="mt-1 text-xs" data-testid="stream-dead-letters">
-                <span class="block">{format!("Dead letters (refused for good, skipped): {}", seqs.len())}</span>
+            <div class="mt-1 text-xs" data-testid="stream-dead-letters" data-count=total.to_string()>
+                <span class="block">{label}</span>
                 {seqs.into_iter().map(|seq| view! {
                     <form method="post" action="/api/retry_stream_dead_letter" class="mr-1 inline">
                         <input type="hidden" name="id" value=id.clone() />
