@@ -100,7 +100,7 @@ impl Gateway {
     /// `entry_deleted` once retention deleted the entry (it is in the archive).
     pub async fn retry_stream_dead_letter(&self, tenant: &TenantId, id: &str, seq: i64) -> Result<()> {
         let s = streams::one(&self.store, tenant, id).await?;
-        if !streams::dead_letters(&self.store, &s).await?.iter().any(|d| d.seq == seq) {
+        if !streams::is_dead_letter(&self.store, &s, seq).await? {
             return Err(Error::NotFound { what: "dead letter" });
         }
         let Some(entry) = streams::entry(&self.store, tenant, seq).await? else {

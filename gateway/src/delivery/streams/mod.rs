@@ -524,6 +524,17 @@ pub(crate) fn dead_letter_sent(c: &dyn Tx, t: &TenantId, id: &str, seq: i64) -> 
     Ok(n == 1)
 }
 
+/// Whether entry `seq` is a dead letter of the stream.
+pub(crate) async fn is_dead_letter(store: &Store, s: &StreamRow, seq: i64) -> Result<bool> {
+    let found: Option<(i64,)> = store
+        .opt(
+            "SELECT seq FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ? AND seq = ?",
+            &[&s.tenant, &s.id, &seq],
+        )
+        .await?;
+    Ok(found.is_some())
+}
+
 /// The stream's dead letters, oldest entry first.
 pub(crate) async fn dead_letters(store: &Store, s: &StreamRow) -> Result<Vec<DeadLetter>> {
     let rows: Vec<(i64, String, DateTime<Utc>)> = store
@@ -617,25 +628,16 @@ pub(crate) async fn page(store: &Store, tenant: &TenantId, after: i64, limit: i6
 /// The stream's health at `now`: its backlog counted (up to [`LAG_COUNTED`]) and the wait of
 /// its oldest unsent entry.
 pub(crate) async fn health(store: &Store, s: &StreamRow, now: DateTime<Utc>) -> Result<StreamHealth> {
-    let (lag,): (i64,) = store
+    // One read for the three figures: `/metrics` reads the health of every stream.
+    let (lag, oldest, dead_letters): (i64, Option<DateTime<Utc>>, i64) = store
         .one(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM activity WHERE tenant_id = ? AND seq > ? LIMIT ?) b",
-            &[&s.tenant, &s.acked_seq, &LAG_COUNTED],
+            "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM activity WHERE tenant_id = ?1 AND seq > ?2 LIMIT ?3) b), \
+                    (SELECT at FROM activity WHERE tenant_id = ?1 AND seq > ?2 ORDER BY seq LIMIT 1), \
+                    (SELECT COUNT(*) FROM log_stream_dead_letters WHERE tenant_id = ?1 AND stream_id = ?4)",
+            &[&s.tenant, &s.acked_seq, &LAG_COUNTED, &s.id],
         )
         .await?;
-    let oldest: Option<(DateTime<Utc>,)> = store
-        .opt(
-            "SELECT at FROM activity WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT 1",
-            &[&s.tenant, &s.acked_seq],
-        )
-        .await?;
-    let lag_seconds = oldest.map_or(0, |(at,)| (now - at).num_seconds().max(0));
-    let (dead_letters,): (i64,) = store
-        .one(
-            "SELECT COUNT(*) FROM log_stream_dead_letters WHERE tenant_id = ? AND stream_id = ?",
-            &[&s.tenant, &s.id],
-        )
-        .await?;
+    let lag_seconds = oldest.map_or(0, |at| (now - at).num_seconds().max(0));
     let failing = s.attempts > 0;
     let state = match (failing, lag) {
         (true, _) => "failing",
