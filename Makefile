@@ -158,7 +158,7 @@ bench-replay:
 # a 7-day retention; the archive's rate, the database's size each day, the bytes per entry.
 bench-archive:
 	cargo build --release -p gateway --bin gateway-load
-	target/release/gateway-load archive --per-day 50000 --days 30 --retention 7
+	target/release/gateway-load archive --per-day 50000 --days 40 --retention 7
 
 # A log stream's catch-up (issue #54): a million entries to the reference receiver (its own
 # release process), from the cursor to the end of the log.

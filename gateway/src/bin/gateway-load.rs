@@ -40,7 +40,7 @@
 //! `gateway-load replay [--calls 1000000] [--profiles 100,10000]` measures replay (issue #35):
 //! see [`replay_load`].
 //!
-//! `gateway-load archive [--per-day 50000] [--days 30] [--retention 7]`: the log's archive and
+//! `gateway-load archive [--per-day 50000] [--days 40] [--retention 7]`: the log's archive and
 //! retention over a simulated month (issue #54); see [`archive_load`].
 //!
 //! `gateway-load streams --receiver URL [--entries 1000000] [--batch 500]`: a log stream's
@@ -1067,7 +1067,7 @@ async fn main() {
         }
         Some("archive") => {
             let per_day: u64 = arg("--per-day", "50000").parse().expect("--per-day is a number");
-            let days: u32 = arg("--days", "30").parse().expect("--days is a number");
+            let days: u32 = arg("--days", "40").parse().expect("--days is a number");
             let retention: u32 = arg("--retention", "7").parse().expect("--retention is a number");
             archive_load::run(per_day, days, retention).await;
         }

@@ -1,7 +1,8 @@
 //! `gateway-load archive [--per-day 50000] [--days 30] [--retention 7]`: the log's archive and
 //! retention over a simulated month (issue #54). A fresh SQLite file gets `per-day` entries
 //! of one tenant per simulated day: chained charges, each with the decision inputs a governed
-//! call records (about the size a real entry is). Then the gateway's clock moves to the next
+//! call records (about the size a real entry is), with each charge's posted hold and ledger
+//! entry. Then the gateway's clock moves to the next
 //! day, and the archiver's round runs as the server runs it (`Gateway::archive_due` into a
 //! local directory, then `Gateway::forget_archived`). Prints per day the archive's rate and the
 //! database's size (with its per-profile index); at the end the bytes per entry, where the size levels off, and what that
@@ -44,7 +45,8 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
     let mut sizes = Vec::new();
     for d in 1..=i64::from(days) {
         let day = today + Duration::days(d);
-        let seeded = seed_day(&path, (&tenant, &profiles), day, per_day);
+        let seeded = seed_day(&path, (&tenant, &profiles), day, per_day)
+            + seed_ledger_day(&path, (&tenant, &profiles), day, per_day);
         clock.set(midnight(day + Duration::days(1)) + Duration::seconds(1));
         let t = Instant::now();
         gw.archive_due(archive.as_ref(), "bench").await.expect("archive");
@@ -60,14 +62,22 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
         let index = std::fs::metadata(format!("{path}-index")).map_or(0, |m| m.len());
         let size = std::fs::metadata(&path).expect("the database").len() + index;
         sizes.push(size);
+        let (entries, holds) = ledger_rows(&path);
         println!(
-            "  day {d:>2}: seeded {seeded:.1}s, archived {:>7.0} entries/s, deleted {deleted:>7} in {forgot:.1}s, database {:>6.1} MB (index {:>4.1} MB)",
+            "  day {d:>2}: seeded {seeded:.1}s, archived {:>7.0} entries/s, deleted {deleted:>7} in {forgot:.1}s, database {:>6.1} MB (index {:>4.1} MB), ledger entries {entries:>8}, holds {holds:>8}",
             per_day as f64 / archived,
             size as f64 / 1e6,
             index as f64 / 1e6
         );
     }
     report(&sizes, per_day, retention);
+    let ledger = gw.check_ledger(&tenant).await.expect("check the ledger");
+    assert!(
+        ledger.violations.is_empty(),
+        "the ledger checks with what retention carried: {:?}",
+        ledger.violations
+    );
+    println!("  the ledger checks: every account's entries and carried sums equal its totals and day totals");
     let chain = gw.verify_log(&tenant).await.expect("verify");
     assert!(chain.ok, "the chain verifies from its checkpoint: {chain:?}");
     let archived = gw.check_tenant_archive(archive.as_ref(), &tenant).await.expect("check");
@@ -79,23 +89,48 @@ pub async fn run(per_day: u64, days: u32, retention: u32) {
     gw.store().close().await;
 }
 
-/// What the sizes say: bytes per entry before retention started deleting, the size at the
-/// end, and the size 100 calls a second would level off at.
+/// How many ledger entries and holds the database at `path` holds.
+fn ledger_rows(path: &str) -> (i64, i64) {
+    gateway::store::seeding::sqlite_batch(path, |tx| {
+        let count = |table: &str| -> gateway::store::Result<i64> {
+            tx.row(&format!("SELECT COUNT(*) FROM {table}"), &[])?.map_or(Ok(0), |r| r.get(0))
+        };
+        Ok((count("ledger_entries")?, count("holds")?))
+    })
+    .expect("count")
+}
+
+/// What the sizes say (`sizes[d - 1]` after day `d`): bytes per call while nothing is
+/// deleted; what a call leaves once the log is cut (its ledger entry and hold), and once the
+/// ledger is cut too (its hold); and what that means at 100 calls a second.
 fn report(sizes: &[u64], per_day: u64, retention: u32) {
-    let grown = sizes.get(retention as usize).copied().unwrap_or(0).saturating_sub(sizes[0]);
-    let per_entry = grown as f64 / (per_day as f64 * f64::from(retention).max(1.0));
-    let last = *sizes.last().unwrap_or(&0);
-    let most = sizes.iter().copied().max().unwrap_or(0);
+    let per_call = |from: usize, to: usize| -> Option<f64> {
+        let (a, b) = (sizes.get(from.checked_sub(1)?)?, sizes.get(to - 1)?);
+        Some(b.saturating_sub(*a) as f64 / ((to - from) as f64 * per_day as f64))
+    };
+    let r = retention as usize;
+    let floor = gateway::domain::ledger::LEDGER_FLOOR_DAYS as usize;
+    let (Some(all), Some(cut)) = (per_call(1, r.max(2)), per_call(r + 2, (floor).min(sizes.len()))) else {
+        return println!("  (too few days to say what a call leaves)");
+    };
     println!(
-        "  {per_entry:.0} bytes per entry; the database levels off at {:.1} MB (largest {:.1} MB, {:.1} days of entries)",
-        last as f64 / 1e6,
-        most as f64 / 1e6,
-        most as f64 / per_entry / per_day as f64
+        "  {all:.0} bytes per call while nothing is deleted; {cut:.0} once the log is cut (its ledger entry and hold)"
     );
-    let at_100 = per_entry * 100.0 * 86_400.0 * (most as f64 / per_entry / per_day as f64);
+    let at_100 = 8.64e6;
+    let log = (all - cut) * at_100 * (r + 1) as f64;
+    let Some(held) = per_call(floor + 2, sizes.len()).filter(|_| sizes.len() >= floor + 4) else {
+        return println!(
+            "  at 100 calls/s the log's part levels off near {:.0} GB (run 35 days or more for the ledger's)",
+            log / 1e9
+        );
+    };
+    let ledger = (cut - held) * at_100 * floor as f64;
+    println!("  {held:.0} bytes per call once the ledger is cut too (the hold, which stays)");
     println!(
-        "  at 100 calls/s with the same retention, the log's part of the database levels off near {:.0} GB",
-        at_100 / 1e9
+        "  at 100 calls/s: the log's part levels off near {:.0} GB, the ledger's near {:.0} GB, and the holds grow {:.1} GB a day",
+        log / 1e9,
+        ledger / 1e9,
+        held * at_100 / 1e9
     );
 }
 
@@ -129,6 +164,50 @@ pub(crate) fn seed_day(
         Ok(())
     })
     .expect("seed");
+    t.elapsed().as_secs_f64()
+}
+
+/// The holds and ledger entries of `n` executed charges of `tenant`'s `profiles` on `day`, as
+/// a governed call leaves them: a posted hold, one `post` entry on the profile's account, and
+/// the account's running and day totals moved ($1 each, far inside the kit's cap). The
+/// seconds it took.
+pub(crate) fn seed_ledger_day(
+    path: &str,
+    (tenant, profiles): (&TenantId, &[gateway::ProfileId]),
+    day: NaiveDate,
+    n: u64,
+) -> f64 {
+    const UNITS: i64 = 10_000;
+    let t = Instant::now();
+    let d = day.to_string();
+    gateway::store::seeding::sqlite_batch(path, |tx| {
+        let step = 86_400_000 / n.max(1) as i64;
+        for i in 0..n {
+            let at = (midnight(day) + Duration::milliseconds(step * i as i64)).to_rfc3339();
+            let (profile, hold) = (profiles[i as usize % profiles.len()].as_str(), format!("hld_{d}_{i:09}"));
+            tx.exec(
+                "INSERT INTO holds (id, tenant_id, profile_id, chain, action, amount_units, credit_units, kit_version, status, posted_units, created_at, ended_at, day) \
+                 VALUES (?1, ?2, ?3, ?3, 'cards.charge', ?4, 0, 1, 'posted', ?4, ?5, ?5, ?6)",
+                &[&hold, &tenant.as_str(), &profile, &UNITS, &at, &d],
+            )?;
+            tx.exec(
+                "INSERT INTO ledger_entries (tenant_id, account_id, hold_id, action, kit_version, kind, pending_delta, posted_delta, created_at, day) \
+                 VALUES (?, ?, ?, 'cards.charge', 1, 'post', 0, ?, ?, ?)",
+                &[&tenant.as_str(), &profile, &hold, &UNITS, &at, &d],
+            )?;
+        }
+        for (k, p) in profiles.iter().enumerate() {
+            let units = UNITS * ((n as usize + profiles.len() - 1 - k) / profiles.len()) as i64;
+            tx.exec("UPDATE budget_accounts SET posted_units = posted_units + ? WHERE profile_id = ?", &[&units, &p.as_str()])?;
+            tx.exec(
+                "INSERT INTO budget_days (profile_id, day, posted_units, pending_units) VALUES (?, ?, ?, 0) \
+                 ON CONFLICT (profile_id, day) DO UPDATE SET posted_units = budget_days.posted_units + excluded.posted_units",
+                &[&p.as_str(), &d, &units],
+            )?;
+        }
+        Ok(())
+    })
+    .expect("seed the ledger");
     t.elapsed().as_secs_f64()
 }
 

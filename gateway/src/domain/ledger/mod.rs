@@ -15,6 +15,8 @@ pub(crate) mod check;
 pub mod leases;
 pub(crate) mod retention;
 
+pub use retention::LEDGER_FLOOR_DAYS;
+
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};
 use serde::{Deserialize, Serialize};
