@@ -1,7 +1,7 @@
 //! `server webhook-receiver`: a reference receiver for the gateway's webhooks, the kind of
 //! endpoint an approver's tooling runs. It accepts `POST` on any path, verifies the Standard
-//! Webhooks signature when it knows the secret, and keeps every request it got, answered or
-//! not, for `GET /received`, with when each arrived. Tests run it as its own process;
+//! Webhooks signature when it knows the secret (and those that came before, once told it),
+//! and keeps every request it got, answered or not, for `GET /received`, with when each arrived. Tests run it as its own process;
 //! `--fail-first N` makes it answer 500 to the first N deliveries of each message,
 //! `--always-fail` to all of them, `--latency-ms N` answers each one N ms late (a slow
 //! receiver), and `--max-body N` answers 413 to a body longer than N bytes (a collector's
@@ -79,13 +79,29 @@ pub async fn serve(listen: SocketAddr, secret: Option<String>, how: Behaviour) -
 /// Whether the request's signature is the secret's, and its timestamp recent.
 fn verified(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
     let header = |n| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let (id, ts) = (header("webhook-id"), header("webhook-timestamp"));
+    signed_by(secret, [header("webhook-id"), header("webhook-timestamp"), header("webhook-signature")], body)
+}
+
+/// Whether a delivery's `[id, timestamp, signature]` are the secret's for `body`, and its
+/// timestamp within five minutes of now.
+fn signed_by(secret: &str, [id, ts, signature]: [&str; 3], body: &[u8]) -> bool {
     let Ok(t) = ts.parse::<i64>() else { return false };
     if chrono::Utc::now().timestamp().abs_diff(t) > 300 {
         return false;
     }
     let expected = gateway::delivery::webhooks::sign(secret, id, t, body);
-    header("webhook-signature").split(' ').any(|s| gateway::secrets::digest_eq(s, &expected))
+    signature.split(' ').any(|s| gateway::secrets::digest_eq(s, &expected))
+}
+
+/// Verifies, with the secret just learned, the requests that arrived before it (a stream
+/// starts sending the moment it is added, before its secret can be passed on).
+fn verify_earlier(seen: &mut Seen, secret: &str) {
+    for q in seen.requests.iter_mut().filter(|q| q["verified"].is_null()) {
+        let part = |k: &str| q[k].as_str().unwrap_or_default().to_string();
+        let parts = [part("webhook_id"), part("webhook_timestamp"), part("webhook_signature")];
+        let ok = signed_by(secret, [&parts[0], &parts[1], &parts[2]], part("body").as_bytes());
+        q["verified"] = json!(ok);
+    }
 }
 
 async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
@@ -136,6 +152,8 @@ async fn set_secret(State(r): State<Receiver>, Json(v): Json<Value>) -> Response
     let Some(secret) = v["secret"].as_str().filter(|s| s.starts_with("whsec_")) else {
         return (StatusCode::BAD_REQUEST, Json(json!({ "error": "a secret is whsec_…" }))).into_response();
     };
-    r.seen.lock().expect("the receiver lock").secret = Some(secret.to_string());
+    let mut seen = r.seen.lock().expect("the receiver lock");
+    verify_earlier(&mut seen, secret);
+    seen.secret = Some(secret.to_string());
     StatusCode::NO_CONTENT.into_response()
 }
