@@ -92,6 +92,11 @@ pub enum Command {
         /// Where to listen; port 0 picks a free one (printed on start).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
+        /// Reject each log record whose body is longer than this many bytes, as a collector
+        /// with a record size limit does: the export is still answered 200, with OTLP's
+        /// `partial_success` counting the rejected records.
+        #[arg(long)]
+        max_record_bytes: Option<usize>,
         /// Exit when standard input closes (see `upstream`).
         #[arg(long)]
         exit_with_stdin: bool,

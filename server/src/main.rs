@@ -41,8 +41,9 @@ async fn run(cli: Cli) -> ExitCode {
                 server::reference::team_runtime::serve(listen, &board, &secret, seed_tasks, latency_ms);
             reference(exit_with_stdin, serving).await
         }
-        Command::OtlpReceiver { listen, exit_with_stdin } => {
-            reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen)).await
+        Command::OtlpReceiver { listen, max_record_bytes, exit_with_stdin } => {
+            reference(exit_with_stdin, server::reference::otlp_receiver::serve(listen, max_record_bytes))
+                .await
         }
         Command::HecReceiver { listen, token, exit_with_stdin } => {
             reference(exit_with_stdin, server::reference::hec_receiver::serve(listen, token)).await

@@ -461,6 +461,42 @@ async fn an_otlp_stream_sends_one_log_record_per_entry() {
     );
 }
 
+/// An OTLP collector that takes an export but rejects some of its records (`partial_success`
+/// in a 200): the stream moves on, since OTLP says such records must not be sent again, and
+/// its health names what the collector rejected, so the admin knows the SIEM misses them.
+#[tokio::test]
+async fn an_otlp_collectors_partial_rejection_moves_on_and_shows_in_the_streams_health() {
+    let Setup { fresh: _fresh, base, _dir, .. } = setup().await;
+    let otlp = start_reference("otlp-receiver", "127.0.0.1:0", &["--max-record-bytes", "1500"]);
+    // The stream's own entry names its URL: a long one (a long path prefix, as behind a
+    // proxy) makes that record too long for this collector.
+    let url = format!("{}/pad-{}/v1/logs", otlp.base, "x".repeat(1_900));
+    let spec = json!({"url": url, "kind": "otlp", "start": "beginning"});
+    let (status, created) = call(&base, "POST", "/v1/streams", COMPANY_KEY, Some(spec), None).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["stream"]["id"].as_str().unwrap().to_string();
+    let buyer = default_agent(&base, "partial").await;
+    assert_eq!(charge(&base, &buyer, "an order").await.0, 200);
+    let s = stream_until(&base, &id, |s| s["health"]["state"] == "caught_up").await;
+    let kept = otlp.get("/logs").await.as_array().unwrap().clone();
+    let error = s["health"]["last_error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("otlp_partial_success") && error.contains("rejected 1 log records"), "{s}");
+    let bodies: Vec<Value> =
+        kept.iter().map(|r| serde_json::from_str(r["body"].as_str().unwrap()).unwrap()).collect();
+    let tenant = bodies[0]["tenant_id"].as_str().unwrap().to_string();
+    let log = log_of(&base, &tenant).await;
+    let taken: Vec<Value> = log.iter().filter(|e| !e.to_string().contains("pad-")).cloned().collect();
+    assert_eq!(
+        (bodies.len(), taken.len()),
+        (log.len() - 1, log.len() - 1),
+        "all but the rejected one arrived"
+    );
+    for (b, e) in bodies.iter().zip(&taken) {
+        assert_eq!(b["hash"], e["hash"], "in order");
+    }
+    assert!(metric(&base, "naive_stream_batches_total{kind=\"partly_rejected\"}").await >= 1.0);
+}
+
 /// A single entry the receiver refuses as too large (413 on a batch of one) is kept as the
 /// stream's dead letter, recorded in the log, and the stream goes on past it; an admin's
 /// retry sends it alone once the receiver takes it, and it is no longer a dead letter.

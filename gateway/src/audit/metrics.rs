@@ -308,7 +308,7 @@ fn zeroed(f: &Families) {
     for kind in ["written", "failed"] {
         drop(f.archive_ranges.get_or_create(&One { kind }));
     }
-    for kind in ["delivered", "too_large", "failed"] {
+    for kind in ["delivered", "partly_rejected", "too_large", "failed"] {
         drop(f.stream_batches.get_or_create(&One { kind }));
     }
     for kind in ["http", "mcp", "runtime"] {
@@ -403,7 +403,7 @@ fn register_record(r: &mut Registry, f: &Families) {
     );
     r.register(
         "stream_batches",
-        "Log stream batches sent (kind: delivered, too_large for a 413, failed)",
+        "Log stream batches sent (kind: delivered, partly_rejected by an OTLP collector, too_large for a 413, failed)",
         f.stream_batches.clone(),
     );
 }

@@ -119,6 +119,7 @@ impl Gateway {
                 Ok(())
             }
             Sent::TooLarge => Err(refused("stream_entry_too_large")),
+            Sent::Partly(why) => Err(refused(&why)),
             Sent::Failed(code) => Err(refused(&code)),
         }
     }
@@ -224,12 +225,16 @@ impl Gateway {
             };
             self.count_batch(&sent, entries.len());
             match sent {
-                Sent::Acked => {
+                Sent::Acked | Sent::Partly(_) => {
                     in_a_row += 1;
                     if in_a_row >= GROW_AFTER && s.batch_entries < s.max_entries {
                         (s.batch_entries, in_a_row) = ((s.batch_entries * 2).min(s.max_entries), 0);
                     }
-                    if !self.stream_acked(s, owner, last, entries.len() as i64).await? {
+                    let rejected = match &sent {
+                        Sent::Partly(why) => Some(why.clone()),
+                        _ => None,
+                    };
+                    if !self.stream_acked(s, owner, last, entries.len() as i64, rejected).await? {
                         return Ok(());
                     }
                 }
@@ -253,11 +258,12 @@ impl Gateway {
         let Some(f) = self.metrics.get() else { return };
         let kind = match sent {
             Sent::Acked => "delivered",
+            Sent::Partly(_) => "partly_rejected",
             Sent::TooLarge => "too_large",
             Sent::Failed(_) => "failed",
         };
         f.stream_batches.get_or_create(&crate::audit::metrics::One { kind }).inc();
-        if *sent == Sent::Acked {
+        if matches!(sent, Sent::Acked | Sent::Partly(_)) {
             f.stream_entries_sent.inc_by(n as u64);
         }
     }
@@ -286,12 +292,22 @@ impl Gateway {
 
     /// Moves the cursor past an acknowledged batch ending at `last`; false when this worker
     /// lost the stream's lease meanwhile.
-    async fn stream_acked(&self, s: &mut StreamRow, owner: &str, last: i64, n: i64) -> Result<bool> {
+    async fn stream_acked(
+        &self,
+        s: &mut StreamRow,
+        owner: &str,
+        last: i64,
+        n: i64,
+        rejected: Option<String>,
+    ) -> Result<bool> {
+        if let Some(why) = &rejected {
+            tracing::warn!(stream = %s.id, last, error = %why, "a log stream's collector took a batch but rejected some of its records");
+        }
         let (row, o, lease) = (s.clone(), owner.to_string(), self.stream_lease());
         let moved = self
             .write(move |c| {
                 let now = Utc::now();
-                streams::acked(c, &row, &o, last, n, now, now + lease)
+                streams::acked(c, &row, &o, (last, n), now, now + lease, rejected.as_deref())
             })
             .await?;
         if moved {

@@ -472,22 +472,30 @@ pub(crate) fn renew(c: &dyn Tx, id: &str, owner: &str, until: DateTime<Utc>) -> 
     Ok(n == 1)
 }
 
-/// Moves the cursor of a stream `owner` holds from `from` to `to` (`n` entries acknowledged
-/// at `now`) and extends its lease to `until`; false when the lease was lost (nothing moves).
+/// Moves the cursor of a stream `owner` holds from its `acked_seq` to `to` (`n` entries
+/// acknowledged at `now`) and extends its lease to `until`; with `rejected`, the collector's
+/// reason for the records it rejected becomes the stream's last error. False when the lease
+/// was lost (nothing moves).
 pub(crate) fn acked(
     c: &dyn Tx,
     s: &StreamRow,
     owner: &str,
-    to: i64,
-    n: i64,
+    (to, n): (i64, i64),
     now: DateTime<Utc>,
     until: DateTime<Utc>,
+    rejected: Option<&str>,
 ) -> Result<bool> {
     let moved = c.exec(
         "UPDATE log_streams SET acked_seq = ?, acked_at = ?, sent = sent + ?, attempts = 0, due_at = ?, batch_entries = ? \
          WHERE id = ? AND lease_owner = ? AND acked_seq = ?",
         &[&to, &now, &n, &until, &s.batch_entries, &s.id, &owner, &s.acked_seq],
     )?;
+    if let (1, Some(why)) = (moved, rejected) {
+        c.exec(
+            "UPDATE log_streams SET last_error = ?, last_error_at = ? WHERE id = ?",
+            &[&why, &now, &s.id],
+        )?;
+    }
     Ok(moved == 1)
 }
 

@@ -14,6 +14,10 @@ use super::{StreamAuth, StreamFormat, StreamKind, StreamRow, ocsf, otlp};
 pub(crate) enum Sent {
     /// The receiver answered 2xx: the cursor may move past the batch.
     Acked,
+    /// The receiver answered 2xx but rejected some records (OTLP's `partial_success`), with
+    /// its reason: the cursor moves too (OTLP says such records must not be sent again), and
+    /// the reason is shown in the stream's health.
+    Partly(String),
     /// The receiver answered 413: the batch was too large for it.
     TooLarge,
     /// Anything else, as a stable code (`stream_http_503`, `stream_timeout`, …).
@@ -96,6 +100,7 @@ pub(crate) async fn send(egress: &Egress, s: &StreamRow, secret: &str, entries: 
         prefix: "stream",
     };
     match signed_post(egress, m, body).await {
+        Ok(r) if r.status().is_success() && s.kind == StreamKind::Otlp => otlp::answer(r).await,
         Ok(r) if r.status().is_success() => Sent::Acked,
         Ok(r) if r.status() == reqwest::StatusCode::PAYLOAD_TOO_LARGE => Sent::TooLarge,
         Ok(r) => Sent::Failed(format!("stream_http_{}", r.status().as_u16())),
