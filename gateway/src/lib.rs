@@ -95,6 +95,10 @@ pub struct GatewayConfig {
     /// Where the log's archive is, for the messages that send people there
     /// ([`ops::archive`]); None when nothing is archived.
     pub archive_url: Option<String>,
+    /// Tests only: how long the archiver waits after storing each object of a range, so a
+    /// crash test can kill it between the data object, the manifest and the record.
+    #[doc(hidden)]
+    pub archive_pause_ms: u64,
 }
 
 impl Default for GatewayConfig {
@@ -115,6 +119,7 @@ impl Default for GatewayConfig {
             metrics: true,
             replays: ops::replay::ReplayLimits::default(),
             archive_url: None,
+            archive_pause_ms: 0,
         }
     }
 }

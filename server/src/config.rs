@@ -204,6 +204,11 @@ pub struct TestSwitches {
     /// test reaches a boundary without sleeping.
     #[arg(long, env = "NAIVE_TEST_CLOCK_FILE", hide = true, global = true)]
     pub test_clock_file: Option<std::path::PathBuf>,
+
+    /// Tests only: milliseconds the archiver waits after storing each object of a range, so
+    /// a crash test can kill the server between them.
+    #[arg(long, env = "NAIVE_TEST_ARCHIVE_PAUSE_MS", hide = true, global = true, default_value_t = 0)]
+    pub test_archive_pause_ms: u64,
 }
 
 impl Config {
@@ -225,8 +230,8 @@ impl Config {
 }
 
 /// The environment variables of `TestSwitches` (a build with the `test-switches` feature).
-pub const TEST_SWITCH_VARIABLES: [&str; 2] =
-    ["NAIVE_TEST_CLOCK_FILE", "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS"];
+pub const TEST_SWITCH_VARIABLES: [&str; 3] =
+    ["NAIVE_TEST_CLOCK_FILE", "NAIVE_EGRESS_UNGUARDED_FOR_BENCHMARKS", "NAIVE_TEST_ARCHIVE_PAUSE_MS"];
 
 /// In a build without the `test-switches` feature (a release), an error naming each test
 /// switch the environment sets: such a build has none, and starting as if it were not set

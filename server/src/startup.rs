@@ -303,6 +303,13 @@ fn switched(mut g: gateway::GatewayConfig, s: &crate::config::TestSwitches) -> g
         );
         g.egress_unguarded_for_benchmarks = true;
     }
+    if s.test_archive_pause_ms > 0 {
+        tracing::warn!(
+            ms = s.test_archive_pause_ms,
+            "the archiver pauses after each object (a crash test's setting)"
+        );
+        g.archive_pause_ms = s.test_archive_pause_ms;
+    }
     g
 }
 

@@ -534,3 +534,77 @@ async fn ledger_pairs_dropped(db: &str) {
     }
     panic!("index pairs of deleted ledger entries are left: {stale:?}");
 }
+
+/// Waits until the archive holds `n` objects whose names end with `suffix`.
+async fn objects(dir: &Path, suffix: &str, n: usize) {
+    for _ in 0..200 {
+        if files(dir, suffix).len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the archive never held {n} {suffix} objects: {:?}", files(dir, ""));
+}
+
+/// A server killed (SIGKILL) while it archives a range: first after its data object is
+/// stored and before its manifest is, then (the next process, once the dead one's claim has
+/// lapsed) after the manifest and before the range is recorded. A third process writes the
+/// range again, whole, and records it once: the archive checks against itself and the
+/// database, holds the range once, and the next range continues from it.
+#[tokio::test]
+async fn an_archiver_killed_between_its_objects_leaves_an_archive_that_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, clock) = (Store::new(dir.path()), dir.path().join("clock"));
+    std::fs::write(&clock, "").unwrap();
+    let c = clock.to_string_lossy().to_string();
+    let steady = [("NAIVE_ARCHIVE_EVERY_SECS", "1"), ("NAIVE_TEST_CLOCK_FILE", c.as_str())];
+    let paused = store.server_envs(&[steady[0], steady[1], ("NAIVE_TEST_ARCHIVE_PAUSE_MS", "3000")]);
+    let fresh = start_fresh(&paused).await;
+    let buyer = default_agent(&fresh.server.base, "crashed").await;
+    for i in 0..3 {
+        assert_eq!(charge(&fresh.server.base, &buyer, &format!("order {i}")).await.0, 200);
+    }
+    let start = chrono::Utc::now();
+    let at = |d: chrono::Duration| std::fs::write(&clock, (start + d).to_rfc3339()).unwrap();
+
+    // The day closes; the archiver stores the range's data object and is killed before the
+    // manifest.
+    at(chrono::Duration::days(1));
+    objects(&store.files, ".jsonl.gz", 1).await;
+    let common::process::Fresh { server, db, _dir: _db_dir, _cluster } = fresh;
+    server.kill();
+    assert!(files(&store.files, ".manifest.json").is_empty(), "killed before the manifest");
+
+    // Past the dead claim's lease, the next process takes the range over, stores both
+    // objects, and is killed before it records the range.
+    at(chrono::Duration::days(1) + chrono::Duration::minutes(5));
+    let again = common::process::start_on(&db, &paused);
+    objects(&store.files, ".manifest.json", 1).await;
+    again.kill();
+
+    // A third process, unpaused, finishes it.
+    at(chrono::Duration::days(1) + chrono::Duration::minutes(10));
+    let last = common::process::start_on(&db, &store.server_envs(&steady));
+    common::process::wait_until_listening(&last.base).await;
+    // (The log so far is one range, or two when the tenant's midnight fell among the charges.)
+    let report = caught_up(&db, &store).await;
+    let ranges = report["archive"]["ranges"].as_u64().unwrap() as usize;
+    let stored = (files(&store.files, ".jsonl.gz").len(), files(&store.files, ".manifest.json").len());
+    assert_eq!(stored, (ranges, ranges), "each range stored once, with its manifest: {report}");
+
+    // The next day's range continues from them.
+    assert_eq!(charge(&last.base, &buyer, "after the crash").await.0, 200);
+    at(chrono::Duration::days(3));
+    check_until(&db, &store, |r| {
+        r["archive"]["ranges"].as_u64() > Some(ranges as u64)
+            && r["archive"]["entries"] == r["chain"]["entries"]
+    })
+    .await;
+    let all = manifests(&store.files, ranges + 1).await;
+    let read = |p: &PathBuf| serde_json::from_slice::<Value>(&std::fs::read(p).unwrap()).unwrap();
+    let mut chain: Vec<Value> = all.iter().map(read).collect();
+    chain.sort_by_key(|m| m["first_seq"].as_i64());
+    for w in chain.windows(2) {
+        assert_eq!(w[1]["prev_hash"], w[0]["last_hash"], "the ranges link: {w:?}");
+    }
+}

@@ -138,10 +138,20 @@ impl Gateway {
         let (bytes, manifest) = writer.finish()?;
         let (data, manifest_name) = range.names();
         put(archive, &data, bytes).await?;
+        self.archive_paused().await;
         let text =
             serde_json::to_vec_pretty(&manifest).map_err(|e| store_error("encoding", &manifest_name, e))?;
         put(archive, &manifest_name, text).await?;
+        self.archive_paused().await;
         Ok(manifest)
+    }
+
+    /// The crash tests' pause after an object is stored ([`crate::GatewayConfig`]); none in a
+    /// deployment.
+    async fn archive_paused(&self) {
+        if self.config.archive_pause_ms > 0 {
+            tokio::time::sleep(StdDuration::from_millis(self.config.archive_pause_ms)).await;
+        }
     }
 
     /// How far the tenant's log is archived, and deleted under its retention.
