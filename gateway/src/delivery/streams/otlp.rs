@@ -8,7 +8,7 @@
 //! `naive.action`, `naive.hash` and `naive.prev_hash`, so a collector can index, order and
 //! verify without parsing the body.
 
-use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs, SeverityNumber};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -17,23 +17,6 @@ use prost::Message;
 
 use crate::audit::activity::Entry;
 use crate::ids::TenantId;
-
-use super::send::Sent;
-
-/// What a collector's 2xx answer to an export says: every record taken, or some rejected
-/// (`partial_success` with `rejected_log_records` above zero), with its message. An answer
-/// that does not decode (a collector answering JSON, or nothing) is taken as all accepted.
-pub(crate) async fn answer(r: reqwest::Response) -> Sent {
-    let body = r.bytes().await.unwrap_or_default();
-    let partial = ExportLogsServiceResponse::decode(body).ok().and_then(|a| a.partial_success);
-    match partial {
-        Some(p) if p.rejected_log_records > 0 => Sent::Partly(format!(
-            "otlp_partial_success: the collector rejected {} log records ({})",
-            p.rejected_log_records, p.error_message
-        )),
-        _ => Sent::Acked,
-    }
-}
 
 /// The protobuf body of an export of `entries` of `tenant`, each record's body `event(entry)`.
 pub(crate) fn export(tenant: &TenantId, entries: &[Entry], event: impl Fn(&Entry) -> String) -> Vec<u8> {

@@ -7,6 +7,9 @@ use crate::audit::activity::Entry;
 use crate::delivery::egress::Egress;
 use crate::delivery::webhooks::deliver::{Auth, Signed, signed_post};
 
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceResponse;
+use prost::Message;
+
 use super::{StreamAuth, StreamFormat, StreamKind, StreamRow, ocsf, otlp};
 
 /// What became of a batch.
@@ -100,10 +103,25 @@ pub(crate) async fn send(egress: &Egress, s: &StreamRow, secret: &str, entries: 
         prefix: "stream",
     };
     match signed_post(egress, m, body).await {
-        Ok(r) if r.status().is_success() && s.kind == StreamKind::Otlp => otlp::answer(r).await,
+        Ok(r) if r.status().is_success() && s.kind == StreamKind::Otlp => otlp_answer(r).await,
         Ok(r) if r.status().is_success() => Sent::Acked,
         Ok(r) if r.status() == reqwest::StatusCode::PAYLOAD_TOO_LARGE => Sent::TooLarge,
         Ok(r) => Sent::Failed(format!("stream_http_{}", r.status().as_u16())),
         Err(code) => Sent::Failed(code),
+    }
+}
+
+/// What a collector's 2xx answer to an export says: every record taken, or some rejected
+/// (`partial_success` with `rejected_log_records` above zero), with its message. An answer
+/// that does not decode (a collector answering JSON, or nothing) is taken as all accepted.
+async fn otlp_answer(r: reqwest::Response) -> Sent {
+    let body = r.bytes().await.unwrap_or_default();
+    let partial = ExportLogsServiceResponse::decode(body).ok().and_then(|a| a.partial_success);
+    match partial {
+        Some(p) if p.rejected_log_records > 0 => Sent::Partly(format!(
+            "otlp_partial_success: the collector rejected {} log records ({})",
+            p.rejected_log_records, p.error_message
+        )),
+        _ => Sent::Acked,
     }
 }
