@@ -247,7 +247,8 @@ impl Gateway {
             Some(pg) => {
                 let instance: Arc<str> = uuid::Uuid::new_v4().simple().to_string().into();
                 pg_listen::start(pg.clone(), bus.clone(), instance.to_string());
-                pg.set_journal(Arc::new(pg_listen::Announcer::new(instance.clone())));
+                let announcer = pg_listen::Announcer::new(instance.clone());
+                pg.set_journal(Arc::new(domain::reserve::book::Keeping::new(announcer)));
                 (Writes::Postgres { pg: pg.clone() }, None, None)
             }
             None => (
@@ -395,11 +396,33 @@ impl Gateway {
         T: Send + 'static,
         F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
     {
+        self.write_wanting(tenant, None, f)
+    }
+
+    /// [`Gateway::write_for`] for a governed call that says what it will read (`want`): on
+    /// PostgreSQL its batch reads what all its calls want in one statement before the first
+    /// runs ([`crate::domain::reserve::book`]).
+    pub(crate) fn write_wanting<T, F>(
+        &self,
+        tenant: &TenantId,
+        want: Option<crate::domain::reserve::book::Want>,
+        f: F,
+    ) -> impl Future<Output = Result<T>> + Send + use<'_, T, F>
+    where
+        T: Send + 'static,
+        F: Fn(&dyn sql::Tx) -> Result<T> + Send + 'static,
+    {
         use futures_util::FutureExt as _;
         let job = match &self.writes {
             Writes::Sqlite(w) => w.run(move |c| with_webhooks(c, &f)).left_future(),
             Writes::Postgres { pg } => {
-                pg.run_keyed(activity::tenant_key(tenant), move |tx| with_webhooks(tx, &f)).right_future()
+                let key = activity::tenant_key(tenant);
+                let job = move |tx: &dyn sql::Tx| with_webhooks(tx, &f);
+                match want {
+                    Some(w) => pg.run_keyed_hinted(key, Box::new(w), job).left_future(),
+                    None => pg.run_keyed(key, job).right_future(),
+                }
+                .right_future()
             }
         };
         job.map(move |done| {

@@ -247,6 +247,20 @@ pub(crate) mod appended {
         })
     }
 
+    /// The entry kept at `place`.
+    pub(crate) fn at(place: usize) -> Option<Entry> {
+        APPENDED.with(|a| a.borrow().as_ref()?.get(place).cloned())
+    }
+
+    /// Gives the entry kept at `place` the sequence number its (later) insert was handed.
+    pub(crate) fn set_seq(place: usize, seq: i64) {
+        APPENDED.with(|a| {
+            if let Some(e) = a.borrow_mut().as_mut().and_then(|v| v.get_mut(place)) {
+                e.seq = seq;
+            }
+        });
+    }
+
     /// Hands over everything kept (after a commit), leaving none.
     pub(crate) fn take() -> Vec<Entry> {
         APPENDED.with(|a| a.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
@@ -260,12 +274,15 @@ pub(crate) mod appended {
         })
     }
 
-    pub(super) fn keep(e: &Entry) {
-        APPENDED.with(|a| {
-            if let Some(v) = a.borrow_mut().as_mut() {
+    /// Keeps `e`; its place among those kept.
+    pub(super) fn keep(e: &Entry) -> usize {
+        APPENDED.with(|a| match a.borrow_mut().as_mut() {
+            Some(v) => {
                 v.push(e.clone());
+                v.len() - 1
             }
-        });
+            None => 0,
+        })
     }
 }
 
@@ -290,6 +307,26 @@ pub(crate) fn append(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
 /// [`append`], after the writes `before` of the change the entry records, sent with the entry
 /// in one round trip on PostgreSQL ([`crate::sql::rows_after`]).
 pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: NewEntry) -> Result<Entry> {
+    let mut e = hashed(tx, new)?;
+    e.seq = insert(tx, before, &e)?;
+    if tx.engine() == Engine::Sqlite {
+        HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
+    }
+    appended::keep(&e);
+    Ok(e)
+}
+
+/// [`append`], not sent: the entry is hashed onto the chain and kept with the batch's appended
+/// entries; its place there. The caller inserts it later ([`insert_many`]) with the batch's
+/// other kept entries, in this order, before any other entry of the tenant (on PostgreSQL,
+/// in a batch that keeps writes: [`crate::domain::reserve::book`]).
+pub(crate) fn append_later(tx: &dyn Tx, new: NewEntry) -> Result<usize> {
+    let e = hashed(tx, new)?;
+    Ok(appended::keep(&e))
+}
+
+/// `new` as an entry at the head of its tenant's chain, hashed, without a sequence number.
+fn hashed(tx: &dyn Tx, new: NewEntry) -> Result<Entry> {
     let prev = chain_head(tx, &new.tenant)?;
     // Microsecond precision so the stored text hashes the same when read back.
     let at = DateTime::from_timestamp_micros(Utc::now().timestamp_micros()).expect("now is representable");
@@ -311,38 +348,60 @@ pub(crate) fn append_after(tx: &dyn Tx, before: &[crate::sql::Statement], new: N
         inputs: new.inputs,
     };
     e.hash = entry_hash(&prev, &e);
-    e.seq = insert(tx, before, &e)?;
-    if tx.engine() == Engine::Sqlite {
-        HEADS.with(|h| h.borrow_mut().insert(e.tenant_id.as_str().to_string(), e.hash.clone()));
-    }
-    appended::keep(&e);
     Ok(e)
+}
+
+const INSERT_COLUMNS: &str = "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash, inputs)";
+
+/// Inserts `entries` (hashed already, in chain order) after the writes `before`, in one
+/// statement on PostgreSQL; their sequence numbers, in the same order.
+pub(crate) fn insert_many(
+    tx: &dyn Tx,
+    before: &[crate::sql::Statement],
+    entries: &[Entry],
+) -> Result<Vec<i64>> {
+    let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; entries.len()].join(", ");
+    let values: Vec<Vec<Box<dyn crate::sql::ToValue>>> = entries.iter().map(entry_values).collect();
+    let args: Vec<&dyn crate::sql::ToValue> = values.iter().flatten().map(|v| v.as_ref()).collect();
+    let sql = format!("{INSERT_COLUMNS} VALUES {rows} RETURNING seq, hash");
+    let inserted = crate::sql::rows_after(tx, before, &sql, &args)?;
+    let mut seqs = std::collections::HashMap::with_capacity(inserted.len());
+    for r in &inserted {
+        seqs.insert(r.get::<String>(1)?, r.get::<i64>(0)?);
+    }
+    entries
+        .iter()
+        .map(|e| seqs.get(&e.hash).copied())
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(|| Error::internal("append_failed", "a log entry was not written; try again"))
+}
+
+/// An entry's columns, in [`INSERT_COLUMNS`]' order.
+fn entry_values(e: &Entry) -> Vec<Box<dyn crate::sql::ToValue>> {
+    vec![
+        Box::new(e.tenant_id.as_str().to_string()),
+        Box::new(stored::ts(e.at)),
+        Box::new(e.actor.as_str().to_string()),
+        Box::new(e.profile_id.as_ref().map(|p| p.as_str().to_string())),
+        Box::new(e.kind.as_str().to_string()),
+        Box::new(e.action.clone()),
+        Box::new(e.verdict.map(|v| v.as_str().to_string())),
+        Box::new(e.amount.map(Money::units)),
+        Box::new(e.kit_version.map(i64::from)),
+        Box::new(e.detail.to_string()),
+        Box::new(e.transport.map(|t| t.as_str().to_string())),
+        Box::new(e.prev_hash.clone()),
+        Box::new(e.hash.clone()),
+        Box::new(e.inputs.clone()),
+    ]
 }
 
 /// Writes `e` (hashed already) after the statements `before`; its sequence number.
 fn insert(tx: &dyn Tx, before: &[crate::sql::Statement], e: &Entry) -> Result<i64> {
-    let inserted = crate::sql::rows_after(
-        tx,
-        before,
-        "INSERT INTO activity (tenant_id, at, actor, profile_id, kind, action, verdict, amount_units, kit_version, detail, transport, prev_hash, hash, inputs) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-        &[
-            &e.tenant_id.as_str(),
-            &stored::ts(e.at),
-            &e.actor.as_str(),
-            &e.profile_id.as_ref().map(ProfileId::as_str),
-            &e.kind.as_str(),
-            &e.action,
-            &e.verdict.map(Verdict::as_str),
-            &e.amount.map(Money::units),
-            &e.kit_version.map(i64::from),
-            &e.detail.to_string(),
-            &e.transport.map(Transport::as_str),
-            &e.prev_hash,
-            &e.hash,
-            &e.inputs,
-        ],
-    )?;
+    let values = entry_values(e);
+    let args: Vec<&dyn crate::sql::ToValue> = values.iter().map(|v| v.as_ref()).collect();
+    let sql = format!("{INSERT_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq");
+    let inserted = crate::sql::rows_after(tx, before, &sql, &args)?;
     Ok(inserted
         .first()
         .ok_or_else(|| Error::internal("append_failed", "the log entry was not written; try again"))?

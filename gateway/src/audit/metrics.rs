@@ -94,6 +94,9 @@ pub struct Families {
     pub writer_batch_jobs: Histogram,
     pub writer_commit_seconds: Histogram,
     pub pg_job_retries: Counter,
+    pub pg_batches: Counter,
+    pub pg_batch_jobs: Counter,
+    pub pg_tenant_lock_held_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     pub pg_pool: Family<PoolState, Gauge>,
     pub sign_in_failures: Family<One, Counter>,
     pub holds_pending: Gauge,
@@ -266,6 +269,9 @@ fn register(r: &mut Registry) -> Families {
         writer_batch_jobs: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
         writer_commit_seconds: latency(),
         pg_job_retries: Counter::default(),
+        pg_batches: Counter::default(),
+        pg_batch_jobs: Counter::default(),
+        pg_tenant_lock_held_seconds: Counter::default(),
         pg_pool: Family::default(),
         sign_in_failures: Family::default(),
         holds_pending: Gauge::default(),
@@ -376,7 +382,26 @@ fn register_events(r: &mut Registry, f: &Families) {
         "PostgreSQL batches run again after a serialization failure",
         f.pg_job_retries.clone(),
     );
+    register_batches(r, f);
     register_record(r, f);
+}
+
+/// PostgreSQL's batches: how many, how many jobs they carried, and how long a tenant's lock
+/// was held (from taking it to COMMIT): held seconds over batched jobs is the serial part of
+/// one tenant's call, the batch's jobs over batches its size.
+fn register_batches(r: &mut Registry, f: &Families) {
+    r.register("pg_batches", "PostgreSQL batches committed (one transaction each)", f.pg_batches.clone());
+    r.register(
+        "pg_batch_jobs",
+        "Jobs of PostgreSQL batches that held a tenant's lock, answered from a commit",
+        f.pg_batch_jobs.clone(),
+    );
+    r.register_with_unit(
+        "pg_tenant_lock_held",
+        "Time PostgreSQL batches held their tenants' locks, from taking them to COMMIT",
+        Unit::Seconds,
+        f.pg_tenant_lock_held_seconds.clone(),
+    );
 }
 
 /// What the archive, retention and log streams do with the record.

@@ -68,7 +68,7 @@ impl Announcer {
 }
 
 impl crate::store::postgres::Journal for Announcer {
-    fn begin(&self) {
+    fn begin(&self, _: bool) {
         appended::start();
     }
 

@@ -171,7 +171,9 @@ impl Gateway {
             let j = job.clone();
             let deciding = std::time::Instant::now();
             trace::record_current("kit_version", i64::from(job.links[0].kit.version.0));
-            let committing = self.write_for(&subject.tenant, move |c| j.run(c));
+            // Only a PostgreSQL batch reads what its calls want ahead of them.
+            let want = matches!(self.writes, crate::Writes::Postgres { .. }).then(|| j.want());
+            let committing = self.write_wanting(&subject.tenant, want, move |c| j.run(c));
             let reserved =
                 trace::within("commit", || vec![KeyValue::new("step", "decide")], committing).await?;
             self.metrics.with(|f| f.decision_seconds.observe(deciding.elapsed().as_secs_f64()));

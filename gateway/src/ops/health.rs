@@ -107,8 +107,12 @@ impl Gateway {
             f.outbox_oldest_seconds.get_or_create(&Channel { channel }).set(o.oldest_secs.unwrap_or(0));
         }
         if let Some(pg) = self.store.postgres() {
-            let retries = pg.stats().conflicts;
-            f.pg_job_retries.inc_by(retries.saturating_sub(f.pg_job_retries.get()));
+            let stats = pg.stats();
+            f.pg_job_retries.inc_by(stats.conflicts.saturating_sub(f.pg_job_retries.get()));
+            f.pg_batches.inc_by(stats.transactions.saturating_sub(f.pg_batches.get()));
+            f.pg_batch_jobs.inc_by(stats.keyed_jobs.saturating_sub(f.pg_batch_jobs.get()));
+            let held = stats.keys_held_ns as f64 / 1e9;
+            f.pg_tenant_lock_held_seconds.inc_by((held - f.pg_tenant_lock_held_seconds.get()).max(0.0));
             let (open, idle, max) = pg.pool_use();
             for (state, n) in [("idle", idle), ("used", open - idle.min(open)), ("max", max)] {
                 f.pg_pool.get_or_create(&PoolState { state }).set(i64::from(n));

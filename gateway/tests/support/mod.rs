@@ -26,9 +26,14 @@ pub async fn world_with(config: GatewayConfig) -> World {
 
 /// A world on SQLite whatever the engine under test: for what only SQLite has (its indexer).
 pub async fn sqlite_world() -> World {
+    sqlite_world_with(GatewayConfig::default()).await
+}
+
+/// [`sqlite_world`] with `config`.
+pub async fn sqlite_world_with(config: GatewayConfig) -> World {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/t.db", dir.path().display());
-    world_on(&url, GatewayConfig::default(), dir, None).await
+    world_on(&url, config, dir, None).await
 }
 
 async fn world_on(

@@ -21,6 +21,7 @@
 //! Measured here ([`Stats`]): transactions, jobs, and how long a batch held its keys (taken
 //! to COMMIT), the serial part that bounds one tenant's rate whatever the cores.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -39,12 +40,27 @@ use crate::{Error, JobError, Result, StoreErrorKind};
 pub const MAX_BATCH: usize = 64;
 
 /// What a batch tells whoever keeps state about its transaction (the gateway's log keeps the
-/// entries a batch appended and announces them just before COMMIT). Called on the runner's
-/// thread, in this order: [`Journal::begin`], [`Journal::mark`] and [`Journal::undo`] around
-/// each job whose writes were undone, then [`Journal::finish`].
+/// entries a batch appended and announces them just before COMMIT; its book keeps the writes
+/// of the batch's governed calls and writes them in one statement). Called on the runner's
+/// thread, in this order: [`Journal::begin`], [`Journal::prefetch`] once the batch holds its
+/// keys, [`Journal::before_statement`] before each statement a job sends, [`Journal::mark`]
+/// and [`Journal::undo`] around each job whose writes were undone, then [`Journal::finish`].
 pub trait Journal: Send + Sync + 'static {
-    /// A transaction begins: nothing is kept.
-    fn begin(&self);
+    /// A transaction begins: nothing is kept. `deferring` is false when each job runs in its
+    /// own savepoint: then a job's writes must reach the database inside its savepoint, so
+    /// none may be kept for later.
+    fn begin(&self, deferring: bool);
+    /// What the batch's jobs said they will read ([`Task::hint`]), once the batch holds its
+    /// keys and before its first job: read it all in one statement.
+    fn prefetch(&self, _tx: &dyn Tx, _hints: &[&(dyn Any + Send)]) -> Result<()> {
+        Ok(())
+    }
+    /// Called before each statement a job sends on the batch's transaction (not before the
+    /// statements this sends itself): whatever was kept for later is written first, so the
+    /// statement sees the database as if every job before it had written as it went.
+    fn before_statement(&self, _tx: &dyn Tx, _sql: &str) -> Result<()> {
+        Ok(())
+    }
     /// A mark of what the transaction kept so far, for [`Journal::undo`].
     fn mark(&self) -> usize;
     /// What was kept after `mark` was rolled back.
@@ -55,7 +71,7 @@ pub trait Journal: Send + Sync + 'static {
 
 /// No journal: jobs keep no state outside the database.
 impl Journal for () {
-    fn begin(&self) {}
+    fn begin(&self, _: bool) {}
     fn mark(&self) -> usize {
         0
     }
@@ -134,10 +150,13 @@ pub(super) trait Task: Send {
     fn run(&mut self, tx: &dyn Tx) -> Ran;
     /// Sends the kept result, or `failure` when the batch did not commit.
     fn reply(self: Box<Self>, failure: Option<&str>);
+    /// What the job will read, for [`Journal::prefetch`].
+    fn hint(&self) -> Option<&(dyn Any + Send)>;
 }
 
 pub(super) struct Pending<T, E, F> {
     pub f: F,
+    pub hint: Option<Box<dyn Any + Send>>,
     pub result: Option<std::result::Result<T, E>>,
     pub tx: tokio::sync::oneshot::Sender<std::result::Result<T, E>>,
 }
@@ -157,6 +176,10 @@ impl<T: Send, E: JobError, F: Fn(&dyn Tx) -> std::result::Result<T, E> + Send> T
 
     fn reply(self: Box<Self>, failure: Option<&str>) {
         let _ = self.tx.send(crate::error::job_answer(self.result, failure));
+    }
+
+    fn hint(&self) -> Option<&(dyn Any + Send)> {
+        self.hint.as_deref()
     }
 }
 
@@ -309,6 +332,8 @@ fn attempt_batch(
             rt,
             held: RefCell::new(Vec::new()),
             wrote: Cell::new(false),
+            journal: Some(journal),
+            hooked: Cell::new(false),
         };
         run_jobs(pg, batch, careful, journal, &keys)
     };
@@ -341,7 +366,11 @@ fn run_jobs(
         pg.advisory_lock(*key).map_err(|e| End::failed(&e))?;
     }
     let locked_at = (!keys.is_empty()).then(Instant::now);
-    journal.begin();
+    journal.begin(!careful);
+    let hints: Vec<&(dyn Any + Send)> = batch.iter().filter_map(|q| q.task.hint()).collect();
+    if !careful && !hints.is_empty() {
+        pg.hooked(|| journal.prefetch(&pg, &hints)).map_err(|e| End::failed(&e))?;
+    }
     let alone = batch.len() == 1;
     for q in batch.iter_mut() {
         if careful {
@@ -370,7 +399,12 @@ fn run_jobs(
             }
         }
     }
-    journal.finish(&pg).map_err(|e| End::failed(&e))?;
+    pg.hooked(|| journal.finish(&pg)).map_err(|e| match End::failed(&e) {
+        // What the jobs kept for later was refused: run the batch again, each job writing
+        // in its own savepoint, so only the job at fault fails.
+        End::Failed { broken: false, .. } if !careful => End::Redo,
+        end => end,
+    })?;
     Ok(locked_at)
 }
 

@@ -122,7 +122,7 @@ impl Postgres {
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.queue(None, f)
+        self.queue(None, None, f)
     }
 
     /// Runs `f` in a batch that holds the advisory lock `key` ([`crate::sql::lock_digest`])
@@ -137,7 +137,23 @@ impl Postgres {
         E: JobError,
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
-        self.queue(Some(key), f)
+        self.queue(Some(key), None, f)
+    }
+
+    /// [`Postgres::run_keyed`] for a job that says what it will read: `hint` reaches the
+    /// journal's [`Journal::prefetch`] with its batch's other hints, before any job runs.
+    pub fn run_keyed_hinted<T, E, F>(
+        &self,
+        key: i64,
+        hint: Box<dyn std::any::Any + Send>,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
+    where
+        T: Send + 'static,
+        E: JobError,
+        F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
+    {
+        self.queue(Some(key), Some(hint), f)
     }
 
     /// `f` is boxed here, before the future, as [`crate::writer::Writer::run`] boxes it; it
@@ -145,6 +161,7 @@ impl Postgres {
     fn queue<T, E, F>(
         &self,
         key: Option<i64>,
+        hint: Option<Box<dyn std::any::Any + Send>>,
         f: F,
     ) -> impl Future<Output = Result<T, E>> + Send + use<'_, T, E, F>
     where
@@ -153,7 +170,7 @@ impl Postgres {
         F: Fn(&dyn Tx) -> Result<T, E> + Send + 'static,
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let task: Box<dyn batch::Task> = Box::new(Pending { f, result: None, tx });
+        let task: Box<dyn batch::Task> = Box::new(Pending { f, hint, result: None, tx });
         async move {
             let runner = match key {
                 Some(k) => (k as u64 % self.runners.len() as u64) as usize,
@@ -238,9 +255,29 @@ struct PgTx<'c> {
     /// Whether a statement since the flag was last cleared may have changed something (any
     /// statement but a `SELECT`) or failed, which leaves the transaction unusable.
     wrote: Cell<bool>,
+    /// The batch's journal, told before each statement ([`Journal::before_statement`]).
+    journal: Option<&'c dyn Journal>,
+    /// Whether the journal is running: its own statements do not call it again.
+    hooked: Cell<bool>,
 }
 
 impl PgTx<'_> {
+    /// Runs `f` (the journal's own work) without telling the journal of its statements.
+    fn hooked<T>(&self, f: impl FnOnce() -> T) -> T {
+        let was = self.hooked.replace(true);
+        let out = f();
+        self.hooked.set(was);
+        out
+    }
+
+    /// Tells the journal a job's statement is next, unless the journal is the one sending it.
+    fn before(&self, sql: &str) -> crate::Result<()> {
+        match self.journal {
+            Some(j) if !self.hooked.get() => self.hooked(|| j.before_statement(self, sql)),
+            _ => Ok(()),
+        }
+    }
+
     fn note(&self, sql: &str, failed: bool) {
         let read = sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("select"));
         if failed || !read {
@@ -257,6 +294,7 @@ fn query<'q>(sql: &'q str, args: &[&dyn ToValue]) -> PgQuery<'q> {
 
 impl Tx for PgTx<'_> {
     fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<u64> {
+        self.before(sql)?;
         crate::counts::in_job();
         let numbered = numbered(sql);
         let mut conn = self.conn.borrow_mut();
@@ -266,6 +304,7 @@ impl Tx for PgTx<'_> {
     }
 
     fn rows(&self, sql: &str, args: &[&dyn ToValue]) -> crate::Result<Vec<Row>> {
+        self.before(sql)?;
         crate::counts::in_job();
         let numbered = numbered(sql);
         let mut conn = self.conn.borrow_mut();

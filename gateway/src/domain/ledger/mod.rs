@@ -14,8 +14,10 @@
 pub(crate) mod check;
 pub mod leases;
 pub(crate) mod retention;
+mod together;
 
 pub use retention::LEDGER_FLOOR_DAYS;
+pub(crate) use together::{Moves, moved_together, post_later};
 
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};

@@ -26,6 +26,7 @@
 //! so they cannot creep back, and `make bench-gateway` prints the batched figure
 //! (docs/architecture.md, what a governed action costs).
 
+pub(crate) mod book;
 pub(crate) mod claims;
 mod repeats;
 mod windows;
@@ -58,7 +59,6 @@ use crate::domain::shadow::ShadowChain;
 use crate::error::{Error, Result};
 use crate::ids::{ProfileId, TenantId};
 use crate::sql::Tx;
-use crate::stored;
 
 pub(crate) type ConnectorOutcome = std::result::Result<Done, Failure>;
 
@@ -149,26 +149,49 @@ const STANDING_COLUMNS: &str = "p.id, p.status, (SELECT MAX(version) FROM kits k
 /// The chain's [`Standing`] in one statement. Read under the tenant's lock (the caller took
 /// it), which every writer of the tenant's accounts, days, rate counts, credit and profile
 /// statuses takes first, so nothing read here changes before commit: no row lock is needed.
+/// In a PostgreSQL batch that keeps its calls' writes, the batch's [`book`] answers it when
+/// it read the chain already, with the moves of the calls before this one.
 pub(crate) fn current_standing(
     c: &dyn Tx,
     tenant: &TenantId,
     links: &[Link],
     reach: &Reach,
 ) -> Result<Standing> {
-    let marks = vec!["?"; links.len()].join(", ");
+    if let Some(s) = book::standing(tenant, links, reach) {
+        return s;
+    }
+    let ids: Vec<&str> = links.iter().map(|l| l.profile.as_str()).collect();
+    let rows = book::reading(|| standing_rows(c, tenant, &ids, reach))?;
+    let read = book::Read::from_rows(&ids, reach, &rows)?;
+    if !book::deferring() {
+        return read.standing(links, reach);
+    }
+    book::remember(tenant, read);
+    book::standing(tenant, links, reach).unwrap_or(Err(Error::NotFound { what: "agent profile" }))
+}
+
+/// The rows of the standing of the profiles `ids` of `tenant` ([`book::Read::from_rows`]):
+/// one per profile, one per day from `reach.days_from` on, one per rate window with a count.
+pub(crate) fn standing_rows(
+    c: &dyn Tx,
+    tenant: &TenantId,
+    ids: &[&str],
+    reach: &Reach,
+) -> Result<Vec<crate::sql::Row>> {
+    let marks = vec!["?"; ids.len()].join(", ");
     let mut sql = format!(
         "SELECT {STANDING_COLUMNS} FROM agent_profiles p JOIN tenants t ON t.id = p.tenant_id \
          LEFT JOIN budget_accounts a ON a.profile_id = p.id WHERE p.tenant_id = ? AND p.id IN ({marks})"
     );
     let from = reach.days_from.map(|d| d.to_string());
     let mut args: Vec<&dyn crate::sql::ToValue> = vec![tenant];
-    args.extend(links.iter().map(|l| &l.profile as &dyn crate::sql::ToValue));
+    args.extend(ids.iter().map(|p| p as &dyn crate::sql::ToValue));
     if let Some(from) = &from {
         sql.push_str(&format!(
             " UNION ALL SELECT profile_id, NULL, NULL, posted_units, pending_units, NULL, NULL, day, NULL, NULL, NULL, NULL, 'd' \
              FROM budget_days WHERE profile_id IN ({marks}) AND day >= ?"
         ));
-        args.extend(links.iter().map(|l| &l.profile as &dyn crate::sql::ToValue));
+        args.extend(ids.iter().map(|p| p as &dyn crate::sql::ToValue));
         args.push(from);
     }
     if !reach.windows.is_empty() {
@@ -180,60 +203,7 @@ pub(crate) fn current_standing(
         args.push(tenant);
         args.extend(reach.windows.iter().map(|k| k as &dyn crate::sql::ToValue));
     }
-    let rows = c.rows(&sql, &args)?;
-    standing_from(links, &rows)
-}
-
-/// [`Standing`] from the rows of [`current_standing`]'s statement.
-fn standing_from(links: &[Link], rows: &[crate::sql::Row]) -> Result<Standing> {
-    let mut s = Standing {
-        status: SubjectStatus::Active,
-        stale: false,
-        totals: Vec::new(),
-        credit: Money::ZERO,
-        clock: TenantClock::default(),
-        days: Vec::new(),
-        counts: Vec::new(),
-    };
-    let level = |id: &str| links.iter().position(|l| l.profile.as_str() == id);
-    for r in rows {
-        let kind: String = r.get(12)?;
-        match kind.as_str() {
-            "d" => {
-                let (id, day): (String, String) = (r.get(0)?, r.get(7)?);
-                let Some(level) = level(&id) else { continue };
-                let day = stored::named("budget day", &day, |d| d.parse::<NaiveDate>().ok())?;
-                let (posted, pending) = (ledger::money(r.get(3)?), ledger::money(r.get(4)?));
-                s.days.push(DayTotals { level, day, posted, pending });
-            }
-            "r" => s.counts.push((r.get(0)?, r.get(3)?)),
-            _ => {}
-        }
-    }
-    for l in links {
-        let r = rows
-            .iter()
-            .find(|r| {
-                r.get::<String>(12).is_ok_and(|k| k == "s")
-                    && r.get::<String>(0).is_ok_and(|id| id == l.profile.as_str())
-            })
-            .ok_or(Error::NotFound { what: "agent profile" })?;
-        let (status, version): (String, Option<i64>) = (r.get(1)?, r.get(2)?);
-        let status = stored::named("profile status", &status, SubjectStatus::parse)?;
-        if s.status == SubjectStatus::Active {
-            s.status = status;
-        }
-        s.stale |= version != Some(i64::from(l.kit.version.0));
-        s.totals.push(ledger::Totals { posted: ledger::money(r.get(3)?), pending: ledger::money(r.get(4)?) });
-        s.credit = ledger::money(r.get(5)?).saturating_sub(ledger::money(r.get(6)?));
-        s.clock = tenant_clock(r)?;
-    }
-    Ok(s)
-}
-
-/// The tenant's calendar and rate limit from columns 7 to 11 of a standing row.
-fn tenant_clock(r: &crate::sql::Row) -> Result<TenantClock> {
-    TenantClock::from_columns(r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?, r.get(11)?)
+    Ok(c.rows(&sql, &args)?)
 }
 
 /// Everything a call by the first of `links` is decided on at `now`: the chain's standing,
@@ -255,11 +225,29 @@ impl Facts {
         tenant: &TenantId,
         links: &[Link],
         rate: Option<periods::TenantRate>,
-        (action, now): (&str, DateTime<Utc>),
+        at: (&str, DateTime<Utc>),
         shadows: &[ShadowChain],
     ) -> Result<Facts> {
+        let (mut windows, keys, days_from) = Facts::reach(links, rate, at, shadows);
+        let reach = Reach { days_from, windows: &keys };
+        let kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
+        let standing = current_standing(c, tenant, links, &reach)?;
+        let day = standing.clock.calendar.day(at.1);
+        let periods = periods::period_views(&kits, &standing.clock.calendar, day, &standing.days);
+        periods::fill_counts(&mut windows, &standing.counts);
+        Ok(Facts { standing, day, periods, windows })
+    }
+
+    /// How far [`Facts::read`] reads: the call's rate windows, the keys of those and of the
+    /// `shadows`' windows, and the first day any period limit of the chain or a shadow needs.
+    pub(crate) fn reach(
+        links: &[Link],
+        rate: Option<periods::TenantRate>,
+        (action, now): (&str, DateTime<Utc>),
+        shadows: &[ShadowChain],
+    ) -> (Vec<Window>, Vec<String>, Option<NaiveDate>) {
         let mut kits: Vec<&Kit> = links.iter().map(|l| &l.kit).collect();
-        let mut windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
+        let windows = periods::rate_windows(&links[0].profile, kits[0], rate, action, now);
         let mut keys: Vec<String> =
             periods::distinct_keys(&windows).into_iter().map(|(k, _)| k.to_string()).collect();
         for s in shadows {
@@ -269,13 +257,7 @@ impl Facts {
                 periods::distinct_keys(&more).into_iter().map(|(k, _)| k.to_string()).collect();
             keys.extend(more.into_iter().filter(|k| !keys.contains(k)).collect::<Vec<_>>());
         }
-        let reach = Reach { days_from: periods::first_day_needed(&kits, now.date_naive()), windows: &keys };
-        kits.truncate(links.len());
-        let standing = current_standing(c, tenant, links, &reach)?;
-        let day = standing.clock.calendar.day(now);
-        let periods = periods::period_views(&kits, &standing.clock.calendar, day, &standing.days);
-        periods::fill_counts(&mut windows, &standing.counts);
-        Ok(Facts { standing, day, periods, windows })
+        (windows, keys, periods::first_day_needed(&kits, now.date_naive()))
     }
 
     /// The facts a parked call is decided on again when approved at `now`: the chain's
@@ -718,7 +700,11 @@ impl ReserveJob {
             None => self.answer.get_or_init(|| self.connector.execute_now(&call)).clone(),
         };
         match answer {
-            // An in-process connector answered now: settle in this same transaction.
+            // An in-process connector answered now: settle in this same transaction, or keep
+            // the writes for the batch's one write when it keeps them.
+            Some(Ok(done)) if book::deferring() => {
+                self.execute_kept(c, decision, counted, done, (version, kind))
+            }
             Some(Ok(done)) => {
                 let (hold, posted, mut writes) =
                     ledger::post_now(c, &self.new_hold(decision, counted), done.cost)?;
@@ -749,6 +735,39 @@ impl ReserveJob {
                 Ok(Reserved::Hold { hold, cost: decision.cost, kit_version: version })
             }
         }
+    }
+}
+
+impl ReserveJob {
+    /// What this call will read, for its batch's one read ([`book::prefetch`]).
+    pub(crate) fn want(&self) -> book::Want {
+        let at = (self.tool.name.as_str(), self.now);
+        let (_, windows, days_from) = Facts::reach(&self.links, self.clock.rate, at, &self.shadows);
+        let profiles = self.links.iter().map(|l| l.profile.clone()).collect();
+        book::Want { tenant: self.subject.tenant.clone(), profiles, days_from, windows }
+    }
+
+    /// [`ReserveJob::execute`]'s call answered in process, its writes kept for the batch's
+    /// one write ([`book`]) instead of sent: the same hold, ledger entries, moves, window
+    /// counts and log entry.
+    fn execute_kept(
+        &self,
+        c: &dyn Tx,
+        decision: &Decision,
+        counted: &Counted,
+        done: Done,
+        (version, kind): (u32, ConnectorKind),
+    ) -> Result<Reserved> {
+        let h = self.new_hold(decision, counted);
+        let (hold, posted, inserts, mut moves) = ledger::post_later(&h, done.cost, counted.day);
+        let keys = periods::distinct_keys(counted.windows);
+        moves.windows = keys.into_iter().map(|(k, ends)| (k.to_string(), ends)).collect();
+        let settling = self.settling(&hold, version, kind);
+        let (resp, entry) = executed_answer(&settling, done.result, posted, Some(counted.inputs.clone()));
+        let place = book::reading(|| activity::append_later(c, entry))?;
+        book::keep(book::Kept { entry: place, inserts, moves });
+        self.store(c, First::Answer(Disposition::Executed, &resp.body.to_string()))?;
+        Ok(Reserved::Final(resp))
     }
 }
 
@@ -858,6 +877,17 @@ fn executed(
     writes: &[crate::sql::Statement],
     inputs: Option<String>,
 ) -> Result<(ActionResponse, Entry)> {
+    let (resp, entry) = executed_answer(at, result, posted, inputs);
+    Ok((resp, activity::append_after(c, writes, entry)?))
+}
+
+/// An executed call's answer and the log entry that records it.
+fn executed_answer(
+    at: &Settling,
+    result: Value,
+    posted: Money,
+    inputs: Option<String>,
+) -> (ActionResponse, NewEntry) {
     let Settling { subject: s, action: name, hold, kit_version, actor, connector } = *at;
     let mut detail = json!({ "hold_id": hold, "hold": "posted", "connector": connector });
     // A queued runtime command is traced from its log entry to its delivery state.
@@ -872,27 +902,21 @@ fn executed(
         hold_id: hold.to_string(),
         connector,
     };
-    let e = activity::append_after(
-        c,
-        writes,
-        NewEntry::new(&s.tenant, actor, Kind::Action)
-            .by(s)
-            .profile(&s.profile)
-            .action(name)
-            .verdict(Verdict::Allow)
-            .amount(posted)
-            .kit_version(kit_version)
-            .detail(detail)
-            .inputs(inputs),
-    )?;
-    Ok((
-        ActionResponse {
-            disposition: Disposition::Executed,
-            body: Answer::Executed(answer),
-            replayed: false,
-        },
-        e,
-    ))
+    let entry = NewEntry::new(&s.tenant, actor, Kind::Action)
+        .by(s)
+        .profile(&s.profile)
+        .action(name)
+        .verdict(Verdict::Allow)
+        .amount(posted)
+        .kit_version(kit_version)
+        .detail(detail)
+        .inputs(inputs);
+    let resp = ActionResponse {
+        disposition: Disposition::Executed,
+        body: Answer::Executed(answer),
+        replayed: false,
+    };
+    (resp, entry)
 }
 
 /// Stops a profile's hosted runtime, recording why. Idempotent.

@@ -32,6 +32,35 @@ pub(crate) fn count_statement(tenant: &TenantId, windows: &[Window]) -> Option<S
     Some(Statement::new(sql, args))
 }
 
+/// The upsert that counts every window of `moves` by the calls that counted in it, each
+/// window once (a batch's kept calls, [`crate::domain::reserve::book`]), if any did.
+pub(crate) fn counted_together(moves: &[crate::domain::ledger::Moves]) -> Option<Statement> {
+    let mut counts: std::collections::BTreeMap<(&TenantId, &str), (i64, i64)> = Default::default();
+    for m in moves {
+        for (key, ends_at) in &m.windows {
+            counts.entry((&m.tenant, key.as_str())).or_insert((*ends_at, 0)).1 += 1;
+        }
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    let rows = vec!["(?, ?, ?, ?)"; counts.len()].join(", ");
+    let sql = format!(
+        "INSERT INTO rate_counts AS r (tenant_id, window_key, calls, ends_at) VALUES {rows} \
+         ON CONFLICT (tenant_id, window_key) DO UPDATE SET calls = r.calls + excluded.calls"
+    );
+    let mut args: Vec<Box<dyn crate::sql::ToValue>> = Vec::with_capacity(4 * counts.len());
+    for ((tenant, key), (ends_at, calls)) in counts {
+        args.extend([
+            Box::new(tenant.as_str().to_string()) as Box<dyn crate::sql::ToValue>,
+            Box::new(key.to_string()),
+            Box::new(calls),
+            Box::new(ends_at),
+        ]);
+    }
+    Some(Statement::new(sql, args))
+}
+
 /// Forgets the call counts of rate windows that ended more than a minute before `now`: no
 /// call counts toward them again (a window's key names its number).
 pub(crate) fn forget_ended_windows(c: &dyn Tx, now: DateTime<Utc>) -> Result<()> {
