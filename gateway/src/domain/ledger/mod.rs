@@ -17,7 +17,7 @@ pub(crate) mod retention;
 mod together;
 
 pub use retention::LEDGER_FLOOR_DAYS;
-pub(crate) use together::{Moves, moved_together, post_later};
+pub(crate) use together::{Moves, inserted_together, moved_together, post_later};
 
 use chrono::{DateTime, Utc};
 use policy::{BudgetView, Kit, Money};

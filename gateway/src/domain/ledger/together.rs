@@ -99,6 +99,26 @@ pub(crate) fn moved_together(moves: &[Moves]) -> Vec<Statement> {
     out
 }
 
+/// `inserts` (the kept calls' [`post_later`] rows) as one multi-row `INSERT` per table: the
+/// rows of statements that insert into the same columns, in order. One part per table plans
+/// and runs in a fraction of one part per row.
+pub(crate) fn inserted_together(inserts: Vec<Statement>) -> Vec<Statement> {
+    let mut out: Vec<(String, Vec<String>, Vec<Box<dyn ToValue>>)> = Vec::new();
+    for s in inserts {
+        let (head, rows) = s.sql.split_once(" VALUES ").expect("an INSERT of rows");
+        match out.iter_mut().find(|(h, ..)| h == head) {
+            Some((_, all, args)) => {
+                all.push(rows.to_string());
+                args.extend(s.args);
+            }
+            None => out.push((head.to_string(), vec![rows.to_string()], s.args)),
+        }
+    }
+    out.into_iter()
+        .map(|(head, rows, args)| Statement::new(format!("{head} VALUES {}", rows.join(", ")), args))
+        .collect()
+}
+
 fn accounts_moved(accounts: &BTreeMap<&str, (i64, i64)>) -> Statement {
     let rows = vec!["(?, ?, ?)"; accounts.len()].join(", ");
     let sql = format!(

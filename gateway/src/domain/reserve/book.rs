@@ -364,6 +364,7 @@ pub(crate) fn flush(tx: &dyn Tx) -> Result<()> {
         before.extend(k.inserts);
         moves.push(k.moves);
     }
+    let mut before = ledger::inserted_together(before);
     before.extend(ledger::moved_together(&moves));
     before.extend(super::windows::counted_together(&moves));
     let seqs = reading(|| activity::insert_many(tx, &before, &entries))?;
