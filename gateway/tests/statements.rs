@@ -25,8 +25,7 @@ const CALLS: u64 = 20;
 /// What a call alone costs today: (statements inside its jobs, statements outside them,
 /// jobs). On PostgreSQL a lone call is a batch of one, so it pays the batch's own statements
 /// too (the tenant's lock, the chain head, the notification); in a batch of a tenant's calls
-/// each pays 2: its standing, and its ledger write sent with its log entry
-/// (`domain/reserve.rs`). SQLite's single writer needs no lock or notification, and runs each
+/// they share one read of their standing and one write (`domain/reserve/book.rs`). SQLite's single writer needs no lock or notification, and runs each
 /// part of the ledger write on its own (`web.read` is priced, so it moves credit too; every
 /// call moves its day's totals, and a call under a rate limit counts in its window).
 fn today(action: &str, engine: Engine, rated: bool) -> (u64, u64, u64) {

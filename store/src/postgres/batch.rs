@@ -255,11 +255,13 @@ impl Runner {
                     Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
                 }
             }
-            self.run_batch(batch);
+            self.run_batch(batch, &queue, &mut next);
         }
     }
 
-    fn run_batch(&mut self, mut batch: Vec<Queued>) {
+    /// Runs `batch`; on its first attempt, jobs queued meanwhile for the keys it holds join it
+    /// ([`top_up`]), and the first that cannot is left in `next`.
+    fn run_batch(&mut self, mut batch: Vec<Queued>, queue: &Receiver<Queued>, next: &mut Option<Queued>) {
         let (mut careful, mut attempt) = (false, 1);
         let failure = loop {
             if let Err(e) = self.connect() {
@@ -269,7 +271,8 @@ impl Runner {
             let Runner { rt, conn, .. } = self;
             let conn = conn.as_mut().expect("connected above");
             let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                attempt_batch(conn, rt, &mut batch, careful, &*journal)
+                let more = (attempt == 1 && !careful).then_some((queue, &mut *next));
+                attempt_batch(conn, rt, (&mut batch, more), careful, &*journal)
             }));
             match ran {
                 Ok(Ok(held)) => {
@@ -328,7 +331,7 @@ impl Runner {
 fn attempt_batch(
     conn: &mut PgConnection,
     rt: &Runtime,
-    batch: &mut [Queued],
+    (batch, more): (&mut Vec<Queued>, Option<More>),
     careful: bool,
     journal: &dyn Journal,
 ) -> std::result::Result<Option<std::time::Duration>, End> {
@@ -343,7 +346,7 @@ fn attempt_batch(
             journal: Some(journal),
             hooked: Cell::new(false),
         };
-        run_jobs(pg, batch, careful, journal, &keys)
+        run_jobs(pg, (batch, more), careful, journal, &keys)
     };
     let locked_at = match ended {
         Ok(at) => at,
@@ -362,10 +365,27 @@ fn attempt_batch(
     Ok(locked_at.map(|at| at.elapsed()))
 }
 
+/// The runner's queue and the job it holds back, for [`top_up`].
+type More<'a> = (&'a Receiver<Queued>, &'a mut Option<Queued>);
+
+/// Jobs queued for `keys`, which the batch now holds, while it waited for them: they join
+/// it. Under another instance's batch of the same tenant, the calls that queued meanwhile
+/// then commit in this batch instead of in one batch each, each waiting for the lock again.
+/// The first job for another key stays in `next` for the next batch.
+fn top_up(batch: &mut Vec<Queued>, keys: &[i64], queue: &Receiver<Queued>, next: &mut Option<Queued>) {
+    while next.is_none() && batch.len() < MAX_BATCH {
+        match queue.try_recv() {
+            Ok(q) if q.key.is_some_and(|k| keys.contains(&k)) => batch.push(q),
+            Ok(q) => *next = Some(q),
+            Err(_) => break,
+        }
+    }
+}
+
 /// The batch's statements inside its transaction; when its keys were taken.
 fn run_jobs(
     pg: PgTx<'_>,
-    batch: &mut [Queued],
+    (batch, more): (&mut Vec<Queued>, Option<More>),
     careful: bool,
     journal: &dyn Journal,
     keys: &[i64],
@@ -374,6 +394,9 @@ fn run_jobs(
         pg.advisory_lock(*key).map_err(|e| End::failed(&e))?;
     }
     let locked_at = (!keys.is_empty()).then(Instant::now);
+    if let Some((queue, next)) = more {
+        top_up(batch, keys, queue, next);
+    }
     journal.begin(!careful);
     let hints: Vec<&(dyn Any + Send)> = batch.iter().filter_map(|q| q.task.hint()).collect();
     if !careful && !hints.is_empty() {

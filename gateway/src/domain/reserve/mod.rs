@@ -15,15 +15,15 @@
 //!
 //! Cost, with warm caches: a call executed in process is this one job and no read outside it.
 //! On PostgreSQL the job runs in a batch of its tenant's jobs that holds the tenant's lock
-//! ([`crate::Gateway::write_for`]) and costs two statements, each one round trip: its standing
-//! (statuses, kit versions, totals and credit of the whole chain in one `SELECT`), and its
-//! ledger write (hold, balances, credit, ledger entries) sent with its log entry in one
-//! statement ([`crate::sql::rows_after`]). The batch adds BEGIN, the lock, the chain head,
-//! the notification and COMMIT, once: a lone call costs 5 statements and 7 round trips, for
-//! the sandbox `web.read` and `cards.charge` alike. On SQLite, where no statement leaves the
-//! process, each part of the ledger write is a statement: 6 for `web.read` (priced, so credit
-//! moves), 5 for `cards.charge`. `gateway/tests/statements.rs` counts a lone call's statements
-//! so they cannot creep back, and `make bench-gateway` prints the batched figure
+//! ([`crate::Gateway::write_for`]); the batch reads every call's standing in one statement
+//! and writes every call's hold, ledger entries, moved totals and log entry in one more
+//! ([`book`]), so a call in a batch of 31 costs about a fifth of a statement, and a lone call
+//! 5 statements and 7 round trips (BEGIN, the lock, its standing, the chain head, its write,
+//! the notification, COMMIT), for the sandbox `web.read` and `cards.charge` alike. On SQLite,
+//! where no statement leaves the process, each part of the ledger write is a statement: 6 for
+//! `web.read` (priced, so credit moves), 5 for `cards.charge`. `gateway/tests/statements.rs`
+//! counts a lone call's statements so they cannot creep back, and `make bench-gateway` prints
+//! the batched figure
 //! (docs/architecture.md, what a governed action costs).
 
 pub(crate) mod book;
