@@ -7,7 +7,13 @@
 //! job when idle, at most [`MAX_BATCH`] under load). The batch takes its jobs' keys once, in
 //! ascending order, before any job runs ([`lock_order`]): two batches (on two instances)
 //! never wait on each other in a circle, and a job's own request for a key its batch holds
-//! costs no statement. A job without a key runs alone in its own transaction.
+//! costs no statement. Jobs queued for those keys while the batch waited for them join it
+//! ([`top_up`]). A job without a key runs alone in its own transaction.
+//!
+//! The batch's [`Journal`] hears of it at every step: it may read ahead what the jobs said
+//! they will read ([`Journal::prefetch`]), keep their writes and send them in one statement
+//! before COMMIT, writing what it kept before any other statement a job sends
+//! ([`Journal::before_statement`]); the gateway's book does (`gateway::domain::reserve::book`).
 //!
 //! Failures: jobs run without savepoints first. A job that fails before writing anything (a
 //! refusal, a conflict with a stored key) costs its neighbours nothing. One that fails after

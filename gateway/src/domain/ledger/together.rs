@@ -103,7 +103,7 @@ pub(crate) fn moved_together(moves: &[Moves]) -> Vec<Statement> {
 /// rows of statements that insert into the same columns, in order. One part per table plans
 /// and runs in a fraction of one part per row.
 pub(crate) fn inserted_together(inserts: Vec<Statement>) -> Vec<Statement> {
-    // Each table's statement head (`INSERT INTO t (columns)`), its rows and their arguments.
+    // Each statement head (the part before its rows), its rows and their arguments.
     type Rows = (String, Vec<String>, Vec<Box<dyn ToValue>>);
     let mut out: Vec<Rows> = Vec::new();
     for s in inserts {
